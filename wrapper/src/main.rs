@@ -1,2 +1,61 @@
-//! placeholder
-fn main() {}
+//! `iai-mcp-wrapper` binary: parse the command line, then serve MCP on
+//! stdin/stdout (or print the `--check` report).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Parser;
+use iai_mcp_wrapper::{app, check, config::Args};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let config = match args.resolve(home) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("iai-mcp-wrapper: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let filter = match EnvFilter::try_new(&config.log) {
+        Ok(filter) => filter,
+        Err(e) => {
+            eprintln!("iai-mcp-wrapper: invalid log filter {:?}: {e}", config.log);
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    match run(config) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("iai-mcp-wrapper: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(config: iai_mcp_wrapper::config::Config) -> anyhow::Result<ExitCode> {
+    // One thread: the wrapper relays small messages, and a single-threaded
+    // runtime avoids cross-thread wake-ups on that path.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    if config.check {
+        let ok = runtime.block_on(async {
+            let mut out = std::io::stdout().lock();
+            check::report(&config, &mut out).await
+        })?;
+        return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+    }
+    runtime.block_on(app::run(config))?;
+    Ok(ExitCode::SUCCESS)
+}

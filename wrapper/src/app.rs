@@ -1,0 +1,107 @@
+//! Wiring: build the bridge, the lifecycle tasks and the MCP loop from a
+//! [`Config`], run until the client goes away, and clean up.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::bridge::{self, Bridge, DriverConfig};
+use crate::config::Config;
+use crate::lifecycle::{heartbeat::Heartbeat, wake, warmup};
+use crate::mcp::server::{self, ServerConfig, StopReason};
+
+/// Contract: a connect attempt gives up after 5 s.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Contract: the boot probe gives up after 1 s, so a stopped daemon is woken
+/// quickly.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Serve MCP on stdin/stdout until EOF or SIGTERM/SIGINT, then exit
+/// cleanly: calls in flight answered or failed, heartbeat removed, daemon
+/// connection closed.
+pub async fn run(config: Config) -> std::io::Result<StopReason> {
+    let pid = std::process::id();
+    let session = Uuid::new_v4();
+
+    let heartbeat = Heartbeat::new(&config.state_dir, pid, session);
+    heartbeat.write();
+    let refresher = tokio::spawn(heartbeat.clone().refresh_every(config.heartbeat_interval));
+
+    let core = Bridge::new(
+        config.policy,
+        config.socket_path.display().to_string(),
+        u64::from(pid) ^ session.as_u64_pair().0,
+    );
+    let (bridge, driver) = bridge::spawn(
+        core,
+        DriverConfig {
+            socket_path: config.socket_path.clone(),
+            connect_timeout: CONNECT_TIMEOUT,
+            probe_timeout: PROBE_TIMEOUT,
+            max_line_bytes: config.max_line_bytes,
+        },
+    );
+    let waker = tokio::spawn(wake_when_unreachable(
+        bridge.status(),
+        config.state_dir.clone(),
+        pid,
+        session,
+    ));
+    let trigger = warmup::spawn(bridge.clone(), config.socket_path.clone(), session);
+
+    let stop = termination()?;
+    let reason = server::serve(
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        bridge.clone(),
+        trigger,
+        ServerConfig {
+            max_line_bytes: config.max_line_bytes,
+            shutdown_grace: config.shutdown_grace,
+        },
+        stop,
+    )
+    .await;
+    tracing::info!(?reason, "shutting down");
+
+    refresher.abort();
+    waker.abort();
+    heartbeat.remove();
+    bridge.shutdown().await;
+    let _ = driver.await;
+    Ok(reason)
+}
+
+/// If the very first connect attempt (the boot probe) fails, ask the daemon
+/// to start, once.
+async fn wake_when_unreachable(
+    mut status: watch::Receiver<bridge::LinkStatus>,
+    state_dir: std::path::PathBuf,
+    pid: u32,
+    session: Uuid,
+) {
+    let Ok(first) = status
+        .wait_for(|s| s.connects > 0 || s.failed_attempts > 0)
+        .await
+        .map(|s| *s)
+    else {
+        return;
+    };
+    if first.connects == 0 {
+        wake::request_start(&state_dir, pid, session).await;
+    }
+}
+
+/// Completes on SIGTERM or SIGINT.
+fn termination() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+    })
+}

@@ -1,0 +1,598 @@
+//! The bridge's decisions, with no I/O and no clock.
+//!
+//! [`Bridge`] owns the connection state, the table of calls and the
+//! reconnect schedule. Its inputs are events (a call arrives, a connect
+//! attempt ends, a line arrives, the connection closes, time passes); its
+//! outputs are [`Action`]s (dial, send a line, close, answer a call) and the
+//! next instant it wants to be woken at. The async driver only moves bytes
+//! and time in and out, so every ordering of events, including the V3-05
+//! race, can be replayed step by step in a unit test.
+//!
+//! Every connection attempt gets a fresh [`ConnId`]; events tagged with an
+//! older id are ignored, so a late line or close from a dead connection can
+//! never touch the calls of its successor.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::error::BridgeError;
+use super::policy::Policy;
+
+/// Identifies one call made through the bridge; chosen by the caller and
+/// unique for the bridge's lifetime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CallId(pub u64);
+
+/// Identifies one connection attempt and, once it succeeds, that connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnId(pub u64);
+
+/// Number of consecutive non-JSON lines, with calls waiting, after which the
+/// oldest call fails with `parse_error:`.
+pub const PARSE_STREAK_LIMIT: u32 = 4;
+
+/// A daemon request to make on behalf of a caller.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Daemon JSON-RPC method.
+    pub method: String,
+    /// Daemon JSON-RPC params.
+    pub params: Value,
+    /// Whether the request may be sent a second time after its connection
+    /// was lost (read-only and idempotent tools only).
+    pub replay_safe: bool,
+}
+
+/// Something the driver must do on the bridge's behalf.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Start a connect attempt and report its end with this id.
+    Connect(ConnId),
+    /// Write this line (newline included) on that connection.
+    Send(ConnId, Vec<u8>),
+    /// Close that connection (or abandon that attempt).
+    Close(ConnId),
+    /// Deliver the outcome of a call to its caller.
+    Reply(CallId, Result<Value, BridgeError>),
+    /// Something worth logging happened.
+    Report(Event),
+}
+
+/// Observations the driver logs; they change nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// A connection was established.
+    Connected {
+        /// The new connection.
+        conn: ConnId,
+        /// Whether an earlier connection existed.
+        reconnect: bool,
+    },
+    /// A connection closed; what happens next.
+    Disconnected {
+        /// The connection that closed.
+        conn: ConnId,
+        /// Calls re-sent on the next connection.
+        replayed: usize,
+        /// Calls failed with `socket closed`.
+        failed: usize,
+        /// Whether a reconnect is scheduled at all.
+        reconnecting: bool,
+    },
+    /// A connect attempt failed; the next one is due after `retry_in`
+    /// (`None`: no further attempt).
+    ConnectFailed {
+        /// Consecutive failures so far.
+        failures: u32,
+        /// The error reported by the driver.
+        error: String,
+        /// Delay before the next attempt.
+        retry_in: Option<Duration>,
+    },
+    /// The daemon sent [`PARSE_STREAK_LIMIT`] non-JSON lines in a row while
+    /// calls were waiting; the oldest one failed.
+    ParseStreak {
+        /// Lines in the streak.
+        lines: u32,
+        /// The call that failed.
+        call: CallId,
+    },
+    /// A line that is JSON but not a response to any pending call.
+    Unmatched {
+        /// The line's `id`, if it had one.
+        id: Option<Value>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// Not started yet.
+    Idle,
+    /// A connect attempt is under way.
+    Connecting(ConnId),
+    /// Connected; calls are sent at once.
+    Connected(ConnId),
+    /// Waiting until the instant to dial again.
+    Retrying(Instant),
+    /// No further connect attempts (pre-fix budget spent, or shut down).
+    Stopped,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for a connection until `deadline`.
+    Waiting { deadline: Instant, since: Instant },
+    /// Sent on `conn` as daemon request `wire`; the response is due by
+    /// `deadline`.
+    InFlight {
+        conn: ConnId,
+        wire: u64,
+        deadline: Instant,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Call {
+    request: Request,
+    phase: Phase,
+    sends: u32,
+}
+
+/// The sans-IO bridge state machine. See the module documentation.
+#[derive(Debug, Clone)]
+pub struct Bridge {
+    policy: Policy,
+    socket: String,
+    link: Link,
+    next_conn: u64,
+    ever_connected: bool,
+    failures: u32,
+    reconnects: u32,
+    shut: bool,
+    last_error: Option<String>,
+    calls: BTreeMap<CallId, Call>,
+    wire: HashMap<u64, CallId>,
+    next_wire: u64,
+    streak: u32,
+    rng: fastrand::Rng,
+    actions: VecDeque<Action>,
+}
+
+impl Bridge {
+    /// A bridge following `policy`, dialling the socket named `socket` (used
+    /// in error messages). `seed` drives the backoff jitter, so a test can
+    /// replay a run exactly.
+    pub fn new(policy: Policy, socket: impl Into<String>, seed: u64) -> Self {
+        Bridge {
+            policy,
+            socket: socket.into(),
+            link: Link::Idle,
+            next_conn: 0,
+            ever_connected: false,
+            failures: 0,
+            reconnects: 0,
+            shut: false,
+            last_error: None,
+            calls: BTreeMap::new(),
+            wire: HashMap::new(),
+            next_wire: 0,
+            streak: 0,
+            rng: fastrand::Rng::with_seed(seed),
+            actions: VecDeque::new(),
+        }
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Begin the first connect attempt.
+    pub fn start(&mut self, _now: Instant) {
+        if self.link == Link::Idle && !self.shut {
+            self.dial();
+        }
+    }
+
+    /// A caller wants `request` made; its outcome will be a
+    /// [`Action::Reply`] for `id`.
+    pub fn call(&mut self, id: CallId, request: Request, now: Instant) {
+        if self.shut {
+            self.reply(id, Err(BridgeError::Shutdown));
+            return;
+        }
+        let call = Call {
+            request,
+            phase: Phase::Waiting {
+                deadline: now + self.policy.timings().connect_wait,
+                since: now,
+            },
+            sends: 0,
+        };
+        match self.link {
+            Link::Connected(conn) => {
+                self.calls.insert(id, call);
+                self.send(id, conn, now);
+            }
+            // Before the first connection every mode waits: the boot connect
+            // runs in the background and a call made meanwhile rides on it.
+            _ if !self.ever_connected => {
+                self.calls.insert(id, call);
+            }
+            Link::Stopped => self.reply(id, Err(BridgeError::NotConnected)),
+            _ if self.policy.calls_wait_for_reconnect() => {
+                self.calls.insert(id, call);
+            }
+            // The V3-05 bug, kept as a policy: disconnected means refused,
+            // even though a reconnect is about to succeed.
+            _ => self.reply(id, Err(BridgeError::NotConnected)),
+        }
+    }
+
+    /// The caller gave up on `id` (MCP cancellation): forget it, answer
+    /// nothing.
+    pub fn cancel(&mut self, id: CallId) {
+        if let Some(call) = self.calls.remove(&id)
+            && let Phase::InFlight { wire, .. } = call.phase
+        {
+            self.wire.remove(&wire);
+        }
+    }
+
+    /// The connect attempt `conn` succeeded.
+    pub fn connected(&mut self, conn: ConnId, now: Instant) {
+        if self.link != Link::Connecting(conn) {
+            // Not the attempt we are waiting for: never hold two.
+            self.actions.push_back(Action::Close(conn));
+            return;
+        }
+        let reconnect = self.ever_connected;
+        self.link = Link::Connected(conn);
+        self.ever_connected = true;
+        self.failures = 0;
+        self.streak = 0;
+        self.actions
+            .push_back(Action::Report(Event::Connected { conn, reconnect }));
+        let waiting: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| matches!(c.phase, Phase::Waiting { .. }))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in waiting {
+            self.send(id, conn, now);
+        }
+    }
+
+    /// The connect attempt `conn` failed with `error`.
+    pub fn connect_failed(&mut self, conn: ConnId, error: String, now: Instant) {
+        if self.link != Link::Connecting(conn) {
+            return;
+        }
+        self.failures = self.failures.saturating_add(1);
+        self.last_error = Some(error.clone());
+        let retry_in = if self.ever_connected && self.policy.reconnect_budget().is_some() {
+            // The pre-fix bridge made one reconnect attempt and gave up.
+            None
+        } else {
+            Some(
+                self.policy
+                    .timings()
+                    .backoff
+                    .delay(self.failures, self.rng.f64()),
+            )
+        };
+        self.link = match retry_in {
+            Some(delay) => Link::Retrying(now + delay),
+            None => Link::Stopped,
+        };
+        self.actions.push_back(Action::Report(Event::ConnectFailed {
+            failures: self.failures,
+            error,
+            retry_in,
+        }));
+        if self.link == Link::Stopped {
+            self.fail_waiting(|_| BridgeError::NotConnected);
+        }
+    }
+
+    /// The connection `conn` closed (EOF, read or write error).
+    pub fn closed(&mut self, conn: ConnId, now: Instant) {
+        if self.link != Link::Connected(conn) {
+            return;
+        }
+        self.streak = 0;
+        let mut replayed = 0;
+        let mut failed = 0;
+        let lost: Vec<CallId> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| matches!(c.phase, Phase::InFlight { conn: c_conn, .. } if c_conn == conn))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in lost {
+            let Some(call) = self.calls.get_mut(&id) else {
+                continue;
+            };
+            if let Phase::InFlight { wire, .. } = call.phase {
+                self.wire.remove(&wire);
+            }
+            if self.policy.replays() && call.request.replay_safe && call.sends < 2 {
+                call.phase = Phase::Waiting {
+                    deadline: now + self.policy.timings().connect_wait,
+                    since: now,
+                };
+                replayed += 1;
+            } else {
+                self.calls.remove(&id);
+                self.reply(id, Err(BridgeError::SocketClosed));
+                failed += 1;
+            }
+        }
+        let may_reconnect = match self.policy.reconnect_budget() {
+            None => true,
+            Some(budget) => self.reconnects < budget,
+        };
+        self.link = if may_reconnect {
+            self.reconnects = self.reconnects.saturating_add(1);
+            Link::Retrying(now + self.policy.timings().reconnect_delay)
+        } else {
+            Link::Stopped
+        };
+        self.actions.push_back(Action::Report(Event::Disconnected {
+            conn,
+            replayed,
+            failed,
+            reconnecting: may_reconnect,
+        }));
+        if may_reconnect && self.policy.timings().reconnect_delay.is_zero() {
+            self.dial();
+        }
+        if self.link == Link::Stopped {
+            self.fail_waiting(|_| BridgeError::NotConnected);
+        }
+    }
+
+    /// A complete line (without its newline) arrived on `conn`.
+    pub fn line(&mut self, conn: ConnId, line: &[u8], _now: Instant) {
+        if self.link != Link::Connected(conn) {
+            return;
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(line) else {
+            self.non_json_line(conn);
+            return;
+        };
+        self.streak = 0;
+        let Value::Object(mut message) = value else {
+            return;
+        };
+        let wire = message.get("id").and_then(Value::as_u64);
+        let Some(id) = wire.and_then(|w| self.wire.get(&w).copied()) else {
+            let id = message.remove("id");
+            self.actions
+                .push_back(Action::Report(Event::Unmatched { id }));
+            return;
+        };
+        let outcome = if let Some(result) = message.remove("result") {
+            Ok(result)
+        } else if let Some(error) = message.remove("error") {
+            Err(daemon_error(error))
+        } else {
+            Err(BridgeError::Daemon {
+                code: -32603,
+                message: "daemon response carried neither result nor error".into(),
+            })
+        };
+        self.finish(id, outcome);
+    }
+
+    /// A line longer than the driver accepts arrived on `conn`; `id` is the
+    /// request id the driver could read from its beginning, if any.
+    pub fn oversized_line(&mut self, conn: ConnId, id: Option<u64>, limit: usize, _now: Instant) {
+        if self.link != Link::Connected(conn) {
+            return;
+        }
+        match id.and_then(|w| self.wire.get(&w).copied()) {
+            Some(call) => {
+                self.streak = 0;
+                self.finish(call, Err(BridgeError::ResponseTooLarge(limit)));
+            }
+            None => self.non_json_line(conn),
+        }
+    }
+
+    /// Time has reached `now`: dial if a retry is due, and fail calls whose
+    /// deadline has passed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Link::Retrying(at) = self.link
+            && at <= now
+            && !self.shut
+        {
+            self.dial();
+        }
+        let expired: Vec<(CallId, Phase)> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| match c.phase {
+                Phase::Waiting { deadline, .. } | Phase::InFlight { deadline, .. } => {
+                    deadline <= now
+                }
+            })
+            .map(|(id, c)| (*id, c.phase))
+            .collect();
+        for (id, phase) in expired {
+            let error = match phase {
+                Phase::Waiting { since, .. } => self.connect_wait_error(now - since),
+                Phase::InFlight { .. } => {
+                    BridgeError::Timeout(self.policy.timings().call_timeout)
+                }
+            };
+            self.finish(id, Err(error));
+        }
+    }
+
+    /// Stop: fail every call, close the connection, dial no more.
+    pub fn shutdown(&mut self) {
+        self.shut = true;
+        match self.link {
+            Link::Connected(conn) | Link::Connecting(conn) => {
+                self.actions.push_back(Action::Close(conn));
+            }
+            _ => {}
+        }
+        self.link = Link::Stopped;
+        self.fail_waiting(|_| BridgeError::Shutdown);
+        let ids: Vec<CallId> = self.calls.keys().copied().collect();
+        for id in ids {
+            self.finish(id, Err(BridgeError::Shutdown));
+        }
+    }
+
+    /// The next action for the driver, if any.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The earliest instant at which [`Bridge::handle_timeout`] has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let retry = match self.link {
+            Link::Retrying(at) if !self.shut => Some(at),
+            _ => None,
+        };
+        self.calls
+            .values()
+            .map(|c| match c.phase {
+                Phase::Waiting { deadline, .. } | Phase::InFlight { deadline, .. } => deadline,
+            })
+            .chain(retry)
+            .min()
+    }
+
+    /// The connection currently established, if any.
+    pub fn connection(&self) -> Option<ConnId> {
+        match self.link {
+            Link::Connected(conn) => Some(conn),
+            _ => None,
+        }
+    }
+
+    /// The connect attempt under way, if any.
+    pub fn connecting(&self) -> Option<ConnId> {
+        match self.link {
+            Link::Connecting(conn) => Some(conn),
+            _ => None,
+        }
+    }
+
+    /// Number of calls not yet answered.
+    pub fn pending(&self) -> usize {
+        self.calls.len()
+    }
+
+    fn dial(&mut self) {
+        self.next_conn += 1;
+        let conn = ConnId(self.next_conn);
+        self.link = Link::Connecting(conn);
+        self.actions.push_back(Action::Connect(conn));
+    }
+
+    fn send(&mut self, id: CallId, conn: ConnId, now: Instant) {
+        let Some(call) = self.calls.get_mut(&id) else {
+            return;
+        };
+        self.next_wire += 1;
+        let wire = self.next_wire;
+        let line = encode_request(wire, &call.request);
+        call.phase = Phase::InFlight {
+            conn,
+            wire,
+            deadline: now + self.policy.timings().call_timeout,
+        };
+        call.sends += 1;
+        self.wire.insert(wire, id);
+        self.actions.push_back(Action::Send(conn, line));
+    }
+
+    fn non_json_line(&mut self, conn: ConnId) {
+        self.streak += 1;
+        if self.streak < PARSE_STREAK_LIMIT {
+            return;
+        }
+        let oldest = self
+            .calls
+            .iter()
+            .filter_map(|(id, c)| match c.phase {
+                Phase::InFlight {
+                    conn: c_conn, wire, ..
+                } if c_conn == conn => Some((wire, *id)),
+                _ => None,
+            })
+            .min();
+        if let Some((_, id)) = oldest {
+            let lines = self.streak;
+            self.streak = 0;
+            self.finish(id, Err(BridgeError::ParseStreak(lines)));
+            self.actions
+                .push_back(Action::Report(Event::ParseStreak { lines, call: id }));
+        }
+    }
+
+    fn connect_wait_error(&self, waited: Duration) -> BridgeError {
+        BridgeError::ConnectWait {
+            socket: self.socket.clone(),
+            waited,
+            last_error: self.last_error.clone(),
+        }
+    }
+
+    fn fail_waiting(&mut self, error: impl Fn(&Call) -> BridgeError) {
+        let waiting: Vec<(CallId, BridgeError)> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| matches!(c.phase, Phase::Waiting { .. }))
+            .map(|(id, c)| (*id, error(c)))
+            .collect();
+        for (id, e) in waiting {
+            self.finish(id, Err(e));
+        }
+    }
+
+    fn finish(&mut self, id: CallId, outcome: Result<Value, BridgeError>) {
+        if let Some(call) = self.calls.remove(&id) {
+            if let Phase::InFlight { wire, .. } = call.phase {
+                self.wire.remove(&wire);
+            }
+            self.reply(id, outcome);
+        }
+    }
+
+    fn reply(&mut self, id: CallId, outcome: Result<Value, BridgeError>) {
+        self.actions.push_back(Action::Reply(id, outcome));
+    }
+}
+
+/// The daemon request line for `request` under wire id `wire`.
+fn encode_request(wire: u64, request: &Request) -> Vec<u8> {
+    let mut line = Vec::with_capacity(64 + request.method.len());
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(wire.to_string().as_bytes());
+    line.extend_from_slice(b",\"method\":");
+    // Serializing a string or a Value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut line, &request.method);
+    line.extend_from_slice(b",\"params\":");
+    let _ = serde_json::to_writer(&mut line, &request.params);
+    line.extend_from_slice(b"}\n");
+    line
+}
+
+fn daemon_error(error: Value) -> BridgeError {
+    let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32001);
+    let message = match error.get("message") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => "daemon error".to_owned(),
+    };
+    BridgeError::Daemon { code, message }
+}

@@ -1,0 +1,443 @@
+//! The one task that owns the daemon connection.
+//!
+//! It feeds the sans-IO [`Bridge`] with events (calls from the MCP side,
+//! connect results, lines and closes from the socket, timer expiry) and
+//! carries out the actions it returns. Callers reach it only through a
+//! channel ([`BridgeHandle`]), so "a call arrives while the connection is
+//! dead" is one more event handled in order, never a data race.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixStream;
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tokio_util::codec::FramedRead;
+
+use super::core::{Action, Bridge, CallId, ConnId, Event, Request};
+use super::error::BridgeError;
+use crate::codec::{Frame, LineCodec, recover_id};
+
+/// I/O settings of the driver (the decisions live in the policy).
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// The daemon socket to dial.
+    pub socket_path: PathBuf,
+    /// Limit for one connect attempt after the first (contract: 5 s).
+    pub connect_timeout: Duration,
+    /// Limit for the very first attempt, which doubles as the boot probe
+    /// (contract: 1 s), so that waking a stopped daemon is not delayed.
+    pub probe_timeout: Duration,
+    /// Longest daemon response line accepted.
+    pub max_line_bytes: usize,
+}
+
+/// What the rest of the wrapper may observe about the connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStatus {
+    /// Whether a connection is established now.
+    pub connected: bool,
+    /// Connections established so far.
+    pub connects: u64,
+    /// Connect attempts that failed so far.
+    pub failed_attempts: u64,
+}
+
+enum Command {
+    Call(CallId, Request, oneshot::Sender<Result<Value, BridgeError>>),
+    Cancel(CallId),
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// Cheap, cloneable access to the bridge task.
+#[derive(Debug, Clone)]
+pub struct BridgeHandle {
+    tx: mpsc::UnboundedSender<Command>,
+    next_id: Arc<AtomicU64>,
+    status: watch::Receiver<LinkStatus>,
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Command::Call(id, r, _) => write!(f, "Call({id:?}, {})", r.method),
+            Command::Cancel(id) => write!(f, "Cancel({id:?})"),
+            Command::Shutdown(_) => f.write_str("Shutdown"),
+        }
+    }
+}
+
+impl BridgeHandle {
+    /// Make `request` through the daemon and wait for its outcome. Dropping
+    /// the returned future cancels the call: the bridge forgets it and its
+    /// response, if one comes, is ignored.
+    pub async fn call(&self, request: Request) -> Result<Value, BridgeError> {
+        let id = CallId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Command::Call(id, request, tx)).is_err() {
+            return Err(BridgeError::Shutdown);
+        }
+        let mut guard = CancelOnDrop {
+            tx: &self.tx,
+            id,
+            armed: true,
+        };
+        let outcome = rx.await.unwrap_or(Err(BridgeError::Shutdown));
+        guard.armed = false;
+        outcome
+    }
+
+    /// Fail every call still waiting, close the connection and stop the
+    /// task; returns once that is done.
+    pub async fn shutdown(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Command::Shutdown(tx)).is_ok() {
+            let _ = rx.await;
+        }
+    }
+
+    /// A watch on the connection state (for warm-up and wake-up logic).
+    pub fn status(&self) -> watch::Receiver<LinkStatus> {
+        self.status.clone()
+    }
+}
+
+struct CancelOnDrop<'a> {
+    tx: &'a mpsc::UnboundedSender<Command>,
+    id: CallId,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.tx.send(Command::Cancel(self.id));
+        }
+    }
+}
+
+/// Start the bridge task on the current tokio runtime.
+pub fn spawn(bridge: Bridge, config: DriverConfig) -> (BridgeHandle, JoinHandle<()>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (status_tx, status_rx) = watch::channel(LinkStatus::default());
+    let handle = BridgeHandle {
+        tx,
+        next_id: Arc::new(AtomicU64::new(1)),
+        status: status_rx,
+    };
+    let task = tokio::spawn(Driver::new(bridge, config, status_tx).run(rx));
+    (handle, task)
+}
+
+enum ConnEvent {
+    ConnectDone(ConnId, Result<UnixStream, String>),
+    Frame(ConnId, Frame),
+    Closed(ConnId),
+}
+
+struct Live {
+    id: ConnId,
+    writer: mpsc::UnboundedSender<Vec<u8>>,
+    reader: JoinHandle<()>,
+}
+
+struct Driver {
+    core: Bridge,
+    config: DriverConfig,
+    status: watch::Sender<LinkStatus>,
+    replies: HashMap<CallId, oneshot::Sender<Result<Value, BridgeError>>>,
+    events_tx: mpsc::UnboundedSender<ConnEvent>,
+    events_rx: mpsc::UnboundedReceiver<ConnEvent>,
+    live: Option<Live>,
+    attempt: Option<(ConnId, JoinHandle<()>)>,
+    attempts: u64,
+}
+
+impl Driver {
+    fn new(core: Bridge, config: DriverConfig, status: watch::Sender<LinkStatus>) -> Self {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        Driver {
+            core,
+            config,
+            status,
+            replies: HashMap::new(),
+            events_tx,
+            events_rx,
+            live: None,
+            attempt: None,
+            attempts: 0,
+        }
+    }
+
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        self.core.start(Instant::now());
+        let mut shutdown_ack = None;
+        loop {
+            self.apply_actions();
+            if shutdown_ack.is_some() {
+                break;
+            }
+            let wake = self.core.poll_timeout();
+            tokio::select! {
+                biased;
+                Some(event) = self.events_rx.recv() => {
+                    self.on_conn_event(event);
+                    while let Ok(event) = self.events_rx.try_recv() {
+                        self.on_conn_event(event);
+                    }
+                }
+                command = commands.recv() => match command {
+                    Some(command) => {
+                        if let Some(ack) = self.on_command(command) {
+                            shutdown_ack = Some(ack);
+                        }
+                        while shutdown_ack.is_none() && let Ok(command) = commands.try_recv() {
+                            if let Some(ack) = self.on_command(command) {
+                                shutdown_ack = Some(ack);
+                            }
+                        }
+                    }
+                    None => {
+                        self.core.shutdown();
+                        self.apply_actions();
+                        break;
+                    }
+                },
+                () = sleep_until(wake), if wake.is_some() => {
+                    self.core.handle_timeout(Instant::now());
+                }
+            }
+        }
+        self.apply_actions();
+        self.close_all();
+        if let Some(ack) = shutdown_ack {
+            let _ = ack.send(());
+        }
+    }
+
+    fn on_command(&mut self, command: Command) -> Option<oneshot::Sender<()>> {
+        match command {
+            Command::Call(id, request, reply) => {
+                self.replies.insert(id, reply);
+                self.core.call(id, request, Instant::now());
+            }
+            Command::Cancel(id) => {
+                self.replies.remove(&id);
+                self.core.cancel(id);
+            }
+            Command::Shutdown(ack) => {
+                self.core.shutdown();
+                return Some(ack);
+            }
+        }
+        None
+    }
+
+    fn on_conn_event(&mut self, event: ConnEvent) {
+        let now = Instant::now();
+        match event {
+            ConnEvent::ConnectDone(conn, Ok(stream)) => {
+                if self.attempt.as_ref().is_some_and(|(id, _)| *id == conn) {
+                    self.attempt = None;
+                }
+                // Install first so that a Close action for a stale attempt
+                // finds and drops it.
+                self.install(conn, stream);
+                self.core.connected(conn, now);
+            }
+            ConnEvent::ConnectDone(conn, Err(error)) => {
+                if self.attempt.as_ref().is_some_and(|(id, _)| *id == conn) {
+                    self.attempt = None;
+                }
+                self.core.connect_failed(conn, error, now);
+            }
+            ConnEvent::Frame(conn, Frame::Line(line)) => self.core.line(conn, &line, now),
+            ConnEvent::Frame(conn, Frame::Oversized { head }) => {
+                let id = recover_id(&head).and_then(|v| v.as_u64());
+                self.core
+                    .oversized_line(conn, id, self.config.max_line_bytes, now);
+            }
+            ConnEvent::Closed(conn) => {
+                if self.live.as_ref().is_some_and(|l| l.id == conn) {
+                    self.drop_live();
+                }
+                self.core.closed(conn, now);
+            }
+        }
+    }
+
+    fn apply_actions(&mut self) {
+        while let Some(action) = self.core.poll_action() {
+            match action {
+                Action::Connect(conn) => self.dial(conn),
+                Action::Send(conn, line) => match &self.live {
+                    Some(live) if live.id == conn => {
+                        if live.writer.send(line).is_err() {
+                            // The writer already stopped; its close event is
+                            // on its way and will be handled in order.
+                        }
+                    }
+                    _ => {}
+                },
+                Action::Close(conn) => {
+                    if self.live.as_ref().is_some_and(|l| l.id == conn) {
+                        self.drop_live();
+                    }
+                    if let Some((id, task)) = self.attempt.take() {
+                        if id == conn {
+                            task.abort();
+                        } else {
+                            self.attempt = Some((id, task));
+                        }
+                    }
+                }
+                Action::Reply(id, outcome) => {
+                    if let Some(reply) = self.replies.remove(&id) {
+                        let _ = reply.send(outcome);
+                    }
+                }
+                Action::Report(event) => self.report(event),
+            }
+        }
+    }
+
+    fn report(&mut self, event: Event) {
+        match event {
+            Event::Connected { conn, reconnect } => {
+                tracing::info!(conn = conn.0, reconnect, "connected to daemon");
+                self.status.send_modify(|s| {
+                    s.connected = true;
+                    s.connects += 1;
+                });
+            }
+            Event::Disconnected {
+                conn,
+                replayed,
+                failed,
+                reconnecting,
+            } => {
+                tracing::warn!(
+                    conn = conn.0,
+                    replayed,
+                    failed,
+                    reconnecting,
+                    "daemon connection closed"
+                );
+                self.status.send_modify(|s| s.connected = false);
+            }
+            Event::ConnectFailed {
+                failures,
+                error,
+                retry_in,
+            } => {
+                tracing::info!(failures, %error, ?retry_in, "daemon connect failed");
+                self.status.send_modify(|s| s.failed_attempts += 1);
+            }
+            Event::ParseStreak { lines, call } => {
+                let line = serde_json::json!({
+                    "event": "daemon_parse_error_streak",
+                    "lines": lines,
+                    "failed_call": call.0,
+                });
+                eprintln!("{line}");
+            }
+            Event::Unmatched { id } => {
+                tracing::debug!(?id, "ignored daemon line with no pending request");
+            }
+        }
+    }
+
+    fn dial(&mut self, conn: ConnId) {
+        self.attempts += 1;
+        let limit = if self.attempts == 1 {
+            self.config.probe_timeout
+        } else {
+            self.config.connect_timeout
+        };
+        let path = self.config.socket_path.clone();
+        let events = self.events_tx.clone();
+        let task = tokio::spawn(async move {
+            let outcome = match tokio::time::timeout(limit, UnixStream::connect(&path)).await {
+                Ok(Ok(stream)) => Ok(stream),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err(format!("connect timed out after {limit:?}")),
+            };
+            let _ = events.send(ConnEvent::ConnectDone(conn, outcome));
+        });
+        if let Some((_, old)) = self.attempt.replace((conn, task)) {
+            old.abort();
+        }
+    }
+
+    fn install(&mut self, conn: ConnId, stream: UnixStream) {
+        let (read, write) = stream.into_split();
+        let events = self.events_tx.clone();
+        let max = self.config.max_line_bytes;
+        let reader = tokio::spawn(async move {
+            let mut frames = FramedRead::new(read, LineCodec::new(max));
+            while let Some(Ok(frame)) = frames.next().await {
+                if events.send(ConnEvent::Frame(conn, frame)).is_err() {
+                    return;
+                }
+            }
+            let _ = events.send(ConnEvent::Closed(conn));
+        });
+        let (writer, lines) = mpsc::unbounded_channel();
+        tokio::spawn(write_lines(conn, write, lines, self.events_tx.clone()));
+        if let Some(old) = self.live.replace(Live { id: conn, writer, reader }) {
+            old.reader.abort();
+        }
+    }
+
+    fn drop_live(&mut self) {
+        if let Some(live) = self.live.take() {
+            live.reader.abort();
+        }
+    }
+
+    fn close_all(&mut self) {
+        self.drop_live();
+        if let Some((_, task)) = self.attempt.take() {
+            task.abort();
+        }
+        for (_, reply) in self.replies.drain() {
+            let _ = reply.send(Err(BridgeError::Shutdown));
+        }
+    }
+}
+
+/// Writes queued lines, coalescing whatever is queued into one write.
+async fn write_lines(
+    conn: ConnId,
+    mut socket: OwnedWriteHalf,
+    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    events: mpsc::UnboundedSender<ConnEvent>,
+) {
+    let mut batch = Vec::new();
+    while let Some(line) = lines.recv().await {
+        batch.clear();
+        batch.extend_from_slice(&line);
+        while let Ok(more) = lines.try_recv() {
+            batch.extend_from_slice(&more);
+        }
+        if socket.write_all(&batch).await.is_err() {
+            let _ = events.send(ConnEvent::Closed(conn));
+            return;
+        }
+    }
+    let _ = socket.shutdown().await;
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
+    }
+}

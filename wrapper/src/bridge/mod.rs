@@ -1,0 +1,12 @@
+//! The daemon side of the wrapper: one connection, owned by one task, whose
+//! decisions live in a sans-IO state machine.
+
+pub mod core;
+pub mod driver;
+pub mod error;
+pub mod policy;
+
+pub use self::core::{Action, Bridge, CallId, ConnId, Event, Request};
+pub use driver::{BridgeHandle, DriverConfig, LinkStatus, spawn};
+pub use error::{BridgeError, DAEMON_UNREACHABLE_CODE};
+pub use policy::{Backoff, BridgeMode, Policy, PolicyError, Timings};

@@ -1,0 +1,14 @@
+//! What the wrapper does around the MCP traffic for the daemon's lifecycle
+//! machinery: the heartbeat file, waking a stopped daemon, and the warm-up
+//! messages after the first connection.
+
+pub mod files;
+pub mod heartbeat;
+pub mod wake;
+pub mod warmup;
+
+/// Current time as ISO-8601 UTC with a trailing `Z`, the format every
+/// lifecycle file and control message uses.
+pub fn now_iso8601() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}

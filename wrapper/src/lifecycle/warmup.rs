@@ -1,0 +1,80 @@
+//! The warm-up that lets the daemon prepare for a session: a `session_open`
+//! control message on a separate short-lived connection right after the
+//! first successful connect, then one `session_start_payload` call once the
+//! MCP session is initialized. Both are best effort.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixStream;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use super::now_iso8601;
+use crate::bridge::{BridgeHandle, Request};
+use crate::mcp::server::WarmupTrigger;
+
+/// How long the `session_open` side connection may take in all.
+pub const SESSION_OPEN_BUDGET: Duration = Duration::from_secs(2);
+
+/// Signals, from the MCP side, that the session is initialized.
+#[derive(Debug, Clone)]
+pub struct Initialized(watch::Sender<bool>);
+
+impl WarmupTrigger for Initialized {
+    fn initialized(&self) {
+        self.0.send_if_modified(|done| !std::mem::replace(done, true));
+    }
+}
+
+/// Start the warm-up task; returns the trigger the MCP loop calls.
+pub fn spawn(bridge: BridgeHandle, socket_path: PathBuf, session: Uuid) -> Initialized {
+    let (tx, rx) = watch::channel(false);
+    tokio::spawn(run(bridge, socket_path, session, rx));
+    Initialized(tx)
+}
+
+async fn run(
+    bridge: BridgeHandle,
+    socket_path: PathBuf,
+    session: Uuid,
+    mut initialized: watch::Receiver<bool>,
+) {
+    let mut status = bridge.status();
+    if status.wait_for(|s| s.connects > 0).await.is_err() {
+        return;
+    }
+    match tokio::time::timeout(SESSION_OPEN_BUDGET, session_open(&socket_path, session)).await {
+        Ok(Ok(())) => tracing::debug!("session_open sent"),
+        Ok(Err(e)) => tracing::debug!(error = %e, "session_open failed"),
+        Err(_) => tracing::debug!("session_open timed out"),
+    }
+    if initialized.wait_for(|done| *done).await.is_err() {
+        return;
+    }
+    let outcome = bridge
+        .call(Request {
+            method: "session_start_payload".into(),
+            params: json!({ "session_id": session.to_string() }),
+            replay_safe: false,
+        })
+        .await;
+    if let Err(e) = outcome {
+        tracing::debug!(error = %e, "session_start_payload failed (ignored)");
+    }
+}
+
+async fn session_open(socket_path: &PathBuf, session: Uuid) -> std::io::Result<()> {
+    let mut stream = UnixStream::connect(socket_path).await?;
+    let mut line = json!({
+        "type": "session_open",
+        "session_id": session.to_string(),
+        "ts": now_iso8601(),
+    })
+    .to_string();
+    line.push('\n');
+    stream.write_all(line.as_bytes()).await?;
+    stream.shutdown().await
+}

@@ -1,0 +1,6 @@
+//! The MCP side of the wrapper: protocol rules, per-line dispatch and the
+//! stdio loop.
+
+pub mod dispatch;
+pub mod protocol;
+pub mod server;
