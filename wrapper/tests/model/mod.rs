@@ -1,0 +1,405 @@
+//! A model of the bridge's environment (callers, connect attempts, the
+//! daemon's connection, time) that drives the sans-IO `Bridge` one event at
+//! a time and checks its invariants after every step.
+//!
+//! Shared by the exhaustive interleaving checker and the proptest runs.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use iai_mcp_wrapper::bridge::{
+    Action, Backoff, Bridge, BridgeError, BridgeMode, CallId, ConnId, Policy, Request, Timings,
+};
+use serde_json::{Value, json};
+
+/// One event the environment can inject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The next call (in script order) arrives.
+    Call,
+    /// The pending connect attempt succeeds.
+    ConnectOk,
+    /// The pending connect attempt fails.
+    ConnectFail,
+    /// The current connection closes.
+    Close,
+    /// The daemon answers the n-th unanswered request on the current
+    /// connection.
+    Respond(usize),
+    /// The daemon writes a non-JSON line on the current connection.
+    Garbage,
+    /// A response to a request sent on an earlier connection arrives,
+    /// tagged with that old connection.
+    StaleLine,
+    /// A close of an earlier connection is reported late.
+    StaleClose,
+    /// Time advances to the bridge's next deadline.
+    Timer,
+}
+
+/// The calls made, in order: index, whether replay-safe.
+pub const SCRIPT: [bool; 3] = [true, false, true];
+
+/// Why a run broke an invariant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// Which invariant.
+    pub invariant: &'static str,
+    /// Details.
+    pub detail: String,
+}
+
+#[derive(Debug, Clone)]
+struct Sent {
+    conn: ConnId,
+    wire: u64,
+    call: usize,
+    answered: bool,
+}
+
+/// The environment plus the bridge under test.
+#[derive(Debug, Clone)]
+pub struct World {
+    pub bridge: Bridge,
+    now: Instant,
+    calls_made: usize,
+    script_len: usize,
+    /// Replies per call index.
+    replies: BTreeMap<usize, Vec<Result<Value, BridgeError>>>,
+    /// Sends per call index.
+    sends: BTreeMap<usize, usize>,
+    sent: Vec<Sent>,
+    attempt: Option<ConnId>,
+    open: BTreeSet<ConnId>,
+    current: Option<ConnId>,
+    old: Vec<ConnId>,
+    /// Old connections whose late close has been injected already.
+    stale_closed: usize,
+    ever_connected: bool,
+    /// Calls refused with an unreachable error, before being sent, while a
+    /// reconnect was in flight: V3-05 if that reconnect then succeeds.
+    refused_in_window: Vec<usize>,
+    closes: usize,
+    max_closes: usize,
+    pub trace: Vec<Step>,
+}
+
+/// The bridge policy used by the model: every timing distinct and nonzero
+/// so that each kind of timer is its own event.
+pub fn policy(mode: BridgeMode) -> Policy {
+    let timings = Timings {
+        reconnect_delay: Duration::from_millis(1000),
+        connect_wait: Duration::from_secs(10),
+        call_timeout: Duration::from_secs(120),
+        backoff: Backoff::new(Duration::from_millis(50), Duration::from_secs(2))
+            .expect("valid backoff"),
+    };
+    Policy::new(mode, timings).expect("valid policy")
+}
+
+impl World {
+    /// A fresh world whose bridge has started its first connect attempt.
+    pub fn new(mode: BridgeMode, script_len: usize, max_closes: usize) -> Self {
+        let now = Instant::now();
+        let mut world = World {
+            bridge: Bridge::new(policy(mode), "/tmp/model.sock", 7),
+            now,
+            calls_made: 0,
+            script_len,
+            replies: BTreeMap::new(),
+            sends: BTreeMap::new(),
+            sent: Vec::new(),
+            attempt: None,
+            open: BTreeSet::new(),
+            current: None,
+            old: Vec::new(),
+            stale_closed: 0,
+            ever_connected: false,
+            refused_in_window: Vec::new(),
+            closes: 0,
+            max_closes,
+            trace: Vec::new(),
+        };
+        world.bridge.start(now);
+        world
+            .absorb(false)
+            .expect("starting cannot break an invariant");
+        world
+    }
+
+    /// The events possible now.
+    pub fn enabled(&self) -> Vec<Step> {
+        let mut steps = Vec::new();
+        if self.calls_made < self.script_len {
+            steps.push(Step::Call);
+        }
+        if self.attempt.is_some() {
+            steps.push(Step::ConnectOk);
+            steps.push(Step::ConnectFail);
+        }
+        if self.current.is_some() {
+            if self.closes < self.max_closes {
+                steps.push(Step::Close);
+            }
+            let unanswered = self.unanswered_current().len();
+            for i in 0..unanswered {
+                steps.push(Step::Respond(i));
+            }
+        }
+        if self.stale_unanswered().is_some() {
+            steps.push(Step::StaleLine);
+        }
+        if self.stale_closed < self.old.len() {
+            steps.push(Step::StaleClose);
+        }
+        if self.bridge.poll_timeout().is_some() {
+            steps.push(Step::Timer);
+        }
+        steps
+    }
+
+    /// [`World::enabled`] plus daemon garbage lines (left out of the
+    /// exhaustive search to keep it small; the random runs use it).
+    pub fn enabled_with_garbage(&self) -> Vec<Step> {
+        let mut steps = self.enabled();
+        if self.current.is_some() {
+            steps.push(Step::Garbage);
+        }
+        steps
+    }
+
+    fn unanswered_current(&self) -> Vec<usize> {
+        self.sent
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| Some(s.conn) == self.current && !s.answered)
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    fn stale_unanswered(&self) -> Option<usize> {
+        self.sent
+            .iter()
+            .position(|s| Some(s.conn) != self.current && !s.answered)
+    }
+
+    /// Whether a reconnect is under way (the V3-05 window).
+    fn in_reconnect_window(&self) -> bool {
+        self.ever_connected && self.current.is_none()
+    }
+
+    /// Apply one event, then check every invariant.
+    pub fn step(&mut self, step: Step) -> Result<(), Violation> {
+        self.trace.push(step);
+        let now = self.now;
+        let mut stale = false;
+        match step {
+            Step::Call => {
+                let index = self.calls_made;
+                self.calls_made += 1;
+                let replay_safe = SCRIPT[index % SCRIPT.len()];
+                let window = self.in_reconnect_window();
+                self.bridge.call(
+                    CallId(index as u64),
+                    Request {
+                        method: if replay_safe { "topology" } else { "memory_capture" }.into(),
+                        params: json!({ "call": index }),
+                        replay_safe,
+                    },
+                    now,
+                );
+                if window {
+                    // Checked once the actions are absorbed below.
+                    self.absorb(false)?;
+                    if self.replies.get(&index).is_some_and(|r| {
+                        r.iter().any(|o| {
+                            matches!(o, Err(BridgeError::NotConnected | BridgeError::SocketClosed))
+                        })
+                    }) {
+                        self.refused_in_window.push(index);
+                    }
+                    return self.check();
+                }
+            }
+            Step::ConnectOk => {
+                let conn = self.attempt.take().expect("enabled only with an attempt");
+                self.open.insert(conn);
+                self.current = Some(conn);
+                self.ever_connected = true;
+                self.bridge.connected(conn, now);
+                if let Some(&call) = self.refused_in_window.first() {
+                    return Err(self.violation(
+                        "no daemon_unreachable for a call made during a reconnect that succeeds",
+                        format!("call {call} was refused; the reconnect then succeeded"),
+                    ));
+                }
+            }
+            Step::ConnectFail => {
+                let conn = self.attempt.take().expect("enabled only with an attempt");
+                self.bridge.connect_failed(conn, "refused".into(), now);
+                // A failed reconnect ends the window without success.
+                self.refused_in_window.clear();
+            }
+            Step::Close => {
+                let conn = self.current.take().expect("enabled only when connected");
+                self.open.remove(&conn);
+                self.old.push(conn);
+                self.closes += 1;
+                self.bridge.closed(conn, now);
+            }
+            Step::Respond(n) => {
+                let index = self.unanswered_current()[n];
+                let s = &mut self.sent[index];
+                s.answered = true;
+                let line = json!({"jsonrpc": "2.0", "id": s.wire, "result": {"call": s.call}});
+                let conn = s.conn;
+                self.bridge.line(conn, line.to_string().as_bytes(), now);
+            }
+            Step::Garbage => {
+                let conn = self.current.expect("enabled only when connected");
+                self.bridge.line(conn, b"not json", now);
+            }
+            Step::StaleLine => {
+                let index = self.stale_unanswered().expect("enabled only with one");
+                let s = &mut self.sent[index];
+                s.answered = true;
+                let line = json!({"jsonrpc": "2.0", "id": s.wire, "result": {"stale": true}});
+                let conn = s.conn;
+                self.bridge.line(conn, line.to_string().as_bytes(), now);
+                stale = true;
+            }
+            Step::StaleClose => {
+                let conn = self.old[self.stale_closed];
+                self.stale_closed += 1;
+                self.bridge.closed(conn, now);
+                stale = true;
+            }
+            Step::Timer => {
+                let at = self.bridge.poll_timeout().expect("enabled only with a deadline");
+                self.now = self.now.max(at);
+                self.bridge.handle_timeout(self.now);
+            }
+        }
+        self.absorb(stale)?;
+        self.check()
+    }
+
+    /// Carry out the bridge's actions as the driver would.
+    fn absorb(&mut self, stale_event: bool) -> Result<(), Violation> {
+        while let Some(action) = self.bridge.poll_action() {
+            if stale_event {
+                return Err(self.violation(
+                    "stale events from an old connection have no effect",
+                    format!("{action:?}"),
+                ));
+            }
+            match action {
+                Action::Connect(conn) => {
+                    if let Some(old) = self.attempt.replace(conn) {
+                        return Err(self.violation(
+                            "never two connections or attempts",
+                            format!("attempt {old:?} still pending when {conn:?} started"),
+                        ));
+                    }
+                }
+                Action::Send(conn, line) => {
+                    if Some(conn) != self.current {
+                        return Err(self.violation(
+                            "sends go to the current connection only",
+                            format!("send on {conn:?}, current {:?}", self.current),
+                        ));
+                    }
+                    let msg: Value = serde_json::from_slice(&line).expect("bridge sends JSON");
+                    let call = msg["params"]["call"].as_u64().expect("call index") as usize;
+                    let wire = msg["id"].as_u64().expect("integer id");
+                    *self.sends.entry(call).or_default() += 1;
+                    self.sent.push(Sent {
+                        conn,
+                        wire,
+                        call,
+                        answered: false,
+                    });
+                }
+                Action::Close(conn) => {
+                    self.open.remove(&conn);
+                    if self.current == Some(conn) {
+                        self.current = None;
+                    }
+                    if self.attempt == Some(conn) {
+                        self.attempt = None;
+                    }
+                }
+                Action::Reply(id, outcome) => {
+                    self.replies.entry(id.0 as usize).or_default().push(outcome);
+                }
+                Action::Report(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), Violation> {
+        for (call, replies) in &self.replies {
+            if replies.len() > 1 {
+                return Err(self.violation(
+                    "every call answered exactly once",
+                    format!("call {call} answered {} times", replies.len()),
+                ));
+            }
+        }
+        for (call, &n) in &self.sends {
+            let replay_safe = SCRIPT[call % SCRIPT.len()];
+            let limit = if replay_safe { 2 } else { 1 };
+            if n > limit {
+                return Err(self.violation(
+                    "no call that is not replay-safe is sent twice",
+                    format!("call {call} (replay-safe: {replay_safe}) sent {n} times"),
+                ));
+            }
+        }
+        let live = self.open.len() + usize::from(self.attempt.is_some());
+        if live > 1 {
+            return Err(self.violation(
+                "never two connections or attempts",
+                format!("open {:?}, attempt {:?}", self.open, self.attempt),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Let time run out with the daemon gone: every call made so far must
+    /// then have exactly one answer.
+    pub fn drain(&mut self) -> Result<(), Violation> {
+        for _ in 0..10_000 {
+            if self.bridge.pending() == 0 {
+                break;
+            }
+            if self.attempt.is_some() {
+                self.step(Step::ConnectFail)?;
+            } else if self.bridge.poll_timeout().is_some() {
+                self.step(Step::Timer)?;
+            } else {
+                break;
+            }
+        }
+        for call in 0..self.calls_made {
+            let n = self.replies.get(&call).map_or(0, Vec::len);
+            if n != 1 {
+                return Err(self.violation(
+                    "every call answered exactly once",
+                    format!("call {call} answered {n} times after draining"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn violation(&self, invariant: &'static str, detail: String) -> Violation {
+        Violation {
+            invariant,
+            detail: format!("{detail}; trace {:?}", self.trace),
+        }
+    }
+}
