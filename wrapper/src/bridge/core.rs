@@ -596,3 +596,283 @@ fn daemon_error(error: Value) -> BridgeError {
     };
     BridgeError::Daemon { code, message }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::policy::{Backoff, BridgeMode, Timings};
+    use serde_json::json;
+
+    const DELAY: Duration = Duration::from_millis(1000);
+
+    fn bridge(mode: BridgeMode) -> (Bridge, Instant) {
+        let timings = Timings {
+            reconnect_delay: DELAY,
+            connect_wait: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(60),
+            backoff: Backoff::new(Duration::from_millis(50), Duration::from_secs(2))
+                .expect("valid"),
+        };
+        let policy = Policy::new(mode, timings).expect("valid");
+        let now = Instant::now();
+        let mut b = Bridge::new(policy, "/tmp/t.sock", 1);
+        b.start(now);
+        (b, now)
+    }
+
+    fn drain(b: &mut Bridge) -> Vec<Action> {
+        std::iter::from_fn(|| b.poll_action())
+            .filter(|a| !matches!(a, Action::Report(_)))
+            .collect()
+    }
+
+    fn req(method: &str, replay_safe: bool) -> Request {
+        Request {
+            method: method.into(),
+            params: json!({}),
+            replay_safe,
+        }
+    }
+
+    fn wire_id(line: &[u8]) -> u64 {
+        let v: Value = serde_json::from_slice(line).expect("json");
+        v["id"].as_u64().expect("id")
+    }
+
+    fn response(wire: u64) -> Vec<u8> {
+        json!({"jsonrpc": "2.0", "id": wire, "result": {"ok": true}})
+            .to_string()
+            .into_bytes()
+    }
+
+    /// Connected on ConnId(1) with one call answered.
+    fn connected(mode: BridgeMode) -> (Bridge, Instant) {
+        let (mut b, now) = bridge(mode);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(1))]);
+        b.connected(ConnId(1), now);
+        b.call(CallId(1), req("topology", true), now);
+        let Some(Action::Send(_, line)) = drain(&mut b).pop() else {
+            panic!("expected a send");
+        };
+        b.line(ConnId(1), &response(wire_id(&line)), now);
+        assert!(matches!(drain(&mut b)[..], [Action::Reply(CallId(1), Ok(_))]));
+        (b, now)
+    }
+
+    #[test]
+    fn fixed_call_during_reconnect_waits_for_it() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.closed(ConnId(1), now);
+        assert!(drain(&mut b).is_empty(), "reconnect waits for the delay");
+        let t = now + Duration::from_millis(50);
+        b.call(CallId(2), req("topology", true), t);
+        assert!(drain(&mut b).is_empty(), "the racing call waits");
+        assert_eq!(b.poll_timeout(), Some(now + DELAY));
+        b.handle_timeout(now + DELAY);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
+        b.connected(ConnId(2), now + DELAY);
+        let actions = drain(&mut b);
+        let [Action::Send(ConnId(2), line)] = &actions[..] else {
+            panic!("expected the waiting call to be sent: {actions:?}");
+        };
+        b.line(ConnId(2), &response(wire_id(line)), now + DELAY);
+        assert!(matches!(drain(&mut b)[..], [Action::Reply(CallId(2), Ok(_))]));
+    }
+
+    #[test]
+    fn prefix_call_during_reconnect_fails_at_once() {
+        let (mut b, now) = connected(BridgeMode::Prefix);
+        b.closed(ConnId(1), now);
+        b.call(CallId(2), req("topology", true), now);
+        assert_eq!(
+            drain(&mut b),
+            vec![Action::Reply(CallId(2), Err(BridgeError::NotConnected))]
+        );
+        b.handle_timeout(now + DELAY);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
+        b.connected(ConnId(2), now + DELAY);
+        // A second drop exhausts the pre-fix bridge's one reconnect.
+        b.closed(ConnId(2), now + DELAY);
+        b.handle_timeout(now + DELAY * 10);
+        assert!(drain(&mut b).is_empty(), "no further reconnect");
+        b.call(CallId(3), req("topology", true), now + DELAY * 10);
+        assert_eq!(
+            drain(&mut b),
+            vec![Action::Reply(CallId(3), Err(BridgeError::NotConnected))]
+        );
+    }
+
+    #[test]
+    fn fixed_survives_any_number_of_drops() {
+        let (mut b, mut now) = connected(BridgeMode::Fixed);
+        for round in 2..10u64 {
+            b.closed(ConnId(round - 1), now);
+            now += DELAY;
+            b.handle_timeout(now);
+            assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(round))]);
+            b.connected(ConnId(round), now);
+            b.call(CallId(round), req("memory_capture", false), now);
+            let actions = drain(&mut b);
+            let [Action::Send(c, line)] = &actions[..] else {
+                panic!("expected one send: {actions:?}");
+            };
+            assert_eq!(*c, ConnId(round));
+            b.line(*c, &response(wire_id(line)), now);
+            assert!(matches!(drain(&mut b)[..], [Action::Reply(_, Ok(_))]));
+        }
+    }
+
+    #[test]
+    fn reads_in_flight_are_replayed_and_writes_fail() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.call(CallId(2), req("topology", true), now);
+        b.call(CallId(3), req("memory_capture", false), now);
+        let sends = drain(&mut b);
+        assert_eq!(sends.len(), 2);
+        b.closed(ConnId(1), now);
+        assert_eq!(
+            drain(&mut b),
+            vec![Action::Reply(CallId(3), Err(BridgeError::SocketClosed))]
+        );
+        b.handle_timeout(now + DELAY);
+        drain(&mut b);
+        b.connected(ConnId(2), now + DELAY);
+        let actions = drain(&mut b);
+        let [Action::Send(ConnId(2), line)] = &actions[..] else {
+            panic!("expected the read to be re-sent: {actions:?}");
+        };
+        let Action::Send(_, first) = &sends[0] else {
+            panic!("send");
+        };
+        assert_ne!(wire_id(line), wire_id(first), "replay uses a fresh id");
+        // Lost again: a read is re-sent only once.
+        b.closed(ConnId(2), now + DELAY);
+        assert_eq!(
+            drain(&mut b),
+            vec![Action::Reply(CallId(2), Err(BridgeError::SocketClosed))]
+        );
+    }
+
+    #[test]
+    fn four_garbage_lines_fail_the_oldest_call_and_valid_lines_reset_the_streak() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.call(CallId(2), req("topology", true), now);
+        b.call(CallId(3), req("topology", true), now);
+        drain(&mut b);
+        for _ in 0..3 {
+            b.line(ConnId(1), b"noise", now);
+        }
+        b.line(ConnId(1), b"{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":1}", now);
+        for _ in 0..3 {
+            b.line(ConnId(1), b"noise", now);
+        }
+        assert!(drain(&mut b).is_empty(), "the streak was reset");
+        b.line(ConnId(1), b"noise", now);
+        assert_eq!(
+            drain(&mut b),
+            vec![Action::Reply(CallId(2), Err(BridgeError::ParseStreak(4)))]
+        );
+    }
+
+    #[test]
+    fn a_hung_daemon_fails_the_call_at_its_deadline() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.call(CallId(2), req("topology", true), now);
+        drain(&mut b);
+        let deadline = b.poll_timeout().expect("a deadline");
+        assert_eq!(deadline, now + Duration::from_secs(60));
+        b.handle_timeout(deadline);
+        assert_eq!(
+            drain(&mut b),
+            vec![Action::Reply(
+                CallId(2),
+                Err(BridgeError::Timeout(Duration::from_secs(60)))
+            )]
+        );
+        assert_eq!(b.connection(), Some(ConnId(1)), "the connection is kept");
+    }
+
+    #[test]
+    fn a_down_daemon_is_dialled_with_growing_backoff_and_calls_fail_at_the_wait_deadline() {
+        let (mut b, now) = bridge(BridgeMode::Fixed);
+        drain(&mut b);
+        b.call(CallId(1), req("topology", true), now);
+        let mut t = now;
+        let mut gaps = Vec::new();
+        let mut conn = 1;
+        loop {
+            b.connect_failed(ConnId(conn), "refused".into(), t);
+            let next = b.poll_timeout().expect("retry or deadline");
+            gaps.push(next - t);
+            t = next;
+            b.handle_timeout(t);
+            let actions = drain(&mut b);
+            if let [Action::Reply(CallId(1), Err(e))] = &actions[..] {
+                assert!(matches!(e, BridgeError::ConnectWait { .. }));
+                assert!(e.to_string().contains("/tmp/t.sock"));
+                break;
+            }
+            conn += 1;
+            assert_eq!(actions, vec![Action::Connect(ConnId(conn))]);
+        }
+        assert_eq!(t, now + Duration::from_secs(10));
+        assert!(gaps.iter().all(|g| *g >= Duration::from_millis(25)), "{gaps:?}");
+        assert!(gaps.iter().all(|g| *g <= Duration::from_secs(2)), "{gaps:?}");
+        assert!(gaps.len() < 20, "bounded attempts: {}", gaps.len());
+    }
+
+    #[test]
+    fn stale_events_are_ignored() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.call(CallId(2), req("topology", true), now);
+        let Some(Action::Send(_, line)) = drain(&mut b).pop() else {
+            panic!("send");
+        };
+        b.closed(ConnId(1), now);
+        b.handle_timeout(now + DELAY);
+        b.connected(ConnId(2), now + DELAY);
+        drain(&mut b);
+        b.line(ConnId(1), &response(wire_id(&line)), now + DELAY);
+        b.closed(ConnId(1), now + DELAY);
+        assert!(drain(&mut b).is_empty());
+        assert_eq!(b.connection(), Some(ConnId(2)));
+        // A connect result for an attempt nobody waits for is closed.
+        b.connected(ConnId(7), now + DELAY);
+        assert_eq!(drain(&mut b), vec![Action::Close(ConnId(7))]);
+    }
+
+    #[test]
+    fn shutdown_fails_everything_and_closes() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.call(CallId(2), req("topology", true), now);
+        drain(&mut b);
+        b.shutdown();
+        assert_eq!(
+            drain(&mut b),
+            vec![
+                Action::Close(ConnId(1)),
+                Action::Reply(CallId(2), Err(BridgeError::Shutdown))
+            ]
+        );
+        b.call(CallId(3), req("topology", true), now);
+        assert_eq!(
+            drain(&mut b),
+            vec![Action::Reply(CallId(3), Err(BridgeError::Shutdown))]
+        );
+    }
+
+    #[test]
+    fn requests_are_single_json_lines() {
+        let line = encode_request(
+            5,
+            &Request {
+                method: "memory_capture".into(),
+                params: json!({"text": "a\nb"}),
+                replay_safe: false,
+            },
+        );
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        let v: Value = serde_json::from_slice(&line).expect("json");
+        assert_eq!(v, json!({"jsonrpc":"2.0","id":5,"method":"memory_capture","params":{"text":"a\nb"}}));
+    }
+}
