@@ -1,1 +1,31 @@
-//! placeholder
+//! Test harness for the iai-mcp wrapper: starts the fake daemon and any MCP
+//! wrapper as real processes, talks MCP to the wrapper, injects faults
+//! through the daemon, and scripts scenarios such as the V3-05 disconnect
+//! race.
+//!
+//! It uses only threads and `std::process` (no async runtime), so tests
+//! stay easy to read and a stuck child can never stall an executor.
+//!
+//! - [`process`]: kill-on-drop child ownership, signals, stderr capture.
+//! - [`bins`]: finding or building the binaries under test.
+//! - [`tempdir`]: short temporary directories for Unix sockets.
+//! - [`daemon`]: a handle on a running fake daemon.
+//! - [`client`]: an MCP client over a child's stdio that audits framing.
+//! - [`wrapper`]: starting a wrapper in an isolated environment.
+//! - [`scenario`]: scripted scenarios and their reports.
+
+pub mod bins;
+pub mod client;
+pub mod daemon;
+pub mod error;
+pub mod process;
+pub mod scenario;
+pub mod tempdir;
+pub mod wrapper;
+
+pub use client::{ClientError, McpClient};
+pub use daemon::{DaemonStats, FakeDaemon};
+pub use error::HarnessError;
+pub use process::{ChildGuard, Signal};
+pub use scenario::race::{RaceConfig, RaceOutcome, RaceReport, RaceSummary, run_race};
+pub use wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};

@@ -1,2 +1,241 @@
-//! placeholder
-fn main() {}
+//! `cargo xtask`: project automation. Thin: parses arguments and calls the
+//! `harness` library.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use harness::bins::{self, Profile};
+use harness::scenario::format_ms;
+use harness::scenario::race::{RaceConfig, RaceSummary, run_race};
+use harness::{BridgeMode, WrapperCommand};
+
+/// Project automation for the iai-mcp wrapper workspace.
+#[derive(Debug, Parser)]
+#[command(bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+/// The tasks.
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Show the V3-05 disconnect race live: run it against the wrapper in
+    /// prefix mode (must fail with daemon_unreachable every time) and in
+    /// fixed mode (must succeed every time, holding one daemon connection).
+    Race(RaceArgs),
+}
+
+#[derive(Debug, Args)]
+struct RaceArgs {
+    /// Runs per mode.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Reconnect delay given to the wrapper: the width of the race window.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    delay_ms: u64,
+    /// Time between the daemon dropping the connection and the racing call.
+    #[arg(long, default_value_t = 50, value_name = "MS")]
+    offset_ms: u64,
+    /// Test this wrapper command line instead (e.g. "node /path/dist/index.js"),
+    /// N runs without setting a bridge mode, and report whether it shows the
+    /// V3-05 bug.
+    #[arg(long, value_name = "CMD")]
+    wrapper_cmd: Option<String>,
+    /// Build and run the release binaries.
+    #[arg(long)]
+    release: bool,
+}
+
+fn main() -> Result<ExitCode> {
+    match Cli::parse().task {
+        Task::Race(args) => race(&args),
+    }
+}
+
+fn race(args: &RaceArgs) -> Result<ExitCode> {
+    let profile = if args.release {
+        Profile::Release
+    } else {
+        Profile::Dev
+    };
+    let foreign = args
+        .wrapper_cmd
+        .as_deref()
+        .map(WrapperCommand::parse_shell_words)
+        .transpose()?;
+    let (wrapper, fake_daemon) = if foreign.is_some() {
+        let built = bins::cargo_build(&[bins::FAKE_DAEMON], &profile, false)?;
+        (None, built[0].clone())
+    } else {
+        let built = bins::cargo_build(&[bins::WRAPPER, bins::FAKE_DAEMON], &profile, false)?;
+        (Some(WrapperCommand::new(&built[0])), built[1].clone())
+    };
+    let base = RaceConfig {
+        delay_ms: args.delay_ms,
+        offset_ms: args.offset_ms,
+        fake_daemon_bin: Some(fake_daemon),
+        ..RaceConfig::default()
+    };
+
+    if let Some(cmd) = foreign {
+        let summary = run_mode(&cmd, &base, None, args.runs)?;
+        print_table(&[&summary], &cmd.display());
+        let verdict = if summary.daemon_unreachable > 0 {
+            format!(
+                "verdict: `{}` SHOWS the V3-05 bug: daemon_unreachable in {}/{} racing calls",
+                cmd.display(),
+                summary.daemon_unreachable,
+                summary.runs
+            )
+        } else if summary.ok == summary.runs {
+            format!(
+                "verdict: `{}` does not show the V3-05 bug: {}/{} racing calls succeeded",
+                cmd.display(),
+                summary.ok,
+                summary.runs
+            )
+        } else {
+            format!(
+                "verdict: `{}` does not show daemon_unreachable, but {} of {} racing calls failed otherwise",
+                cmd.display(),
+                summary.other_failures(),
+                summary.runs
+            )
+        };
+        println!("{verdict}");
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let cmd = wrapper.expect("built above when no wrapper command is given");
+    let prefix = run_mode(&cmd, &base, Some(BridgeMode::Prefix), args.runs)?;
+    let fixed = run_mode(&cmd, &base, Some(BridgeMode::Fixed), args.runs)?;
+    print_table(&[&prefix, &fixed], &cmd.display());
+    let reproduced = prefix.always_reproduced_bug();
+    let repaired = fixed.always_fixed();
+    let verdict = match (reproduced, repaired) {
+        (true, true) => "verdict: PASS: prefix mode reproduced V3-05 in every run; fixed mode answered every racing call and held exactly one daemon connection after recovery".to_owned(),
+        _ => format!(
+            "verdict: FAIL: {}; {}",
+            if reproduced {
+                "prefix mode reproduced V3-05 in every run".to_owned()
+            } else {
+                format!("prefix mode reproduced V3-05 in only {}/{} runs", prefix.daemon_unreachable, prefix.runs)
+            },
+            if repaired {
+                "fixed mode passed every run".to_owned()
+            } else {
+                format!(
+                    "fixed mode answered {}/{} racing calls, daemon connections after recovery: {}",
+                    fixed.ok, fixed.runs, fixed.conns_after
+                )
+            }
+        ),
+    };
+    println!("{verdict}");
+    Ok(if reproduced && repaired {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Runs the race `runs` times in `mode`, reporting progress on stderr.
+fn run_mode(
+    cmd: &WrapperCommand,
+    base: &RaceConfig,
+    mode: Option<BridgeMode>,
+    runs: u32,
+) -> Result<RaceSummary> {
+    let cfg = RaceConfig {
+        mode,
+        ..base.clone()
+    };
+    let label = mode_label(mode);
+    let mut reports = Vec::new();
+    for run in 1..=runs {
+        let report =
+            run_race(cmd, &cfg).with_context(|| format!("{label} race run {run}/{runs}"))?;
+        eprintln!("{label} run {run}/{runs}: {report}");
+        reports.push(report);
+    }
+    Ok(RaceSummary::from_reports(mode, &reports))
+}
+
+fn mode_label(mode: Option<BridgeMode>) -> String {
+    mode.map_or_else(|| "(unset)".to_owned(), |m| m.to_string())
+}
+
+fn print_table(summaries: &[&RaceSummary], wrapper: &str) {
+    let header = [
+        "mode",
+        "runs",
+        "racing ok",
+        "daemon_unreachable",
+        "other failures",
+        "median racing latency",
+        "daemon conns after recovery",
+    ];
+    let rows: Vec<[String; 7]> = summaries
+        .iter()
+        .map(|s| {
+            [
+                mode_label(s.mode),
+                s.runs.to_string(),
+                s.ok.to_string(),
+                s.daemon_unreachable.to_string(),
+                s.other_failures().to_string(),
+                s.median_racing_latency
+                    .map_or_else(|| "n/a".to_owned(), format_ms),
+                s.conns_after.to_string(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (cell, w))| {
+                if i == 0 {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    println!("\nwrapper: {wrapper}");
+    println!("{}", line(header.to_vec()));
+    println!(
+        "{}",
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .join("-|-")
+    );
+    for row in &rows {
+        println!("{}", line(row.iter().map(String::as_str).collect()));
+    }
+    for s in summaries {
+        if s.runs_with_defects > 0 {
+            println!(
+                "{}: {} run(s) saw stdout framing defects",
+                mode_label(s.mode),
+                s.runs_with_defects
+            );
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! Finding (and if need be building) the binaries under test.
+//!
+//! Lookup order for each binary, done at most once per process:
+//!
+//! 1. an explicit path in an environment variable (`IAI_WRAPPER_BIN`,
+//!    `FAKE_DAEMON_BIN`), so a caller that has just built the binaries (for
+//!    example `cargo xtask race --release`) decides exactly what runs;
+//! 2. when the process runs under cargo (`cargo test`, `cargo run`: the
+//!    `CARGO` variable is set), `cargo build -p <package> --bin <bin>` in the
+//!    profile of the current executable. `cargo test -p harness` does not
+//!    build the wrapper or the fake daemon, so a binary merely found in the
+//!    target directory could be stale; asking cargo costs a fraction of a
+//!    second when it is up to date and guarantees the tests run current code;
+//! 3. the target directory of the current executable (tests run from
+//!    `target/<profile>/deps`, the harness binary from `target/<profile>`);
+//! 4. failing that, `cargo build` as in step 2.
+
+use std::collections::HashMap;
+use std::env;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use crate::error::HarnessError;
+use crate::process::lock;
+
+/// A binary target of this workspace, and the environment variable that may
+/// override where it is found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WorkspaceBin {
+    /// The cargo package that contains the binary.
+    pub package: &'static str,
+    /// The binary target's name.
+    pub bin: &'static str,
+    /// The environment variable holding an explicit path to the binary.
+    pub env_override: &'static str,
+}
+
+/// The MCP wrapper under test.
+pub const WRAPPER: WorkspaceBin = WorkspaceBin {
+    package: "iai-mcp-wrapper",
+    bin: "iai-mcp-wrapper",
+    env_override: "IAI_WRAPPER_BIN",
+};
+
+/// The fake iai-mcp daemon.
+pub const FAKE_DAEMON: WorkspaceBin = WorkspaceBin {
+    package: "fake-daemon",
+    bin: "fake-daemon",
+    env_override: "FAKE_DAEMON_BIN",
+};
+
+/// A cargo build profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Profile {
+    /// The `dev` profile (`target/debug`).
+    Dev,
+    /// The `release` profile (`target/release`).
+    Release,
+    /// A custom profile, named as in `Cargo.toml` (`target/<name>`).
+    Custom(String),
+}
+
+impl Profile {
+    /// The profile the current executable was built with, judged from the
+    /// directory it runs from (`target/<profile>` or `target/<profile>/deps`);
+    /// [`Profile::Dev`] when that directory says nothing.
+    pub fn of_current_exe() -> Self {
+        target_dir_of_current_exe()
+            .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .map_or(Self::Dev, |name| match name.as_str() {
+                "debug" => Self::Dev,
+                "release" => Self::Release,
+                _ => Self::Custom(name),
+            })
+    }
+
+    fn cargo_args(&self) -> Vec<String> {
+        match self {
+            Self::Dev => Vec::new(),
+            Self::Release => vec!["--release".to_owned()],
+            Self::Custom(name) => vec!["--profile".to_owned(), name.clone()],
+        }
+    }
+}
+
+/// Path of the wrapper binary; panics with an explanation when it can be
+/// neither found nor built. Meant for tests; see [`try_wrapper_bin`].
+pub fn wrapper_bin() -> PathBuf {
+    try_wrapper_bin().unwrap_or_else(|e| panic!("{}", error_chain(&e)))
+}
+
+/// Path of the fake daemon binary; panics with an explanation when it can be
+/// neither found nor built. Meant for tests; see [`try_fake_daemon_bin`].
+pub fn fake_daemon_bin() -> PathBuf {
+    try_fake_daemon_bin().unwrap_or_else(|e| panic!("{}", error_chain(&e)))
+}
+
+/// Path of the wrapper binary, found or built as described in the module
+/// documentation.
+pub fn try_wrapper_bin() -> Result<PathBuf, HarnessError> {
+    locate(&WRAPPER)
+}
+
+/// Path of the fake daemon binary, found or built as described in the module
+/// documentation.
+pub fn try_fake_daemon_bin() -> Result<PathBuf, HarnessError> {
+    locate(&FAKE_DAEMON)
+}
+
+/// Finds or builds `bin` as described in the module documentation, caching
+/// the answer (success or failure) for the rest of the process.
+pub fn locate(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
+    static CACHE: OnceLock<Mutex<HashMap<WorkspaceBin, Result<PathBuf, String>>>> = OnceLock::new();
+    // Holding the lock across a build makes concurrent tests wait for the one
+    // build instead of starting their own.
+    let mut cache = lock(CACHE.get_or_init(Default::default));
+    if let Some(cached) = cache.get(bin) {
+        return cached
+            .clone()
+            .map_err(|detail| HarnessError::BinaryNotFound {
+                bin: bin.bin.to_owned(),
+                detail,
+            });
+    }
+    let result = locate_uncached(bin);
+    cache.insert(
+        *bin,
+        result
+            .as_ref()
+            .map(Clone::clone)
+            .map_err(|e| error_chain(e)),
+    );
+    result
+}
+
+fn locate_uncached(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
+    if let Some(path) = env::var_os(bin.env_override).filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(HarnessError::BinaryNotFound {
+                bin: bin.bin.to_owned(),
+                detail: format!("{}={} is not a file", bin.env_override, path.display()),
+            })
+        };
+    }
+    if env::var_os("CARGO").is_none() {
+        if let Some(path) = target_dir_of_current_exe()
+            .map(|dir| dir.join(bin.bin))
+            .filter(|p| p.is_file())
+        {
+            return Ok(path);
+        }
+    }
+    let built = cargo_build(&[*bin], &Profile::of_current_exe(), true)?;
+    Ok(built
+        .into_iter()
+        .next()
+        .expect("cargo_build returns one path per binary"))
+}
+
+/// The manifest of the workspace this crate belongs to, found from the
+/// crate's own source location at compile time.
+pub fn workspace_manifest() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("harness lives one level below the workspace root")
+        .join("Cargo.toml")
+}
+
+/// Runs `cargo build` for `bins` in `profile` and returns the path of each
+/// built executable, in the order of `bins`.
+///
+/// Uses the cargo of the `CARGO` environment variable when set (the one
+/// running us), else `cargo` from `PATH`. With `quiet`, cargo's progress and
+/// diagnostics are captured and only shown in the error; otherwise they go
+/// to our stderr.
+pub fn cargo_build(
+    bins: &[WorkspaceBin],
+    profile: &Profile,
+    quiet: bool,
+) -> Result<Vec<PathBuf>, HarnessError> {
+    let packages = bins
+        .iter()
+        .map(|b| b.package)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let mut command = Command::new(&cargo);
+    command
+        .arg("build")
+        .arg("--manifest-path")
+        .arg(workspace_manifest())
+        .arg("--message-format=json-render-diagnostics")
+        .args(profile.cargo_args())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(if quiet {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        });
+    for bin in bins {
+        command.args(["-p", bin.package, "--bin", bin.bin]);
+    }
+    let output = command.output().map_err(|source| HarnessError::Spawn {
+        program: cargo.to_string_lossy().into_owned(),
+        source,
+    })?;
+    if !output.status.success() {
+        return Err(HarnessError::Build {
+            package: packages,
+            detail: format!(
+                "cargo exited with {}; {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim_end()
+            ),
+        });
+    }
+    let executables = executables_in_cargo_messages(&String::from_utf8_lossy(&output.stdout));
+    bins.iter()
+        .map(|bin| {
+            executables
+                .get(bin.bin)
+                .cloned()
+                .ok_or_else(|| HarnessError::Build {
+                    package: bin.package.to_owned(),
+                    detail: format!("cargo reported no executable for binary `{}`", bin.bin),
+                })
+        })
+        .collect()
+}
+
+/// Maps binary target names to executables from cargo's JSON messages.
+fn executables_in_cargo_messages(stdout: &str) -> HashMap<String, PathBuf> {
+    let mut found = HashMap::new();
+    for line in stdout.lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if message["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let is_bin = message["target"]["kind"]
+            .as_array()
+            .is_some_and(|kinds| kinds.iter().any(|k| k == "bin"));
+        if let (true, Some(name), Some(exe)) = (
+            is_bin,
+            message["target"]["name"].as_str(),
+            message["executable"].as_str(),
+        ) {
+            found.insert(name.to_owned(), PathBuf::from(exe));
+        }
+    }
+    found
+}
+
+/// `target/<profile>` of the current executable, if it runs from there.
+fn target_dir_of_current_exe() -> Option<PathBuf> {
+    let exe = env::current_exe().ok()?;
+    let mut dir = exe.parent()?;
+    if dir
+        .file_name()
+        .is_some_and(|n| n == "deps" || n == "examples")
+    {
+        dir = dir.parent()?;
+    }
+    Some(dir.to_path_buf())
+}
+
+/// An error and its sources on one line, `a: b: c`.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_bin_executables_in_cargo_messages() {
+        let stdout = concat!(
+            r#"{"reason":"compiler-artifact","target":{"name":"fake_daemon","kind":["lib"]},"executable":null}"#,
+            "\n",
+            r#"{"reason":"compiler-artifact","target":{"name":"fake-daemon","kind":["bin"]},"executable":"/t/debug/fake-daemon"}"#,
+            "\n",
+            "not json\n",
+            r#"{"reason":"build-finished","success":true}"#,
+            "\n"
+        );
+        let found = executables_in_cargo_messages(stdout);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found["fake-daemon"], PathBuf::from("/t/debug/fake-daemon"));
+    }
+
+    #[test]
+    fn profile_flags() {
+        assert!(Profile::Dev.cargo_args().is_empty());
+        assert_eq!(Profile::Release.cargo_args(), ["--release"]);
+        assert_eq!(
+            Profile::Custom("bench".into()).cargo_args(),
+            ["--profile", "bench"]
+        );
+    }
+}

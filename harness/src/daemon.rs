@@ -1,0 +1,410 @@
+//! A handle on a running `fake-daemon`: start it, wait until it listens, and
+//! drive its fault-injection commands.
+//!
+//! The fake daemon reads one command per line on stdin and acknowledges each
+//! with exactly one line on stdout (except `QUIT`, which exits). The handle
+//! sends a command and returns the next acknowledgement, so every method
+//! returns only once the daemon has acted: no sleeping needed.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::bins;
+use crate::error::HarnessError;
+use crate::process::{CapturedOutput, ChildGuard, Signal, lock};
+
+/// How long to wait for `BOUND` after starting the daemon.
+pub const BIND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long to wait for the acknowledgement of a command.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The counters reported by the `STATS` command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DaemonStats {
+    /// Client connections open right now.
+    pub conns: u32,
+    /// Connections accepted since start.
+    pub accepted: u64,
+    /// JSON-RPC requests received since start.
+    pub requests: u64,
+    /// Control messages (no `jsonrpc` field, a `type`) received since start.
+    pub controls: u64,
+}
+
+impl DaemonStats {
+    /// Parses `STATS conns=<n> accepted=<n> requests=<n> controls=<n>`;
+    /// unknown extra fields are ignored, missing ones are an error.
+    pub fn parse(line: &str) -> Option<Self> {
+        let mut fields = line.strip_prefix("STATS")?.split_whitespace();
+        let (mut conns, mut accepted, mut requests, mut controls) = (None, None, None, None);
+        fields.try_for_each(|field| {
+            let (key, value) = field.split_once('=')?;
+            match key {
+                "conns" => conns = Some(value.parse().ok()?),
+                "accepted" => accepted = Some(value.parse().ok()?),
+                "requests" => requests = Some(value.parse().ok()?),
+                "controls" => controls = Some(value.parse().ok()?),
+                _ => {}
+            }
+            Some(())
+        })?;
+        Some(Self {
+            conns: conns?,
+            accepted: accepted?,
+            requests: requests?,
+            controls: controls?,
+        })
+    }
+}
+
+/// The command channel: the daemon's stdin, and its stdout lines.
+#[derive(Debug)]
+struct Control {
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// Acknowledgements still owed for commands that timed out; they are
+    /// skipped before reading the next command's answer, so a late ack is
+    /// never taken for the answer to a later command.
+    late_acks: usize,
+}
+
+/// A running fake daemon, killed and reaped when the handle drops.
+///
+/// Methods take `&self` (commands are serialized internally), so a handle
+/// can be shared between threads, for example to drop connections while
+/// another thread issues calls.
+#[derive(Debug)]
+pub struct FakeDaemon {
+    socket_path: PathBuf,
+    control: Mutex<Control>,
+    child: Mutex<ChildGuard>,
+    stderr: CapturedOutput,
+}
+
+impl FakeDaemon {
+    /// Starts the fake daemon (found by [`bins::try_fake_daemon_bin`]) on
+    /// `socket_path` and waits until it prints `BOUND`.
+    pub fn spawn(socket_path: &Path) -> Result<Self, HarnessError> {
+        Self::spawn_with(&bins::try_fake_daemon_bin()?, socket_path)
+    }
+
+    /// Starts the fake daemon binary `program` on `socket_path` and waits
+    /// until it prints `BOUND`.
+    pub fn spawn_with(program: &Path, socket_path: &Path) -> Result<Self, HarnessError> {
+        let mut guard = ChildGuard::spawn(
+            Command::new(program)
+                .arg(socket_path)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )?;
+        let child = guard.child_mut();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr =
+            CapturedOutput::spawn(child.stderr.take().expect("stderr is piped"), "fake-daemon");
+        let (tx, lines) = mpsc::channel();
+        thread::Builder::new()
+            .name("fake-daemon-stdout".to_owned())
+            .spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| HarnessError::io("starting the fake daemon's stdout reader", e))?;
+        let daemon = Self {
+            socket_path: socket_path.to_path_buf(),
+            control: Mutex::new(Control {
+                stdin,
+                lines,
+                late_acks: 0,
+            }),
+            child: Mutex::new(guard),
+            stderr,
+        };
+        let first = daemon.next_line(&mut lock(&daemon.control), "BOUND", BIND_TIMEOUT)?;
+        if first.trim() != "BOUND" {
+            return Err(HarnessError::UnexpectedAck {
+                command: "(start)".to_owned(),
+                ack: first,
+            });
+        }
+        Ok(daemon)
+    }
+
+    /// The socket the daemon listens on.
+    pub fn socket_path(&self) -> &Path {
+        &self.socket_path
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        lock(&self.child).pid()
+    }
+
+    /// Everything the daemon wrote to stderr so far.
+    pub fn stderr_text(&self) -> String {
+        self.stderr.text()
+    }
+
+    /// Sends one command line and returns the daemon's acknowledgement line,
+    /// waiting at most [`COMMAND_TIMEOUT`].
+    pub fn command(&self, command: &str) -> Result<String, HarnessError> {
+        self.command_timeout(command, COMMAND_TIMEOUT)
+    }
+
+    /// Like [`command`](Self::command) with an explicit timeout.
+    pub fn command_timeout(
+        &self,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<String, HarnessError> {
+        if command.contains(['\n', '\r']) {
+            return Err(HarnessError::InvalidCommand(command.to_owned()));
+        }
+        let mut control = lock(&self.control);
+        self.write_command(&mut control, command)?;
+        // Acks owed, this command's included; on a timeout below the count
+        // stays, so the late ones are skipped by the next command.
+        control.late_acks += 1;
+        loop {
+            let line = self.next_line(&mut control, command, timeout)?;
+            control.late_acks -= 1;
+            if control.late_acks == 0 {
+                return Ok(line);
+            }
+        }
+    }
+
+    /// Sends `command` and checks that the acknowledgement is exactly
+    /// `expected`.
+    pub fn expect_ack(&self, command: &str, expected: &str) -> Result<(), HarnessError> {
+        let ack = self.command(command)?;
+        if ack.trim_end() == expected {
+            Ok(())
+        } else {
+            Err(HarnessError::UnexpectedAck {
+                command: command.to_owned(),
+                ack,
+            })
+        }
+    }
+
+    /// `DROP`: closes every accepted connection (the listener stays bound)
+    /// and returns once the daemon acknowledged `DROPPED`.
+    pub fn drop_connections(&self) -> Result<(), HarnessError> {
+        self.expect_ack("DROP", "DROPPED")
+    }
+
+    /// `STATS`: the daemon's connection and request counters.
+    pub fn stats(&self) -> Result<DaemonStats, HarnessError> {
+        let line = self.command("STATS")?;
+        DaemonStats::parse(line.trim()).ok_or_else(|| HarnessError::DaemonOutput {
+            command: "STATS".to_owned(),
+            line,
+        })
+    }
+
+    /// `SEEN`: the list the daemon reports as `{"seen": [...]}`; items that
+    /// are not strings are returned as their JSON text.
+    pub fn seen(&self) -> Result<Vec<String>, HarnessError> {
+        let line = self.command("SEEN")?;
+        let items = json_field(&line, "seen").and_then(|v| v.as_array().cloned());
+        items
+            .map(|items| {
+                items
+                    .into_iter()
+                    .map(|item| match item {
+                        Value::String(s) => s,
+                        other => other.to_string(),
+                    })
+                    .collect()
+            })
+            .ok_or_else(|| HarnessError::DaemonOutput {
+                command: "SEEN".to_owned(),
+                line,
+            })
+    }
+
+    /// `LOG`: every JSON-RPC request the daemon received, as
+    /// `{"method": .., "params": ..}` objects, oldest first.
+    pub fn request_log(&self) -> Result<Vec<Value>, HarnessError> {
+        let line = self.command("LOG")?;
+        json_field(&line, "requests")
+            .and_then(|v| v.as_array().cloned())
+            .ok_or_else(|| HarnessError::DaemonOutput {
+                command: "LOG".to_owned(),
+                line,
+            })
+    }
+
+    /// `DOWN`: stop accepting connections (simulates a stopped daemon).
+    pub fn down(&self) -> Result<(), HarnessError> {
+        self.expect_ack("DOWN", "OK DOWN")
+    }
+
+    /// `UP`: accept connections again.
+    pub fn up(&self) -> Result<(), HarnessError> {
+        self.expect_ack("UP", "OK UP")
+    }
+
+    /// `HANG`: keep connections open but stop answering.
+    pub fn hang(&self) -> Result<(), HarnessError> {
+        self.expect_ack("HANG", "OK HANG")
+    }
+
+    /// `RESUME`: answer again after [`hang`](Self::hang).
+    pub fn resume(&self) -> Result<(), HarnessError> {
+        self.expect_ack("RESUME", "OK RESUME")
+    }
+
+    /// `DELAY <ms>`: delay every answer by `ms` milliseconds.
+    pub fn delay(&self, ms: u64) -> Result<(), HarnessError> {
+        self.expect_ack(&format!("DELAY {ms}"), &format!("OK DELAY {ms}"))
+    }
+
+    /// `GARBAGE <n>`: emit `n` non-JSON lines before the next answer.
+    pub fn garbage(&self, lines: u32) -> Result<(), HarnessError> {
+        self.expect_ack(&format!("GARBAGE {lines}"), &format!("OK GARBAGE {lines}"))
+    }
+
+    /// `SLICE <b>`: write answers in slices of `bytes` bytes.
+    pub fn slice(&self, bytes: u64) -> Result<(), HarnessError> {
+        self.expect_ack(&format!("SLICE {bytes}"), &format!("OK SLICE {bytes}"))
+    }
+
+    /// `CUT`: cut the connection in the middle of the next answer.
+    pub fn cut(&self) -> Result<(), HarnessError> {
+        self.expect_ack("CUT", "OK CUT")
+    }
+
+    /// `OVERSIZE <b>`: make the next answer at least `bytes` bytes long.
+    pub fn oversize(&self, bytes: u64) -> Result<(), HarnessError> {
+        self.expect_ack(
+            &format!("OVERSIZE {bytes}"),
+            &format!("OK OVERSIZE {bytes}"),
+        )
+    }
+
+    /// `DUPLICATE`: send the next answer twice.
+    pub fn duplicate(&self) -> Result<(), HarnessError> {
+        self.expect_ack("DUPLICATE", "OK DUPLICATE")
+    }
+
+    /// `STRAY`: send an answer whose id matches no request.
+    pub fn stray(&self) -> Result<(), HarnessError> {
+        self.expect_ack("STRAY", "OK STRAY")
+    }
+
+    /// `QUIT`: asks the daemon to exit (it removes its socket file) and waits
+    /// for it, at most [`COMMAND_TIMEOUT`].
+    pub fn quit(&self) -> Result<ExitStatus, HarnessError> {
+        {
+            let mut control = lock(&self.control);
+            self.write_command(&mut control, "QUIT")?;
+            control.stdin = None;
+        }
+        lock(&self.child).wait_exit(COMMAND_TIMEOUT)
+    }
+
+    /// Sends `signal` to the daemon (SIGTERM and SIGINT make it remove its
+    /// socket file and exit).
+    pub fn signal(&self, signal: Signal) -> Result<(), HarnessError> {
+        lock(&self.child).signal(signal)
+    }
+
+    /// Waits up to `timeout` for the daemon to exit.
+    pub fn wait_exit(&self, timeout: Duration) -> Result<ExitStatus, HarnessError> {
+        lock(&self.child).wait_exit(timeout)
+    }
+
+    /// Kills the daemon (SIGKILL) and reaps it.
+    pub fn kill(&self) -> Result<ExitStatus, HarnessError> {
+        lock(&self.child).kill()
+    }
+
+    fn write_command(&self, control: &mut Control, command: &str) -> Result<(), HarnessError> {
+        let stdin = control
+            .stdin
+            .as_mut()
+            .ok_or_else(|| HarnessError::DaemonExited {
+                waiting_for: format!("the command `{command}` (its stdin is closed after QUIT)"),
+                stderr: self.stderr.tail(4096),
+            })?;
+        writeln!(stdin, "{command}")
+            .and_then(|()| stdin.flush())
+            .map_err(|_| HarnessError::DaemonExited {
+                waiting_for: format!("the command `{command}` to be written"),
+                stderr: self.stderr.tail(4096),
+            })
+    }
+
+    fn next_line(
+        &self,
+        control: &mut Control,
+        waiting_for: &str,
+        timeout: Duration,
+    ) -> Result<String, HarnessError> {
+        match control.lines.recv_timeout(timeout) {
+            Ok(line) => Ok(line),
+            Err(RecvTimeoutError::Timeout) => Err(HarnessError::DaemonTimeout {
+                waiting_for: format!("answer to `{waiting_for}`"),
+                timeout,
+            }),
+            Err(RecvTimeoutError::Disconnected) => {
+                // Give the stderr reader a moment to collect the last words.
+                self.stderr.wait_eof(Duration::from_millis(500));
+                Err(HarnessError::DaemonExited {
+                    waiting_for: format!("the answer to `{waiting_for}`"),
+                    stderr: self.stderr.tail(4096),
+                })
+            }
+        }
+    }
+}
+
+/// Parses `line` as a JSON object and returns its field `key`.
+fn json_field(line: &str, key: &str) -> Option<Value> {
+    let mut value: Value = serde_json::from_str(line).ok()?;
+    value.get_mut(key).map(Value::take)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stats() {
+        let stats = DaemonStats::parse("STATS conns=1 accepted=3 requests=7 controls=1").unwrap();
+        assert_eq!(
+            stats,
+            DaemonStats {
+                conns: 1,
+                accepted: 3,
+                requests: 7,
+                controls: 1
+            }
+        );
+        assert!(DaemonStats::parse("STATS conns=1 accepted=3 requests=7").is_none());
+        assert!(DaemonStats::parse("STATS conns=x accepted=3 requests=7 controls=1").is_none());
+        assert!(DaemonStats::parse("ERR unknown command: STATS").is_none());
+        assert_eq!(
+            DaemonStats::parse("STATS conns=2 accepted=2 requests=0 controls=0 extra=9")
+                .unwrap()
+                .conns,
+            2
+        );
+    }
+}

@@ -1,0 +1,42 @@
+//! Scripted scenarios that drive a wrapper and the fake daemon together and
+//! report what happened as data.
+//!
+//! Each scenario returns a report whose outcome is a measurement (the
+//! wrapper under test may well fail it); a `HarnessError` means the scenario
+//! itself could not be carried out.
+
+pub mod race;
+
+use std::time::Duration;
+
+use serde::Serializer;
+
+/// Serializes a duration as fractional milliseconds, the unit reports use.
+pub(crate) fn serialize_ms<S: Serializer>(
+    duration: &Duration,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
+}
+
+/// Serializes an optional duration as fractional milliseconds or `null`.
+pub(crate) fn serialize_opt_ms<S: Serializer>(
+    duration: &Option<Duration>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match duration {
+        Some(d) => serialize_ms(d, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// Formats a duration in milliseconds for people: `1003 ms`, or with one
+/// decimal below 10 ms (`0.7 ms`), where whole milliseconds say too little.
+pub fn format_ms(duration: Duration) -> String {
+    let ms = duration.as_secs_f64() * 1000.0;
+    if ms < 10.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{} ms", duration.as_millis())
+    }
+}

@@ -1,0 +1,531 @@
+//! The V3-05 disconnect race, as described by the seed regression test.
+//!
+//! The fake daemon drops the wrapper's connection while its listener stays
+//! bound; the wrapper, started with `IAI_MCP_RECONNECT_TEST_DELAY_MS`, waits
+//! that long before reconnecting. A tool call issued `offset_ms` after the
+//! drop lands inside that window. The pre-fix wrapper fails it at once with
+//! `daemon_unreachable: bridge not connected`; the fixed wrapper waits for the
+//! reconnect and answers it.
+//!
+//! Steps of one run:
+//!
+//! 1. start the fake daemon on a socket in a fresh short temporary directory;
+//! 2. start the wrapper, `initialize` (protocol 2025-03-26, like the seed);
+//! 3. baseline `tools/call topology {}`, which must succeed (otherwise the
+//!    run is a [`HarnessError::Scenario`]: nothing is measured);
+//! 4. `DROP`, wait for `DROPPED`;
+//! 5. sleep `offset_ms`: the scenario's timing parameter, not a
+//!    synchronisation;
+//! 6. the racing `tools/call topology {}`, timed and classified;
+//! 7. recovery: repeat the call (every 50 ms, for at most `delay_ms` +
+//!    `recovery_timeout` after the drop) until one succeeds; then, no earlier
+//!    than `delay_ms` + `settle` after the drop (when every reconnect the
+//!    wrapper scheduled on the drop has happened), read `STATS conns` from
+//!    the daemon: the number of connections the wrapper holds.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{format_ms, serialize_ms, serialize_opt_ms};
+use crate::bins::{self, error_chain};
+use crate::client::ClientError;
+use crate::daemon::FakeDaemon;
+use crate::error::HarnessError;
+use crate::tempdir::{short_tempdir, socket_path_in};
+use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
+
+/// The protocol revision the seed test initializes with.
+pub const PROTOCOL_VERSION: &str = "2025-03-26";
+
+/// The tool every call of the scenario uses (read-only, no arguments).
+pub const TOOL: &str = "topology";
+
+/// Pause between two recovery attempts.
+const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
+
+/// How much of the wrapper's stderr a report keeps when something failed.
+const STDERR_TAIL_BYTES: usize = 1000;
+
+/// Parameters of one race run.
+#[derive(Debug, Clone)]
+pub struct RaceConfig {
+    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset (the
+    /// wrapper's default, or a foreign wrapper that knows no modes).
+    pub mode: Option<BridgeMode>,
+    /// `IAI_MCP_RECONNECT_TEST_DELAY_MS`: how long the wrapper waits before
+    /// reconnecting, i.e. the width of the race window.
+    pub delay_ms: u64,
+    /// Time between the daemon's `DROPPED` and the racing call.
+    pub offset_ms: u64,
+    /// Bound on every tool call (the seed allows the racing call 20 s).
+    pub call_timeout: Duration,
+    /// How long after `delay_ms` (counted from the drop) to wait before
+    /// counting the daemon's connections, so late reconnects are counted.
+    pub settle: Duration,
+    /// How long after `delay_ms` (counted from the drop) recovery may take
+    /// before the run reports no recovery.
+    pub recovery_timeout: Duration,
+    /// The fake daemon binary; `None` finds it with
+    /// [`bins::try_fake_daemon_bin`].
+    pub fake_daemon_bin: Option<PathBuf>,
+}
+
+impl Default for RaceConfig {
+    fn default() -> Self {
+        Self {
+            mode: None,
+            delay_ms: 1000,
+            offset_ms: 50,
+            call_timeout: Duration::from_secs(20),
+            settle: Duration::from_millis(250),
+            recovery_timeout: Duration::from_secs(10),
+            fake_daemon_bin: None,
+        }
+    }
+}
+
+/// How the racing call ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum RaceOutcome {
+    /// A result without `isError`: the wrapper bridged the race.
+    Ok,
+    /// The response mentions `daemon_unreachable`: the V3-05 bug.
+    DaemonUnreachable,
+    /// Any other failure (an `isError` result, a JSON-RPC error, the wrapper
+    /// going away); the text says what.
+    OtherError(String),
+    /// No response within the call timeout.
+    Timeout,
+}
+
+impl RaceOutcome {
+    /// A short, stable name: `ok`, `daemon_unreachable`, `other_error`,
+    /// `timeout`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::DaemonUnreachable => "daemon_unreachable",
+            Self::OtherError(_) => "other_error",
+            Self::Timeout => "timeout",
+        }
+    }
+}
+
+impl fmt::Display for RaceOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::OtherError(detail) => write!(f, "other_error ({detail})"),
+            other => f.write_str(other.label()),
+        }
+    }
+}
+
+/// Classifies a `tools/call` response.
+///
+/// Like the seed test, any mention of `daemon_unreachable` in the serialized
+/// response counts as the bug, whatever its shape; otherwise an `isError`
+/// result or a JSON-RPC error is another error, and a result is success.
+pub fn classify(response: &Value) -> RaceOutcome {
+    if response.to_string().contains("daemon_unreachable") {
+        return RaceOutcome::DaemonUnreachable;
+    }
+    if let Some(error) = response.get("error") {
+        return RaceOutcome::OtherError(format!("JSON-RPC error {error}"));
+    }
+    match response.get("result") {
+        Some(result) if result.get("isError") == Some(&Value::Bool(true)) => {
+            let text = result["content"][0]["text"]
+                .as_str()
+                .map_or_else(|| result.to_string(), str::to_owned);
+            RaceOutcome::OtherError(format!("isError: {text}"))
+        }
+        Some(_) => RaceOutcome::Ok,
+        None => RaceOutcome::OtherError(format!("response without result or error: {response}")),
+    }
+}
+
+/// What one race run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct RaceReport {
+    /// The bridge mode the wrapper ran in (`None`: not set).
+    pub mode: Option<BridgeMode>,
+    /// How the racing call ended.
+    pub outcome: RaceOutcome,
+    /// Time from sending the racing call to its response (or to the
+    /// timeout).
+    #[serde(rename = "racing_latency_ms", serialize_with = "serialize_ms")]
+    pub racing_latency: Duration,
+    /// The racing call's whole response, when there was one.
+    pub racing_response: Option<Value>,
+    /// How many calls after the race it took to get a successful one
+    /// (`None`: none succeeded in time).
+    pub recovery_calls: Option<u32>,
+    /// Time from the drop to the first successful call after the race.
+    #[serde(rename = "recovered_after_ms", serialize_with = "serialize_opt_ms")]
+    pub recovered_after: Option<Duration>,
+    /// Connections the daemon held open after recovery (`STATS conns`);
+    /// `None` when the wrapper did not recover.
+    pub conns_after: Option<u32>,
+    /// Stdout framing defects seen during the run.
+    pub defects: Vec<String>,
+    /// The end of the wrapper's stderr, kept when the racing call or the
+    /// recovery failed.
+    pub wrapper_stderr_tail: Option<String>,
+}
+
+impl fmt::Display for RaceReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "outcome={} latency={} conns_after={} defects={}",
+            self.outcome,
+            format_ms(self.racing_latency),
+            self.conns_after
+                .map_or_else(|| "n/a (no recovery)".to_owned(), |c| c.to_string()),
+            self.defects.len()
+        )
+    }
+}
+
+/// Runs the race once against the wrapper started by `cmd`.
+pub fn run_race(cmd: &WrapperCommand, cfg: &RaceConfig) -> Result<RaceReport, HarnessError> {
+    let dir = short_tempdir()?;
+    let socket = socket_path_in(dir.path());
+    let daemon_bin = match &cfg.fake_daemon_bin {
+        Some(path) => path.clone(),
+        None => bins::try_fake_daemon_bin()?,
+    };
+    let daemon = FakeDaemon::spawn_with(&daemon_bin, &socket)?;
+    let opts = WrapperOptions {
+        mode: cfg.mode,
+        reconnect_delay_ms: Some(cfg.delay_ms),
+        ..WrapperOptions::new(&socket)
+    };
+    let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
+
+    wrapper
+        .initialize(PROTOCOL_VERSION)
+        .map_err(|e| precondition(&wrapper, "initialize", &error_chain(&e)))?;
+    let baseline = wrapper
+        .call_tool(TOOL, json!({}), cfg.call_timeout)
+        .map_err(|e| precondition(&wrapper, "the baseline tools/call", &error_chain(&e)))?;
+    if classify(&baseline) != RaceOutcome::Ok {
+        return Err(precondition(
+            &wrapper,
+            "the baseline tools/call",
+            &format!("it did not succeed: {baseline}"),
+        ));
+    }
+
+    daemon.drop_connections()?;
+    let dropped_at = Instant::now();
+    // The scenario's timing parameter: where in the reconnect window the
+    // racing call lands.
+    thread::sleep(Duration::from_millis(cfg.offset_ms));
+
+    let sent_at = Instant::now();
+    let racing = wrapper.call_tool(TOOL, json!({}), cfg.call_timeout);
+    let racing_latency = sent_at.elapsed();
+    let (outcome, racing_response) = match racing {
+        Ok(response) => (classify(&response), Some(response)),
+        Err(ClientError::Timeout { .. }) => (RaceOutcome::Timeout, None),
+        Err(e) => (RaceOutcome::OtherError(error_chain(&e)), None),
+    };
+
+    let recovery = recover(&mut wrapper, cfg, dropped_at);
+    let conns_after = match recovery {
+        Some(_) => {
+            let settled = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.settle;
+            thread::sleep(settled.saturating_duration_since(Instant::now()));
+            Some(daemon.stats()?.conns)
+        }
+        None => None,
+    };
+
+    let defects = wrapper.defects();
+    // End both processes politely; the guards kill them if this fails.
+    wrapper.close_stdin();
+    let _ = wrapper.wait_exit(Duration::from_secs(2));
+    let wrapper_stderr_tail = (outcome != RaceOutcome::Ok || recovery.is_none())
+        .then(|| wrapper.stderr_tail(STDERR_TAIL_BYTES));
+    let _ = daemon.quit();
+
+    Ok(RaceReport {
+        mode: cfg.mode,
+        outcome,
+        racing_latency,
+        racing_response,
+        recovery_calls: recovery.map(|(calls, _)| calls),
+        recovered_after: recovery.map(|(_, after)| after),
+        conns_after,
+        defects,
+        wrapper_stderr_tail,
+    })
+}
+
+/// Repeats the tool call until one succeeds or time is up; returns the
+/// number of calls and the time from the drop to the success.
+fn recover(
+    wrapper: &mut WrapperProcess,
+    cfg: &RaceConfig,
+    dropped_at: Instant,
+) -> Option<(u32, Duration)> {
+    let deadline = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.recovery_timeout;
+    let mut calls = 0;
+    loop {
+        calls += 1;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match wrapper.call_tool(TOOL, json!({}), cfg.call_timeout.min(remaining)) {
+            Ok(response) if classify(&response) == RaceOutcome::Ok => {
+                return Some((calls, dropped_at.elapsed()));
+            }
+            Ok(_) | Err(ClientError::Timeout { .. }) => {}
+            // The wrapper is gone: no call will ever succeed.
+            Err(_) => return None,
+        }
+        if Instant::now() + RECOVERY_RETRY_INTERVAL >= deadline {
+            return None;
+        }
+        thread::sleep(RECOVERY_RETRY_INTERVAL);
+    }
+}
+
+fn precondition(wrapper: &WrapperProcess, step: &str, what: &str) -> HarnessError {
+    HarnessError::Scenario(format!(
+        "{step} failed: {what}; wrapper stderr (tail): {}",
+        wrapper.stderr_tail(STDERR_TAIL_BYTES).trim_end()
+    ))
+}
+
+/// The range of `conns_after` values over several runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct ConnsRange {
+    /// The smallest count seen.
+    pub min: Option<u32>,
+    /// The largest count seen.
+    pub max: Option<u32>,
+    /// Runs that did not recover, so have no count.
+    pub unknown: usize,
+}
+
+impl ConnsRange {
+    /// Whether every run recovered holding exactly `n` connections (and
+    /// there was at least one run).
+    pub fn all_exactly(&self, n: u32) -> bool {
+        self.unknown == 0 && self.min == Some(n) && self.max == Some(n)
+    }
+}
+
+impl fmt::Display for ConnsRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.min, self.max) {
+            (Some(min), Some(max)) if min == max => write!(f, "{min}")?,
+            (Some(min), Some(max)) => write!(f, "{min}-{max}")?,
+            _ => f.write_str("n/a")?,
+        }
+        if self.unknown > 0 && self.min.is_some() {
+            write!(f, " ({} without recovery)", self.unknown)?;
+        }
+        Ok(())
+    }
+}
+
+/// Counts over several race runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct RaceSummary {
+    /// The bridge mode of the runs.
+    pub mode: Option<BridgeMode>,
+    /// Number of runs.
+    pub runs: usize,
+    /// Runs whose racing call succeeded.
+    pub ok: usize,
+    /// Runs whose racing call failed with `daemon_unreachable`.
+    pub daemon_unreachable: usize,
+    /// Runs whose racing call failed otherwise.
+    pub other_error: usize,
+    /// Runs whose racing call timed out.
+    pub timeout: usize,
+    /// Median racing-call latency over all runs.
+    #[serde(
+        rename = "median_racing_latency_ms",
+        serialize_with = "serialize_opt_ms"
+    )]
+    pub median_racing_latency: Option<Duration>,
+    /// Daemon connections held after recovery, over all runs.
+    pub conns_after: ConnsRange,
+    /// Runs that saw at least one stdout defect.
+    pub runs_with_defects: usize,
+}
+
+impl RaceSummary {
+    /// Summarizes `reports`, all run in `mode`.
+    pub fn from_reports(mode: Option<BridgeMode>, reports: &[RaceReport]) -> Self {
+        let count = |label: &str| {
+            reports
+                .iter()
+                .filter(|r| r.outcome.label() == label)
+                .count()
+        };
+        let mut latencies: Vec<Duration> = reports.iter().map(|r| r.racing_latency).collect();
+        latencies.sort_unstable();
+        let median_racing_latency = match latencies.len() {
+            0 => None,
+            n if n % 2 == 1 => Some(latencies[n / 2]),
+            n => Some((latencies[n / 2 - 1] + latencies[n / 2]) / 2),
+        };
+        let conns: Vec<u32> = reports.iter().filter_map(|r| r.conns_after).collect();
+        Self {
+            mode,
+            runs: reports.len(),
+            ok: count("ok"),
+            daemon_unreachable: count("daemon_unreachable"),
+            other_error: count("other_error"),
+            timeout: count("timeout"),
+            median_racing_latency,
+            conns_after: ConnsRange {
+                min: conns.iter().copied().min(),
+                max: conns.iter().copied().max(),
+                unknown: reports.len() - conns.len(),
+            },
+            runs_with_defects: reports.iter().filter(|r| !r.defects.is_empty()).count(),
+        }
+    }
+
+    /// Failures other than `daemon_unreachable` (other errors and timeouts).
+    pub fn other_failures(&self) -> usize {
+        self.other_error + self.timeout
+    }
+
+    /// Whether every run reproduced the V3-05 bug.
+    pub fn always_reproduced_bug(&self) -> bool {
+        self.runs > 0 && self.daemon_unreachable == self.runs
+    }
+
+    /// Whether every racing call succeeded and every run recovered holding
+    /// exactly one daemon connection: the fixed behaviour.
+    pub fn always_fixed(&self) -> bool {
+        self.runs > 0 && self.ok == self.runs && self.conns_after.all_exactly(1)
+    }
+}
+
+impl fmt::Display for RaceSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "runs={} ok={} daemon_unreachable={} other={} timeout={} median_latency={} conns_after={}",
+            self.runs,
+            self.ok,
+            self.daemon_unreachable,
+            self.other_error,
+            self.timeout,
+            self.median_racing_latency
+                .map_or_else(|| "n/a".to_owned(), format_ms),
+            self.conns_after
+        )?;
+        if self.runs_with_defects > 0 {
+            write!(f, " runs_with_stdout_defects={}", self.runs_with_defects)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(outcome: RaceOutcome, latency_ms: u64, conns: Option<u32>) -> RaceReport {
+        RaceReport {
+            mode: None,
+            outcome,
+            racing_latency: Duration::from_millis(latency_ms),
+            racing_response: None,
+            recovery_calls: conns.map(|_| 1),
+            recovered_after: None,
+            conns_after: conns,
+            defects: Vec::new(),
+            wrapper_stderr_tail: None,
+        }
+    }
+
+    #[test]
+    fn classifies_responses() {
+        let ok = json!({"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{}"}]}});
+        assert_eq!(classify(&ok), RaceOutcome::Ok);
+        let unreachable = json!({"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text",
+            "text":"error: daemon_unreachable: bridge not connected (code -32002)"}],"isError":true}});
+        assert_eq!(classify(&unreachable), RaceOutcome::DaemonUnreachable);
+        let rpc_unreachable = json!({"jsonrpc":"2.0","id":3,"error":{"code":-32002,"message":"daemon_unreachable: x"}});
+        assert_eq!(classify(&rpc_unreachable), RaceOutcome::DaemonUnreachable);
+        let is_error = json!({"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"error: boom"}],"isError":true}});
+        assert_eq!(
+            classify(&is_error),
+            RaceOutcome::OtherError("isError: error: boom".into())
+        );
+        let rpc_error = json!({"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"nope"}});
+        assert_eq!(classify(&rpc_error).label(), "other_error");
+        assert_eq!(classify(&json!({"id":3})).label(), "other_error");
+    }
+
+    #[test]
+    fn summarizes_runs() {
+        let reports = [
+            report(RaceOutcome::Ok, 1000, Some(1)),
+            report(RaceOutcome::Ok, 1010, Some(1)),
+            report(RaceOutcome::Ok, 1004, Some(1)),
+        ];
+        let summary = RaceSummary::from_reports(Some(BridgeMode::Fixed), &reports);
+        assert!(summary.always_fixed());
+        assert!(!summary.always_reproduced_bug());
+        assert_eq!(
+            summary.median_racing_latency,
+            Some(Duration::from_millis(1004))
+        );
+        assert_eq!(summary.conns_after.to_string(), "1");
+
+        let reports = [
+            report(RaceOutcome::DaemonUnreachable, 2, Some(2)),
+            report(RaceOutcome::DaemonUnreachable, 4, Some(1)),
+            report(RaceOutcome::Timeout, 20_000, None),
+            report(RaceOutcome::OtherError("x".into()), 6, Some(1)),
+        ];
+        let summary = RaceSummary::from_reports(Some(BridgeMode::Prefix), &reports);
+        assert_eq!(
+            (
+                summary.daemon_unreachable,
+                summary.other_failures(),
+                summary.ok
+            ),
+            (2, 2, 0)
+        );
+        assert_eq!(
+            summary.median_racing_latency,
+            Some(Duration::from_millis(5))
+        );
+        assert_eq!(summary.conns_after.to_string(), "1-2 (1 without recovery)");
+        assert!(!summary.always_fixed() && !summary.always_reproduced_bug());
+
+        let empty = RaceSummary::from_reports(None, &[]);
+        assert!(!empty.always_fixed() && !empty.always_reproduced_bug());
+        assert_eq!(empty.conns_after.to_string(), "n/a");
+    }
+
+    #[test]
+    fn report_serializes_outcome_and_milliseconds() {
+        let json =
+            serde_json::to_value(report(RaceOutcome::OtherError("x".into()), 7, None)).unwrap();
+        assert_eq!(
+            json["outcome"],
+            json!({"kind": "other_error", "detail": "x"})
+        );
+        assert_eq!(json["racing_latency_ms"], json!(7.0));
+        assert_eq!(json["conns_after"], Value::Null);
+        let json = serde_json::to_value(report(RaceOutcome::Ok, 7, Some(1))).unwrap();
+        assert_eq!(json["outcome"], json!({"kind": "ok"}));
+    }
+}

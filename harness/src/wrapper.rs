@@ -1,0 +1,500 @@
+//! Starting an MCP wrapper (this workspace's, or any other command such as
+//! the original Node.js wrapper) in an isolated environment, with an
+//! [`McpClient`] on its stdio.
+//!
+//! Every wrapper gets its own scratch directory for `HOME`, the state
+//! directory (heartbeat and wake files) and the store, so runs never touch
+//! the developer's `~/.iai-mcp` and never see each other's files.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::fs;
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tempfile::TempDir;
+
+use crate::bins;
+use crate::client::McpClient;
+use crate::error::HarnessError;
+use crate::process::{CapturedOutput, ChildGuard, Signal};
+use crate::tempdir::short_tempdir;
+
+/// The wrapper's bridge behaviour, as selected by `IAI_MCP_BRIDGE_MODE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BridgeMode {
+    /// The fixed bridge (the wrapper's default).
+    Fixed,
+    /// The pre-fix behaviour that reproduces the V3-05 race.
+    Prefix,
+}
+
+impl BridgeMode {
+    /// The value of `IAI_MCP_BRIDGE_MODE` for this mode.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fixed => "fixed",
+            Self::Prefix => "prefix",
+        }
+    }
+}
+
+impl fmt::Display for BridgeMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error of parsing a [`BridgeMode`] from text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid bridge mode {0:?}: expected `fixed` or `prefix`")]
+pub struct ParseBridgeModeError(pub String);
+
+impl FromStr for BridgeMode {
+    type Err = ParseBridgeModeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "fixed" => Ok(Self::Fixed),
+            "prefix" => Ok(Self::Prefix),
+            other => Err(ParseBridgeModeError(other.to_owned())),
+        }
+    }
+}
+
+/// How to start a wrapper: a program, its arguments, and environment
+/// variables of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrapperCommand {
+    /// The program to run.
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Environment variables set for it, after the harness's own (so they
+    /// win over them).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl WrapperCommand {
+    /// Runs `program` with no arguments.
+    pub fn new(program: impl Into<OsString>) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// This workspace's `iai-mcp-wrapper`, found or built by
+    /// [`bins::wrapper_bin`]; panics when that fails. Meant for tests; see
+    /// [`try_this_workspace`](Self::try_this_workspace).
+    pub fn this_workspace() -> Self {
+        Self::new(bins::wrapper_bin())
+    }
+
+    /// This workspace's `iai-mcp-wrapper`, found or built by
+    /// [`bins::try_wrapper_bin`].
+    pub fn try_this_workspace() -> Result<Self, HarnessError> {
+        Ok(Self::new(bins::try_wrapper_bin()?))
+    }
+
+    /// Parses a command line such as `node /path/dist/index.js`.
+    ///
+    /// Words are split on whitespace; single quotes keep everything
+    /// literally, double quotes keep everything but `\"` and `\\`, and a
+    /// backslash outside quotes escapes the next character. Leading
+    /// `NAME=value` words become environment variables, as in a shell. No
+    /// expansion of any kind is done.
+    pub fn parse_shell_words(line: &str) -> Result<Self, HarnessError> {
+        let mut words = split_shell_words(line)?.into_iter().peekable();
+        let mut env = Vec::new();
+        while let Some((name, value)) = words.peek().and_then(|w| env_assignment(w)) {
+            env.push((OsString::from(name), OsString::from(value)));
+            words.next();
+        }
+        let program = words
+            .next()
+            .ok_or_else(|| HarnessError::WrapperCommand(format!("no program in {line:?}")))?;
+        Ok(Self {
+            program: program.into(),
+            args: words.map(OsString::from).collect(),
+            env,
+        })
+    }
+
+    /// The command as one line, for messages.
+    pub fn display(&self) -> String {
+        let env = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()));
+        let argv = std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|a| a.to_string_lossy().into_owned());
+        env.chain(argv).collect::<Vec<_>>().join(" ")
+    }
+}
+
+fn env_assignment(word: &str) -> Option<(&str, &str)> {
+    let (name, value) = word.split_once('=')?;
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    let valid = (first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    valid.then_some((name, value))
+}
+
+fn split_shell_words(line: &str) -> Result<Vec<String>, HarnessError> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err(unterminated("single quote", line)),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err(unterminated("double quote", line)),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err(unterminated("double quote", line)),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                word.push(
+                    chars
+                        .next()
+                        .ok_or_else(|| unterminated("backslash escape", line))?,
+                );
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+fn unterminated(what: &str, line: &str) -> HarnessError {
+    HarnessError::WrapperCommand(format!("unterminated {what} in {line:?}"))
+}
+
+/// The environment a wrapper runs in.
+///
+/// Unset directories default to fresh ones inside the wrapper's scratch
+/// directory (`HOME=<scratch>/home`, state `<scratch>/home/.iai-mcp`, store
+/// `<scratch>/store`). `mode` and `reconnect_delay_ms` left at `None` remove
+/// the variable from the inherited environment, so the wrapper's own default
+/// applies rather than whatever the developer's shell exports.
+#[derive(Debug, Clone, Default)]
+pub struct WrapperOptions {
+    /// `IAI_DAEMON_SOCKET_PATH`: the daemon socket to dial.
+    pub socket_path: PathBuf,
+    /// `IAI_MCP_BRIDGE_MODE`.
+    pub mode: Option<BridgeMode>,
+    /// `IAI_MCP_RECONNECT_TEST_DELAY_MS`: widens the reconnect race window.
+    pub reconnect_delay_ms: Option<u64>,
+    /// `IAI_MCP_STATE_DIR`: where heartbeat and wake files go.
+    pub state_dir: Option<PathBuf>,
+    /// `HOME`.
+    pub home: Option<PathBuf>,
+    /// `IAI_MCP_STORE` (accepted and ignored by the Rust wrapper; set like
+    /// the seed test does).
+    pub store_dir: Option<PathBuf>,
+    /// More environment variables, set last (they win over everything).
+    pub extra_env: Vec<(OsString, OsString)>,
+}
+
+impl WrapperOptions {
+    /// Options for a wrapper dialling `socket_path`, everything else default.
+    pub fn new(socket_path: impl Into<PathBuf>) -> Self {
+        Self {
+            socket_path: socket_path.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the bridge mode.
+    pub fn mode(mut self, mode: BridgeMode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Sets the reconnect test delay in milliseconds.
+    pub fn reconnect_delay_ms(mut self, ms: u64) -> Self {
+        self.reconnect_delay_ms = Some(ms);
+        self
+    }
+
+    /// Adds an environment variable.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.extra_env.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// A running wrapper: the child process (killed and reaped on drop), an
+/// [`McpClient`] on its stdio (also reachable through `Deref`), and its
+/// captured stderr.
+#[derive(Debug)]
+pub struct WrapperProcess {
+    // Field order is drop order: kill the child before removing its scratch
+    // directory.
+    guard: ChildGuard,
+    client: McpClient,
+    stderr: CapturedOutput,
+    home: PathBuf,
+    state_dir: PathBuf,
+    _scratch: TempDir,
+}
+
+impl WrapperProcess {
+    /// Starts `cmd` with the environment described by `opts`.
+    pub fn spawn(cmd: &WrapperCommand, opts: &WrapperOptions) -> Result<Self, HarnessError> {
+        let scratch = short_tempdir()?;
+        let home = opts
+            .home
+            .clone()
+            .unwrap_or_else(|| scratch.path().join("home"));
+        let state_dir = opts
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| home.join(".iai-mcp"));
+        let store_dir = opts
+            .store_dir
+            .clone()
+            .unwrap_or_else(|| scratch.path().join("store"));
+        for dir in [&home, &state_dir, &store_dir] {
+            fs::create_dir_all(dir)
+                .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
+        }
+
+        let mut command = Command::new(&cmd.program);
+        command
+            .args(&cmd.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("IAI_DAEMON_SOCKET_PATH", &opts.socket_path)
+            .env("IAI_MCP_STATE_DIR", &state_dir)
+            .env("HOME", &home)
+            .env("IAI_MCP_STORE", &store_dir)
+            .env("IAI_MCP_PYTHON", "python3");
+        set_or_remove(
+            &mut command,
+            "IAI_MCP_BRIDGE_MODE",
+            opts.mode.map(BridgeMode::as_str),
+        );
+        set_or_remove(
+            &mut command,
+            "IAI_MCP_RECONNECT_TEST_DELAY_MS",
+            opts.reconnect_delay_ms.map(|ms| ms.to_string()).as_deref(),
+        );
+        command.envs(cmd.env.iter().map(|(k, v)| (k, v)));
+        command.envs(opts.extra_env.iter().map(|(k, v)| (k, v)));
+
+        let mut guard = ChildGuard::spawn(&mut command)?;
+        let child = guard.child_mut();
+        let stderr =
+            CapturedOutput::spawn(child.stderr.take().expect("stderr is piped"), "wrapper");
+        let client = McpClient::attach(child)?;
+        Ok(Self {
+            guard,
+            client,
+            stderr,
+            home,
+            state_dir,
+            _scratch: scratch,
+        })
+    }
+
+    /// The MCP client on the wrapper's stdio.
+    pub fn client(&mut self) -> &mut McpClient {
+        &mut self.client
+    }
+
+    /// The wrapper's process id.
+    pub fn pid(&self) -> u32 {
+        self.guard.pid()
+    }
+
+    /// Sends `signal` to the wrapper (refused once it has been reaped).
+    pub fn signal(&mut self, signal: Signal) -> Result<(), HarnessError> {
+        self.guard.signal(signal)
+    }
+
+    /// Closes the wrapper's stdin, so it sees end of file.
+    pub fn close_stdin(&mut self) {
+        self.client.close_stdin();
+    }
+
+    /// Waits up to `timeout` for the wrapper to exit, then (within what is
+    /// left of the timeout, and at least briefly) for its stderr to be fully
+    /// captured.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus, HarnessError> {
+        let start = Instant::now();
+        let status = self.guard.wait_exit(timeout)?;
+        let left = timeout
+            .saturating_sub(start.elapsed())
+            .max(Duration::from_millis(200));
+        self.stderr.wait_eof(left);
+        Ok(status)
+    }
+
+    /// The exit status if the wrapper has exited, without blocking.
+    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, HarnessError> {
+        self.guard.try_wait()
+    }
+
+    /// Kills the wrapper (SIGKILL) and reaps it.
+    pub fn kill(&mut self) -> Result<ExitStatus, HarnessError> {
+        self.guard.kill()
+    }
+
+    /// Everything the wrapper wrote to stderr so far.
+    pub fn stderr_text(&self) -> String {
+        self.stderr.text()
+    }
+
+    /// At most the last `max_bytes` of the wrapper's stderr.
+    pub fn stderr_tail(&self, max_bytes: usize) -> String {
+        self.stderr.tail(max_bytes)
+    }
+
+    /// The wrapper's `HOME`.
+    pub fn home_dir(&self) -> &Path {
+        &self.home
+    }
+
+    /// The wrapper's `IAI_MCP_STATE_DIR`.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+}
+
+impl Deref for WrapperProcess {
+    type Target = McpClient;
+
+    fn deref(&self) -> &McpClient {
+        &self.client
+    }
+}
+
+impl DerefMut for WrapperProcess {
+    fn deref_mut(&mut self) -> &mut McpClient {
+        &mut self.client
+    }
+}
+
+fn set_or_remove(command: &mut Command, key: &str, value: Option<&str>) {
+    match value {
+        Some(value) => command.env(key, value),
+        None => command.env_remove(key),
+    };
+}
+
+impl From<&Path> for WrapperCommand {
+    fn from(program: &Path) -> Self {
+        Self::new(program)
+    }
+}
+
+impl From<&OsStr> for WrapperCommand {
+    fn from(program: &OsStr) -> Self {
+        Self::new(program)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(line: &str) -> Vec<String> {
+        split_shell_words(line).unwrap()
+    }
+
+    #[test]
+    fn splits_words_with_quotes() {
+        assert_eq!(words("node /p/dist/index.js"), ["node", "/p/dist/index.js"]);
+        assert_eq!(words("  a   b\tc  "), ["a", "b", "c"]);
+        assert_eq!(
+            words(r#"a 'b c' "d \"e\" \\ \n" f\ g ''"#),
+            ["a", "b c", r#"d "e" \ \n"#, "f g", ""]
+        );
+        assert_eq!(words("x'y'\"z\""), ["xyz"]);
+        assert!(words("").is_empty());
+        assert!(split_shell_words("'open").is_err());
+        assert!(split_shell_words("\"open").is_err());
+        assert!(split_shell_words("trailing\\").is_err());
+    }
+
+    #[test]
+    fn leading_assignments_become_env() {
+        let cmd = WrapperCommand::parse_shell_words("A=1 _B='x y' node index.js C=3").unwrap();
+        assert_eq!(cmd.program, "node");
+        assert_eq!(
+            cmd.args,
+            [OsString::from("index.js"), OsString::from("C=3")]
+        );
+        assert_eq!(
+            cmd.env,
+            [
+                (OsString::from("A"), OsString::from("1")),
+                (OsString::from("_B"), OsString::from("x y"))
+            ]
+        );
+        assert!(WrapperCommand::parse_shell_words("A=1").is_err());
+        assert!(WrapperCommand::parse_shell_words("   ").is_err());
+        assert_eq!(
+            WrapperCommand::parse_shell_words("=x y").unwrap().program,
+            "=x"
+        );
+    }
+
+    #[test]
+    fn bridge_mode_round_trips() {
+        for mode in [BridgeMode::Fixed, BridgeMode::Prefix] {
+            assert_eq!(mode.to_string().parse::<BridgeMode>(), Ok(mode));
+        }
+        assert!("Fixed".parse::<BridgeMode>().is_err());
+        assert_eq!(
+            serde_json::to_string(&BridgeMode::Prefix).unwrap(),
+            "\"prefix\""
+        );
+    }
+}

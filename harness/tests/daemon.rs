@@ -1,0 +1,167 @@
+//! `FakeDaemon` handle against the real `fake-daemon` binary: start, stats,
+//! drop, seen/log, quit, kill-on-drop.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+
+use harness::tempdir::{short_tempdir, socket_path_in};
+use harness::{FakeDaemon, HarnessError};
+use nix::errno::Errno;
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+/// A raw client connection to the daemon socket.
+struct Conn {
+    writer: UnixStream,
+    reader: BufReader<UnixStream>,
+}
+
+impl Conn {
+    fn open(daemon: &FakeDaemon) -> Self {
+        let writer = UnixStream::connect(daemon.socket_path()).expect("daemon accepts");
+        let reader = BufReader::new(writer.try_clone().unwrap());
+        Self { writer, reader }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.writer.write_all(line.as_bytes()).unwrap();
+    }
+
+    /// Sends a request and returns the daemon's reply line, parsed.
+    fn call(&mut self, id: u64, method: &str) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"x": 1}}));
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).expect("the reply is JSON")
+    }
+}
+
+#[test]
+fn serves_requests_and_reports_them() {
+    let dir = short_tempdir().unwrap();
+    let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).unwrap();
+    assert!(
+        daemon.socket_path().exists(),
+        "BOUND means the socket exists"
+    );
+    let before = daemon.stats().unwrap();
+    assert_eq!(
+        (
+            before.conns,
+            before.accepted,
+            before.requests,
+            before.controls
+        ),
+        (0, 0, 0, 0)
+    );
+
+    let mut conn = Conn::open(&daemon);
+    // A control message gets no reply; the request after it proves it was
+    // read, since one connection is served in order.
+    conn.send(&json!({"type": "session_open", "session_id": "s", "ts": "2026-01-01T00:00:00Z"}));
+    let reply = conn.call(7, "topology");
+    assert_eq!(
+        reply,
+        json!({"jsonrpc": "2.0", "id": 7, "result": {"ok": true, "method": "topology", "fake_daemon": true}})
+    );
+
+    let stats = daemon.stats().unwrap();
+    assert_eq!(
+        (stats.conns, stats.accepted, stats.requests, stats.controls),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(daemon.seen().unwrap(), ["session_open", "topology"]);
+    let log = daemon.request_log().unwrap();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["method"], "topology");
+    assert_eq!(log[0]["params"], json!({"x": 1}));
+}
+
+#[test]
+fn drop_closes_accepted_connections_and_keeps_listening() {
+    let dir = short_tempdir().unwrap();
+    let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).unwrap();
+    let mut conn = Conn::open(&daemon);
+    conn.call(1, "topology");
+
+    daemon.drop_connections().unwrap();
+    let mut rest = Vec::new();
+    let read = conn.reader.read_to_end(&mut rest);
+    assert!(
+        matches!(read, Ok(0)) || read.is_err(),
+        "the connection is closed: {read:?} {rest:?}"
+    );
+
+    let mut again = Conn::open(&daemon);
+    assert_eq!(again.call(2, "topology")["id"], 2);
+    assert_eq!(daemon.stats().unwrap().accepted, 2);
+}
+
+#[test]
+fn unknown_commands_are_reported_not_fatal() {
+    let dir = short_tempdir().unwrap();
+    let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).unwrap();
+    assert_eq!(
+        daemon.command("FROBNICATE").unwrap(),
+        "ERR unknown command: FROBNICATE"
+    );
+    assert!(matches!(
+        daemon.expect_ack("FROBNICATE", "OK"),
+        Err(HarnessError::UnexpectedAck { .. })
+    ));
+    assert!(matches!(
+        daemon.command("TWO\nLINES"),
+        Err(HarnessError::InvalidCommand(_))
+    ));
+    // Still in step: the next command gets its own answer.
+    daemon.drop_connections().unwrap();
+    assert_eq!(daemon.stats().unwrap().conns, 0);
+}
+
+#[test]
+fn quit_exits_cleanly_and_removes_the_socket() {
+    let dir = short_tempdir().unwrap();
+    let socket = socket_path_in(dir.path());
+    let daemon = FakeDaemon::spawn(&socket).unwrap();
+    let status = daemon.quit().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!socket.exists());
+    assert!(matches!(
+        daemon.command("STATS"),
+        Err(HarnessError::DaemonExited { .. })
+    ));
+}
+
+#[test]
+fn dropping_the_handle_kills_the_daemon() {
+    let dir = short_tempdir().unwrap();
+    let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).unwrap();
+    let pid = daemon.pid();
+    assert_eq!(kill(Pid::from_raw(pid as i32), None), Ok(()));
+    drop(daemon);
+    assert_eq!(kill(Pid::from_raw(pid as i32), None), Err(Errno::ESRCH));
+}
+
+#[test]
+fn a_daemon_that_cannot_bind_is_an_error() {
+    let err = FakeDaemon::spawn(std::path::Path::new("/nonexistent-dir/d.sock")).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            HarnessError::DaemonExited { .. } | HarnessError::UnexpectedAck { .. }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn handles_can_be_shared_or_moved_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<FakeDaemon>();
+    send::<harness::WrapperProcess>();
+    send::<harness::McpClient>();
+}
