@@ -65,7 +65,11 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
         Probe::Unreachable(why) => ("FAIL", format!("not reachable: {why}"), false),
     };
     writeln!(out, "iai-mcp-wrapper {}", env!("CARGO_PKG_VERSION"))?;
-    writeln!(out, "[{mark}] daemon socket {}: {detail}", config.socket_path.display())?;
+    writeln!(
+        out,
+        "[{mark}] daemon socket {}: {detail}",
+        config.socket_path.display()
+    )?;
     if !ok {
         writeln!(
             out,
@@ -102,7 +106,10 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
     writeln!(
         out,
         "heartbeat: {}/heartbeat-<pid>-<uuid>.json (every {:?})",
-        heartbeat.parent().map(|p| p.display().to_string()).unwrap_or_default(),
+        heartbeat
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
         config.heartbeat_interval
     )?;
     writeln!(

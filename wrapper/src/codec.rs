@@ -217,7 +217,10 @@ mod tests {
     fn splits_lines_across_and_within_chunks() {
         let mut c = LineCodec::new(100);
         let frames = decode_all(&mut c, &[b"ab", b"c\nde\nf", b"g\n", b"tail"]);
-        assert_eq!(frames, vec![line("abc"), line("de"), line("fg"), line("tail")]);
+        assert_eq!(
+            frames,
+            vec![line("abc"), line("de"), line("fg"), line("tail")]
+        );
     }
 
     #[test]
@@ -256,7 +259,10 @@ mod tests {
 
     #[test]
     fn recovers_top_level_ids_only() {
-        assert_eq!(recover_id(br#"{"jsonrpc":"2.0","id":12,"method":"x""#), Some(json!(12)));
+        assert_eq!(
+            recover_id(br#"{"jsonrpc":"2.0","id":12,"method":"x""#),
+            Some(json!(12))
+        );
         assert_eq!(recover_id(br#"{"id" : "a\"b", "#), Some(json!("a\"b")));
         assert_eq!(recover_id(br#"{"params":{"id":3},"id":4}"#), Some(json!(4)));
         assert_eq!(recover_id(br#"{"params":{"id":3},"x":"#), None);

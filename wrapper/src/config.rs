@@ -31,7 +31,12 @@ pub struct Args {
     /// Reconnect behaviour. `prefix` reproduces the pre-fix V3-05 race (a
     /// call made during a reconnect fails with daemon_unreachable) and exists
     /// only to demonstrate and test it; never use it in production.
-    #[arg(long, env = "IAI_MCP_BRIDGE_MODE", value_name = "MODE", default_value = "fixed")]
+    #[arg(
+        long,
+        env = "IAI_MCP_BRIDGE_MODE",
+        value_name = "MODE",
+        default_value = "fixed"
+    )]
     pub bridge_mode: BridgeMode,
 
     /// Sleep before each reconnect attempt, in ms. Widens the race window for
@@ -46,21 +51,41 @@ pub struct Args {
 
     /// How long a call waits for a daemon connection before failing with
     /// daemon_unreachable, in ms (covers a daemon cold start of 7-8 s).
-    #[arg(long, env = "IAI_MCP_CONNECT_WAIT_MS", value_name = "MS", default_value_t = 10_000)]
+    #[arg(
+        long,
+        env = "IAI_MCP_CONNECT_WAIT_MS",
+        value_name = "MS",
+        default_value_t = 10_000
+    )]
     pub connect_wait_ms: u64,
 
     /// How long a call waits for the daemon's response, in ms (generous:
     /// consolidation can take tens of seconds).
-    #[arg(long, env = "IAI_MCP_CALL_TIMEOUT_MS", value_name = "MS", default_value_t = 120_000)]
+    #[arg(
+        long,
+        env = "IAI_MCP_CALL_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = 120_000
+    )]
     pub call_timeout_ms: u64,
 
     /// First delay between failed connect attempts, in ms; doubles with
     /// jitter up to --backoff-max-ms while the daemon stays down.
-    #[arg(long, env = "IAI_MCP_BACKOFF_INITIAL_MS", value_name = "MS", default_value_t = 50)]
+    #[arg(
+        long,
+        env = "IAI_MCP_BACKOFF_INITIAL_MS",
+        value_name = "MS",
+        default_value_t = 50
+    )]
     pub backoff_initial_ms: u64,
 
     /// Longest delay between failed connect attempts, in ms.
-    #[arg(long, env = "IAI_MCP_BACKOFF_MAX_MS", value_name = "MS", default_value_t = 2_000)]
+    #[arg(
+        long,
+        env = "IAI_MCP_BACKOFF_MAX_MS",
+        value_name = "MS",
+        default_value_t = 2_000
+    )]
     pub backoff_max_ms: u64,
 
     /// How often the heartbeat file is refreshed, in ms.
@@ -74,7 +99,12 @@ pub struct Args {
 
     /// On exit, how long calls in flight may still finish, in ms (kept well
     /// under the 2 s clients wait before SIGTERM).
-    #[arg(long, env = "IAI_MCP_SHUTDOWN_GRACE_MS", value_name = "MS", default_value_t = 1_000)]
+    #[arg(
+        long,
+        env = "IAI_MCP_SHUTDOWN_GRACE_MS",
+        value_name = "MS",
+        default_value_t = 1_000
+    )]
     pub shutdown_grace_ms: u64,
 
     /// Longest accepted line on stdin and from the daemon, in bytes.
@@ -82,16 +112,31 @@ pub struct Args {
     pub max_line_bytes: usize,
 
     /// Log filter for stderr (tracing syntax, e.g. `info`, `debug`).
-    #[arg(long, env = "IAI_MCP_LOG", value_name = "FILTER", default_value = "warn")]
+    #[arg(
+        long,
+        env = "IAI_MCP_LOG",
+        value_name = "FILTER",
+        default_value = "warn"
+    )]
     pub log: String,
 
     /// Accepted for compatibility with existing configurations and ignored:
     /// the wrapper never starts Python.
-    #[arg(long, env = "IAI_MCP_STORE", value_name = "PATH", hide_short_help = true)]
+    #[arg(
+        long,
+        env = "IAI_MCP_STORE",
+        value_name = "PATH",
+        hide_short_help = true
+    )]
     pub store: Option<PathBuf>,
 
     /// Accepted for compatibility with existing configurations and ignored.
-    #[arg(long, env = "IAI_MCP_PYTHON", value_name = "PATH", hide_short_help = true)]
+    #[arg(
+        long,
+        env = "IAI_MCP_PYTHON",
+        value_name = "PATH",
+        hide_short_help = true
+    )]
     pub python: Option<PathBuf>,
 
     /// Report whether the daemon is reachable, what is served and where the
@@ -107,9 +152,7 @@ pub enum ConfigError {
     #[error("HOME is not set: pass --{0} (or its environment variable)")]
     NoHome(&'static str),
     /// The socket path is longer than a Unix socket address allows.
-    #[error(
-        "socket path {path:?} is {len} bytes; Unix socket paths are limited to {max} bytes"
-    )]
+    #[error("socket path {path:?} is {len} bytes; Unix socket paths are limited to {max} bytes")]
     SocketPathTooLong {
         /// The path given.
         path: PathBuf,
@@ -159,10 +202,7 @@ pub struct Config {
 impl Args {
     /// Resolve defaults against `home` and validate everything.
     pub fn resolve(self, home: Option<PathBuf>) -> Result<Config, ConfigError> {
-        let base = || {
-            home.as_ref()
-                .map(|h| h.join(".iai-mcp"))
-        };
+        let base = || home.as_ref().map(|h| h.join(".iai-mcp"));
         let socket_path = match self.socket_path {
             Some(p) => p,
             None => base()
@@ -221,7 +261,10 @@ mod tests {
         let c = parse(&[])
             .resolve(Some(PathBuf::from("/home/u")))
             .expect("valid");
-        assert_eq!(c.socket_path, PathBuf::from("/home/u/.iai-mcp/.daemon.sock"));
+        assert_eq!(
+            c.socket_path,
+            PathBuf::from("/home/u/.iai-mcp/.daemon.sock")
+        );
         assert_eq!(c.state_dir, PathBuf::from("/home/u/.iai-mcp"));
         assert_eq!(c.policy.mode(), BridgeMode::Fixed);
     }

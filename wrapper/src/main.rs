@@ -54,7 +54,11 @@ fn run(config: iai_mcp_wrapper::config::Config) -> anyhow::Result<ExitCode> {
             let mut out = std::io::stdout().lock();
             check::report(&config, &mut out).await
         })?;
-        return Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE });
+        return Ok(if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
     }
     runtime.block_on(app::run(config))?;
     Ok(ExitCode::SUCCESS)

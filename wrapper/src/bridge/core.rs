@@ -309,7 +309,9 @@ impl Bridge {
         let lost: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| matches!(c.phase, Phase::InFlight { conn: c_conn, .. } if c_conn == conn))
+            .filter(
+                |(_, c)| matches!(c.phase, Phase::InFlight { conn: c_conn, .. } if c_conn == conn),
+            )
             .map(|(id, _)| *id)
             .collect();
         for id in lost {
@@ -425,9 +427,7 @@ impl Bridge {
         for (id, phase) in expired {
             let error = match phase {
                 Phase::Waiting { since, .. } => self.connect_wait_error(now - since),
-                Phase::InFlight { .. } => {
-                    BridgeError::Timeout(self.policy.timings().call_timeout)
-                }
+                Phase::InFlight { .. } => BridgeError::Timeout(self.policy.timings().call_timeout),
             };
             self.finish(id, Err(error));
         }
@@ -655,7 +655,10 @@ mod tests {
             panic!("expected a send");
         };
         b.line(ConnId(1), &response(wire_id(&line)), now);
-        assert!(matches!(drain(&mut b)[..], [Action::Reply(CallId(1), Ok(_))]));
+        assert!(matches!(
+            drain(&mut b)[..],
+            [Action::Reply(CallId(1), Ok(_))]
+        ));
         (b, now)
     }
 
@@ -676,7 +679,10 @@ mod tests {
             panic!("expected the waiting call to be sent: {actions:?}");
         };
         b.line(ConnId(2), &response(wire_id(line)), now + DELAY);
-        assert!(matches!(drain(&mut b)[..], [Action::Reply(CallId(2), Ok(_))]));
+        assert!(matches!(
+            drain(&mut b)[..],
+            [Action::Reply(CallId(2), Ok(_))]
+        ));
     }
 
     #[test]
@@ -762,7 +768,11 @@ mod tests {
         for _ in 0..3 {
             b.line(ConnId(1), b"noise", now);
         }
-        b.line(ConnId(1), b"{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":1}", now);
+        b.line(
+            ConnId(1),
+            b"{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":1}",
+            now,
+        );
         for _ in 0..3 {
             b.line(ConnId(1), b"noise", now);
         }
@@ -816,8 +826,14 @@ mod tests {
             assert_eq!(actions, vec![Action::Connect(ConnId(conn))]);
         }
         assert_eq!(t, now + Duration::from_secs(10));
-        assert!(gaps.iter().all(|g| *g >= Duration::from_millis(25)), "{gaps:?}");
-        assert!(gaps.iter().all(|g| *g <= Duration::from_secs(2)), "{gaps:?}");
+        assert!(
+            gaps.iter().all(|g| *g >= Duration::from_millis(25)),
+            "{gaps:?}"
+        );
+        assert!(
+            gaps.iter().all(|g| *g <= Duration::from_secs(2)),
+            "{gaps:?}"
+        );
         assert!(gaps.len() < 20, "bounded attempts: {}", gaps.len());
     }
 
@@ -873,6 +889,9 @@ mod tests {
         );
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         let v: Value = serde_json::from_slice(&line).expect("json");
-        assert_eq!(v, json!({"jsonrpc":"2.0","id":5,"method":"memory_capture","params":{"text":"a\nb"}}));
+        assert_eq!(
+            v,
+            json!({"jsonrpc":"2.0","id":5,"method":"memory_capture","params":{"text":"a\nb"}})
+        );
     }
 }

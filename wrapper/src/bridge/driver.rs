@@ -277,15 +277,13 @@ impl Driver {
         while let Some(action) = self.core.poll_action() {
             match action {
                 Action::Connect(conn) => self.dial(conn),
-                Action::Send(conn, line) => match &self.live {
-                    Some(live) if live.id == conn => {
-                        if live.writer.send(line).is_err() {
-                            // The writer already stopped; its close event is
-                            // on its way and will be handled in order.
-                        }
+                Action::Send(conn, line) => {
+                    // If the writer already stopped, its close event is on
+                    // its way and will be handled in order; the line is moot.
+                    if let Some(live) = self.live.as_ref().filter(|l| l.id == conn) {
+                        let _ = live.writer.send(line);
                     }
-                    _ => {}
-                },
+                }
                 Action::Close(conn) => {
                     if self.live.as_ref().is_some_and(|l| l.id == conn) {
                         self.drop_live();
@@ -391,7 +389,11 @@ impl Driver {
         });
         let (writer, lines) = mpsc::unbounded_channel();
         tokio::spawn(write_lines(conn, write, lines, self.events_tx.clone()));
-        if let Some(old) = self.live.replace(Live { id: conn, writer, reader }) {
+        if let Some(old) = self.live.replace(Live {
+            id: conn,
+            writer,
+            reader,
+        }) {
             old.reader.abort();
         }
     }

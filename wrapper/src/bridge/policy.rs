@@ -121,7 +121,8 @@ impl Backoff {
             .saturating_mul(1u32 << exp.min(20))
             .min(self.max);
         let jitter = jitter.clamp(0.0, 1.0);
-        step.mul_f64(0.5 + 0.5 * jitter).max(Duration::from_millis(1))
+        step.mul_f64(0.5 + 0.5 * jitter)
+            .max(Duration::from_millis(1))
     }
 }
 
@@ -242,8 +243,8 @@ mod tests {
 
     #[test]
     fn backoff_doubles_up_to_the_cap_with_jitter_below_the_step() {
-        let b = Backoff::new(Duration::from_millis(100), Duration::from_millis(1000))
-            .expect("valid");
+        let b =
+            Backoff::new(Duration::from_millis(100), Duration::from_millis(1000)).expect("valid");
         assert_eq!(b.delay(1, 0.0), Duration::from_millis(50));
         assert_eq!(b.delay(2, 0.0), Duration::from_millis(100));
         assert_eq!(b.delay(3, 0.0), Duration::from_millis(200));
@@ -255,7 +256,10 @@ mod tests {
     #[test]
     fn modes_parse_and_print() {
         assert_eq!("fixed".parse::<BridgeMode>().ok(), Some(BridgeMode::Fixed));
-        assert_eq!("prefix".parse::<BridgeMode>().ok(), Some(BridgeMode::Prefix));
+        assert_eq!(
+            "prefix".parse::<BridgeMode>().ok(),
+            Some(BridgeMode::Prefix)
+        );
         assert!("Fixed".parse::<BridgeMode>().is_err());
         assert_eq!(BridgeMode::Prefix.to_string(), "prefix");
     }

@@ -34,8 +34,12 @@ pub async fn request_start(state_dir: &Path, pid: u32, uuid: Uuid) {
         return;
     }
     match write_signal(state_dir, pid, uuid) {
-        Ok(path) => tracing::info!(path = %path.display(), "daemon unreachable; wake signal written"),
-        Err(e) => tracing::warn!(error = %e, "daemon unreachable; wake signal could not be written"),
+        Ok(path) => {
+            tracing::info!(path = %path.display(), "daemon unreachable; wake signal written")
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "daemon unreachable; wake signal could not be written")
+        }
     }
 }
 

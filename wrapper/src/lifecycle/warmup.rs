@@ -25,7 +25,8 @@ pub struct Initialized(watch::Sender<bool>);
 
 impl WarmupTrigger for Initialized {
     fn initialized(&self) {
-        self.0.send_if_modified(|done| !std::mem::replace(done, true));
+        self.0
+            .send_if_modified(|done| !std::mem::replace(done, true));
     }
 }
 

@@ -137,7 +137,9 @@ pub fn classify(line: &[u8]) -> Classified {
         Some(Value::Object(p)) => p,
         Some(_) => {
             return match id {
-                Some(id) => Classified::reply(error(id, INVALID_PARAMS, "params must be an object")),
+                Some(id) => {
+                    Classified::reply(error(id, INVALID_PARAMS, "params must be an object"))
+                }
                 None => Classified {
                     inbound: Inbound::Ignore,
                     era: None,
@@ -346,9 +348,7 @@ mod tests {
 
     #[test]
     fn unknown_tool_is_a_tool_error_result() {
-        let r = reply(
-            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"nope"}}"#,
-        );
+        let r = reply(r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"nope"}}"#);
         assert_eq!(r["result"]["isError"], true);
         assert_eq!(r["result"]["content"][0]["text"], "unknown tool nope");
     }
@@ -431,7 +431,10 @@ mod tests {
             r#"{{"jsonrpc":"2.0","id":"d","method":"server/discover","params":{{{meta}}}}}"#
         ));
         assert_eq!(d["result"]["supportedVersions"][0], "2026-07-28");
-        assert_eq!(d["result"]["supportedVersions"].as_array().map(Vec::len), Some(5));
+        assert_eq!(
+            d["result"]["supportedVersions"].as_array().map(Vec::len),
+            Some(5)
+        );
         assert_eq!(d["result"]["resultType"], "complete");
     }
 

@@ -204,7 +204,12 @@ impl World {
                 self.bridge.call(
                     CallId(index as u64),
                     Request {
-                        method: if replay_safe { "topology" } else { "memory_capture" }.into(),
+                        method: if replay_safe {
+                            "topology"
+                        } else {
+                            "memory_capture"
+                        }
+                        .into(),
                         params: json!({ "call": index }),
                         replay_safe,
                     },
@@ -215,7 +220,10 @@ impl World {
                     self.absorb(false)?;
                     if self.replies.get(&index).is_some_and(|r| {
                         r.iter().any(|o| {
-                            matches!(o, Err(BridgeError::NotConnected | BridgeError::SocketClosed))
+                            matches!(
+                                o,
+                                Err(BridgeError::NotConnected | BridgeError::SocketClosed)
+                            )
                         })
                     }) {
                         self.refused_in_window.push(index);
@@ -277,7 +285,10 @@ impl World {
                 stale = true;
             }
             Step::Timer => {
-                let at = self.bridge.poll_timeout().expect("enabled only with a deadline");
+                let at = self
+                    .bridge
+                    .poll_timeout()
+                    .expect("enabled only with a deadline");
                 self.now = self.now.max(at);
                 self.bridge.handle_timeout(self.now);
             }
