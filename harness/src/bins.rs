@@ -5,15 +5,16 @@
 //! 1. an explicit path in an environment variable (`IAI_WRAPPER_BIN`,
 //!    `FAKE_DAEMON_BIN`), so a caller that has just built the binaries (for
 //!    example `cargo xtask race --release`) decides exactly what runs;
-//! 2. when the process runs under cargo (`cargo test`, `cargo run`: the
-//!    `CARGO` variable is set), `cargo build -p <package> --bin <bin>` in the
-//!    profile of the current executable. `cargo test -p harness` does not
-//!    build the wrapper or the fake daemon, so a binary merely found in the
-//!    target directory could be stale; asking cargo costs a fraction of a
-//!    second when it is up to date and guarantees the tests run current code;
-//! 3. the target directory of the current executable (tests run from
-//!    `target/<profile>/deps`, the harness binary from `target/<profile>`);
-//! 4. failing that, `cargo build` as in step 2.
+//! 2. the target directory of the current executable (tests run from
+//!    `target/<profile>/deps`, the harness binary from `target/<profile>`).
+//!    `cargo test --workspace` builds every binary of the workspace before
+//!    running any test, so there they are current. (Building them again from
+//!    inside a test would resolve dependency features without the test-only
+//!    ones and overwrite the binaries cargo just built, making every test run
+//!    rebuild them; a lone `cargo test -p harness` after editing the wrapper
+//!    should be preceded by `cargo build --workspace`.)
+//! 3. failing that, `cargo build -p <package> --bin <bin>` in the profile of
+//!    the current executable.
 
 use std::collections::HashMap;
 use std::env;
@@ -147,13 +148,11 @@ fn locate_uncached(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
             })
         };
     }
-    if env::var_os("CARGO").is_none() {
-        if let Some(path) = target_dir_of_current_exe()
-            .map(|dir| dir.join(bin.bin))
-            .filter(|p| p.is_file())
-        {
-            return Ok(path);
-        }
+    if let Some(path) = target_dir_of_current_exe()
+        .map(|dir| dir.join(bin.bin))
+        .filter(|p| p.is_file())
+    {
+        return Ok(path);
     }
     let built = cargo_build(&[*bin], &Profile::of_current_exe(), true)?;
     Ok(built

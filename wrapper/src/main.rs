@@ -60,6 +60,10 @@ fn run(config: iai_mcp_wrapper::config::Config) -> anyhow::Result<ExitCode> {
             ExitCode::FAILURE
         });
     }
-    runtime.block_on(app::run(config))?;
+    let outcome = runtime.block_on(app::run(config));
+    // The stdin reader may still be parked in a blocking read (after a
+    // signal the client has not closed stdin); do not wait for it.
+    runtime.shutdown_background();
+    outcome?;
     Ok(ExitCode::SUCCESS)
 }
