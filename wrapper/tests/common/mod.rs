@@ -75,3 +75,42 @@ pub fn raw_roundtrip(wrapper: &mut WrapperProcess, line: &[u8]) -> Value {
 pub fn modern_meta(version: &str) -> Value {
     json!({ "_meta": { "io.modelcontextprotocol/protocolVersion": version } })
 }
+
+/// Check `probe` every few milliseconds until it yields a value; panics
+/// with `what` after `REPLY`. For conditions with no event to wait on (a
+/// file appearing, a counter in another process).
+pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + REPLY;
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never happened: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The heartbeat files under a state directory.
+pub fn heartbeats(state_dir: &std::path::Path) -> Vec<PathBuf> {
+    std::fs::read_dir(state_dir.join("wrappers"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("heartbeat-") && n.ends_with(".json"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Read and parse a JSON file, if it exists and is complete.
+pub fn read_json(path: &std::path::Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
