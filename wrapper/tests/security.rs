@@ -1,0 +1,83 @@
+//! The claims of SECURITY.md that a test can check, through the real
+//! binaries.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+
+use common::{REPLY, eventually, heartbeats, lonely, pair};
+use serde_json::json;
+
+#[test]
+fn tool_arguments_and_results_never_reach_the_logs() {
+    let secret = "correct horse battery staple 4f1e9a";
+    let mut p = pair(&[("IAI_MCP_LOG", "trace")]);
+    p.wrapper.initialize("2025-06-18").expect("initialize");
+    let r = p
+        .wrapper
+        .call_tool("memory_capture", json!({ "text": secret }), REPLY)
+        .expect("call");
+    assert!(r["result"].get("isError").is_none(), "{r}");
+    // Unmatched and duplicate daemon replies are logged too: make some.
+    p.daemon.stray().expect("stray");
+    p.daemon.duplicate().expect("duplicate");
+    p.wrapper
+        .call_tool("memory_capture", json!({ "text": secret }), REPLY)
+        .expect("call");
+    p.wrapper.close_stdin();
+    p.wrapper.wait_exit(REPLY).expect("exit");
+    let log = p.wrapper.stderr_text();
+    assert!(!log.is_empty(), "trace logging produced nothing");
+    assert!(!log.contains("battery staple"), "secret in log:\n{log}");
+}
+
+#[test]
+fn lifecycle_files_are_private_and_their_directory_too() {
+    let l = lonely(&[]);
+    let state = l.wrapper.state_dir().to_path_buf();
+    let wake = state.join("wake.signal");
+    eventually("wake.signal written", || wake.exists().then_some(()));
+    let files = eventually("heartbeat written", || {
+        let files = heartbeats(&state);
+        (!files.is_empty()).then_some(files)
+    });
+    for file in files.iter().chain([&wake]) {
+        let mode = std::fs::metadata(file).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+    }
+    let dir_mode = std::fs::metadata(state.join("wrappers"))
+        .expect("meta")
+        .permissions()
+        .mode();
+    assert_eq!(dir_mode & 0o077, 0, "wrappers/ is private");
+}
+
+#[test]
+fn the_wrapper_never_starts_a_process_and_never_touches_the_socket_file() {
+    let mut p = pair(&[]);
+    let socket = p.daemon.socket_path().to_path_buf();
+    let before = std::fs::metadata(&socket)
+        .expect("socket")
+        .permissions()
+        .mode();
+    p.wrapper.initialize("2025-06-18").expect("initialize");
+    p.wrapper
+        .call_tool("topology", json!({}), REPLY)
+        .expect("call");
+    p.daemon.drop_connections().expect("drop");
+    p.wrapper
+        .call_tool("topology", json!({}), REPLY)
+        .expect("call after drop");
+    let pid = p.wrapper.pid();
+    let children: String = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .collect();
+    assert!(children.trim().is_empty(), "child processes: {children}");
+    let after = std::fs::metadata(&socket)
+        .expect("socket")
+        .permissions()
+        .mode();
+    assert_eq!(before, after);
+}
