@@ -1,1 +1,43 @@
-//! placeholder
+//! A stand-in for the iai-mcp daemon, used by tests, the race kit,
+//! benchmarks and soak runs (CONTRACT.md sections 4 and 7).
+//!
+//! [`FakeDaemon`] binds a Unix socket and answers every newline-delimited
+//! JSON-RPC request with `{"jsonrpc":"2.0","id":<id>,"result":{"ok":true,
+//! "method":<method>,"fake_daemon":true}}`. Its [`Command`]s inject the
+//! faults a real daemon connection can show: dropped connections, a stopped
+//! or hung daemon, slow, sliced, cut, oversized, duplicated and stray
+//! replies, and garbage lines. [`run`] is the whole `fake-daemon` binary
+//! (commands on stdin, acknowledgements on stdout).
+//!
+//! Being the floor of the latency and throughput benchmarks, it is built to
+//! be fast: one task per connection, big reads, every reply produced by one
+//! read written with one `write`, ids and methods echoed from the raw
+//! request text without building JSON values.
+
+pub mod cli;
+pub mod commands;
+mod connection;
+mod faults;
+mod journal;
+pub mod listener;
+mod protocol;
+pub mod server;
+pub mod stats;
+pub mod stdio;
+
+pub use commands::{Command, CommandError};
+pub use journal::DEFAULT_JOURNAL_BYTES;
+pub use listener::{BindError, MAX_SOCKET_PATH_BYTES, SocketPathError};
+pub use protocol::STRAY_ID;
+pub use server::{Config, DEFAULT_MAX_LINE_BYTES, FakeDaemon, Outcome};
+pub use stats::StatsSnapshot;
+pub use stdio::{RunError, run};
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Locks `mutex`, carrying on if a panicking thread poisoned it: every
+/// critical section here leaves the data consistent, and the daemon must
+/// never crash.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,351 @@
+//! The fake daemon itself: the listener, the table of live connections, and
+//! the execution of stdin commands against them.
+//!
+//! The accept loop and every connection run as Tokio tasks; the state they
+//! share (`Shared`) is counters, fault settings, the journal and the
+//! connection table. Commands that act on connections wait until the effect
+//! has happened (connections closed, bytes written) before they return, so an
+//! acknowledgement printed afterwards can be relied upon.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::commands::Command;
+use crate::connection::{self, ConnCommand};
+use crate::faults::{Faults, OneShots};
+use crate::journal::{DEFAULT_JOURNAL_BYTES, Journal};
+use crate::listener::{self, BindError, BoundSocket};
+use crate::lock;
+use crate::protocol;
+use crate::stats::{Counters, StatsSnapshot};
+
+/// Default longest request line (16 MiB); longer lines get an error reply
+/// and are skipped up to their newline, so memory stays bounded.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Pause after a failed `accept` (e.g. out of file descriptors) so the loop
+/// does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// How to run a [`FakeDaemon`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Where to bind the Unix socket.
+    pub socket_path: PathBuf,
+    /// Longest accepted request line, in bytes.
+    pub max_line_bytes: usize,
+    /// Memory budget for what `SEEN` and `LOG` report; 0 records nothing
+    /// (fastest, for benchmarks).
+    pub journal_bytes: usize,
+}
+
+impl Config {
+    /// The default configuration for `socket_path`.
+    pub fn new(socket_path: impl Into<PathBuf>) -> Self {
+        Config {
+            socket_path: socket_path.into(),
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            journal_bytes: DEFAULT_JOURNAL_BYTES,
+        }
+    }
+}
+
+/// What executing a command produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The acknowledgement line to print (without newline).
+    Ack(String),
+    /// `QUIT`: everything is closed and the socket file removed; the caller
+    /// should exit.
+    Quit,
+}
+
+/// State shared by the daemon handle, the accept loop and the connections.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) max_line_bytes: usize,
+    pub(crate) counters: Counters,
+    pub(crate) faults: Faults,
+    pub(crate) journal: Mutex<Journal>,
+    connections: Mutex<Connections>,
+}
+
+/// The live accepted connections.
+#[derive(Debug, Default)]
+struct Connections {
+    next_id: u64,
+    live: HashMap<u64, ConnectionHandle>,
+}
+
+#[derive(Debug)]
+struct ConnectionHandle {
+    task: JoinHandle<()>,
+    commands: mpsc::UnboundedSender<ConnCommand>,
+}
+
+impl Shared {
+    /// Registers a freshly accepted connection and starts serving it.
+    fn adopt(self: &Arc<Self>, stream: UnixStream) {
+        self.counters.connection_accepted();
+        let (commands, receiver) = mpsc::unbounded_channel();
+        // Spawning under the lock: the task cannot deregister itself before
+        // it is registered.
+        let mut connections = lock(&self.connections);
+        let id = connections.next_id;
+        connections.next_id += 1;
+        let task = tokio::spawn(connection::serve(stream, Arc::clone(self), id, receiver));
+        connections
+            .live
+            .insert(id, ConnectionHandle { task, commands });
+    }
+
+    /// Removes a connection from the table (its task is ending).
+    pub(crate) fn forget_connection(&self, id: u64) {
+        lock(&self.connections).live.remove(&id);
+    }
+
+    /// Takes every live connection out of the table (so they stop counting
+    /// at once) and stops their tasks without waiting.
+    fn abort_connections(&self) -> Vec<JoinHandle<()>> {
+        let drained: Vec<ConnectionHandle> = lock(&self.connections)
+            .live
+            .drain()
+            .map(|(_, handle)| handle)
+            .collect();
+        drained
+            .into_iter()
+            .map(|handle| {
+                handle.task.abort();
+                handle.task
+            })
+            .collect()
+    }
+
+    /// Sends a command made by `make` to every live connection and waits
+    /// until each has carried it out (or has closed).
+    async fn broadcast(&self, make: impl Fn(oneshot::Sender<()>) -> ConnCommand) {
+        let senders: Vec<_> = lock(&self.connections)
+            .live
+            .values()
+            .map(|handle| handle.commands.clone())
+            .collect();
+        let mut pending = Vec::with_capacity(senders.len());
+        for sender in senders {
+            let (done, finished) = oneshot::channel();
+            if sender.send(make(done)).is_ok() {
+                pending.push(finished);
+            }
+        }
+        for finished in pending {
+            // An error means the connection closed first: nothing to wait for.
+            let _ = finished.await;
+        }
+    }
+}
+
+/// The accepting side while the daemon is up.
+#[derive(Debug)]
+struct Listening {
+    accept: JoinHandle<()>,
+    socket: BoundSocket,
+}
+
+async fn accept_loop(listener: UnixListener, shared: Arc<Shared>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => shared.adopt(stream),
+            Err(err) => {
+                eprintln!("fake-daemon: accept failed: {err}");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+}
+
+/// A running fake daemon: a bound socket answering every JSON-RPC request,
+/// plus the fault-injection commands of the stdin language.
+///
+/// Must be created and used inside a Tokio runtime (a current-thread runtime
+/// is what the binary uses and measures fastest). Dropping it closes the
+/// listener and every connection and removes the socket file, as
+/// [`FakeDaemon::shutdown`] does, without waiting for the tasks.
+#[derive(Debug)]
+pub struct FakeDaemon {
+    shared: Arc<Shared>,
+    socket_path: PathBuf,
+    listening: Option<Listening>,
+}
+
+impl FakeDaemon {
+    /// Binds the socket (a stale socket file is removed first, the new one
+    /// gets mode 0600) and starts accepting connections.
+    pub async fn bind(config: Config) -> Result<Self, BindError> {
+        let shared = Arc::new(Shared {
+            max_line_bytes: config.max_line_bytes,
+            counters: Counters::default(),
+            faults: Faults::default(),
+            journal: Mutex::new(Journal::new(config.journal_bytes)),
+            connections: Mutex::new(Connections::default()),
+        });
+        let mut daemon = FakeDaemon {
+            shared,
+            socket_path: config.socket_path,
+            listening: None,
+        };
+        daemon.up()?;
+        Ok(daemon)
+    }
+
+    /// The socket path the daemon binds.
+    pub fn socket_path(&self) -> &Path {
+        &self.socket_path
+    }
+
+    /// The current counters (what `STATS` reports).
+    pub fn stats(&self) -> StatsSnapshot {
+        let conns = lock(&self.shared.connections).live.len();
+        self.shared.counters.snapshot(conns)
+    }
+
+    /// Carries out one stdin command and returns its acknowledgement once
+    /// the effect has taken place.
+    pub async fn execute(&mut self, command: Command) -> Outcome {
+        let faults = &self.shared.faults;
+        let ack = match command {
+            Command::Drop => {
+                self.drop_connections().await;
+                "DROPPED".to_owned()
+            }
+            Command::Quit => {
+                self.shutdown().await;
+                return Outcome::Quit;
+            }
+            Command::Stats => self.stats().to_string(),
+            Command::Seen => lock(&self.shared.journal).seen_line(),
+            Command::Log => lock(&self.shared.journal).log_line(),
+            Command::Down => {
+                self.down().await;
+                "OK DOWN".to_owned()
+            }
+            Command::Up => match self.up() {
+                Ok(()) => "OK UP".to_owned(),
+                Err(err) => format!("ERR {err}"),
+            },
+            Command::Hang => {
+                faults.set_hang(true);
+                "OK HANG".to_owned()
+            }
+            Command::Resume => {
+                // Clear the flag first: a connection then either sees it
+                // cleared or still has the Resume command queued.
+                faults.set_hang(false);
+                self.shared
+                    .broadcast(|done| ConnCommand::Resume { done })
+                    .await;
+                "OK RESUME".to_owned()
+            }
+            Command::Delay { ms } => {
+                faults.set_delay_ms(ms);
+                format!("OK DELAY {ms}")
+            }
+            Command::Garbage { lines } => {
+                self.inject(protocol::garbage_lines(lines)).await;
+                format!("OK GARBAGE {lines}")
+            }
+            Command::Slice { bytes } => {
+                faults.set_slice(bytes);
+                format!("OK SLICE {bytes}")
+            }
+            Command::Cut => {
+                faults.arm(OneShots {
+                    cut: true,
+                    ..OneShots::default()
+                });
+                "OK CUT".to_owned()
+            }
+            Command::Oversize { bytes } => {
+                faults.arm(OneShots {
+                    oversize: Some(bytes),
+                    ..OneShots::default()
+                });
+                format!("OK OVERSIZE {bytes}")
+            }
+            Command::Duplicate => {
+                faults.arm(OneShots {
+                    duplicate: true,
+                    ..OneShots::default()
+                });
+                "OK DUPLICATE".to_owned()
+            }
+            Command::Stray => {
+                self.inject(protocol::STRAY_LINE.as_bytes().to_vec()).await;
+                "OK STRAY".to_owned()
+            }
+        };
+        Outcome::Ack(ack)
+    }
+
+    /// Stops accepting, removes the socket file and closes every
+    /// connection; returns once they are closed.
+    pub async fn shutdown(&mut self) {
+        self.down().await;
+    }
+
+    /// Writes `bytes` to every live connection, returning once written.
+    async fn inject(&self, bytes: Vec<u8>) {
+        let bytes: Arc<[u8]> = bytes.into();
+        self.shared
+            .broadcast(|done| ConnCommand::Inject {
+                bytes: Arc::clone(&bytes),
+                done,
+            })
+            .await;
+    }
+
+    /// Closes every accepted connection and waits until their sockets are
+    /// closed; the listener is untouched.
+    async fn drop_connections(&self) {
+        for task in self.shared.abort_connections() {
+            // The task was aborted: the join error says just that.
+            let _ = task.await;
+        }
+    }
+
+    /// Stops the accept loop (closing the listener), removes the socket file
+    /// and closes every connection.
+    async fn down(&mut self) {
+        if let Some(listening) = self.listening.take() {
+            listening.accept.abort();
+            let _ = listening.accept.await;
+            listening.socket.unlink();
+        }
+        self.drop_connections().await;
+    }
+
+    /// Binds the socket path and starts the accept loop, unless already up.
+    fn up(&mut self) -> Result<(), BindError> {
+        if self.listening.is_some() {
+            return Ok(());
+        }
+        let (listener, socket) = listener::bind(&self.socket_path)?;
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&self.shared)));
+        self.listening = Some(Listening { accept, socket });
+        Ok(())
+    }
+}
+
+impl Drop for FakeDaemon {
+    fn drop(&mut self) {
+        if let Some(listening) = self.listening.take() {
+            listening.accept.abort();
+            listening.socket.unlink();
+        }
+        self.shared.abort_connections();
+    }
+}

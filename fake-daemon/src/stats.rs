@@ -1,0 +1,82 @@
+//! Counters behind the `STATS` command.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Running totals, updated by the connection tasks.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    accepted: AtomicU64,
+    requests: AtomicU64,
+    controls: AtomicU64,
+}
+
+impl Counters {
+    /// Counts one accepted connection.
+    pub(crate) fn connection_accepted(&self) {
+        self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one JSON-RPC request answered with a result.
+    pub(crate) fn request_answered(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one control message received.
+    pub(crate) fn control_received(&self) {
+        self.controls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The counters together with the current number of live connections.
+    pub(crate) fn snapshot(&self, conns: usize) -> StatsSnapshot {
+        StatsSnapshot {
+            conns,
+            accepted: self.accepted.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            controls: self.controls.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The daemon's counters at one moment; displays as the `STATS` reply
+/// `STATS conns=<n> accepted=<n> requests=<n> controls=<n>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Accepted connections that are still open.
+    pub conns: usize,
+    /// Connections accepted since start.
+    pub accepted: u64,
+    /// JSON-RPC requests answered with a result (held or delayed requests
+    /// count once their answer is written out; error replies do not count).
+    pub requests: u64,
+    /// Control messages received.
+    pub controls: u64,
+}
+
+impl fmt::Display for StatsSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "STATS conns={} accepted={} requests={} controls={}",
+            self.conns, self.accepted, self.requests, self.controls
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn displays_as_the_stats_reply() {
+        let counters = Counters::default();
+        counters.connection_accepted();
+        counters.connection_accepted();
+        counters.request_answered();
+        counters.control_received();
+        assert_eq!(
+            counters.snapshot(1).to_string(),
+            "STATS conns=1 accepted=2 requests=1 controls=1"
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! The binary's behaviour around a [`FakeDaemon`]: `BOUND` and the command
+//! acknowledgements on stdout, commands from stdin, and SIGTERM/SIGINT.
+//!
+//! Stdin is read by a plain thread, because a blocking read cannot be
+//! cancelled and the daemon must be able to exit while one is in progress.
+//! End of stdin stops command reading only; the daemon serves on until
+//! `QUIT` or a signal.
+
+use std::io::{BufRead, Write};
+
+use thiserror::Error;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::commands::Command;
+use crate::listener::BindError;
+use crate::server::{Config, FakeDaemon, Outcome};
+
+/// Why [`run`] could not serve.
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// The socket could not be bound.
+    #[error(transparent)]
+    Bind(#[from] BindError),
+    /// A signal handler could not be installed.
+    #[error("cannot handle {signal}: {source}")]
+    Signal {
+        /// The signal's name.
+        signal: &'static str,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// Runs the daemon as the `fake-daemon` binary does: binds, prints `BOUND`,
+/// executes stdin commands and prints their acknowledgements, and returns
+/// after `QUIT`, SIGTERM or SIGINT with the listener and every connection
+/// closed and the socket file removed.
+pub async fn run(config: Config) -> Result<(), RunError> {
+    // Handlers first, so a signal sent as soon as BOUND appears is handled.
+    let mut terminate = install(SignalKind::terminate(), "SIGTERM")?;
+    let mut interrupt = install(SignalKind::interrupt(), "SIGINT")?;
+    let stop = async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    };
+    tokio::pin!(stop);
+
+    let mut daemon = FakeDaemon::bind(config).await?;
+    print_line("BOUND");
+    let mut commands = Some(read_stdin_lines());
+    loop {
+        let line = tokio::select! {
+            () = &mut stop => break,
+            line = next_line(&mut commands) => line,
+        };
+        let Some(line) = line else {
+            // End of stdin: keep serving until QUIT or a signal.
+            commands = None;
+            continue;
+        };
+        let outcome = match line.parse::<Command>() {
+            Ok(command) => tokio::select! {
+                () = &mut stop => break,
+                outcome = daemon.execute(command) => outcome,
+            },
+            Err(err) => Outcome::Ack(format!("ERR {err}")),
+        };
+        match outcome {
+            Outcome::Ack(ack) => print_line(&ack),
+            Outcome::Quit => return Ok(()),
+        }
+    }
+    daemon.shutdown().await;
+    Ok(())
+}
+
+fn install(kind: SignalKind, name: &'static str) -> Result<tokio::signal::unix::Signal, RunError> {
+    signal(kind).map_err(|source| RunError::Signal {
+        signal: name,
+        source,
+    })
+}
+
+/// The next stdin line, `None` at end of stdin, or never once stdin ended.
+async fn next_line(commands: &mut Option<mpsc::Receiver<String>>) -> Option<String> {
+    match commands {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Starts the thread that forwards stdin lines; the channel closes at end
+/// of stdin (or on a read error).
+fn read_stdin_lines() -> mpsc::Receiver<String> {
+    let (sender, receiver) = mpsc::channel(16);
+    let spawned = std::thread::Builder::new()
+        .name("stdin".to_owned())
+        .spawn(move || {
+            let stdin = std::io::stdin();
+            let mut stdin = stdin.lock();
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match stdin.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let text = String::from_utf8_lossy(&line).into_owned();
+                        if sender.blocking_send(text).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    if let Err(err) = spawned {
+        // Without a reader the daemon still serves; commands are just off.
+        eprintln!("fake-daemon: cannot read commands from stdin: {err}");
+    }
+    receiver
+}
+
+/// Prints one line on stdout and flushes it. Errors are ignored: a reader
+/// that went away must not stop the daemon.
+fn print_line(line: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(line.as_bytes());
+    let _ = stdout.write_all(b"\n");
+    let _ = stdout.flush();
+}
