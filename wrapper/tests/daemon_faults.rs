@@ -1,0 +1,175 @@
+//! Faults on the daemon side, through the real binaries: garbage lines, a
+//! response sliced into single bytes, a response cut short then closed, an
+//! oversized response, replies with unknown ids, duplicate replies, and a
+//! reply to a cancelled request. No crash, the right error for the affected
+//! call only, nothing lost, nothing but MCP on stdout.
+
+mod common;
+
+use common::{REPLY, eventually, pair};
+use harness::WrapperProcess;
+use serde_json::{Value, json};
+
+fn ok_method(r: &Value) -> &str {
+    assert!(
+        r["result"].get("isError").is_none(),
+        "expected success: {r}"
+    );
+    r["result"]["structuredContent"]["method"]
+        .as_str()
+        .expect("method")
+}
+
+fn error_text(r: &Value) -> &str {
+    assert_eq!(r["result"]["isError"], true, "expected a tool error: {r}");
+    r["result"]["content"][0]["text"].as_str().expect("text")
+}
+
+fn topology(w: &mut WrapperProcess) -> Value {
+    w.call_tool("topology", json!({}), REPLY).expect("reply")
+}
+
+fn send_call(w: &mut WrapperProcess, id: &str, tool: &str, arguments: Value) {
+    w.send_request_with_id(
+        json!(id),
+        "tools/call",
+        json!({ "name": tool, "arguments": arguments }),
+    )
+    .expect("send");
+}
+
+fn daemon_holds(p: &common::Pair, method: &str, n: usize) {
+    eventually("daemon received the calls", || {
+        let log = p.daemon.request_log().ok()?;
+        (log.iter().filter(|r| r["method"] == method).count() >= n).then_some(())
+    });
+}
+
+fn connected_pair(extra: &[(&str, &str)]) -> common::Pair {
+    let mut p = pair(extra);
+    p.wrapper.initialize("2025-06-18").expect("initialize");
+    assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    p
+}
+
+fn finish(mut p: common::Pair) {
+    p.wrapper.close_stdin();
+    assert_eq!(p.wrapper.wait_exit(REPLY).expect("exit").code(), Some(0));
+    while let Some(extra) = p.wrapper.next_unmatched() {
+        panic!("unexpected extra message: {extra}");
+    }
+    assert!(p.wrapper.defects().is_empty(), "{:?}", p.wrapper.defects());
+}
+
+#[test]
+fn a_garbage_streak_fails_only_the_oldest_call() {
+    let mut p = connected_pair(&[]);
+    p.daemon.garbage(3).expect("garbage");
+    assert_eq!(
+        ok_method(&topology(&mut p.wrapper)),
+        "topology",
+        "3 lines: no effect"
+    );
+    p.daemon.hang().expect("hang");
+    send_call(&mut p.wrapper, "old", "topology", json!({}));
+    send_call(&mut p.wrapper, "new", "schema_list", json!({}));
+    daemon_holds(&p, "schema_list", 1);
+    p.daemon.garbage(4).expect("garbage");
+    let old = p.wrapper.wait_response(&json!("old"), REPLY).expect("old");
+    assert!(error_text(&old).starts_with("error: parse_error:"), "{old}");
+    p.daemon.resume().expect("resume");
+    let new = p.wrapper.wait_response(&json!("new"), REPLY).expect("new");
+    assert_eq!(ok_method(&new), "schema_list");
+    assert!(
+        p.wrapper
+            .stderr_text()
+            .contains("daemon_parse_error_streak")
+    );
+    finish(p);
+}
+
+#[test]
+fn a_response_sliced_into_single_bytes_arrives_whole() {
+    let mut p = connected_pair(&[]);
+    p.daemon.slice(1).expect("slice");
+    for _ in 0..3 {
+        assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    }
+    finish(p);
+}
+
+#[test]
+fn a_cut_response_replays_a_read_and_fails_a_write() {
+    let mut p = connected_pair(&[]);
+    p.daemon.cut().expect("cut");
+    assert_eq!(
+        ok_method(&topology(&mut p.wrapper)),
+        "topology",
+        "the read is re-sent on the new connection"
+    );
+    p.daemon.cut().expect("cut");
+    let r = p
+        .wrapper
+        .call_tool(
+            "memory_capture",
+            json!({"text": "a write that must not repeat"}),
+            REPLY,
+        )
+        .expect("reply");
+    assert_eq!(
+        error_text(&r),
+        "error: daemon_unreachable: socket closed (code -32002)"
+    );
+    let log = p.daemon.request_log().expect("log");
+    assert_eq!(
+        log.iter()
+            .filter(|r| r["method"] == "memory_capture")
+            .count(),
+        1,
+        "the write ran once"
+    );
+    assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    assert_eq!(p.daemon.stats().expect("stats").conns, 1);
+    finish(p);
+}
+
+#[test]
+fn an_oversized_response_fails_that_call_only() {
+    let mut p = connected_pair(&[("IAI_MCP_MAX_LINE_BYTES", "4096")]);
+    p.daemon.oversize(100_000).expect("oversize");
+    let r = topology(&mut p.wrapper);
+    assert!(
+        error_text(&r).starts_with("error: response_too_large"),
+        "{r}"
+    );
+    assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    finish(p);
+}
+
+#[test]
+fn replies_with_unknown_ids_and_duplicate_replies_are_ignored() {
+    let mut p = connected_pair(&[]);
+    p.daemon.stray().expect("stray");
+    p.daemon.duplicate().expect("duplicate");
+    assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    p.daemon.stray().expect("stray");
+    assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    finish(p);
+}
+
+#[test]
+fn a_reply_to_a_cancelled_request_is_dropped() {
+    let mut p = connected_pair(&[]);
+    p.daemon.hang().expect("hang");
+    send_call(&mut p.wrapper, "doomed", "topology", json!({}));
+    daemon_holds(&p, "topology", 2);
+    p.wrapper
+        .notify("notifications/cancelled", json!({"requestId": "doomed"}))
+        .expect("cancel");
+    p.wrapper
+        .request("ping", json!({}), REPLY)
+        .expect("cancel is in force");
+    p.daemon.resume().expect("resume");
+    assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    finish(p);
+}
