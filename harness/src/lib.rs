@@ -12,8 +12,12 @@
 //! - [`daemon`]: a handle on a running fake daemon.
 //! - [`client`]: an MCP client over a child's stdio that audits framing.
 //! - [`wrapper`]: starting a wrapper in an isolated environment.
-//! - [`scenario`]: scripted scenarios and their reports.
+//! - [`scenario`]: scripted scenarios and their reports: the race, and the
+//!   live faults (drop storm, daemon down and up, hung daemon).
+//! - [`mod@bench`]: latency, throughput, cold start, memory and recovery
+//!   figures, side by side with the floor.
 
+pub mod bench;
 pub mod bins;
 pub mod client;
 pub mod daemon;
@@ -27,5 +31,9 @@ pub use client::{ClientError, McpClient};
 pub use daemon::{DaemonStats, FakeDaemon};
 pub use error::HarnessError;
 pub use process::{ChildGuard, Signal};
+pub use scenario::down_up::{DownUpConfig, DownUpReport, run_down_up};
+pub use scenario::hang::{HangConfig, HangReport, run_hang};
+pub use scenario::outcome::CallOutcome;
 pub use scenario::race::{RaceConfig, RaceOutcome, RaceReport, RaceSummary, run_race};
+pub use scenario::storm::{StormConfig, StormReport, run_storm};
 pub use wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};

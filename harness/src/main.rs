@@ -1,9 +1,14 @@
 //! `harness`: runs scripted scenarios against an MCP wrapper and the fake
 //! iai-mcp daemon, and prints what happened.
 
+use std::time::Duration;
+
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
+use harness::scenario::down_up::{DownUpConfig, run_down_up};
+use harness::scenario::hang::{HangConfig, run_hang};
 use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_race};
+use harness::scenario::storm::{StormConfig, run_storm};
 use harness::{BridgeMode, WrapperCommand};
 use serde::Serialize;
 
@@ -23,6 +28,101 @@ enum Scenario {
     /// The V3-05 disconnect race: drop the wrapper's daemon connection, then
     /// call a tool while the wrapper waits to reconnect.
     Race(RaceArgs),
+    /// Drop storm: the daemon drops the connection again and again while
+    /// calls (reads and writes) are kept in flight; every call must be
+    /// answered once, reads must succeed, writes never run twice.
+    Storm(StormArgs),
+    /// The daemon goes down and comes back: calls fail cleanly at the
+    /// connect deadline, reconnect attempts stay bounded, the next call after
+    /// the daemon is back succeeds.
+    DownUp(DownUpArgs),
+    /// The daemon hangs: a call fails with daemon_timeout at its deadline,
+    /// and after the daemon resumes the next call succeeds.
+    Hang(HangArgs),
+}
+
+/// Options every fault scenario takes.
+#[derive(Debug, Args)]
+struct CommonArgs {
+    /// Wrapper command line to test, e.g. "node /path/dist/index.js"
+    /// (default: this workspace's iai-mcp-wrapper). Split like a shell
+    /// would, without expansions; leading NAME=value words set environment
+    /// variables.
+    #[arg(long, value_name = "CMD")]
+    wrapper_cmd: Option<String>,
+    /// Bridge mode to set through IAI_MCP_BRIDGE_MODE (unset: the wrapper's
+    /// default).
+    #[arg(long, value_name = "fixed|prefix")]
+    mode: Option<BridgeMode>,
+    /// Print the report as one JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct StormArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Number of drops.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    drops: u32,
+    /// Calls kept in flight.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
+    concurrency: u64,
+    /// The daemon's answer delay (its DELAY command), so calls are in flight
+    /// when a drop hits.
+    #[arg(long, default_value_t = 20, value_name = "MS")]
+    delay_ms: u64,
+    /// Time between two drops.
+    #[arg(long, default_value_t = 150, value_name = "MS")]
+    drop_interval_ms: u64,
+    /// Every N-th call is a write (0: reads only).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    write_every: u32,
+}
+
+#[derive(Debug, Args)]
+struct DownUpArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// How long a call waits for a connection (IAI_MCP_CONNECT_WAIT_MS).
+    #[arg(long, default_value_t = 500, value_name = "MS")]
+    connect_wait_ms: u64,
+    /// Calls made while the daemon is down.
+    #[arg(long, default_value_t = 2)]
+    down_calls: u32,
+    /// How long the daemon stays down after those calls, while reconnect
+    /// attempts are counted.
+    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    rate_window_ms: u64,
+    /// IAI_MCP_BACKOFF_INITIAL_MS (unset: the wrapper's default).
+    #[arg(long, value_name = "MS")]
+    backoff_initial_ms: Option<u64>,
+    /// IAI_MCP_BACKOFF_MAX_MS (unset: the wrapper's default).
+    #[arg(long, value_name = "MS")]
+    backoff_max_ms: Option<u64>,
+    /// Reconnect attempts per second counted as a busy loop.
+    #[arg(long, default_value_t = 50.0, value_name = "PER_S")]
+    max_attempt_rate: f64,
+}
+
+#[derive(Debug, Args)]
+struct HangArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// The wrapper's response deadline (IAI_MCP_CALL_TIMEOUT_MS).
+    #[arg(long, default_value_t = 500, value_name = "MS")]
+    call_timeout_ms: u64,
+}
+
+/// The `--json` output of the fault scenarios.
+#[derive(Debug, Serialize)]
+struct FaultOutput<R> {
+    scenario: &'static str,
+    wrapper: String,
+    passed: bool,
+    problems: Vec<String>,
+    report: R,
 }
 
 #[derive(Debug, Args)]
@@ -71,7 +171,111 @@ struct RaceConfigOutput {
 fn main() -> Result<()> {
     match Cli::parse().scenario {
         Scenario::Race(args) => race(&args),
+        Scenario::Storm(args) => storm(&args),
+        Scenario::DownUp(args) => down_up(&args),
+        Scenario::Hang(args) => hang(&args),
     }
+}
+
+fn wrapper_command(line: Option<&str>) -> Result<WrapperCommand> {
+    match line {
+        Some(line) => Ok(WrapperCommand::parse_shell_words(line)?),
+        None => WrapperCommand::try_this_workspace().context("locating this workspace's wrapper"),
+    }
+}
+
+/// Prints a fault scenario's report as text (the report line and its
+/// verdict) or as JSON.
+fn print_fault<R: Serialize + std::fmt::Display>(
+    scenario: &'static str,
+    cmd: &WrapperCommand,
+    common: &CommonArgs,
+    report: &R,
+    passed: bool,
+    problems: Vec<String>,
+) -> Result<()> {
+    if common.json {
+        let output = FaultOutput {
+            scenario,
+            wrapper: cmd.display(),
+            passed,
+            problems,
+            report,
+        };
+        println!("{}", serde_json::to_string_pretty(&output)?);
+    } else {
+        let mode = common
+            .mode
+            .map_or_else(|| "unset".to_owned(), |m| m.to_string());
+        println!(
+            "{scenario} (wrapper: {}, mode {mode}): {report}",
+            cmd.display()
+        );
+    }
+    Ok(())
+}
+
+fn storm(args: &StormArgs) -> Result<()> {
+    let cmd = wrapper_command(args.common.wrapper_cmd.as_deref())?;
+    let cfg = StormConfig {
+        mode: args.common.mode,
+        drops: args.drops,
+        concurrency: usize::try_from(args.concurrency).context("--concurrency")?,
+        daemon_delay_ms: args.delay_ms,
+        drop_interval: Duration::from_millis(args.drop_interval_ms),
+        write_every: args.write_every,
+        ..StormConfig::default()
+    };
+    let report = run_storm(&cmd, &cfg).context("storm")?;
+    print_fault(
+        "storm",
+        &cmd,
+        &args.common,
+        &report,
+        report.passed(),
+        report.problems(),
+    )
+}
+
+fn down_up(args: &DownUpArgs) -> Result<()> {
+    let cmd = wrapper_command(args.common.wrapper_cmd.as_deref())?;
+    let cfg = DownUpConfig {
+        mode: args.common.mode,
+        connect_wait: Duration::from_millis(args.connect_wait_ms),
+        down_calls: args.down_calls,
+        rate_window: Duration::from_millis(args.rate_window_ms),
+        backoff_initial_ms: args.backoff_initial_ms,
+        backoff_max_ms: args.backoff_max_ms,
+        max_attempt_rate: args.max_attempt_rate,
+        ..DownUpConfig::default()
+    };
+    let report = run_down_up(&cmd, &cfg).context("down-up")?;
+    print_fault(
+        "down-up",
+        &cmd,
+        &args.common,
+        &report,
+        report.passed(),
+        report.problems(),
+    )
+}
+
+fn hang(args: &HangArgs) -> Result<()> {
+    let cmd = wrapper_command(args.common.wrapper_cmd.as_deref())?;
+    let cfg = HangConfig {
+        mode: args.common.mode,
+        call_timeout: Duration::from_millis(args.call_timeout_ms),
+        ..HangConfig::default()
+    };
+    let report = run_hang(&cmd, &cfg).context("hang")?;
+    print_fault(
+        "hang",
+        &cmd,
+        &args.common,
+        &report,
+        report.passed(),
+        report.problems(),
+    )
 }
 
 fn race(args: &RaceArgs) -> Result<()> {

@@ -66,3 +66,29 @@ fn a_missing_override_binary_is_reported() {
             "FAKE_DAEMON_BIN=/nonexistent/fake-daemon is not a file",
         ));
 }
+
+#[test]
+fn fault_scenarios_are_listed_with_their_options() {
+    for (scenario, options) in [
+        (
+            "storm",
+            &[
+                "--drops",
+                "--concurrency",
+                "--delay-ms",
+                "--drop-interval-ms",
+            ][..],
+        ),
+        (
+            "down-up",
+            &["--connect-wait-ms", "--rate-window-ms", "--backoff-max-ms"][..],
+        ),
+        ("hang", &["--call-timeout-ms"][..]),
+    ] {
+        let assert = harness().args([scenario, "--help"]).assert().success();
+        let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+        for option in options.iter().chain(&["--wrapper-cmd", "--mode", "--json"]) {
+            assert!(stdout.contains(option), "{scenario} --help lacks {option}");
+        }
+    }
+}

@@ -1,13 +1,17 @@
 //! `cargo xtask`: project automation. Thin: parses arguments and calls the
 //! `harness` library.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use harness::bins::{self, Profile};
+use harness::scenario::down_up::{DownUpConfig, run_down_up};
 use harness::scenario::format_ms;
+use harness::scenario::hang::{HangConfig, run_hang};
 use harness::scenario::race::{RaceConfig, RaceSummary, run_race};
+use harness::scenario::storm::{StormConfig, run_storm};
 use harness::{BridgeMode, WrapperCommand};
 
 /// Project automation for the iai-mcp wrapper workspace.
@@ -46,6 +50,12 @@ struct RaceArgs {
     /// Build and run the release binaries.
     #[arg(long)]
     release: bool,
+    /// Also run the live fault scenarios (storm, down-up, hang) in fixed
+    /// mode, and print one table with a row per scenario and mode; exit 0
+    /// only if every row passes. With --wrapper-cmd every scenario runs
+    /// without setting a bridge mode, and the table is a report (exit 0).
+    #[arg(long)]
+    all: bool,
 }
 
 fn main() -> Result<ExitCode> {
@@ -78,6 +88,23 @@ fn race(args: &RaceArgs) -> Result<ExitCode> {
         fake_daemon_bin: Some(fake_daemon),
         ..RaceConfig::default()
     };
+
+    if args.all {
+        return Ok(match foreign {
+            Some(cmd) => {
+                run_all(&cmd, &base, args.runs, None);
+                ExitCode::SUCCESS
+            }
+            None => {
+                let cmd = wrapper.expect("built above when no wrapper command is given");
+                if run_all(&cmd, &base, args.runs, Some(BridgeMode::Fixed)) {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            }
+        });
+    }
 
     if let Some(cmd) = foreign {
         let summary = run_mode(&cmd, &base, None, args.runs)?;
@@ -237,5 +264,193 @@ fn print_table(summaries: &[&RaceSummary], wrapper: &str) {
                 s.runs_with_defects
             );
         }
+    }
+}
+
+/// One row of the `--all` table.
+struct Row {
+    scenario: &'static str,
+    mode: String,
+    result: &'static str,
+    figures: String,
+}
+
+impl Row {
+    fn new(
+        scenario: &'static str,
+        mode: Option<BridgeMode>,
+        passed: bool,
+        figures: String,
+    ) -> Self {
+        Self {
+            scenario,
+            mode: mode_label(mode),
+            result: if passed { "pass" } else { "fail" },
+            figures,
+        }
+    }
+
+    fn error(scenario: &'static str, mode: Option<BridgeMode>, error: &anyhow::Error) -> Self {
+        Self {
+            scenario,
+            mode: mode_label(mode),
+            result: "error",
+            figures: format!("{error:#}"),
+        }
+    }
+}
+
+/// `--all`: the race in both modes (or, for a foreign wrapper, unset) and
+/// the fault scenarios in `fault_mode`; prints one table and returns whether
+/// every row passed.
+fn run_all(
+    cmd: &WrapperCommand,
+    base: &RaceConfig,
+    runs: u32,
+    fault_mode: Option<BridgeMode>,
+) -> bool {
+    let fake_daemon = base.fake_daemon_bin.as_deref();
+    let race_modes = match fault_mode {
+        Some(_) => vec![Some(BridgeMode::Prefix), Some(BridgeMode::Fixed)],
+        None => vec![None],
+    };
+    let mut rows = Vec::new();
+    for mode in race_modes {
+        rows.push(match run_mode(cmd, base, mode, runs) {
+            Ok(summary) => race_row(&summary),
+            Err(e) => Row::error("race", mode, &e),
+        });
+    }
+    rows.push(fault_row("storm", fault_mode, || {
+        let cfg = StormConfig {
+            mode: fault_mode,
+            fake_daemon_bin: fake_daemon.map(Path::to_path_buf),
+            ..StormConfig::default()
+        };
+        let report = run_storm(cmd, &cfg)?;
+        eprintln!("storm: {report}");
+        Ok((report.passed(), report.key_figures()))
+    }));
+    rows.push(fault_row("down-up", fault_mode, || {
+        let cfg = DownUpConfig {
+            mode: fault_mode,
+            fake_daemon_bin: fake_daemon.map(Path::to_path_buf),
+            ..DownUpConfig::default()
+        };
+        let report = run_down_up(cmd, &cfg)?;
+        eprintln!("down-up: {report}");
+        Ok((report.passed(), report.key_figures()))
+    }));
+    rows.push(fault_row("hang", fault_mode, || {
+        let cfg = HangConfig {
+            mode: fault_mode,
+            fake_daemon_bin: fake_daemon.map(Path::to_path_buf),
+            ..HangConfig::default()
+        };
+        let report = run_hang(cmd, &cfg)?;
+        eprintln!("hang: {report}");
+        Ok((report.passed(), report.key_figures()))
+    }));
+
+    print_rows(&rows, &cmd.display());
+    let failed: Vec<String> = rows
+        .iter()
+        .filter(|r| r.result != "pass")
+        .map(|r| format!("{} ({})", r.scenario, r.mode))
+        .collect();
+    let passed = failed.is_empty();
+    match (fault_mode, passed) {
+        (None, _) => println!(
+            "report for `{}`: {} of {} rows pass (a foreign wrapper is reported, not judged)",
+            cmd.display(),
+            rows.len() - failed.len(),
+            rows.len()
+        ),
+        (Some(_), true) => println!("verdict: PASS: every scenario passed"),
+        (Some(_), false) => println!("verdict: FAIL: {}", failed.join(", ")),
+    }
+    passed
+}
+
+fn fault_row(
+    scenario: &'static str,
+    mode: Option<BridgeMode>,
+    run: impl FnOnce() -> Result<(bool, String), harness::HarnessError>,
+) -> Row {
+    eprintln!("running {scenario} ({})", mode_label(mode));
+    match run() {
+        Ok((passed, figures)) => Row::new(scenario, mode, passed, figures),
+        Err(e) => Row::error(scenario, mode, &anyhow::Error::new(e)),
+    }
+}
+
+/// The race in prefix mode passes when it reproduced the bug every time;
+/// otherwise when every racing call succeeded with one connection after.
+fn race_row(summary: &RaceSummary) -> Row {
+    let passed = match summary.mode {
+        Some(BridgeMode::Prefix) => summary.always_reproduced_bug(),
+        _ => summary.always_fixed(),
+    };
+    let mut figures = format!(
+        "racing ok {}/{}, daemon_unreachable {}/{}",
+        summary.ok, summary.runs, summary.daemon_unreachable, summary.runs
+    );
+    if summary.other_failures() > 0 {
+        figures.push_str(&format!(", other failures {}", summary.other_failures()));
+    }
+    figures.push_str(&format!(
+        ", median {}, conns {}",
+        summary
+            .median_racing_latency
+            .map_or_else(|| "n/a".to_owned(), format_ms),
+        summary.conns_after
+    ));
+    if summary.runs_with_defects > 0 {
+        figures.push_str(&format!(
+            ", runs with stdout defects {}",
+            summary.runs_with_defects
+        ));
+    }
+    Row::new("race", summary.mode, passed, figures)
+}
+
+fn print_rows(rows: &[Row], wrapper: &str) {
+    let header = ["scenario", "mode", "result", "key figures"];
+    let cells: Vec<[&str; 4]> = rows
+        .iter()
+        .map(|r| [r.scenario, r.mode.as_str(), r.result, r.figures.as_str()])
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].len())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[&str; 4]| {
+        cells
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+            .trim_end()
+            .to_owned()
+    };
+    println!("\nwrapper: {wrapper}");
+    println!("{}", line(&header));
+    println!(
+        "{}",
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .join("-|-")
+    );
+    for row in &cells {
+        println!("{}", line(row));
     }
 }

@@ -5,7 +5,12 @@
 //! wrapper under test may well fail it); a `HarnessError` means the scenario
 //! itself could not be carried out.
 
+pub mod down_up;
+pub mod hang;
+mod live;
+pub mod outcome;
 pub mod race;
+pub mod storm;
 
 use std::time::Duration;
 

@@ -1,0 +1,416 @@
+//! The daemon stops and comes back: calls made while it is down fail
+//! cleanly at the connect deadline, the wrapper keeps trying without a busy
+//! loop, and once the daemon is back the next call succeeds, without
+//! restarting the wrapper.
+//!
+//! Steps:
+//!
+//! 1. start the fake daemon and the wrapper (with `IAI_MCP_CONNECT_WAIT_MS` =
+//!    `connect_wait` and `IAI_MCP_LOG=info`), `initialize`, a baseline call;
+//! 2. `DOWN` (listener closed and unlinked, connections closed);
+//! 3. `down_calls` calls, one after the other: each must fail with
+//!    `daemon_unreachable`, naming the socket path, and not before the
+//!    connect wait;
+//! 4. for `rate_window` more the daemon stays down; the wrapper's connect
+//!    attempts in that window are counted from its stderr (one
+//!    `daemon connect failed` line per failed attempt), giving attempts per
+//!    second once the backoff has grown (n/a for a wrapper that logs no such
+//!    lines);
+//! 5. `UP`; then calls until one succeeds (at most `recovery_timeout`),
+//!    timing UP to the first success;
+//! 6. after `settle`, `STATS`: the wrapper must hold exactly one connection.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::live::{LiveSession, PROBE_TOOL, count_occurrences, problems_text};
+use super::outcome::CallOutcome;
+use super::{format_ms, serialize_ms, serialize_opt_ms};
+use crate::error::HarnessError;
+use crate::wrapper::{BridgeMode, WrapperCommand};
+
+/// The wrapper's stderr line for one failed connect attempt (`IAI_MCP_LOG=info`).
+pub const CONNECT_FAILED_LOG: &str = "daemon connect failed";
+
+/// Shortest period between the starts of two recovery calls.
+const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Parameters of the down-up scenario.
+#[derive(Debug, Clone)]
+pub struct DownUpConfig {
+    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
+    pub mode: Option<BridgeMode>,
+    /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+    pub connect_wait: Duration,
+    /// Calls made while the daemon is down.
+    pub down_calls: u32,
+    /// How long, after those calls, the daemon stays down while connect
+    /// attempts are counted.
+    pub rate_window: Duration,
+    /// `IAI_MCP_BACKOFF_INITIAL_MS`; `None` leaves the wrapper's default.
+    pub backoff_initial_ms: Option<u64>,
+    /// `IAI_MCP_BACKOFF_MAX_MS`; `None` leaves the wrapper's default.
+    pub backoff_max_ms: Option<u64>,
+    /// Connect attempts per second in the window at or above which the
+    /// wrapper counts as busy-looping.
+    pub max_attempt_rate: f64,
+    /// How much longer than `connect_wait` the harness waits for any one
+    /// call's answer before recording no response.
+    pub call_grace: Duration,
+    /// How long after `UP` recovery may take.
+    pub recovery_timeout: Duration,
+    /// How long after the first success to wait before counting the
+    /// daemon's connections.
+    pub settle: Duration,
+    /// The fake daemon binary; `None` finds it with
+    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
+    pub fake_daemon_bin: Option<PathBuf>,
+}
+
+impl Default for DownUpConfig {
+    fn default() -> Self {
+        Self {
+            mode: None,
+            connect_wait: Duration::from_millis(500),
+            down_calls: 2,
+            rate_window: Duration::from_secs(2),
+            backoff_initial_ms: None,
+            backoff_max_ms: None,
+            max_attempt_rate: 50.0,
+            call_grace: Duration::from_secs(10),
+            recovery_timeout: Duration::from_secs(10),
+            settle: Duration::from_millis(250),
+            fake_daemon_bin: None,
+        }
+    }
+}
+
+/// A call made while the daemon was down.
+#[derive(Debug, Clone, Serialize)]
+pub struct DownCall {
+    /// How it ended (expected: a `daemon_unreachable` tool error).
+    pub outcome: CallOutcome,
+    /// From sending it to its answer.
+    #[serde(rename = "latency_ms", serialize_with = "serialize_ms")]
+    pub latency: Duration,
+    /// Whether the error text names the daemon's socket path.
+    pub names_socket: bool,
+}
+
+/// What the down-up scenario measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct DownUpReport {
+    /// The bridge mode the wrapper ran in (`None`: not set).
+    pub mode: Option<BridgeMode>,
+    /// The daemon socket the wrapper dialled.
+    pub socket_path: String,
+    /// The connect wait the wrapper was given.
+    #[serde(rename = "connect_wait_ms", serialize_with = "serialize_ms")]
+    pub connect_wait: Duration,
+    /// The calls made while the daemon was down.
+    pub down_calls: Vec<DownCall>,
+    /// From `DOWN` acknowledged to `UP` sent.
+    #[serde(rename = "down_for_ms", serialize_with = "serialize_ms")]
+    pub down_for: Duration,
+    /// Failed connect attempts the wrapper logged while the daemon was down
+    /// (`None`: it logged none, so they cannot be counted).
+    pub attempts_while_down: Option<u64>,
+    /// The measuring window, at the end of the down time.
+    #[serde(rename = "rate_window_ms", serialize_with = "serialize_ms")]
+    pub rate_window: Duration,
+    /// Failed connect attempts logged in the window.
+    pub attempts_in_window: Option<u64>,
+    /// Attempts per second in the window.
+    pub attempt_rate_per_s: Option<f64>,
+    /// The busy-loop threshold in force.
+    pub max_attempt_rate: f64,
+    /// Calls made after `UP` up to and including the first success.
+    pub recovery_calls: u32,
+    /// From `UP` acknowledged to the first successful answer.
+    #[serde(rename = "up_to_success_ms", serialize_with = "serialize_opt_ms")]
+    pub up_to_success: Option<Duration>,
+    /// Connections the daemon held at the end (must be 1).
+    pub conns_after: u32,
+    /// Stdout framing defects (must be none).
+    pub defects: Vec<String>,
+    /// The end of the wrapper's stderr, kept when the scenario did not pass.
+    pub wrapper_stderr_tail: Option<String>,
+}
+
+impl DownUpReport {
+    /// The must-conditions this run violated, in words.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (i, call) in self.down_calls.iter().enumerate() {
+            let n = i + 1;
+            if !call.outcome.is_daemon_unreachable() {
+                problems.push(format!(
+                    "down call {n} did not fail with daemon_unreachable: {}",
+                    call.outcome
+                ));
+            } else if !call.names_socket {
+                problems.push(format!(
+                    "down call {n}'s error does not name the socket {}",
+                    self.socket_path
+                ));
+            }
+            if call.latency < self.connect_wait {
+                problems.push(format!(
+                    "down call {n} ended after {}, before the connect wait of {}",
+                    format_ms(call.latency),
+                    format_ms(self.connect_wait)
+                ));
+            }
+        }
+        match self.attempt_rate_per_s {
+            None => problems.push(format!(
+                "the wrapper logged no `{CONNECT_FAILED_LOG}` lines: connect attempts not measurable"
+            )),
+            Some(rate) if rate >= self.max_attempt_rate => problems.push(format!(
+                "{rate:.1} connect attempts/s while down (busy loop; limit {})",
+                self.max_attempt_rate
+            )),
+            Some(_) => {}
+        }
+        if self.up_to_success.is_none() {
+            problems.push(format!(
+                "no call succeeded after UP ({} tried)",
+                self.recovery_calls
+            ));
+        }
+        if self.conns_after != 1 {
+            problems.push(format!(
+                "the daemon held {} connections at the end, not 1",
+                self.conns_after
+            ));
+        }
+        if !self.defects.is_empty() {
+            problems.push(format!("{} stdout defects", self.defects.len()));
+        }
+        problems
+    }
+
+    /// Whether every must-condition held.
+    pub fn passed(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    /// The figures that matter, on one line.
+    pub fn key_figures(&self) -> String {
+        let calls = self.down_calls.len();
+        let unreachable = self
+            .down_calls
+            .iter()
+            .filter(|c| c.outcome.is_daemon_unreachable())
+            .count();
+        let named = self.down_calls.iter().filter(|c| c.names_socket).count();
+        let median = median(self.down_calls.iter().map(|c| c.latency).collect());
+        format!(
+            "unreachable {unreachable}/{calls} (socket named {named}/{calls}, after {}), attempts {}, success {} after UP, conns {}",
+            median.map_or_else(|| "n/a".to_owned(), format_ms),
+            self.attempt_rate_per_s
+                .map_or_else(|| "n/a".to_owned(), |r| format!("{r:.1}/s")),
+            self.up_to_success
+                .map_or_else(|| "never".to_owned(), format_ms),
+            self.conns_after
+        )
+    }
+}
+
+impl fmt::Display for DownUpReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}; down for {}, attempts while down {}, in the last {} {}; recovery calls {}; defects {}; problems: {}",
+            if self.passed() { "PASS" } else { "FAIL" },
+            self.key_figures(),
+            format_ms(self.down_for),
+            self.attempts_while_down
+                .map_or_else(|| "n/a".to_owned(), |a| a.to_string()),
+            format_ms(self.rate_window),
+            self.attempts_in_window
+                .map_or_else(|| "n/a".to_owned(), |a| a.to_string()),
+            self.recovery_calls,
+            self.defects.len(),
+            problems_text(&self.problems())
+        )
+    }
+}
+
+fn median(mut values: Vec<Duration>) -> Option<Duration> {
+    values.sort_unstable();
+    match values.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(values[n / 2]),
+        n => Some((values[n / 2 - 1] + values[n / 2]) / 2),
+    }
+}
+
+/// Runs the down-up scenario once against the wrapper started by `cmd`.
+pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpReport, HarnessError> {
+    let mut env = vec![
+        ("IAI_MCP_LOG", "info".to_owned()),
+        (
+            "IAI_MCP_CONNECT_WAIT_MS",
+            cfg.connect_wait.as_millis().to_string(),
+        ),
+    ];
+    if let Some(ms) = cfg.backoff_initial_ms {
+        env.push(("IAI_MCP_BACKOFF_INITIAL_MS", ms.to_string()));
+    }
+    if let Some(ms) = cfg.backoff_max_ms {
+        env.push(("IAI_MCP_BACKOFF_MAX_MS", ms.to_string()));
+    }
+    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
+    let socket_path = session.socket_path().display().to_string();
+    let logged = |session: &LiveSession| {
+        count_occurrences(&session.wrapper.stderr_text(), CONNECT_FAILED_LOG)
+    };
+    let call_bound = cfg.connect_wait + cfg.call_grace;
+
+    let before_down = logged(&session);
+    session.daemon.down()?;
+    let down_at = Instant::now();
+    let mut down_calls = Vec::new();
+    for _ in 0..cfg.down_calls {
+        let (outcome, latency) = session.call(PROBE_TOOL, json!({}), call_bound);
+        down_calls.push(DownCall {
+            names_socket: outcome.error_mentions(&socket_path),
+            outcome,
+            latency,
+        });
+    }
+    let window_start = (Instant::now(), logged(&session));
+    // The measuring period itself, not a synchronisation.
+    thread::sleep(cfg.rate_window);
+    let window_end = (Instant::now(), logged(&session));
+    let rate_window = window_end.0 - window_start.0;
+    session.daemon.up()?;
+    let up_at = Instant::now();
+    let down_for = up_at - down_at;
+
+    let attempts_while_down = Some(window_end.1 - before_down).filter(|&n| n > 0);
+    let attempts_in_window = attempts_while_down.map(|_| window_end.1 - window_start.1);
+    let attempt_rate_per_s = attempts_in_window.map(|n| n as f64 / rate_window.as_secs_f64());
+
+    let deadline = up_at + cfg.recovery_timeout;
+    let mut recovery_calls = 0;
+    let mut up_to_success = None;
+    loop {
+        let started = Instant::now();
+        let left = deadline.saturating_duration_since(started);
+        recovery_calls += 1;
+        let (outcome, _) = session.call(PROBE_TOOL, json!({}), call_bound.min(left));
+        if outcome.is_ok() {
+            up_to_success = Some(up_at.elapsed());
+            break;
+        }
+        let next = started + RECOVERY_RETRY_INTERVAL;
+        if matches!(outcome, CallOutcome::WrapperGone(_)) || next >= deadline {
+            break;
+        }
+        thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    // Late extra connections would show up here.
+    session.collect_unsolicited(cfg.settle);
+    let conns_after = session.daemon.stats()?.conns;
+
+    let mut report = DownUpReport {
+        mode: cfg.mode,
+        socket_path,
+        connect_wait: cfg.connect_wait,
+        down_calls,
+        down_for,
+        attempts_while_down,
+        rate_window,
+        attempts_in_window,
+        attempt_rate_per_s,
+        max_attempt_rate: cfg.max_attempt_rate,
+        recovery_calls,
+        up_to_success,
+        conns_after,
+        defects: session.wrapper.defects(),
+        wrapper_stderr_tail: None,
+    };
+    if !report.passed() {
+        report.wrapper_stderr_tail = Some(session.stderr_tail());
+    }
+    session.finish();
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unreachable(socket: &str) -> CallOutcome {
+        CallOutcome::ToolError(format!(
+            "error: daemon_unreachable: no connection to the iai-mcp daemon at {socket} within 0.5 s (code -32002)"
+        ))
+    }
+
+    fn clean_report() -> DownUpReport {
+        let call = DownCall {
+            outcome: unreachable("/tmp/iaiX/d.sock"),
+            latency: Duration::from_millis(501),
+            names_socket: true,
+        };
+        DownUpReport {
+            mode: Some(BridgeMode::Fixed),
+            socket_path: "/tmp/iaiX/d.sock".into(),
+            connect_wait: Duration::from_millis(500),
+            down_calls: vec![call.clone(), call],
+            down_for: Duration::from_secs(3),
+            attempts_while_down: Some(6),
+            rate_window: Duration::from_secs(2),
+            attempts_in_window: Some(2),
+            attempt_rate_per_s: Some(1.0),
+            max_attempt_rate: 50.0,
+            recovery_calls: 1,
+            up_to_success: Some(Duration::from_millis(700)),
+            conns_after: 1,
+            defects: Vec::new(),
+            wrapper_stderr_tail: None,
+        }
+    }
+
+    #[test]
+    fn passes_only_when_every_must_condition_holds() {
+        let report = clean_report();
+        assert!(report.passed(), "{report}");
+        assert_eq!(
+            report.key_figures(),
+            "unreachable 2/2 (socket named 2/2, after 501 ms), attempts 1.0/s, success 700 ms after UP, conns 1"
+        );
+        let breakages: [fn(&mut DownUpReport); 7] = [
+            |r| r.down_calls[0].outcome = CallOutcome::Ok,
+            |r| r.down_calls[1].names_socket = false,
+            |r| r.down_calls[0].latency = Duration::from_millis(3),
+            |r| r.attempt_rate_per_s = None,
+            |r| r.attempt_rate_per_s = Some(400.0),
+            |r| r.up_to_success = None,
+            |r| r.conns_after = 0,
+        ];
+        for breakage in breakages {
+            let mut report = clean_report();
+            breakage(&mut report);
+            assert_eq!(report.problems().len(), 1, "{report}");
+        }
+        let json = serde_json::to_value(clean_report()).unwrap();
+        assert_eq!(json["down_calls"][0]["latency_ms"], json!(501.0));
+        assert_eq!(json["attempt_rate_per_s"], json!(1.0));
+    }
+
+    #[test]
+    fn median_of_durations() {
+        let ms = Duration::from_millis;
+        assert_eq!(median(vec![]), None);
+        assert_eq!(median(vec![ms(3), ms(1), ms(2)]), Some(ms(2)));
+        assert_eq!(median(vec![ms(4), ms(2)]), Some(ms(3)));
+    }
+}

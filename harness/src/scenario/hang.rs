@@ -1,0 +1,288 @@
+//! A hung daemon: it keeps the connection and reads requests but answers
+//! none. A call must fail with `daemon_timeout` at its response deadline
+//! (not before, and not never), the wrapper must keep the connection, and
+//! once the daemon answers again the next call must succeed, while the late
+//! answer to the timed-out call must not reach the client.
+//!
+//! Steps:
+//!
+//! 1. start the fake daemon and the wrapper (with `IAI_MCP_CALL_TIMEOUT_MS` =
+//!    `call_timeout`), `initialize`, a baseline call; `STATS`;
+//! 2. `HANG`; one call, timed: it must fail with `daemon_timeout` no earlier
+//!    than `call_timeout` after it was sent;
+//! 3. `RESUME` (the daemon now answers the held request, which the wrapper
+//!    must drop); one more call, which must succeed;
+//! 4. for `settle`, watch stdout for the late answer; `STATS`: one
+//!    connection, and no new one since step 1 (session-open connections,
+//!    which carry a control message each, are not counted).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::live::{LiveSession, PROBE_TOOL, problems_text};
+use super::outcome::CallOutcome;
+use super::{format_ms, serialize_ms};
+use crate::error::HarnessError;
+use crate::wrapper::{BridgeMode, WrapperCommand};
+
+/// Parameters of the hang scenario.
+#[derive(Debug, Clone)]
+pub struct HangConfig {
+    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
+    pub mode: Option<BridgeMode>,
+    /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+    pub call_timeout: Duration,
+    /// How much longer than `call_timeout` the harness waits for any one
+    /// call's answer before recording no response.
+    pub call_grace: Duration,
+    /// How long to watch for the late answer before counting connections.
+    pub settle: Duration,
+    /// The fake daemon binary; `None` finds it with
+    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
+    pub fake_daemon_bin: Option<PathBuf>,
+}
+
+impl Default for HangConfig {
+    fn default() -> Self {
+        Self {
+            mode: None,
+            call_timeout: Duration::from_millis(500),
+            call_grace: Duration::from_secs(10),
+            settle: Duration::from_millis(250),
+            fake_daemon_bin: None,
+        }
+    }
+}
+
+/// What the hang scenario measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct HangReport {
+    /// The bridge mode the wrapper ran in (`None`: not set).
+    pub mode: Option<BridgeMode>,
+    /// The response deadline the wrapper was given.
+    #[serde(rename = "call_timeout_ms", serialize_with = "serialize_ms")]
+    pub call_timeout: Duration,
+    /// How the call made while the daemon hung ended (expected:
+    /// `daemon_timeout`).
+    pub hung_outcome: CallOutcome,
+    /// From sending that call to its answer.
+    #[serde(rename = "hung_latency_ms", serialize_with = "serialize_ms")]
+    pub hung_latency: Duration,
+    /// How the call made after `RESUME` ended (expected: ok).
+    pub resumed_outcome: CallOutcome,
+    /// From sending that call to its answer.
+    #[serde(rename = "resumed_latency_ms", serialize_with = "serialize_ms")]
+    pub resumed_latency: Duration,
+    /// Responses nobody asked for that reached the client: the late answer
+    /// to the timed-out call, forwarded (must be 0).
+    pub late_responses: usize,
+    /// Connections the daemon accepted after the baseline, other than
+    /// session-open ones (must be 0: the hung connection is kept).
+    pub new_connections: u64,
+    /// Connections the daemon held at the end (must be 1).
+    pub conns_after: u32,
+    /// Stdout framing defects (must be none).
+    pub defects: Vec<String>,
+    /// The end of the wrapper's stderr, kept when the scenario did not pass.
+    pub wrapper_stderr_tail: Option<String>,
+}
+
+impl HangReport {
+    /// The must-conditions this run violated, in words.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !self.hung_outcome.is_daemon_timeout() {
+            problems.push(format!(
+                "the call to the hung daemon did not fail with daemon_timeout: {}",
+                self.hung_outcome
+            ));
+        }
+        if self.hung_latency < self.call_timeout {
+            problems.push(format!(
+                "the call to the hung daemon ended after {}, before its deadline of {}",
+                format_ms(self.hung_latency),
+                format_ms(self.call_timeout)
+            ));
+        }
+        if !self.resumed_outcome.is_ok() {
+            problems.push(format!(
+                "the call after RESUME failed: {}",
+                self.resumed_outcome
+            ));
+        }
+        if self.late_responses > 0 {
+            problems.push(format!(
+                "{} unsolicited responses reached the client",
+                self.late_responses
+            ));
+        }
+        if self.new_connections > 0 {
+            problems.push(format!(
+                "the wrapper opened {} new connections instead of keeping the hung one",
+                self.new_connections
+            ));
+        }
+        if self.conns_after != 1 {
+            problems.push(format!(
+                "the daemon held {} connections at the end, not 1",
+                self.conns_after
+            ));
+        }
+        if !self.defects.is_empty() {
+            problems.push(format!("{} stdout defects", self.defects.len()));
+        }
+        problems
+    }
+
+    /// Whether every must-condition held.
+    pub fn passed(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    /// The figures that matter, on one line.
+    pub fn key_figures(&self) -> String {
+        let hung = if self.hung_outcome.is_daemon_timeout() {
+            "daemon_timeout"
+        } else {
+            self.hung_outcome.label()
+        };
+        format!(
+            "{hung} after {} (deadline {}), after RESUME {} in {}, late answers {}, new conns {}, conns {}",
+            format_ms(self.hung_latency),
+            format_ms(self.call_timeout),
+            self.resumed_outcome.label(),
+            format_ms(self.resumed_latency),
+            self.late_responses,
+            self.new_connections,
+            self.conns_after
+        )
+    }
+}
+
+impl fmt::Display for HangReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {}; hung call: {}; defects {}; problems: {}",
+            if self.passed() { "PASS" } else { "FAIL" },
+            self.key_figures(),
+            self.hung_outcome,
+            self.defects.len(),
+            problems_text(&self.problems())
+        )
+    }
+}
+
+/// Runs the hang scenario once against the wrapper started by `cmd`.
+pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, HarnessError> {
+    let env = [
+        ("IAI_MCP_LOG", "info".to_owned()),
+        (
+            "IAI_MCP_CALL_TIMEOUT_MS",
+            cfg.call_timeout.as_millis().to_string(),
+        ),
+    ];
+    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
+    let bound = cfg.call_timeout + cfg.call_grace;
+    let before = session.daemon.stats()?;
+
+    session.daemon.hang()?;
+    let (hung_outcome, hung_latency) = session.call(PROBE_TOOL, json!({}), bound);
+    session.daemon.resume()?;
+    let (resumed_outcome, resumed_latency) = session.call(PROBE_TOOL, json!({}), bound);
+
+    let late_responses = session
+        .collect_unsolicited(cfg.settle)
+        .iter()
+        .filter(|m| is_response(m))
+        .count();
+    let after = session.daemon.stats()?;
+    let new_connections = after
+        .accepted
+        .saturating_sub(before.accepted)
+        .saturating_sub(after.controls.saturating_sub(before.controls));
+
+    let mut report = HangReport {
+        mode: cfg.mode,
+        call_timeout: cfg.call_timeout,
+        hung_outcome,
+        hung_latency,
+        resumed_outcome,
+        resumed_latency,
+        late_responses,
+        new_connections,
+        conns_after: after.conns,
+        defects: session.wrapper.defects(),
+        wrapper_stderr_tail: None,
+    };
+    if !report.passed() {
+        report.wrapper_stderr_tail = Some(session.stderr_tail());
+    }
+    session.finish();
+    Ok(report)
+}
+
+fn is_response(message: &Value) -> bool {
+    message.get("method").is_none()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clean_report() -> HangReport {
+        HangReport {
+            mode: Some(BridgeMode::Fixed),
+            call_timeout: Duration::from_millis(500),
+            hung_outcome: CallOutcome::ToolError(
+                "error: daemon_timeout: no response from the daemon within 0.5 s".into(),
+            ),
+            hung_latency: Duration::from_millis(502),
+            resumed_outcome: CallOutcome::Ok,
+            resumed_latency: Duration::from_millis(2),
+            late_responses: 0,
+            new_connections: 0,
+            conns_after: 1,
+            defects: Vec::new(),
+            wrapper_stderr_tail: None,
+        }
+    }
+
+    #[test]
+    fn passes_only_when_every_must_condition_holds() {
+        let report = clean_report();
+        assert!(report.passed(), "{report}");
+        assert_eq!(
+            report.key_figures(),
+            "daemon_timeout after 502 ms (deadline 500 ms), after RESUME ok in 2.0 ms, late answers 0, new conns 0, conns 1"
+        );
+        let breakages: [fn(&mut HangReport); 7] = [
+            |r| r.hung_outcome = CallOutcome::NoResponse,
+            |r| r.hung_latency = Duration::from_millis(499),
+            |r| r.resumed_outcome = CallOutcome::NoResponse,
+            |r| r.late_responses = 1,
+            |r| r.new_connections = 1,
+            |r| r.conns_after = 2,
+            |r| r.defects.push("x".into()),
+        ];
+        for breakage in breakages {
+            let mut report = clean_report();
+            breakage(&mut report);
+            assert_eq!(report.problems().len(), 1, "{report}");
+        }
+    }
+
+    #[test]
+    fn recognises_responses() {
+        assert!(is_response(&json!({"id": 1, "result": {}})));
+        assert!(is_response(&json!({"id": null, "error": {}})));
+        assert!(!is_response(
+            &json!({"method": "notifications/message", "params": {}})
+        ));
+    }
+}

@@ -1,0 +1,158 @@
+//! What the live fault scenarios share: a fake daemon and a wrapper started
+//! together, handshaken, and proven to work before any fault is injected.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::outcome::CallOutcome;
+use super::race::PROTOCOL_VERSION;
+use crate::bins::{self, error_chain};
+use crate::client::ClientError;
+use crate::daemon::FakeDaemon;
+use crate::error::HarnessError;
+use crate::tempdir::{short_tempdir, socket_path_in};
+use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
+
+/// How much of the wrapper's stderr a report keeps when something failed.
+pub(crate) const STDERR_TAIL_BYTES: usize = 2000;
+
+/// The tool of baseline and probe calls: read-only, no arguments.
+pub(crate) const PROBE_TOOL: &str = "topology";
+
+/// Bound on the baseline call (the wrapper's first connect may take a
+/// moment on a loaded machine).
+const BASELINE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A fake daemon and a wrapper dialling it, initialized, with one tool call
+/// answered.
+///
+/// Fields drop in order: the wrapper is killed first, then the daemon, then
+/// the socket directory is removed.
+#[derive(Debug)]
+pub(crate) struct LiveSession {
+    pub(crate) wrapper: WrapperProcess,
+    pub(crate) daemon: FakeDaemon,
+    socket: PathBuf,
+    _dir: TempDir,
+}
+
+impl LiveSession {
+    /// Starts the daemon and the wrapper (`mode`, `env` set on top of the
+    /// harness's isolated environment; no reconnect test delay), performs
+    /// the handshake and a baseline call, which must succeed: otherwise
+    /// nothing the scenario measures would mean anything, and the result is
+    /// a [`HarnessError::Scenario`].
+    pub(crate) fn start(
+        cmd: &WrapperCommand,
+        mode: Option<BridgeMode>,
+        fake_daemon_bin: Option<&Path>,
+        env: &[(&str, String)],
+    ) -> Result<Self, HarnessError> {
+        let dir = short_tempdir()?;
+        let socket = socket_path_in(dir.path());
+        let daemon_bin = match fake_daemon_bin {
+            Some(path) => path.to_path_buf(),
+            None => bins::try_fake_daemon_bin()?,
+        };
+        let daemon = FakeDaemon::spawn_with(&daemon_bin, &socket)?;
+        let mut opts = WrapperOptions {
+            mode,
+            ..WrapperOptions::new(&socket)
+        };
+        opts.extra_env.extend(
+            env.iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        );
+        let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
+        wrapper.set_default_timeout(BASELINE_TIMEOUT);
+        let mut session = Self {
+            wrapper,
+            daemon,
+            socket,
+            _dir: dir,
+        };
+        session
+            .wrapper
+            .initialize(PROTOCOL_VERSION)
+            .map_err(|e| session.precondition("initialize", &error_chain(&e)))?;
+        let baseline = session.call(PROBE_TOOL, json!({}), BASELINE_TIMEOUT);
+        if !baseline.0.is_ok() {
+            return Err(session.precondition(
+                "the baseline tools/call",
+                &format!("it did not succeed: {}", baseline.0),
+            ));
+        }
+        Ok(session)
+    }
+
+    /// The daemon's socket path, as given to the wrapper.
+    pub(crate) fn socket_path(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Calls `tool` and waits up to `timeout`; returns how it ended and how
+    /// long it took.
+    pub(crate) fn call(
+        &mut self,
+        tool: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> (CallOutcome, Duration) {
+        let sent = Instant::now();
+        let result = self.wrapper.call_tool(tool, arguments, timeout);
+        (CallOutcome::from_client(result), sent.elapsed())
+    }
+
+    /// Collects, for `period`, every message nobody has asked for (late or
+    /// duplicate responses, notifications). Returns early only if the
+    /// wrapper closes its stdout.
+    pub(crate) fn collect_unsolicited(&mut self, period: Duration) -> Vec<Value> {
+        let until = Instant::now() + period;
+        let mut messages = Vec::new();
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.wrapper.recv_any(left) {
+                Ok(message) => messages.push(message),
+                Err(ClientError::Timeout { .. }) if Instant::now() < until => {}
+                Err(_) => return messages,
+            }
+        }
+    }
+
+    /// The end of the wrapper's stderr.
+    pub(crate) fn stderr_tail(&self) -> String {
+        self.wrapper.stderr_tail(STDERR_TAIL_BYTES)
+    }
+
+    /// Ends both processes politely (the guards kill them if that fails).
+    pub(crate) fn finish(mut self) {
+        self.wrapper.close_stdin();
+        let _ = self.wrapper.wait_exit(Duration::from_secs(2));
+        let _ = self.daemon.quit();
+    }
+
+    fn precondition(&self, step: &str, what: &str) -> HarnessError {
+        HarnessError::Scenario(format!(
+            "{step} failed: {what}; wrapper stderr (tail): {}",
+            self.stderr_tail().trim_end()
+        ))
+    }
+}
+
+/// Counts how often `needle` occurs in `text`.
+pub(crate) fn count_occurrences(text: &str, needle: &str) -> u64 {
+    text.matches(needle).count() as u64
+}
+
+/// Joins `problems` for a report line: `none`, or `a; b`.
+pub(crate) fn problems_text(problems: &[String]) -> String {
+    if problems.is_empty() {
+        "none".to_owned()
+    } else {
+        problems.join("; ")
+    }
+}

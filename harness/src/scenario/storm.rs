@@ -1,0 +1,647 @@
+//! The drop storm: the daemon drops the wrapper's connection again and
+//! again while a window of calls is always in flight.
+//!
+//! What the fixed bridge promises, and this scenario checks through the real
+//! processes: every call is answered exactly once; a read-only call caught by
+//! a drop is re-sent once and succeeds; a write caught by a drop fails with
+//! `daemon_unreachable: socket closed` and the daemon never sees it twice;
+//! when the storm is over the wrapper holds exactly one connection.
+//!
+//! Steps:
+//!
+//! 1. start the fake daemon and the wrapper, `initialize`, a baseline call;
+//! 2. `DELAY <daemon_delay_ms>`: every answer comes that long after its
+//!    request, so calls are really in flight when a drop hits;
+//! 3. pipeline `concurrency` calls over the wrapper's stdio with ids of our
+//!    own and send a new one whenever one is answered. Every call has unique
+//!    arguments (`storm-<n>`); every `write_every`-th is a write
+//!    (`memory_capture` or `memory_contradict`), the others reads
+//!    (`schema_list`, `memory_recall`, `events_query`, `curiosity_pending`);
+//! 4. `DROP` every `drop_interval`, `drops` times. A drop also waits until
+//!    every call sent before the middle of the previous interval has been
+//!    answered, so no call is hit by two drops (a read hit again after its
+//!    replay fails by design; that would not be a finding);
+//! 5. one interval after the last drop stop sending, and wait for the
+//!    answers still owed (at most `drain_timeout`);
+//! 6. watch stdout for `settle` more for late or duplicate answers, then
+//!    read `STATS` (connections held) and `LOG` (every request the daemon
+//!    received, by unique argument: writes seen twice, reads replayed).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::live::{LiveSession, problems_text};
+use super::outcome::CallOutcome;
+use super::{format_ms, serialize_ms};
+use crate::bins::error_chain;
+use crate::client::ClientError;
+use crate::error::HarnessError;
+use crate::wrapper::{BridgeMode, WrapperCommand};
+
+/// Read-only, idempotent tools the storm calls, each with a parameter that
+/// carries the call's unique tag.
+const READS: [(&str, &str); 4] = [
+    ("schema_list", "domain"),
+    ("memory_recall", "cue"),
+    ("events_query", "kind"),
+    ("curiosity_pending", "session_id"),
+];
+
+/// JSON-RPC ids of storm calls start here, far from the client's own ids.
+const ID_BASE: u64 = 1_000_000;
+
+/// How many failure texts a report keeps.
+const MAX_FAILURE_SAMPLES: usize = 8;
+
+/// Parameters of the drop storm.
+#[derive(Debug, Clone)]
+pub struct StormConfig {
+    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
+    pub mode: Option<BridgeMode>,
+    /// How many times the daemon drops the connection.
+    pub drops: u32,
+    /// How many calls are kept in flight.
+    pub concurrency: usize,
+    /// The daemon's answer delay (`DELAY`), so calls are in flight when a
+    /// drop hits.
+    pub daemon_delay_ms: u64,
+    /// Time between two drops; keep it well above the answer delay plus a
+    /// reconnect, so a replayed read is answered before the next drop.
+    pub drop_interval: Duration,
+    /// Every `write_every`-th call is a write (0: no writes).
+    pub write_every: u32,
+    /// Bound on waiting for the answers still owed after the storm, and on
+    /// holding a drop back for calls hit by the previous one.
+    pub drain_timeout: Duration,
+    /// How long to watch for late or duplicate answers before counting the
+    /// daemon's connections.
+    pub settle: Duration,
+    /// The fake daemon binary; `None` finds it with
+    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
+    pub fake_daemon_bin: Option<PathBuf>,
+}
+
+impl Default for StormConfig {
+    fn default() -> Self {
+        Self {
+            mode: None,
+            drops: 5,
+            concurrency: 8,
+            daemon_delay_ms: 20,
+            drop_interval: Duration::from_millis(150),
+            write_every: 3,
+            drain_timeout: Duration::from_secs(10),
+            settle: Duration::from_millis(250),
+            fake_daemon_bin: None,
+        }
+    }
+}
+
+/// What the drop storm measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct StormReport {
+    /// The bridge mode the wrapper ran in (`None`: not set).
+    pub mode: Option<BridgeMode>,
+    /// Drops the daemon made.
+    pub drops: u32,
+    /// Drops made without waiting for every call hit by the previous one
+    /// (those calls were still unanswered after `drain_timeout`).
+    pub forced_drops: u32,
+    /// Calls sent.
+    pub calls_sent: usize,
+    /// Calls answered at least once.
+    pub answered: usize,
+    /// Calls answered more than once (must be 0).
+    pub answered_more_than_once: usize,
+    /// Calls never answered (must be 0).
+    pub unanswered: usize,
+    /// Responses whose id names no call of ours (must be 0).
+    pub stray_responses: usize,
+    /// Reads that succeeded.
+    pub reads_ok: usize,
+    /// Reads that failed (must be 0).
+    pub reads_failed: usize,
+    /// Writes that succeeded.
+    pub writes_ok: usize,
+    /// Writes that failed with `daemon_unreachable: socket closed`.
+    pub writes_failed_socket_closed: usize,
+    /// Writes that failed any other way (must be 0).
+    pub writes_failed_other: usize,
+    /// Writes reported failed although the daemon received them (the
+    /// answer was lost with the connection): at most once, not exactly once.
+    pub writes_failed_but_received: usize,
+    /// Writes the daemon received more than once (must be 0).
+    pub dup_writes: usize,
+    /// Reads the daemon received twice: replays it saw both of.
+    pub replays: usize,
+    /// Reads the daemon received more than twice (must be 0: one replay at
+    /// most).
+    pub reads_received_over_twice: usize,
+    /// Connections the daemon held once everything settled (must be 1).
+    pub conns_after: u32,
+    /// Connections the daemon accepted in all (session-open connections
+    /// included).
+    pub accepted: u64,
+    /// From the first call to the end of sending.
+    #[serde(rename = "storm_duration_ms", serialize_with = "serialize_ms")]
+    pub storm_duration: Duration,
+    /// A few failed calls, as `#n tool: outcome`.
+    pub failure_samples: Vec<String>,
+    /// Why the wrapper stopped talking, if it did (must be `None`).
+    pub wrapper_gone: Option<String>,
+    /// Stdout framing defects (must be none).
+    pub defects: Vec<String>,
+    /// The end of the wrapper's stderr, kept when the storm did not pass.
+    pub wrapper_stderr_tail: Option<String>,
+}
+
+impl StormReport {
+    /// The must-conditions this run violated, in words.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut must_be_zero = |count: usize, what: &str| {
+            if count > 0 {
+                problems.push(format!("{count} {what}"));
+            }
+        };
+        must_be_zero(
+            self.answered_more_than_once,
+            "calls answered more than once",
+        );
+        must_be_zero(self.unanswered, "calls never answered");
+        must_be_zero(self.stray_responses, "responses to unknown ids");
+        must_be_zero(self.reads_failed, "reads failed");
+        must_be_zero(
+            self.writes_failed_other,
+            "writes failed otherwise than `socket closed`",
+        );
+        must_be_zero(self.dup_writes, "writes received twice by the daemon");
+        must_be_zero(
+            self.reads_received_over_twice,
+            "reads received more than twice by the daemon",
+        );
+        must_be_zero(self.defects.len(), "stdout defects");
+        if self.conns_after != 1 {
+            problems.push(format!(
+                "the daemon held {} connections at the end, not 1",
+                self.conns_after
+            ));
+        }
+        if let Some(why) = &self.wrapper_gone {
+            problems.push(format!("the wrapper went away: {why}"));
+        }
+        problems
+    }
+
+    /// Whether every must-condition held.
+    pub fn passed(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    /// The figures that matter, on one line.
+    pub fn key_figures(&self) -> String {
+        format!(
+            "drops {}, calls {}, replays {}, reads failed {}, writes failed {}, dup writes {}, conns {}",
+            self.drops,
+            self.calls_sent,
+            self.replays,
+            self.reads_failed,
+            self.writes_failed_socket_closed + self.writes_failed_other,
+            self.dup_writes,
+            self.conns_after
+        )
+    }
+}
+
+impl fmt::Display for StormReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: drops={} (forced {}) calls={} answered={} twice={} unanswered={} \
+             reads ok={} failed={} writes ok={} socket_closed={} other={} \
+             failed_but_received={} dup_writes={} replays={} conns_after={} accepted={} \
+             duration={} defects={} problems: {}{}",
+            if self.passed() { "PASS" } else { "FAIL" },
+            self.drops,
+            self.forced_drops,
+            self.calls_sent,
+            self.answered,
+            self.answered_more_than_once,
+            self.unanswered,
+            self.reads_ok,
+            self.reads_failed,
+            self.writes_ok,
+            self.writes_failed_socket_closed,
+            self.writes_failed_other,
+            self.writes_failed_but_received,
+            self.dup_writes,
+            self.replays,
+            self.conns_after,
+            self.accepted,
+            format_ms(self.storm_duration),
+            self.defects.len(),
+            problems_text(&self.problems()),
+            if self.failure_samples.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; failures, e.g. {}",
+                    self.failure_samples[..self.failure_samples.len().min(3)].join(", ")
+                )
+            }
+        )
+    }
+}
+
+/// One storm call: what was asked and how it was answered.
+#[derive(Debug)]
+struct StormCall {
+    tool: &'static str,
+    write: bool,
+    sent_at: Instant,
+    answers: u32,
+    outcome: Option<CallOutcome>,
+}
+
+/// The unique tag of call `n`, carried in one of its arguments.
+fn tag(n: usize) -> String {
+    format!("storm-{n:06}")
+}
+
+/// The call number whose tag appears in `params`, if any.
+fn tag_in(params: &Value) -> Option<usize> {
+    let text = params.to_string();
+    text.match_indices("storm-").find_map(|(at, prefix)| {
+        let digits = text.get(at + prefix.len()..at + prefix.len() + 6)?;
+        digits
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| digits.parse().ok())
+            .flatten()
+    })
+}
+
+/// Tool and arguments of call `n`, and whether it is a write.
+fn call_for(n: usize, write_every: u32) -> (&'static str, Value, bool) {
+    let every = write_every as usize;
+    let tag = tag(n);
+    if every > 0 && n % every == every - 1 {
+        if (n / every) % 2 == 0 {
+            let text = format!("storm write {tag}: a memory that must be stored once");
+            ("memory_capture", json!({"text": text}), true)
+        } else {
+            let id = format!("00000000-0000-4000-8000-{n:012}");
+            let fact = format!("{tag} contradicts the earlier record");
+            (
+                "memory_contradict",
+                json!({"id": id, "new_fact": fact}),
+                true,
+            )
+        }
+    } else {
+        let (tool, field) = READS[n % READS.len()];
+        let mut arguments = serde_json::Map::new();
+        arguments.insert(field.to_owned(), Value::String(tag));
+        (tool, Value::Object(arguments), false)
+    }
+}
+
+/// What a message from the wrapper meant for the storm.
+#[derive(Debug, PartialEq, Eq)]
+enum Received {
+    FirstAnswer,
+    Duplicate,
+    Stray,
+    Other,
+}
+
+/// The pipelined calls and their bookkeeping.
+struct Storm<'a> {
+    session: &'a mut LiveSession,
+    write_every: u32,
+    calls: Vec<StormCall>,
+    in_flight: usize,
+    stray: usize,
+}
+
+impl Storm<'_> {
+    fn send_next(&mut self) -> Result<(), ClientError> {
+        let n = self.calls.len();
+        let (tool, arguments, write) = call_for(n, self.write_every);
+        self.session.wrapper.send_request_with_id(
+            json!(ID_BASE + n as u64),
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )?;
+        self.calls.push(StormCall {
+            tool,
+            write,
+            sent_at: Instant::now(),
+            answers: 0,
+            outcome: None,
+        });
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn receive(&mut self, message: &Value) -> Received {
+        let is_response = message.get("method").is_none()
+            && (message.get("result").is_some() || message.get("error").is_some());
+        if !is_response {
+            return Received::Other;
+        }
+        let index = message
+            .get("id")
+            .and_then(Value::as_u64)
+            .and_then(|id| id.checked_sub(ID_BASE))
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|&i| i < self.calls.len());
+        let Some(index) = index else {
+            self.stray += 1;
+            return Received::Stray;
+        };
+        let call = &mut self.calls[index];
+        call.answers += 1;
+        if call.answers > 1 {
+            return Received::Duplicate;
+        }
+        call.outcome = Some(CallOutcome::from_response(message));
+        self.in_flight -= 1;
+        Received::FirstAnswer
+    }
+
+    /// Whether every call sent before `instant` has been answered.
+    fn answered_all_sent_before(&self, instant: Instant) -> bool {
+        self.calls
+            .iter()
+            .take_while(|c| c.sent_at < instant)
+            .all(|c| c.answers > 0)
+    }
+}
+
+/// Runs the drop storm once against the wrapper started by `cmd`.
+pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport, HarnessError> {
+    let env = [("IAI_MCP_LOG", "info".to_owned())];
+    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
+    session.daemon.delay(cfg.daemon_delay_ms)?;
+
+    let mut storm = Storm {
+        session: &mut session,
+        write_every: cfg.write_every,
+        calls: Vec::new(),
+        in_flight: 0,
+        stray: 0,
+    };
+    let mut wrapper_gone = None;
+    let started = Instant::now();
+    for _ in 0..cfg.concurrency {
+        if let Err(e) = storm.send_next() {
+            wrapper_gone = Some(error_chain(&e));
+            break;
+        }
+    }
+
+    let mut drops = 0;
+    let mut forced_drops = 0;
+    let mut next_drop = started + cfg.drop_interval;
+    // Calls sent before this instant must be answered before the next drop.
+    let mut gate: Option<Instant> = None;
+    let mut stop_sending: Option<Instant> = None;
+    while wrapper_gone.is_none() {
+        let now = Instant::now();
+        if stop_sending.is_some_and(|end| now >= end) {
+            break;
+        }
+        if drops < cfg.drops && now >= next_drop {
+            let open = gate.is_none_or(|g| storm.answered_all_sent_before(g));
+            let forced = now >= next_drop + cfg.drain_timeout;
+            if open || forced {
+                forced_drops += u32::from(!open);
+                storm.session.daemon.drop_connections()?;
+                let at = Instant::now();
+                drops += 1;
+                gate = Some(at + cfg.drop_interval / 2);
+                next_drop = at + cfg.drop_interval;
+                if drops == cfg.drops {
+                    stop_sending = Some(at + cfg.drop_interval);
+                }
+                continue;
+            }
+        }
+        let wake = match stop_sending {
+            Some(end) => end,
+            None if now < next_drop => next_drop,
+            // Held back by the gate: an answer opens it.
+            None => next_drop + cfg.drain_timeout,
+        };
+        match storm
+            .session
+            .wrapper
+            .recv_any(wake.saturating_duration_since(now))
+        {
+            Ok(message) => {
+                if storm.receive(&message) == Received::FirstAnswer
+                    && storm.in_flight < cfg.concurrency
+                    && let Err(e) = storm.send_next()
+                {
+                    wrapper_gone = Some(error_chain(&e));
+                }
+            }
+            Err(ClientError::Timeout { .. }) => {}
+            Err(e) => wrapper_gone = Some(error_chain(&e)),
+        }
+    }
+    let storm_duration = started.elapsed();
+
+    // Drain the answers still owed.
+    let drain_deadline = Instant::now() + cfg.drain_timeout;
+    while wrapper_gone.is_none() && storm.in_flight > 0 {
+        let left = drain_deadline.saturating_duration_since(Instant::now());
+        match storm.session.wrapper.recv_any(left) {
+            Ok(message) => {
+                storm.receive(&message);
+            }
+            Err(ClientError::Timeout { .. }) => break,
+            Err(e) => wrapper_gone = Some(error_chain(&e)),
+        }
+    }
+    // Late and duplicate answers; then the connection count.
+    for message in storm.session.collect_unsolicited(cfg.settle) {
+        storm.receive(&message);
+    }
+    let Storm { calls, stray, .. } = storm;
+    let stats = session.daemon.stats()?;
+    let log = session.daemon.request_log()?;
+
+    let mut received = vec![0usize; calls.len()];
+    for entry in &log {
+        if let Some(n) = tag_in(&entry["params"]).filter(|&n| n < calls.len())
+            && entry["method"] == calls[n].tool
+        {
+            received[n] += 1;
+        }
+    }
+
+    let mut report = StormReport {
+        mode: cfg.mode,
+        drops,
+        forced_drops,
+        calls_sent: calls.len(),
+        answered: 0,
+        answered_more_than_once: 0,
+        unanswered: 0,
+        stray_responses: stray,
+        reads_ok: 0,
+        reads_failed: 0,
+        writes_ok: 0,
+        writes_failed_socket_closed: 0,
+        writes_failed_other: 0,
+        writes_failed_but_received: 0,
+        dup_writes: 0,
+        replays: 0,
+        reads_received_over_twice: 0,
+        conns_after: stats.conns,
+        accepted: stats.accepted,
+        storm_duration,
+        failure_samples: Vec::new(),
+        wrapper_gone,
+        defects: session.wrapper.defects(),
+        wrapper_stderr_tail: None,
+    };
+    for (n, (call, &seen)) in calls.iter().zip(&received).enumerate() {
+        match call.answers {
+            0 => report.unanswered += 1,
+            1 => report.answered += 1,
+            _ => {
+                report.answered += 1;
+                report.answered_more_than_once += 1;
+            }
+        }
+        let Some(outcome) = &call.outcome else {
+            continue;
+        };
+        match (call.write, outcome.is_ok()) {
+            (false, true) => report.reads_ok += 1,
+            (false, false) => report.reads_failed += 1,
+            (true, true) => report.writes_ok += 1,
+            (true, false) if outcome.is_socket_closed() => {
+                report.writes_failed_socket_closed += 1;
+                report.writes_failed_but_received += usize::from(seen > 0);
+            }
+            (true, false) => report.writes_failed_other += 1,
+        }
+        if call.write {
+            report.dup_writes += usize::from(seen > 1);
+        } else {
+            report.replays += usize::from(seen == 2);
+            report.reads_received_over_twice += usize::from(seen > 2);
+        }
+        let expected = outcome.is_ok() || (call.write && outcome.is_socket_closed());
+        if !expected && report.failure_samples.len() < MAX_FAILURE_SAMPLES {
+            report
+                .failure_samples
+                .push(format!("#{n} {}: {outcome}", call.tool));
+        }
+    }
+    if !report.passed() {
+        report.wrapper_stderr_tail = Some(session.stderr_tail());
+    }
+    session.finish();
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_round_trip_through_every_tool() {
+        let mut writes = Vec::new();
+        let mut tools = std::collections::BTreeSet::new();
+        for n in 0..24 {
+            let (tool, arguments, write) = call_for(n, 3);
+            assert_eq!(tag_in(&arguments), Some(n), "{tool} {arguments}");
+            assert_eq!(write, n % 3 == 2, "call {n}");
+            if write {
+                writes.push(tool);
+            }
+            tools.insert(tool);
+        }
+        assert_eq!(&writes[..2], ["memory_capture", "memory_contradict"]);
+        assert_eq!(tools.len(), 6, "{tools:?}");
+        let (tool, arguments, _) = call_for(2, 3);
+        assert_eq!(tool, "memory_capture");
+        assert!(arguments["text"].as_str().unwrap().len() >= 12);
+        assert!((0..10).all(|n| !call_for(n, 0).2));
+    }
+
+    #[test]
+    fn tag_in_ignores_lookalikes() {
+        assert_eq!(tag_in(&json!({"a": "storm-12"})), None);
+        assert_eq!(tag_in(&json!({"a": "storm-x storm-000042"})), Some(42));
+        assert_eq!(tag_in(&json!({"session_id": "b1"})), None);
+        assert_eq!(tag_in(&Value::Null), None);
+    }
+
+    fn clean_report() -> StormReport {
+        StormReport {
+            mode: Some(BridgeMode::Fixed),
+            drops: 5,
+            forced_drops: 0,
+            calls_sent: 100,
+            answered: 100,
+            answered_more_than_once: 0,
+            unanswered: 0,
+            stray_responses: 0,
+            reads_ok: 60,
+            reads_failed: 0,
+            writes_ok: 30,
+            writes_failed_socket_closed: 10,
+            writes_failed_other: 0,
+            writes_failed_but_received: 4,
+            dup_writes: 0,
+            replays: 12,
+            reads_received_over_twice: 0,
+            conns_after: 1,
+            accepted: 7,
+            storm_duration: Duration::from_millis(900),
+            failure_samples: Vec::new(),
+            wrapper_gone: None,
+            defects: Vec::new(),
+            wrapper_stderr_tail: None,
+        }
+    }
+
+    #[test]
+    fn passes_only_when_every_must_condition_holds() {
+        let report = clean_report();
+        assert!(report.passed(), "{report}");
+        assert_eq!(
+            report.key_figures(),
+            "drops 5, calls 100, replays 12, reads failed 0, writes failed 10, dup writes 0, conns 1"
+        );
+        let breakages: [fn(&mut StormReport); 8] = [
+            |r| r.answered_more_than_once = 1,
+            |r| r.unanswered = 1,
+            |r| r.reads_failed = 1,
+            |r| r.writes_failed_other = 1,
+            |r| r.dup_writes = 1,
+            |r| r.conns_after = 2,
+            |r| r.defects.push("x".into()),
+            |r| r.wrapper_gone = Some("eof".into()),
+        ];
+        for breakage in breakages {
+            let mut report = clean_report();
+            breakage(&mut report);
+            assert!(!report.passed(), "{report}");
+            assert_eq!(report.problems().len(), 1, "{report}");
+        }
+        let json = serde_json::to_value(clean_report()).unwrap();
+        assert_eq!(json["storm_duration_ms"], json!(900.0));
+        assert_eq!(json["mode"], "fixed");
+    }
+}
