@@ -1,0 +1,282 @@
+//! Benchmarks of wrappers against the direct-to-daemon floor.
+//!
+//! [`run`] measures, with one client implementation for every subject:
+//!
+//! - **the floor**: the client talking NDJSON straight to the fake daemon's
+//!   socket (`{"method":"topology"}`), sequential latency and pipelined
+//!   throughput. Nothing between client and daemon can do better, so it is
+//!   the reference for the ratios, and it shows the fake daemon is not the
+//!   bottleneck;
+//! - **each wrapper** (this workspace's, then any `--compare` command), in
+//!   front of its own fresh fake daemon: cold start (spawn to `initialize`
+//!   and to `tools/list` answered, no daemon present), sequential
+//!   `tools/call topology` latency, pipelined throughput at each depth, peak
+//!   RSS (`VmHWM`) after that load, and recovery (time from `DROP` on the
+//!   daemon to the first successful call, with no reconnect delay).
+//!
+//! Latency and throughput are measured in interleaved rounds (floor,
+//! wrapper, compared wrappers, floor, ...; see [`BenchConfig::rounds`]), so
+//! a ratio compares figures taken under the same machine conditions.
+//!
+//! The result is a [`BenchReport`]: JSON (`bench.json`) and Markdown
+//! (`bench.md`) are written to [`BenchConfig::out_dir`], and
+//! [`BenchReport::to_markdown`] gives the text to print. Targets are
+//! reported as pass/miss, never asserted: a miss is a finding, not a
+//! failure of the bench.
+//!
+//! Public modules: [`transport`] (the one client: request templates and
+//! response scanning), [`stats`] (percentiles) and [`report`] (figures,
+//! targets, rendering). Private ones: `scenarios` (the measured loops),
+//! `runner` (the order of the run, interleaving), `subject` (starting
+//! wrappers and the floor), `watchdog` (bounding blocking reads) and
+//! `procfs` (peak RSS and CPU time).
+
+mod procfs;
+pub mod report;
+mod runner;
+mod scenarios;
+pub mod stats;
+mod subject;
+pub mod transport;
+mod watchdog;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use procfs::CpuShare;
+pub use report::{
+    BenchReport, ColdStartStats, HostInfo, RecoveryStats, SequentialStats, Settings, SubjectKind,
+    SubjectReport, Target, TargetRow, ThroughputStats, Verdict,
+};
+pub use stats::Summary;
+
+use crate::error::HarnessError;
+use crate::wrapper::WrapperCommand;
+
+/// Default number of sequential calls measured per subject.
+pub const DEFAULT_CALLS: usize = 10_000;
+/// Default number of calls made before measuring.
+pub const DEFAULT_WARMUP_CALLS: usize = 500;
+/// Default number of calls measured at each pipelining depth.
+pub const DEFAULT_PIPELINED_CALLS: usize = 20_000;
+/// Default pipelining depths (calls in flight).
+pub const DEFAULT_DEPTHS: [usize; 3] = [1, 8, 64];
+/// Default number of interleaved rounds for the compared phases.
+pub const DEFAULT_ROUNDS: usize = 5;
+/// Default number of cold starts per wrapper.
+pub const DEFAULT_COLD_STARTS: usize = 20;
+/// Default number of recovery attempts per wrapper.
+pub const DEFAULT_RECOVERIES: usize = 20;
+/// Default longest wait for any one response before a subject is declared
+/// stuck (longer than the wrapper's 10 s connect wait).
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The name of the floor subject in reports.
+pub const FLOOR_NAME: &str = "floor";
+/// The name of [`BenchConfig::wrapper`] in reports.
+pub const WRAPPER_NAME: &str = "wrapper";
+/// The tool every call invokes (the daemon method the floor calls).
+pub const TOOL: &str = "topology";
+
+/// What to bench and how much.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// The main wrapper under test (reported as `wrapper`); normally this
+    /// workspace's release build, chosen by the caller.
+    pub wrapper: WrapperCommand,
+    /// The fake daemon binary (release build for meaningful floor figures).
+    pub fake_daemon_bin: PathBuf,
+    /// More wrappers to measure the same way, as (name, command), for
+    /// example `("node", node /path/dist/index.js)`.
+    pub compare: Vec<(String, WrapperCommand)>,
+    /// Sequential calls measured per subject.
+    pub calls: usize,
+    /// Calls made before each measurement (sequential, and at each depth),
+    /// so connections, allocators and caches are warm.
+    pub warmup_calls: usize,
+    /// Calls measured at each depth.
+    pub pipelined_calls: usize,
+    /// Pipelining depths (calls in flight); each must be at least 1.
+    pub depths: Vec<usize>,
+    /// Slices the sequential and pipelined phases are cut into; each round
+    /// runs one slice of every subject in turn, so drift in the machine's
+    /// load affects all subjects alike (1 measures each subject in one go).
+    pub rounds: usize,
+    /// Cold starts per wrapper (0 skips them).
+    pub cold_starts: usize,
+    /// Recovery attempts per wrapper (0 skips them).
+    pub recoveries: usize,
+    /// Longest wait for any response; a subject silent for longer is
+    /// stopped and the phase reported as failed.
+    pub response_timeout: Duration,
+    /// Where `bench.json` and `bench.md` are written (created if needed).
+    pub out_dir: PathBuf,
+    /// Print one line per phase to stderr while running.
+    pub progress: bool,
+}
+
+impl BenchConfig {
+    /// The defaults for `wrapper`, with no compared wrappers.
+    pub fn new(
+        wrapper: WrapperCommand,
+        fake_daemon_bin: impl Into<PathBuf>,
+        out_dir: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            wrapper,
+            fake_daemon_bin: fake_daemon_bin.into(),
+            compare: Vec::new(),
+            calls: DEFAULT_CALLS,
+            warmup_calls: DEFAULT_WARMUP_CALLS,
+            pipelined_calls: DEFAULT_PIPELINED_CALLS,
+            depths: DEFAULT_DEPTHS.to_vec(),
+            rounds: DEFAULT_ROUNDS,
+            cold_starts: DEFAULT_COLD_STARTS,
+            recoveries: DEFAULT_RECOVERIES,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            out_dir: out_dir.into(),
+            progress: false,
+        }
+    }
+
+    /// Parses a `--compare` argument, `NAME=CMD`, where CMD is split by
+    /// [`WrapperCommand::parse_shell_words`].
+    pub fn parse_compare(arg: &str) -> Result<(String, WrapperCommand), HarnessError> {
+        let (name, command) = arg.split_once('=').ok_or_else(|| {
+            HarnessError::WrapperCommand(format!("expected NAME=CMD for --compare, got {arg:?}"))
+        })?;
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(HarnessError::WrapperCommand(format!(
+                "empty name in --compare {arg:?}"
+            )));
+        }
+        Ok((name.to_owned(), WrapperCommand::parse_shell_words(command)?))
+    }
+
+    /// Checks the numbers and names before anything is started.
+    pub fn validate(&self) -> Result<(), HarnessError> {
+        let invalid = |why: String| Err(HarnessError::Scenario(format!("bench settings: {why}")));
+        if self.calls == 0 {
+            return invalid("calls must be at least 1".to_owned());
+        }
+        if self.depths.contains(&0) {
+            return invalid("every depth must be at least 1".to_owned());
+        }
+        if !self.depths.is_empty() && self.pipelined_calls == 0 {
+            return invalid("pipelined_calls must be at least 1".to_owned());
+        }
+        if self.rounds == 0 {
+            return invalid("rounds must be at least 1".to_owned());
+        }
+        if self.response_timeout.is_zero() {
+            return invalid("response_timeout must not be zero".to_owned());
+        }
+        let mut names = vec![FLOOR_NAME, WRAPPER_NAME];
+        for (name, _) in &self.compare {
+            if name.trim().is_empty() {
+                return invalid("a compared wrapper has an empty name".to_owned());
+            }
+            if names.contains(&name.as_str()) {
+                return invalid(format!("subject name {name:?} is used twice (or reserved)"));
+            }
+            names.push(name);
+        }
+        Ok(())
+    }
+
+    /// The settings as recorded in the report.
+    fn settings(&self) -> Settings {
+        Settings {
+            calls: self.calls,
+            warmup_calls: self.warmup_calls,
+            pipelined_calls: self.pipelined_calls,
+            depths: self.depths.clone(),
+            rounds: self.rounds,
+            cold_starts: self.cold_starts,
+            recoveries: self.recoveries,
+            response_timeout_ms: u64::try_from(self.response_timeout.as_millis())
+                .unwrap_or(u64::MAX),
+            fake_daemon: self.fake_daemon_bin.display().to_string(),
+            protocol_version: transport::PROTOCOL_VERSION.to_owned(),
+            tool: TOOL.to_owned(),
+        }
+    }
+}
+
+/// Runs the whole bench and writes `bench.json` and `bench.md` into
+/// `config.out_dir`.
+///
+/// Errors are reserved for a bench that cannot run at all: invalid
+/// settings, a fake daemon that does not start, a floor that does not
+/// answer, an output directory that cannot be written. A wrapper that fails
+/// a phase (does not start, exits, stops answering) gets the error recorded
+/// in its [`SubjectReport::errors`] and the remaining subjects are still
+/// measured.
+pub fn run(config: &BenchConfig) -> Result<BenchReport, HarnessError> {
+    config.validate()?;
+    let subjects = runner::run_all(config)?;
+    let finished = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let report = BenchReport::new(HostInfo::current(), config.settings(), subjects, finished);
+    write_report(&report, &config.out_dir)?;
+    Ok(report)
+}
+
+/// Writes `bench.json` (pretty-printed) and `bench.md` into `dir`, creating
+/// it if needed, and returns their paths.
+pub fn write_report(report: &BenchReport, dir: &Path) -> Result<(PathBuf, PathBuf), HarnessError> {
+    fs::create_dir_all(dir)
+        .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
+    let json_path = dir.join("bench.json");
+    let markdown_path = dir.join("bench.md");
+    let mut json = serde_json::to_vec_pretty(report)
+        .map_err(|e| HarnessError::io("serialising the bench report", std::io::Error::other(e)))?;
+    json.push(b'\n');
+    fs::write(&json_path, json)
+        .map_err(|e| HarnessError::io(format!("writing {}", json_path.display()), e))?;
+    fs::write(&markdown_path, report.to_markdown())
+        .map_err(|e| HarnessError::io(format!("writing {}", markdown_path.display()), e))?;
+    Ok((json_path, markdown_path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_compare_arguments() {
+        let (name, cmd) = BenchConfig::parse_compare("node=node '/a b/index.js'").unwrap();
+        assert_eq!(name, "node");
+        assert_eq!(cmd.program, "node");
+        assert_eq!(cmd.args, ["/a b/index.js"]);
+        let (_, cmd) = BenchConfig::parse_compare("x=FOO=1 prog").unwrap();
+        assert_eq!(cmd.env.len(), 1);
+        assert!(BenchConfig::parse_compare("node").is_err());
+        assert!(BenchConfig::parse_compare("=node").is_err());
+        assert!(BenchConfig::parse_compare("n=").is_err());
+    }
+
+    #[test]
+    fn validates_settings() {
+        let base = BenchConfig::new(WrapperCommand::new("w"), "d", "out");
+        assert!(base.validate().is_ok());
+        let mut bad = base.clone();
+        bad.depths = vec![1, 0];
+        assert!(bad.validate().is_err());
+        let mut bad = base.clone();
+        bad.calls = 0;
+        assert!(bad.validate().is_err());
+        let mut bad = base.clone();
+        bad.compare = vec![("wrapper".to_owned(), WrapperCommand::new("x"))];
+        assert!(bad.validate().is_err());
+        let mut bad = base;
+        bad.compare = vec![
+            ("a".to_owned(), WrapperCommand::new("x")),
+            ("a".to_owned(), WrapperCommand::new("y")),
+        ];
+        assert!(bad.validate().is_err());
+    }
+}

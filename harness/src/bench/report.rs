@@ -1,0 +1,1047 @@
+//! The bench's results: figures per subject, the project's targets checked
+//! against them, and their JSON and Markdown renderings.
+//!
+//! All durations are integer nanoseconds in the JSON (exact, no unit
+//! guessing); the Markdown picks a readable unit. Ratios are always
+//! subject / floor, for latency (lower is better) and throughput (higher
+//! is better) alike.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::procfs::CpuShare;
+use super::scenarios::{PipelineRun, RecoveryRun, SequentialRun};
+use super::stats::{Summary, nanos};
+
+/// The target: wrapper p50 latency at most this multiple of the floor's.
+pub const MAX_P50_RATIO: f64 = 2.0;
+
+/// The target: pipelined throughput at [`TARGET_DEPTH`] at least this
+/// fraction of the floor's.
+pub const MIN_THROUGHPUT_RATIO: f64 = 0.5;
+
+/// The depth (calls in flight) the throughput target applies to.
+pub const TARGET_DEPTH: usize = 64;
+
+/// The target: median cold start (spawn to `tools/list` answered) below
+/// this.
+pub const MAX_COLD_START: Duration = Duration::from_millis(10);
+
+/// The target: peak RSS below this many bytes (10 MB, decimal).
+pub const MAX_PEAK_RSS_BYTES: u64 = 10_000_000;
+
+/// The target: median recovery (from `DROP` to the first successful call)
+/// below this, with no failed attempt.
+pub const MAX_RECOVERY: Duration = Duration::from_millis(5);
+
+/// Everything one bench run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    /// When the run finished, in seconds since the Unix epoch.
+    pub finished_unix_secs: u64,
+    /// The machine it ran on.
+    pub host: HostInfo,
+    /// The parameters it ran with.
+    pub settings: Settings,
+    /// The floor first, then each wrapper in the order given.
+    pub subjects: Vec<SubjectReport>,
+    /// The project's targets, checked for every wrapper subject.
+    pub targets: Vec<TargetRow>,
+}
+
+/// The machine a bench ran on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostInfo {
+    /// `std::env::consts::OS`.
+    pub os: String,
+    /// `std::env::consts::ARCH`.
+    pub arch: String,
+    /// Available parallelism (CPUs the bench may use).
+    pub cpus: usize,
+}
+
+impl HostInfo {
+    /// This machine.
+    pub fn current() -> Self {
+        Self {
+            os: std::env::consts::OS.to_owned(),
+            arch: std::env::consts::ARCH.to_owned(),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// The parameters of a run, as recorded in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Settings {
+    /// Sequential calls measured per subject.
+    pub calls: usize,
+    /// Calls made before measuring (sequential, and at each depth).
+    pub warmup_calls: usize,
+    /// Calls measured at each depth.
+    pub pipelined_calls: usize,
+    /// Calls in flight for the pipelined runs.
+    pub depths: Vec<usize>,
+    /// Interleaved rounds the sequential and pipelined phases were cut
+    /// into.
+    pub rounds: usize,
+    /// Cold starts per wrapper.
+    pub cold_starts: usize,
+    /// Recovery attempts per wrapper.
+    pub recoveries: usize,
+    /// The longest the bench waited for any response.
+    pub response_timeout_ms: u64,
+    /// The fake daemon binary.
+    pub fake_daemon: String,
+    /// The MCP revision of `initialize`.
+    pub protocol_version: String,
+    /// The tool every call invokes.
+    pub tool: String,
+}
+
+/// What a subject is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubjectKind {
+    /// The client talking to the fake daemon's socket directly: the best
+    /// any wrapper could do.
+    Floor,
+    /// An MCP wrapper process between the client and the fake daemon.
+    Wrapper,
+}
+
+/// Everything measured for one subject. Figures a subject cannot have
+/// (cold start of the floor) or that a failure prevented are `None`; the
+/// failure is in `errors`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubjectReport {
+    /// Short name (`floor`, `wrapper`, or a `--compare` name).
+    pub name: String,
+    /// Floor or wrapper.
+    pub kind: SubjectKind,
+    /// The command run (or what the floor talks to).
+    pub command: String,
+    /// Spawn to first answers, no daemon present.
+    pub cold_start: Option<ColdStartStats>,
+    /// One call at a time.
+    pub sequential: Option<SequentialStats>,
+    /// Several calls in flight, one entry per depth measured.
+    pub pipelined: Vec<ThroughputStats>,
+    /// `VmHWM` after the sequential and pipelined load, in KiB.
+    pub peak_rss_kib: Option<u64>,
+    /// Calls right after the daemon dropped the connection.
+    pub recovery: Option<RecoveryStats>,
+    /// Lines the subject wrote that were not responses, or responses to
+    /// no pending call.
+    pub skipped_lines: u64,
+    /// What went wrong, one message per failed phase.
+    pub errors: Vec<String>,
+}
+
+impl SubjectReport {
+    /// An empty report for a subject.
+    pub fn new(name: impl Into<String>, kind: SubjectKind, command: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+            command: command.into(),
+            cold_start: None,
+            sequential: None,
+            pipelined: Vec::new(),
+            peak_rss_kib: None,
+            recovery: None,
+            skipped_lines: 0,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The throughput measured at `depth`, if any.
+    pub fn throughput_at(&self, depth: usize) -> Option<&ThroughputStats> {
+        self.pipelined.iter().find(|t| t.depth == depth)
+    }
+
+    /// Calls answered with an error over the sequential and pipelined
+    /// phases.
+    pub fn failed_calls(&self) -> usize {
+        self.sequential.as_ref().map_or(0, |s| s.failures)
+            + self.pipelined.iter().map(|t| t.failures).sum::<usize>()
+    }
+}
+
+/// Cold-start figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ColdStartStats {
+    /// Starts attempted.
+    pub attempts: usize,
+    /// Starts that did not get both answers.
+    pub failures: usize,
+    /// Spawn to the `initialize` response.
+    pub initialize: Option<Summary>,
+    /// Spawn to the `tools/list` response.
+    pub tools_list: Option<Summary>,
+}
+
+/// Sequential latency figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SequentialStats {
+    /// Calls measured.
+    pub calls: usize,
+    /// Calls answered with an error (left out of `latency`).
+    pub failures: usize,
+    /// Latency of the successful calls.
+    pub latency: Option<Summary>,
+    /// How busy each process was meanwhile.
+    pub cpu: Option<CpuShare>,
+}
+
+impl SequentialStats {
+    /// Summarises a run of `calls` calls.
+    pub(crate) fn new(calls: usize, mut run: SequentialRun, cpu: Option<CpuShare>) -> Self {
+        Self {
+            calls,
+            failures: run.failures,
+            latency: Summary::from_samples(&mut run.samples),
+            cpu,
+        }
+    }
+}
+
+/// Pipelined throughput at one depth.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThroughputStats {
+    /// Calls in flight.
+    pub depth: usize,
+    /// Calls measured.
+    pub calls: usize,
+    /// Calls answered with an error.
+    pub failures: usize,
+    /// Responses to no call of the run (duplicates, unknown ids).
+    pub stray: usize,
+    /// From the first request to the last response.
+    pub elapsed_ns: u64,
+    /// `calls / elapsed`.
+    pub calls_per_sec: f64,
+    /// How busy each process was meanwhile.
+    pub cpu: Option<CpuShare>,
+}
+
+impl ThroughputStats {
+    /// Summarises a pipelined run at `depth`.
+    pub(crate) fn new(depth: usize, run: &PipelineRun, cpu: Option<CpuShare>) -> Self {
+        let seconds = run.elapsed.as_secs_f64();
+        Self {
+            depth,
+            calls: run.calls,
+            failures: run.failures,
+            stray: run.stray,
+            elapsed_ns: nanos(run.elapsed),
+            calls_per_sec: if seconds > 0.0 {
+                run.calls as f64 / seconds
+            } else {
+                0.0
+            },
+            cpu,
+        }
+    }
+}
+
+/// Recovery figures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecoveryStats {
+    /// Attempts made.
+    pub attempts: usize,
+    /// Attempts whose call failed instead of waiting for the reconnect.
+    pub failures: usize,
+    /// `DROP` sent to successful response, over successful attempts.
+    pub from_drop: Option<Summary>,
+    /// `DROPPED` received to successful response.
+    pub from_dropped_ack: Option<Summary>,
+    /// The first few failed responses, as text.
+    pub failure_examples: Vec<String>,
+    /// Why the attempts stopped before the planned number, if they did.
+    pub abandoned: Option<String>,
+}
+
+impl RecoveryStats {
+    /// How many failed responses are kept as examples.
+    const EXAMPLES: usize = 3;
+
+    /// Summarises a recovery run.
+    pub(crate) fn new(mut run: RecoveryRun) -> Self {
+        let failures = run.failures.len();
+        run.failures.truncate(Self::EXAMPLES);
+        Self {
+            attempts: run.attempts,
+            failures,
+            from_drop: Summary::from_samples(&mut run.from_drop),
+            from_dropped_ack: Summary::from_samples(&mut run.from_dropped_ack),
+            failure_examples: run.failures,
+            abandoned: run.abandoned,
+        }
+    }
+}
+
+/// The project's targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// Sequential p50 latency relative to the floor's.
+    LatencyRatio,
+    /// Throughput at [`TARGET_DEPTH`] relative to the floor's.
+    ThroughputRatio,
+    /// Median cold start.
+    ColdStart,
+    /// Peak RSS.
+    PeakRss,
+    /// Median recovery, and no failed attempt.
+    Recovery,
+}
+
+impl Target {
+    /// Every target, in report order.
+    pub const ALL: [Self; 5] = [
+        Self::LatencyRatio,
+        Self::ThroughputRatio,
+        Self::ColdStart,
+        Self::PeakRss,
+        Self::Recovery,
+    ];
+
+    /// What the target is about.
+    pub fn description(self) -> String {
+        match self {
+            Self::LatencyRatio => "sequential p50 latency vs floor".to_owned(),
+            Self::ThroughputRatio => format!("throughput at {TARGET_DEPTH} in flight vs floor"),
+            Self::ColdStart => "cold start to tools/list answered (median)".to_owned(),
+            Self::PeakRss => "peak RSS (VmHWM) after load".to_owned(),
+            Self::Recovery => "recovery from DROP (median, no failure)".to_owned(),
+        }
+    }
+
+    /// The limit, as text.
+    pub fn limit(self) -> String {
+        match self {
+            Self::LatencyRatio => format!("≤ {MAX_P50_RATIO:.1}×"),
+            Self::ThroughputRatio => format!("≥ {MIN_THROUGHPUT_RATIO:.1}×"),
+            Self::ColdStart => format!("< {}", format_ns(nanos(MAX_COLD_START))),
+            Self::PeakRss => format!("< {}", format_bytes(MAX_PEAK_RSS_BYTES)),
+            Self::Recovery => format!("< {}", format_ns(nanos(MAX_RECOVERY))),
+        }
+    }
+
+    /// Checks `subject` against the target.
+    pub fn check(self, subject: &SubjectReport, floor: Option<&SubjectReport>) -> Verdict {
+        let (value, shown, pass) = match self {
+            Self::LatencyRatio => match latency_ratio(subject, floor) {
+                Some(ratio) => (Some(ratio), format_ratio(ratio), ratio <= MAX_P50_RATIO),
+                None => return Verdict::missing(subject),
+            },
+            Self::ThroughputRatio => match throughput_ratio(subject, floor, TARGET_DEPTH) {
+                Some(ratio) => (
+                    Some(ratio),
+                    format_ratio(ratio),
+                    ratio >= MIN_THROUGHPUT_RATIO,
+                ),
+                None => return Verdict::missing(subject),
+            },
+            Self::ColdStart => match cold_start_median(subject) {
+                Some(ns) => (Some(ns as f64), format_ns(ns), ns < nanos(MAX_COLD_START)),
+                None => return Verdict::missing(subject),
+            },
+            Self::PeakRss => match subject.peak_rss_kib {
+                Some(kib) => {
+                    let bytes = kib.saturating_mul(1024);
+                    (
+                        Some(bytes as f64),
+                        format_bytes(bytes),
+                        bytes < MAX_PEAK_RSS_BYTES,
+                    )
+                }
+                None => return Verdict::missing(subject),
+            },
+            Self::Recovery => match &subject.recovery {
+                Some(recovery) if recovery.failures > 0 || recovery.abandoned.is_some() => (
+                    None,
+                    format!("{}/{} failed", recovery.failures, recovery.attempts),
+                    false,
+                ),
+                Some(RecoveryStats {
+                    from_drop: Some(summary),
+                    ..
+                }) => (
+                    Some(summary.p50_ns as f64),
+                    format_ns(summary.p50_ns),
+                    summary.p50_ns < nanos(MAX_RECOVERY),
+                ),
+                _ => return Verdict::missing(subject),
+            },
+        };
+        Verdict {
+            subject: subject.name.clone(),
+            value,
+            shown,
+            pass: Some(pass),
+        }
+    }
+}
+
+/// One target checked for every wrapper subject.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetRow {
+    /// Which target.
+    pub target: Target,
+    /// What it is about.
+    pub description: String,
+    /// The limit, as text.
+    pub limit: String,
+    /// One verdict per wrapper subject, in subject order.
+    pub verdicts: Vec<Verdict>,
+}
+
+/// A subject's standing against one target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// The subject's name.
+    pub subject: String,
+    /// The figure compared (a ratio, nanoseconds or bytes), when there is
+    /// one.
+    pub value: Option<f64>,
+    /// The figure as shown in the table.
+    pub shown: String,
+    /// `Some(true)` pass, `Some(false)` miss, `None` not measured.
+    pub pass: Option<bool>,
+}
+
+impl Verdict {
+    fn missing(subject: &SubjectReport) -> Self {
+        Self {
+            subject: subject.name.clone(),
+            value: None,
+            shown: "no figure".to_owned(),
+            pass: None,
+        }
+    }
+
+    fn cell(&self) -> String {
+        match self.pass {
+            Some(true) => format!("pass ({})", self.shown),
+            Some(false) => format!("**miss** ({})", self.shown),
+            None => format!("n/a ({})", self.shown),
+        }
+    }
+}
+
+/// Subject p50 / floor p50.
+pub fn latency_ratio(subject: &SubjectReport, floor: Option<&SubjectReport>) -> Option<f64> {
+    let p50 = |s: &SubjectReport| Some(s.sequential.as_ref()?.latency?.p50_ns);
+    ratio(p50(subject)? as f64, p50(floor?)? as f64)
+}
+
+/// Subject calls/s / floor calls/s at `depth`.
+pub fn throughput_ratio(
+    subject: &SubjectReport,
+    floor: Option<&SubjectReport>,
+    depth: usize,
+) -> Option<f64> {
+    ratio(
+        subject.throughput_at(depth)?.calls_per_sec,
+        floor?.throughput_at(depth)?.calls_per_sec,
+    )
+}
+
+fn ratio(value: f64, floor: f64) -> Option<f64> {
+    (floor > 0.0).then(|| value / floor)
+}
+
+fn cold_start_median(subject: &SubjectReport) -> Option<u64> {
+    Some(subject.cold_start.as_ref()?.tools_list?.p50_ns)
+}
+
+impl BenchReport {
+    /// Assembles a report and checks the targets for every wrapper subject.
+    pub fn new(
+        host: HostInfo,
+        settings: Settings,
+        subjects: Vec<SubjectReport>,
+        finished_unix_secs: u64,
+    ) -> Self {
+        let floor = subjects.iter().find(|s| s.kind == SubjectKind::Floor);
+        let targets = Target::ALL
+            .iter()
+            .map(|&target| TargetRow {
+                target,
+                description: target.description(),
+                limit: target.limit(),
+                verdicts: subjects
+                    .iter()
+                    .filter(|s| s.kind == SubjectKind::Wrapper)
+                    .map(|s| target.check(s, floor))
+                    .collect(),
+            })
+            .collect();
+        Self {
+            finished_unix_secs,
+            host,
+            settings,
+            subjects,
+            targets,
+        }
+    }
+
+    /// The floor subject, if it was measured.
+    pub fn floor(&self) -> Option<&SubjectReport> {
+        self.subjects.iter().find(|s| s.kind == SubjectKind::Floor)
+    }
+
+    /// Whether every target passed for every wrapper subject named in
+    /// `subjects` (all wrappers when empty).
+    pub fn all_targets_pass(&self, subjects: &[&str]) -> bool {
+        self.targets.iter().all(|row| {
+            row.verdicts
+                .iter()
+                .filter(|v| subjects.is_empty() || subjects.contains(&v.subject.as_str()))
+                .all(|v| v.pass == Some(true))
+        })
+    }
+
+    /// Every error of every subject, as `subject: message`.
+    pub fn errors(&self) -> Vec<String> {
+        self.subjects
+            .iter()
+            .flat_map(|s| s.errors.iter().map(move |e| format!("{}: {e}", s.name)))
+            .collect()
+    }
+
+    /// The report as Markdown: a figures table (one column per subject,
+    /// ratios to the floor in parentheses), a targets table (pass/miss per
+    /// wrapper) and notes on anything that went wrong.
+    pub fn to_markdown(&self) -> String {
+        let mut out = String::new();
+        let s = &self.settings;
+        let _ = writeln!(out, "## Wrapper benchmark\n");
+        let _ = writeln!(
+            out,
+            "{} sequential `tools/call {}` per subject after {} warm-up calls; {} pipelined calls per depth; \
+             both in {} interleaved rounds; {} cold starts; {} recoveries. Host: {} {}, {} CPUs. \
+             Ratios in parentheses are subject / floor (the same client talking NDJSON straight to the fake daemon).\n",
+            s.calls,
+            s.tool,
+            s.warmup_calls,
+            s.pipelined_calls,
+            s.rounds,
+            s.cold_starts,
+            s.recoveries,
+            self.host.os,
+            self.host.arch,
+            self.host.cpus,
+        );
+        self.figures_table(&mut out);
+        if !self.targets.is_empty() && self.targets.iter().any(|r| !r.verdicts.is_empty()) {
+            out.push('\n');
+            self.targets_table(&mut out);
+        }
+        let notes = self.notes();
+        if !notes.is_empty() {
+            let _ = writeln!(out, "\nNotes:\n");
+            for note in notes {
+                let _ = writeln!(out, "- {note}");
+            }
+        }
+        out
+    }
+
+    fn figures_table(&self, out: &mut String) {
+        let floor = self.floor();
+        let mut header = vec!["figure".to_owned()];
+        header.extend(self.subjects.iter().map(|s| cell_text(&s.name)));
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        let mut row = |label: String, cell: &dyn Fn(&SubjectReport) -> String| {
+            let mut cells = vec![label];
+            cells.extend(self.subjects.iter().map(cell));
+            rows.push(cells);
+        };
+
+        let cold = |pick: fn(&ColdStartStats) -> Option<Summary>, value: fn(&Summary) -> u64| {
+            move |s: &SubjectReport| match &s.cold_start {
+                None => DASH.to_owned(),
+                Some(c) => pick(c).map_or_else(
+                    || format!("failed {}/{}", c.failures, c.attempts),
+                    |summary| format_ns(value(&summary)),
+                ),
+            }
+        };
+        row(
+            "cold start → initialize answered, median".to_owned(),
+            &cold(|c| c.initialize, |s| s.p50_ns),
+        );
+        row(
+            "cold start → tools/list answered, median".to_owned(),
+            &cold(|c| c.tools_list, |s| s.p50_ns),
+        );
+        row(
+            "cold start → tools/list answered, max".to_owned(),
+            &cold(|c| c.tools_list, |s| s.max_ns),
+        );
+
+        for (label, value) in [
+            ("p50", (|s: &Summary| s.p50_ns) as fn(&Summary) -> u64),
+            ("p99", |s: &Summary| s.p99_ns),
+            ("max", |s: &Summary| s.max_ns),
+        ] {
+            row(
+                format!("sequential latency {label}"),
+                &|s: &SubjectReport| {
+                    let Some(summary) = s.sequential.as_ref().and_then(|q| q.latency) else {
+                        return DASH.to_owned();
+                    };
+                    let floor_value = floor
+                        .filter(|f| s.kind != SubjectKind::Floor && f.kind == SubjectKind::Floor)
+                        .and_then(|f| f.sequential.as_ref()?.latency)
+                        .map(|f| value(&f) as f64);
+                    with_ratio(
+                        format_ns(value(&summary)),
+                        floor_value.and_then(|f| ratio(value(&summary) as f64, f)),
+                    )
+                },
+            );
+        }
+
+        for depth in self.depths() {
+            row(
+                format!("throughput, {depth} in flight"),
+                &|s: &SubjectReport| {
+                    let Some(t) = s.throughput_at(depth) else {
+                        return DASH.to_owned();
+                    };
+                    let r = (s.kind != SubjectKind::Floor)
+                        .then(|| throughput_ratio(s, floor, depth))
+                        .flatten();
+                    with_ratio(format_rate(t.calls_per_sec), r)
+                },
+            );
+        }
+        row(
+            "CPU during sequential (client / subject / daemon)".to_owned(),
+            &|s: &SubjectReport| format_cpu(s.sequential.as_ref().and_then(|q| q.cpu)),
+        );
+        for depth in self.depths() {
+            row(
+                format!("CPU at {depth} in flight (client / subject / daemon)"),
+                &|s: &SubjectReport| format_cpu(s.throughput_at(depth).and_then(|t| t.cpu)),
+            );
+        }
+
+        row(
+            "peak RSS (VmHWM) after load".to_owned(),
+            &|s: &SubjectReport| {
+                s.peak_rss_kib
+                    .map_or_else(|| DASH.to_owned(), |kib| format_bytes(kib * 1024))
+            },
+        );
+        let recovery = |pick: fn(&RecoveryStats) -> Option<Summary>, value: fn(&Summary) -> u64| {
+            move |s: &SubjectReport| match &s.recovery {
+                None => DASH.to_owned(),
+                Some(r) => {
+                    let mut cell =
+                        pick(r).map_or_else(|| DASH.to_owned(), |x| format_ns(value(&x)));
+                    if r.failures > 0 {
+                        let _ = write!(cell, "; {}/{} failed", r.failures, r.attempts);
+                    }
+                    if r.abandoned.is_some() {
+                        cell.push_str("; gave up");
+                    }
+                    cell
+                }
+            }
+        };
+        row(
+            "recovery, DROP → successful call, median".to_owned(),
+            &recovery(|r| r.from_drop, |s| s.p50_ns),
+        );
+        row(
+            "recovery, DROP → successful call, max".to_owned(),
+            &recovery(|r| r.from_drop, |s| s.max_ns),
+        );
+        row(
+            "recovery, DROPPED acknowledged → successful call, median".to_owned(),
+            &recovery(|r| r.from_dropped_ack, |s| s.p50_ns),
+        );
+        row("failed calls (sequential + pipelined)".to_owned(), &|s| {
+            s.failed_calls().to_string()
+        });
+
+        write_table(out, &header, &rows);
+    }
+
+    fn targets_table(&self, out: &mut String) {
+        let wrappers: Vec<&SubjectReport> = self
+            .subjects
+            .iter()
+            .filter(|s| s.kind == SubjectKind::Wrapper)
+            .collect();
+        let mut header = vec!["target".to_owned(), "limit".to_owned()];
+        header.extend(wrappers.iter().map(|s| cell_text(&s.name)));
+        let rows: Vec<Vec<String>> = self
+            .targets
+            .iter()
+            .map(|row| {
+                let mut cells = vec![cell_text(&row.description), cell_text(&row.limit)];
+                cells.extend(row.verdicts.iter().map(|v| cell_text(&v.cell())));
+                cells
+            })
+            .collect();
+        write_table(out, &header, &rows);
+    }
+
+    fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        for s in &self.subjects {
+            for error in &s.errors {
+                notes.push(format!("{}: {}", s.name, one_line(error)));
+            }
+            if let Some(r) = &s.recovery {
+                for example in &r.failure_examples {
+                    notes.push(format!(
+                        "{}: failed recovery call answered `{}`",
+                        s.name,
+                        one_line(example)
+                    ));
+                }
+                if let Some(why) = &r.abandoned {
+                    notes.push(format!("{}: recovery {}", s.name, one_line(why)));
+                }
+            }
+            if s.skipped_lines > 0 {
+                notes.push(format!(
+                    "{}: {} output lines were not responses to pending calls",
+                    s.name, s.skipped_lines
+                ));
+            }
+            let stray: usize = s.pipelined.iter().map(|t| t.stray).sum();
+            if stray > 0 {
+                notes.push(format!(
+                    "{}: {stray} pipelined responses had unknown or repeated ids",
+                    s.name
+                ));
+            }
+        }
+        notes
+    }
+
+    /// Every depth measured by any subject, ascending.
+    fn depths(&self) -> Vec<usize> {
+        let mut depths: Vec<usize> = self
+            .subjects
+            .iter()
+            .flat_map(|s| s.pipelined.iter().map(|t| t.depth))
+            .collect();
+        depths.sort_unstable();
+        depths.dedup();
+        depths
+    }
+}
+
+const DASH: &str = "–";
+
+fn with_ratio(value: String, ratio: Option<f64>) -> String {
+    match ratio {
+        Some(r) => format!("{value} ({})", format_ratio(r)),
+        None => value,
+    }
+}
+
+/// Writes a Markdown table; the first column is left-aligned, the others
+/// right-aligned, and columns are padded to line up in plain text too.
+fn write_table(out: &mut String, header: &[String], rows: &[Vec<String>]) {
+    let columns = header.len();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |out: &mut String, cells: &[String]| {
+        out.push('|');
+        for (k, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+            let pad = width.saturating_sub(cell.chars().count());
+            if k == 0 {
+                let _ = write!(out, " {cell}{} |", " ".repeat(pad));
+            } else {
+                let _ = write!(out, " {}{cell} |", " ".repeat(pad));
+            }
+        }
+        out.push('\n');
+    };
+    line(out, header);
+    out.push('|');
+    for (k, width) in widths.iter().enumerate().take(columns) {
+        let dashes = "-".repeat((*width).max(3));
+        if k == 0 {
+            let _ = write!(out, " {dashes} |");
+        } else {
+            let _ = write!(out, " {}: |", &dashes[1..]);
+        }
+    }
+    out.push('\n');
+    for row in rows {
+        line(out, row);
+    }
+}
+
+/// Text safe inside a table cell (no pipes, no newlines).
+fn cell_text(text: &str) -> String {
+    one_line(text).replace('|', "\\|")
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A duration in a readable unit: `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`.
+pub fn format_ns(ns: u64) -> String {
+    let ns_f = ns as f64;
+    if ns < 1_000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.1} µs", ns_f / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2} ms", ns_f / 1e6)
+    } else {
+        format!("{:.2} s", ns_f / 1e9)
+    }
+}
+
+/// A rate with thousands separators: `45,678 calls/s`.
+pub fn format_rate(per_sec: f64) -> String {
+    let whole = per_sec.round().max(0.0) as u64;
+    let digits = whole.to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (k, c) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("{grouped} calls/s")
+}
+
+/// A ratio: `1.96×`.
+pub fn format_ratio(ratio: f64) -> String {
+    format!("{ratio:.2}×")
+}
+
+/// Bytes in decimal megabytes: `4.2 MB`.
+pub fn format_bytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+fn format_cpu(cpu: Option<CpuShare>) -> String {
+    let Some(cpu) = cpu else {
+        return DASH.to_owned();
+    };
+    let pct = |p: Option<f64>| p.map_or_else(|| DASH.to_owned(), |p| format!("{p:.0}%"));
+    format!(
+        "{} / {} / {}",
+        pct(cpu.client_pct),
+        pct(cpu.subject_pct),
+        pct(cpu.daemon_pct)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(p50_ns: u64, max_ns: u64) -> Summary {
+        Summary {
+            count: 10,
+            min_ns: p50_ns / 2,
+            p50_ns,
+            p99_ns: max_ns,
+            max_ns,
+            mean_ns: p50_ns,
+        }
+    }
+
+    fn throughput(depth: usize, calls_per_sec: f64) -> ThroughputStats {
+        ThroughputStats {
+            depth,
+            calls: 1000,
+            failures: 0,
+            stray: 0,
+            elapsed_ns: 1,
+            calls_per_sec,
+            cpu: None,
+        }
+    }
+
+    fn sample_report() -> BenchReport {
+        let mut floor = SubjectReport::new("floor", SubjectKind::Floor, "fake-daemon");
+        floor.sequential = Some(SequentialStats {
+            calls: 10,
+            failures: 0,
+            latency: Some(summary(10_000, 50_000)),
+            cpu: Some(CpuShare {
+                client_pct: Some(40.0),
+                subject_pct: None,
+                daemon_pct: Some(35.0),
+            }),
+        });
+        floor.pipelined = vec![throughput(1, 50_000.0), throughput(64, 200_000.0)];
+
+        let mut wrapper = SubjectReport::new("wrapper", SubjectKind::Wrapper, "iai-mcp-wrapper");
+        wrapper.cold_start = Some(ColdStartStats {
+            attempts: 2,
+            failures: 0,
+            initialize: Some(summary(1_500_000, 2_000_000)),
+            tools_list: Some(summary(2_000_000, 3_000_000)),
+        });
+        wrapper.sequential = Some(SequentialStats {
+            calls: 10,
+            failures: 0,
+            latency: Some(summary(15_000, 90_000)),
+            cpu: None,
+        });
+        wrapper.pipelined = vec![throughput(1, 30_000.0), throughput(64, 150_000.0)];
+        wrapper.peak_rss_kib = Some(4_000);
+        wrapper.recovery = Some(RecoveryStats {
+            attempts: 2,
+            failures: 0,
+            from_drop: Some(summary(300_000, 400_000)),
+            from_dropped_ack: Some(summary(200_000, 300_000)),
+            failure_examples: Vec::new(),
+            abandoned: None,
+        });
+
+        let mut node = SubjectReport::new("node|js", SubjectKind::Wrapper, "node index.js");
+        node.cold_start = Some(ColdStartStats {
+            attempts: 2,
+            failures: 2,
+            initialize: None,
+            tools_list: None,
+        });
+        node.sequential = Some(SequentialStats {
+            calls: 10,
+            failures: 1,
+            latency: Some(summary(40_000, 100_000)),
+            cpu: None,
+        });
+        node.peak_rss_kib = Some(50_000);
+        node.recovery = Some(RecoveryStats {
+            attempts: 2,
+            failures: 2,
+            from_drop: None,
+            from_dropped_ack: None,
+            failure_examples: vec!["daemon_unreachable:\nbridge not connected".to_owned()],
+            abandoned: Some("gave up after 2 of 3 attempts".to_owned()),
+        });
+        node.errors.push("pipelined: stream closed".to_owned());
+
+        let settings = Settings {
+            calls: 10,
+            warmup_calls: 5,
+            pipelined_calls: 1000,
+            depths: vec![1, 64],
+            rounds: 1,
+            cold_starts: 2,
+            recoveries: 2,
+            response_timeout_ms: 30_000,
+            fake_daemon: "fake-daemon".to_owned(),
+            protocol_version: "2025-06-18".to_owned(),
+            tool: "topology".to_owned(),
+        };
+        let host = HostInfo {
+            os: "linux".to_owned(),
+            arch: "x86_64".to_owned(),
+            cpus: 2,
+        };
+        BenchReport::new(host, settings, vec![floor, wrapper, node], 0)
+    }
+
+    #[test]
+    fn targets_pass_and_miss() {
+        let report = sample_report();
+        let verdicts = |target: Target| {
+            report
+                .targets
+                .iter()
+                .find(|r| r.target == target)
+                .unwrap()
+                .verdicts
+                .iter()
+                .map(|v| v.pass)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(verdicts(Target::LatencyRatio), [Some(true), Some(false)]);
+        assert_eq!(verdicts(Target::ThroughputRatio), [Some(true), None]);
+        assert_eq!(verdicts(Target::ColdStart), [Some(true), None]);
+        assert_eq!(verdicts(Target::PeakRss), [Some(true), Some(false)]);
+        assert_eq!(verdicts(Target::Recovery), [Some(true), Some(false)]);
+        assert!(report.all_targets_pass(&["wrapper"]));
+        assert!(!report.all_targets_pass(&[]));
+        assert_eq!(report.errors(), ["node|js: pipelined: stream closed"]);
+    }
+
+    #[test]
+    fn markdown_tables_line_up_with_ratios() {
+        let text = sample_report().to_markdown();
+        let tables: Vec<Vec<&str>> = text
+            .split("\n\n")
+            .map(|block| block.lines().filter(|l| l.starts_with('|')).collect())
+            .filter(|lines: &Vec<&str>| !lines.is_empty())
+            .collect();
+        assert_eq!(tables.len(), 2, "{text}");
+        for table in &tables {
+            // Every row has as many cells as the header; escaped pipes in
+            // names do not count.
+            let cells = |l: &str| l.replace("\\|", "").matches('|').count();
+            let columns = cells(table[0]);
+            assert!(table.iter().all(|l| cells(l) == columns), "{text}");
+            assert!(table[1].contains("---"));
+        }
+        assert!(
+            text.contains("| floor |") || text.contains(" floor "),
+            "{text}"
+        );
+        assert!(text.contains("node\\|js"), "{text}");
+        // Latency ratio 15 µs / 10 µs, throughput 150k / 200k.
+        assert!(text.contains("15.0 µs (1.50×)"), "{text}");
+        assert!(text.contains("150,000 calls/s (0.75×)"), "{text}");
+        assert!(text.contains("200,000 calls/s |"), "{text}");
+        assert!(text.contains("2.00 ms"), "{text}");
+        assert!(text.contains("failed 2/2"), "{text}");
+        assert!(text.contains("4.1 MB"), "{text}");
+        assert!(text.contains("40% / – / 35%"), "{text}");
+        assert!(text.contains("pass (1.50×)"), "{text}");
+        assert!(text.contains("**miss** (4.00×)"), "{text}");
+        assert!(text.contains("**miss** (2/2 failed)"), "{text}");
+        assert!(text.contains("n/a (no figure)"), "{text}");
+        assert!(
+            text.contains(
+                "node|js: failed recovery call answered `daemon_unreachable: bridge not connected`"
+            ),
+            "{text}"
+        );
+        let json = serde_json::to_value(sample_report()).unwrap();
+        assert_eq!(
+            json["subjects"][1]["sequential"]["latency"]["p50_ns"],
+            15_000
+        );
+        assert_eq!(json["targets"][0]["target"], "latency_ratio");
+    }
+
+    #[test]
+    fn formats_units() {
+        assert_eq!(format_ns(850), "850 ns");
+        assert_eq!(format_ns(12_345), "12.3 µs");
+        assert_eq!(format_ns(4_560_000), "4.56 ms");
+        assert_eq!(format_ns(1_230_000_000), "1.23 s");
+        assert_eq!(format_rate(999.4), "999 calls/s");
+        assert_eq!(format_rate(45_678.0), "45,678 calls/s");
+        assert_eq!(format_rate(1_234_567.0), "1,234,567 calls/s");
+        assert_eq!(format_ratio(0.5), "0.50×");
+        assert_eq!(format_bytes(4_096_000), "4.1 MB");
+    }
+}

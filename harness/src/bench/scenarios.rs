@@ -1,0 +1,362 @@
+//! The measured phases, each a plain loop over one [`Channel`].
+//!
+//! Phases return raw observations (samples, counts); turning them into
+//! figures is [`report`](super::report)'s job. A failed *call* (a JSON-RPC
+//! error or an MCP tool error) is an observation and is counted; a broken
+//! *stream* (the subject exited, or stopped answering and was stopped by
+//! the watchdog) is an error that ends the phase.
+
+use std::io::{Read, Write};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::stats::nanos;
+use super::subject::{Channel, WrapperEnv};
+use super::transport::{RequestTemplate, initialize_template, notification_line};
+use crate::bins::error_chain;
+use crate::client::ClientError;
+use crate::daemon::FakeDaemon;
+use crate::error::HarnessError;
+use crate::wrapper::WrapperCommand;
+
+/// Pause between two attempts while waiting for a subject to answer a call
+/// successfully.
+const RETRY_PAUSE: Duration = Duration::from_millis(10);
+
+/// Pause before each recovery attempt, so the previous reconnect and any
+/// background work it started have settled.
+const RECOVERY_SETTLE: Duration = Duration::from_millis(20);
+
+/// Sends `initialize` and `notifications/initialized`; an error response
+/// is [`ClientError::ErrorResponse`].
+pub fn initialize<R: Read, W: Write>(io: &mut Channel<R, W>) -> Result<(), HarnessError> {
+    let response = io.call(&initialize_template())?;
+    if !response.outcome.is_success() {
+        return Err(error_response(io).into());
+    }
+    io.writer
+        .send_raw(&notification_line("notifications/initialized", &json!({})))?;
+    Ok(())
+}
+
+/// The last line read as a [`ClientError::ErrorResponse`].
+fn error_response<R: Read, W: Write>(io: &Channel<R, W>) -> ClientError {
+    let value = serde_json::from_slice(io.reader.last_line())
+        .unwrap_or_else(|_| serde_json::Value::String(io.last_line_excerpt()));
+    ClientError::ErrorResponse(value)
+}
+
+/// Calls until one call succeeds, for at most `within`: a wrapper may still
+/// be connecting to the daemon (this workspace's waits for the connection;
+/// others may fail fast until it is up).
+pub fn wait_ready<R: Read, W: Write>(
+    io: &mut Channel<R, W>,
+    template: &RequestTemplate,
+    within: Duration,
+) -> Result<(), HarnessError> {
+    let start = Instant::now();
+    loop {
+        if io.call(template)?.outcome.is_success() {
+            return Ok(());
+        }
+        if start.elapsed() >= within {
+            return Err(HarnessError::Scenario(format!(
+                "no call succeeded within {within:?}; last response: {}",
+                io.last_line_excerpt()
+            )));
+        }
+        thread::sleep(RETRY_PAUSE);
+    }
+}
+
+/// What [`sequential`] observed.
+#[derive(Debug, Clone, Default)]
+pub struct SequentialRun {
+    /// Latency of each successful call, in nanoseconds, in call order.
+    pub samples: Vec<u64>,
+    /// Calls answered with an error.
+    pub failures: usize,
+}
+
+/// `calls` calls one after the other, each timed from just before its
+/// request is written to just after its response is parsed.
+pub fn sequential<R: Read, W: Write>(
+    io: &mut Channel<R, W>,
+    template: &RequestTemplate,
+    calls: usize,
+) -> Result<SequentialRun, HarnessError> {
+    let mut run = SequentialRun {
+        samples: Vec::with_capacity(calls),
+        failures: 0,
+    };
+    for _ in 0..calls {
+        let id = io.take_ids(1);
+        let start = Instant::now();
+        io.writer.send(template, id)?;
+        let response = io.reader.response_to(id)?;
+        let elapsed = start.elapsed();
+        if response.outcome.is_success() {
+            run.samples.push(nanos(elapsed));
+        } else {
+            run.failures += 1;
+        }
+    }
+    Ok(run)
+}
+
+/// What [`pipelined`] observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineRun {
+    /// Calls made (and answered).
+    pub calls: usize,
+    /// Calls answered with an error.
+    pub failures: usize,
+    /// Responses whose id was not one of this run's, or came twice.
+    pub stray: usize,
+    /// From the first request written to the last response read.
+    pub elapsed: Duration,
+}
+
+/// `calls` calls with up to `depth` in flight: a writer thread sends a
+/// request whenever fewer than `depth` are unanswered, and this thread reads
+/// responses (in whatever order they come) and hands the writer a permit
+/// for each.
+pub fn pipelined<R: Read, W: Write + Send>(
+    io: &mut Channel<R, W>,
+    template: &RequestTemplate,
+    calls: usize,
+    depth: usize,
+) -> Result<PipelineRun, HarnessError> {
+    let depth = depth.max(1);
+    let first = io.take_ids(calls);
+    let Channel { reader, writer, .. } = io;
+    // Permits in the channel + requests unanswered <= depth, so sends on
+    // the channel never block.
+    let (permits, permit_rx) = mpsc::sync_channel::<()>(depth);
+    for _ in 0..depth.min(calls) {
+        // The receiver is alive: this cannot fail.
+        let _ = permits.send(());
+    }
+    let start = Instant::now();
+    thread::scope(|scope| {
+        let sender = thread::Builder::new()
+            .name("bench-writer".to_owned())
+            .spawn_scoped(scope, move || -> Result<(), ClientError> {
+                for offset in 0..calls as u64 {
+                    if permit_rx.recv().is_err() {
+                        // The reader gave up; its error is the one reported.
+                        return Ok(());
+                    }
+                    writer.send(template, first + offset)?;
+                }
+                Ok(())
+            })
+            .map_err(|e| HarnessError::io("starting the bench writer thread", e))?;
+        // Owned by this closure, so an early return drops it and unblocks
+        // the writer before the scope joins it.
+        let permits = permits;
+        let mut answered = vec![false; calls];
+        let mut run = PipelineRun {
+            calls,
+            failures: 0,
+            stray: 0,
+            elapsed: Duration::ZERO,
+        };
+        let mut received = 0;
+        while received < calls {
+            let response = reader.next_response()?;
+            let slot = response
+                .id
+                .and_then(|id| id.checked_sub(first))
+                .and_then(|offset| usize::try_from(offset).ok())
+                .filter(|&offset| offset < calls && !answered[offset]);
+            let Some(offset) = slot else {
+                run.stray += 1;
+                continue;
+            };
+            answered[offset] = true;
+            received += 1;
+            if !response.outcome.is_success() {
+                run.failures += 1;
+            }
+            let _ = permits.send(());
+        }
+        run.elapsed = start.elapsed();
+        drop(permits);
+        match sender.join() {
+            Ok(Ok(())) => Ok(run),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => Err(HarnessError::Scenario(
+                "the bench writer thread panicked".to_owned(),
+            )),
+        }
+    })
+}
+
+/// What [`recovery`] observed.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryRun {
+    /// Attempts made.
+    pub attempts: usize,
+    /// For each successful attempt, nanoseconds from just before `DROP`
+    /// was sent to the fake daemon to the call's successful response.
+    pub from_drop: Vec<u64>,
+    /// The same, from the moment `DROPPED` was received (the connection
+    /// is certainly closed) to the response.
+    pub from_dropped_ack: Vec<u64>,
+    /// The response text of each failed attempt.
+    pub failures: Vec<String>,
+    /// Why the attempts stopped early: the subject did not answer a call
+    /// successfully within the allotted time after a failed attempt (it
+    /// did not reconnect).
+    pub abandoned: Option<String>,
+}
+
+/// `attempts` times: make sure a call succeeds, send `DROP` to the daemon,
+/// wait for `DROPPED`, send a call at once and time it to its response.
+/// A wrapper that fails the call instead of waiting for its reconnect gets
+/// a failure recorded and is given up to `ready_within` to reconnect before
+/// the next attempt; if it does not, the attempts stop and
+/// [`RecoveryRun::abandoned`] says why.
+pub fn recovery<R: Read, W: Write>(
+    io: &mut Channel<R, W>,
+    template: &RequestTemplate,
+    daemon: &FakeDaemon,
+    attempts: usize,
+    ready_within: Duration,
+) -> Result<RecoveryRun, HarnessError> {
+    let mut run = RecoveryRun::default();
+    for _ in 0..attempts {
+        match wait_ready(io, template, ready_within) {
+            Ok(()) => {}
+            Err(HarnessError::Scenario(why)) => {
+                run.abandoned = Some(format!(
+                    "gave up after {} of {attempts} attempts: {why}",
+                    run.attempts
+                ));
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+        thread::sleep(RECOVERY_SETTLE);
+        let dropped = Instant::now();
+        daemon.drop_connections()?;
+        let acknowledged = Instant::now();
+        let response = io.call(template)?;
+        let done = Instant::now();
+        run.attempts += 1;
+        if response.outcome.is_success() {
+            run.from_drop.push(nanos(done - dropped));
+            run.from_dropped_ack.push(nanos(done - acknowledged));
+        } else {
+            run.failures.push(io.last_line_excerpt());
+        }
+    }
+    Ok(run)
+}
+
+/// One cold start, in time since just before the process was spawned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColdSample {
+    /// Until the `initialize` response was read.
+    pub initialize: Duration,
+    /// Until the `tools/list` response was read (sent right after the
+    /// `initialize` response and `notifications/initialized`).
+    pub tools_list: Duration,
+}
+
+/// Starts `cmd` with no daemon listening, sends `initialize` at once, then
+/// `notifications/initialized` and `tools/list`, and times both answers.
+/// The process is killed afterwards. A failure carries the wrapper's stderr
+/// in its message.
+pub fn cold_start(cmd: &WrapperCommand, timeout: Duration) -> Result<ColdSample, HarnessError> {
+    let env = WrapperEnv::without_daemon(cmd)?;
+    let initialize = initialize_template();
+    let initialized = notification_line("notifications/initialized", &json!({}));
+    let list = RequestTemplate::new("tools/list", &json!({}));
+    let start = Instant::now();
+    let mut child = env.spawn(timeout)?;
+    let result = child.session().guarded("a cold start", |io| {
+        if !io.call(&initialize)?.outcome.is_success() {
+            return Err(error_response(io).into());
+        }
+        let initialized_at = start.elapsed();
+        io.writer.send_raw(&initialized)?;
+        if !io.call(&list)?.outcome.is_success() {
+            return Err(error_response(io).into());
+        }
+        Ok(ColdSample {
+            initialize: initialized_at,
+            tools_list: start.elapsed(),
+        })
+    });
+    result.map_err(|e| {
+        HarnessError::Scenario(format!(
+            "cold start of `{}`: {}; its stderr: {}",
+            cmd.display(),
+            error_chain(&e),
+            child.stderr_tail()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::net::UnixStream;
+
+    use crate::bench::subject::connect_floor;
+
+    /// A tiny in-process "daemon": answers each request line on `stream`
+    /// with a response to the same id, failing every `fail_every`-th.
+    fn echo_server(stream: UnixStream, fail_every: u64) {
+        let mut out = stream.try_clone().unwrap();
+        for (n, line) in BufReader::new(stream).lines().enumerate() {
+            let Ok(line) = line else { return };
+            let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let id = &value["id"];
+            let reply = if fail_every > 0 && (n as u64 + 1) % fail_every == 0 {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": 1, "message": "no"}})
+            } else {
+                json!({"jsonrpc": "2.0", "id": id, "result": {"ok": true}})
+            };
+            if writeln!(out, "{reply}").is_err() {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn phases_count_calls_and_failures_over_a_socket() {
+        let dir = crate::tempdir::short_tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let server = thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            echo_server(stream, 10);
+        });
+        let mut session = connect_floor(&path, Duration::from_secs(10)).unwrap();
+        let template = RequestTemplate::daemon_call("topology");
+        let run = session
+            .guarded("test", |io| sequential(io, &template, 50))
+            .unwrap();
+        assert_eq!((run.samples.len(), run.failures), (45, 5));
+        for depth in [1, 8, 64] {
+            let run = session
+                .guarded("test", |io| pipelined(io, &template, 200, depth))
+                .unwrap();
+            assert_eq!((run.calls, run.failures, run.stray), (200, 20, 0));
+        }
+        session
+            .guarded("test", |io| {
+                wait_ready(io, &template, Duration::from_secs(1))
+            })
+            .unwrap();
+        drop(session);
+        server.join().unwrap();
+    }
+}

@@ -1,0 +1,286 @@
+//! Starting the things the bench measures and putting the one client on
+//! them: a wrapper child process (client on its stdin/stdout), or the fake
+//! daemon's socket directly (the floor).
+//!
+//! A wrapper runs in the environment [`WrapperProcess`](crate::WrapperProcess)
+//! gives it (scratch `HOME`, state and store directories, the daemon socket)
+//! with `IAI_MCP_BRIDGE_MODE`, `IAI_MCP_RECONNECT_TEST_DELAY_MS` and
+//! `IAI_MCP_LOG` removed, so each wrapper runs with its own defaults and no
+//! race widener. The bench spawns it itself because its transport, not
+//! [`McpClient`](crate::McpClient)'s reader thread, must own stdout.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::process::{ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use tempfile::TempDir;
+
+use super::transport::{RequestTemplate, RequestWriter, Response, ResponseReader};
+use super::watchdog::{Abort, Watchdog};
+use crate::client::ClientError;
+use crate::error::HarnessError;
+use crate::process::{CapturedOutput, ChildGuard};
+use crate::tempdir::short_tempdir;
+use crate::wrapper::WrapperCommand;
+
+/// Environment variables removed from every wrapper's environment (the
+/// wrapper's defaults apply, whatever the developer's shell exports).
+const REMOVED_ENV: [&str; 3] = [
+    "IAI_MCP_BRIDGE_MODE",
+    "IAI_MCP_RECONNECT_TEST_DELAY_MS",
+    "IAI_MCP_LOG",
+];
+
+/// The client's two halves and the id counter: everything a phase needs.
+#[derive(Debug)]
+pub struct Channel<R, W> {
+    /// The read half.
+    pub reader: ResponseReader<R>,
+    /// The write half.
+    pub writer: RequestWriter<W>,
+    next_id: u64,
+}
+
+impl<R: Read, W: Write> Channel<R, W> {
+    fn new(reader: R, writer: W) -> Self {
+        Self {
+            reader: ResponseReader::new(reader),
+            writer: RequestWriter::new(writer),
+            next_id: 1,
+        }
+    }
+
+    /// Reserves `count` consecutive ids and returns the first.
+    pub fn take_ids(&mut self, count: usize) -> u64 {
+        let first = self.next_id;
+        self.next_id += count as u64;
+        first
+    }
+
+    /// Sends one request of `template` and waits for its response.
+    pub fn call(&mut self, template: &RequestTemplate) -> Result<Response, ClientError> {
+        let id = self.take_ids(1);
+        self.writer.send(template, id)?;
+        self.reader.response_to(id)
+    }
+
+    /// The last line read, as text, shortened for messages.
+    pub fn last_line_excerpt(&self) -> String {
+        excerpt(self.reader.last_line())
+    }
+}
+
+/// A [`Channel`] and the [`Watchdog`] that bounds its waits.
+#[derive(Debug)]
+pub struct Session<R, W> {
+    channel: Channel<R, W>,
+    watchdog: Watchdog,
+}
+
+impl<R: Read, W: Write> Session<R, W> {
+    fn new(reader: R, writer: W, timeout: Duration, abort: Abort) -> Self {
+        let channel = Channel::new(reader, writer);
+        let watchdog = Watchdog::new(channel.reader.progress(), timeout, abort);
+        Self { channel, watchdog }
+    }
+
+    /// Runs `phase` on the channel under the watchdog (see
+    /// [`Watchdog::guard`]).
+    pub fn guarded<T>(
+        &mut self,
+        what: &str,
+        phase: impl FnOnce(&mut Channel<R, W>) -> Result<T, HarnessError>,
+    ) -> Result<T, HarnessError> {
+        let Self { channel, watchdog } = self;
+        watchdog.guard(what, || phase(channel))
+    }
+
+    /// Lines read that were not responses.
+    pub fn skipped_lines(&self) -> u64 {
+        self.channel.reader.skipped_lines()
+    }
+}
+
+/// A session straight on the fake daemon's socket: the floor.
+pub fn connect_floor(
+    socket: &Path,
+    timeout: Duration,
+) -> Result<Session<UnixStream, UnixStream>, HarnessError> {
+    let stream = UnixStream::connect(socket)
+        .map_err(|e| HarnessError::io(format!("connecting to {}", socket.display()), e))?;
+    let clone = |what: &str| {
+        stream
+            .try_clone()
+            .map_err(|e| HarnessError::io(format!("cloning the floor socket for {what}"), e))
+    };
+    let reader = clone("reading")?;
+    let abort = Abort::Shutdown(clone("the watchdog")?);
+    Ok(Session::new(reader, stream, timeout, abort))
+}
+
+/// A wrapper's scratch directories and the command that starts it in
+/// them; the directories are removed when this, or the [`WrapperChild`] it
+/// started, drops.
+#[derive(Debug)]
+pub struct WrapperEnv {
+    command: Command,
+    program: String,
+    _scratch: TempDir,
+}
+
+impl WrapperEnv {
+    /// Prepares `cmd` to dial `socket`, in fresh scratch directories.
+    pub fn new(cmd: &WrapperCommand, socket: &Path) -> Result<Self, HarnessError> {
+        Self::build(cmd, Some(socket))
+    }
+
+    /// Prepares `cmd` to dial a socket path where nothing listens (inside
+    /// its scratch directory): a cold start with no daemon present.
+    pub fn without_daemon(cmd: &WrapperCommand) -> Result<Self, HarnessError> {
+        Self::build(cmd, None)
+    }
+
+    fn build(cmd: &WrapperCommand, socket: Option<&Path>) -> Result<Self, HarnessError> {
+        let scratch = short_tempdir()?;
+        let absent = scratch.path().join("absent.sock");
+        let socket = socket.unwrap_or(&absent);
+        let home = scratch.path().join("home");
+        let state_dir = home.join(".iai-mcp");
+        let store_dir = scratch.path().join("store");
+        for dir in [&home, &state_dir, &store_dir] {
+            fs::create_dir_all(dir)
+                .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
+        }
+        let mut command = Command::new(&cmd.program);
+        command
+            .args(&cmd.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("IAI_DAEMON_SOCKET_PATH", socket)
+            .env("IAI_MCP_STATE_DIR", &state_dir)
+            .env("HOME", &home)
+            .env("IAI_MCP_STORE", &store_dir)
+            .env("IAI_MCP_PYTHON", "python3");
+        for key in REMOVED_ENV {
+            command.env_remove(key);
+        }
+        command.envs(cmd.env.iter().map(|(k, v)| (k, v)));
+        Ok(Self {
+            command,
+            program: cmd.display(),
+            _scratch: scratch,
+        })
+    }
+
+    /// Starts the wrapper; the scratch directories live as long as the
+    /// returned child. Only `fork`/`exec` happen here, so a caller can time
+    /// from just before this call.
+    pub fn spawn(mut self, timeout: Duration) -> Result<WrapperChild, HarnessError> {
+        let mut guard = ChildGuard::spawn(&mut self.command).map_err(|e| match e {
+            HarnessError::Spawn { source, .. } => HarnessError::Spawn {
+                program: self.program.clone(),
+                source,
+            },
+            other => other,
+        })?;
+        let child = guard.child_mut();
+        let stdin = child.stdin.take().ok_or(ClientError::NotPiped("stdin"))?;
+        let stdout = child.stdout.take().ok_or(ClientError::NotPiped("stdout"))?;
+        let stderr = child.stderr.take();
+        let session = Session::new(stdout, stdin, timeout, Abort::Kill(guard.pid()));
+        Ok(WrapperChild {
+            session: Some(session),
+            stderr: StderrState::Pending(stderr),
+            guard,
+            _scratch: self._scratch,
+        })
+    }
+}
+
+#[derive(Debug)]
+enum StderrState {
+    /// Not read yet (starting the reader thread is left out of cold-start
+    /// timings); the pipe holds what the wrapper writes meanwhile.
+    Pending(Option<ChildStderr>),
+    Captured(CapturedOutput),
+}
+
+/// A running wrapper: the session on its stdio, its stderr, and the guard
+/// that kills it on drop.
+#[derive(Debug)]
+pub struct WrapperChild {
+    // Field order is drop order: close stdin and stdout before the guard
+    // kills and reaps the process, and remove its directories last.
+    session: Option<Session<ChildStdout, ChildStdin>>,
+    stderr: StderrState,
+    guard: ChildGuard,
+    _scratch: TempDir,
+}
+
+impl WrapperChild {
+    /// The session on the wrapper's stdio.
+    ///
+    /// # Panics
+    ///
+    /// Panics after [`close`](Self::close).
+    pub fn session(&mut self) -> &mut Session<ChildStdout, ChildStdin> {
+        self.session.as_mut().expect("session used after close")
+    }
+
+    /// Lines read that were not responses (0 after [`close`](Self::close)).
+    pub fn skipped_lines(&self) -> u64 {
+        self.session.as_ref().map_or(0, Session::skipped_lines)
+    }
+
+    /// The wrapper's pid.
+    pub fn pid(&self) -> u32 {
+        self.guard.pid()
+    }
+
+    /// Starts draining stderr (a no-op when already started).
+    pub fn capture_stderr(&mut self) {
+        if let StderrState::Pending(pipe) = &mut self.stderr {
+            let captured = match pipe.take() {
+                Some(pipe) => CapturedOutput::spawn(pipe, "bench-wrapper"),
+                None => CapturedOutput::spawn(std::io::empty(), "bench-wrapper"),
+            };
+            self.stderr = StderrState::Captured(captured);
+        }
+    }
+
+    /// The last bytes of the wrapper's stderr, for error messages; waits
+    /// briefly for a wrapper that has exited to finish writing.
+    pub fn stderr_tail(&mut self) -> String {
+        self.capture_stderr();
+        match &self.stderr {
+            StderrState::Captured(captured) => {
+                captured.wait_eof(Duration::from_millis(200));
+                captured.tail(1024).trim().to_owned()
+            }
+            StderrState::Pending(_) => String::new(),
+        }
+    }
+
+    /// Closes stdin and stdout and gives the wrapper `grace` to exit on its
+    /// own (the way MCP clients stop servers); it is killed on drop if it
+    /// has not.
+    pub fn close(&mut self, grace: Duration) {
+        self.session = None;
+        let _ = self.guard.wait_timeout(grace);
+    }
+}
+
+/// A short, printable excerpt of a line for messages.
+pub fn excerpt(bytes: &[u8]) -> String {
+    const MAX_CHARS: usize = 240;
+    let text = String::from_utf8_lossy(bytes);
+    let mut short: String = text.chars().take(MAX_CHARS).collect();
+    if text.chars().count() > MAX_CHARS {
+        short.push('…');
+    }
+    short
+}

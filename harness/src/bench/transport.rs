@@ -1,0 +1,622 @@
+//! The one bench client: newline-delimited JSON-RPC over any byte stream.
+//!
+//! The same code drives every subject, a wrapper's stdin/stdout as well as
+//! the fake daemon's socket, so differences between subjects are the
+//! subjects' own. It is built to cost as little as possible per call:
+//!
+//! - requests come from a [`RequestTemplate`], serialised once, so sending
+//!   one is two `memcpy`s, a decimal id and one `write` system call;
+//! - responses are read through a [`BufReader`] and parsed by
+//!   [`scan_response`], which deserialises only the envelope (the id, and
+//!   whether it is an error) and skips everything else without allocating.
+//!
+//! The client is blocking: the calling thread waits in `read`, and a
+//! pipelined run sends from a second thread. A watchdog thread bounds every
+//! wait by ending a subject that stops answering.
+
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::client::ClientError;
+
+/// Capacity of the read buffer: many pipelined responses fit in one read.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// The MCP protocol revision the bench initialises with.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// A request line serialised once, with a hole for the id.
+///
+/// Ids are unsigned integers written in decimal, so rendering a request is
+/// `head` + digits + `tail`; the method and params are never re-serialised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestTemplate {
+    /// `{"jsonrpc":"2.0","id":`
+    head: Vec<u8>,
+    /// `,"method":...,"params":...}` and the newline.
+    tail: Vec<u8>,
+}
+
+impl RequestTemplate {
+    /// A template for `method` with `params` (any JSON value).
+    pub fn new(method: &str, params: &Value) -> Self {
+        let mut tail = Vec::with_capacity(64);
+        tail.extend_from_slice(b",\"method\":");
+        // Serialising a &str or a Value into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut tail, method);
+        tail.extend_from_slice(b",\"params\":");
+        let _ = serde_json::to_writer(&mut tail, params);
+        tail.extend_from_slice(b"}\n");
+        Self {
+            head: br#"{"jsonrpc":"2.0","id":"#.to_vec(),
+            tail,
+        }
+    }
+
+    /// `tools/call` of `tool` with empty arguments: what a wrapper is sent.
+    pub fn tool_call(tool: &str) -> Self {
+        Self::new(
+            "tools/call",
+            &serde_json::json!({"name": tool, "arguments": {}}),
+        )
+    }
+
+    /// The daemon method `method` with empty params: what the floor sends
+    /// straight to the fake daemon.
+    pub fn daemon_call(method: &str) -> Self {
+        Self::new(method, &serde_json::json!({}))
+    }
+
+    /// Replaces the contents of `out` with the request line for `id`,
+    /// newline included.
+    pub fn render(&self, id: u64, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.head);
+        push_decimal(out, id);
+        out.extend_from_slice(&self.tail);
+    }
+}
+
+/// Appends `n` in decimal, without going through `fmt`.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[start..]);
+}
+
+/// A JSON-RPC notification line (no id), for the few one-off messages
+/// (`notifications/initialized`).
+pub fn notification_line(method: &str, params: &Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": method,
+        "params": params,
+    }))
+    .unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// The `initialize` request the bench sends to wrappers.
+pub fn initialize_template() -> RequestTemplate {
+    RequestTemplate::new(
+        "initialize",
+        &serde_json::json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "harness-bench", "version": env!("CARGO_PKG_VERSION")},
+        }),
+    )
+}
+
+/// The write half: renders and writes one request line per call.
+#[derive(Debug)]
+pub struct RequestWriter<W> {
+    inner: W,
+    line: Vec<u8>,
+}
+
+impl<W: Write> RequestWriter<W> {
+    /// Wraps an unbuffered writer (a pipe or a socket): every request is
+    /// written with one `write_all`, so nothing waits in a buffer.
+    pub fn new(inner: W) -> Self {
+        Self {
+            inner,
+            line: Vec::with_capacity(256),
+        }
+    }
+
+    /// Sends the request of `template` with `id`.
+    pub fn send(&mut self, template: &RequestTemplate, id: u64) -> Result<(), ClientError> {
+        template.render(id, &mut self.line);
+        self.inner.write_all(&self.line).map_err(ClientError::Write)
+    }
+
+    /// Sends `line` exactly as given (it must end with a newline).
+    pub fn send_raw(&mut self, line: &[u8]) -> Result<(), ClientError> {
+        self.inner.write_all(line).map_err(ClientError::Write)
+    }
+}
+
+/// How a response ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// A `result` that is not an MCP tool error.
+    Success,
+    /// A JSON-RPC `error` member.
+    RpcError,
+    /// A `result` with `"isError": true` (an MCP tool error).
+    ToolError,
+}
+
+impl Outcome {
+    /// Whether the call succeeded.
+    pub fn is_success(self) -> bool {
+        self == Self::Success
+    }
+}
+
+/// What [`scan_response`] found in one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scanned {
+    /// A response; `id` is `None` unless the id is an unsigned integer
+    /// (the bench only ever sends those).
+    Response {
+        /// The response's id.
+        id: Option<u64>,
+        /// Success or which kind of failure.
+        outcome: Outcome,
+    },
+    /// A JSON object that is not a response: a notification or a request
+    /// from the server.
+    Other,
+    /// Not a JSON object.
+    Malformed,
+}
+
+/// Classifies one line (newline stripped or not).
+///
+/// A response is an object with `result` or `error` and no `method`. Only
+/// the envelope is deserialised: the `result` object is walked for a
+/// top-level `isError` member, and every other value is skipped by
+/// [`IgnoredAny`], which allocates nothing (the id of a response is a small
+/// number; a string id allocates once, and the bench never sends one).
+pub fn scan_response(line: &[u8]) -> Scanned {
+    // serde would also read an array as a struct (members in order).
+    if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Scanned::Malformed;
+    }
+    let Ok(envelope) = serde_json::from_slice::<Envelope>(line) else {
+        return Scanned::Malformed;
+    };
+    if envelope.method.is_some() {
+        return Scanned::Other;
+    }
+    let outcome = match (envelope.result, envelope.error) {
+        (_, Some(_)) => Outcome::RpcError,
+        (Some(ResultProbe { is_error: true }), None) => Outcome::ToolError,
+        (Some(_), None) => Outcome::Success,
+        (None, None) => return Scanned::Other,
+    };
+    Scanned::Response {
+        id: envelope.id.as_ref().and_then(Value::as_u64),
+        outcome,
+    }
+}
+
+/// The members of a message the bench looks at. Each is `Some` when
+/// present, even when its value is `null` (`"result": null` is a valid
+/// success response).
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<ResultProbe>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<IgnoredAny>,
+}
+
+/// Deserialises a present member as `Some`, `null` included.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
+/// A `result` value reduced to whether it is an object with
+/// `"isError": true`.
+struct ResultProbe {
+    is_error: bool,
+}
+
+impl<'de> Deserialize<'de> for ResultProbe {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ResultVisitor)
+    }
+}
+
+struct ResultVisitor;
+
+impl ResultVisitor {
+    const NOT_AN_ERROR: ResultProbe = ResultProbe { is_error: false };
+}
+
+impl<'de> Visitor<'de> for ResultVisitor {
+    type Value = ResultProbe;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultProbe, A::Error> {
+        let mut is_error = false;
+        while let Some(key) = map.next_key::<ResultKey>()? {
+            match key {
+                ResultKey::IsError => is_error = map.next_value::<IsErrorValue>()?.0,
+                ResultKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(ResultProbe { is_error })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultProbe, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Self::NOT_AN_ERROR)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<ResultProbe, E> {
+        Ok(Self::NOT_AN_ERROR)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<ResultProbe, E> {
+        Ok(Self::NOT_AN_ERROR)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<ResultProbe, E> {
+        Ok(Self::NOT_AN_ERROR)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<ResultProbe, E> {
+        Ok(Self::NOT_AN_ERROR)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<ResultProbe, E> {
+        Ok(Self::NOT_AN_ERROR)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<ResultProbe, E> {
+        Ok(Self::NOT_AN_ERROR)
+    }
+}
+
+/// A key of the `result` object: `isError` or anything else.
+enum ResultKey {
+    IsError,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for ResultKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = ResultKey;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<ResultKey, E> {
+                Ok(if key == "isError" {
+                    ResultKey::IsError
+                } else {
+                    ResultKey::Other
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+/// The value of `isError`: only `true` makes the result an error (MCP says
+/// it is a boolean; anything else is read as "not an error").
+struct IsErrorValue(bool);
+
+impl<'de> Deserialize<'de> for IsErrorValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// Takes a boolean as is; skips anything else as `false`.
+        struct BoolVisitor;
+        impl<'de> Visitor<'de> for BoolVisitor {
+            type Value = IsErrorValue;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<IsErrorValue, E> {
+                Ok(IsErrorValue(v))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<IsErrorValue, A::Error> {
+                ResultVisitor.visit_map(map).map(|_| IsErrorValue(false))
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<IsErrorValue, A::Error> {
+                ResultVisitor.visit_seq(seq).map(|_| IsErrorValue(false))
+            }
+
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<IsErrorValue, E> {
+                Ok(IsErrorValue(false))
+            }
+
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<IsErrorValue, E> {
+                Ok(IsErrorValue(false))
+            }
+
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<IsErrorValue, E> {
+                Ok(IsErrorValue(false))
+            }
+
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<IsErrorValue, E> {
+                Ok(IsErrorValue(false))
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<IsErrorValue, E> {
+                Ok(IsErrorValue(false))
+            }
+        }
+        deserializer.deserialize_any(BoolVisitor)
+    }
+}
+
+/// One response as read by [`ResponseReader::next_response`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    /// The response's id, when it is an unsigned integer.
+    pub id: Option<u64>,
+    /// Success or which kind of failure.
+    pub outcome: Outcome,
+}
+
+/// The read half: buffered, one response per call, lines that are not
+/// responses skipped and counted.
+#[derive(Debug)]
+pub struct ResponseReader<R> {
+    inner: BufReader<R>,
+    line: Vec<u8>,
+    progress: Arc<AtomicU64>,
+    skipped: u64,
+}
+
+impl<R: Read> ResponseReader<R> {
+    /// Wraps `inner` in a buffer.
+    pub fn new(inner: R) -> Self {
+        Self {
+            inner: BufReader::with_capacity(READ_BUFFER_BYTES, inner),
+            line: Vec::with_capacity(1024),
+            progress: Arc::new(AtomicU64::new(0)),
+            skipped: 0,
+        }
+    }
+
+    /// A counter of lines read so far, for a watchdog to tell a slow
+    /// subject from a stuck one.
+    pub fn progress(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.progress)
+    }
+
+    /// Lines that were read but were not responses (notifications, server
+    /// requests, non-JSON noise).
+    pub fn skipped_lines(&self) -> u64 {
+        self.skipped
+    }
+
+    /// The last line read, newline stripped: the text of the last response,
+    /// for error messages.
+    pub fn last_line(&self) -> &[u8] {
+        &self.line
+    }
+
+    /// Reads lines until one is a response, and returns it.
+    ///
+    /// End of stream (the subject exited, or a watchdog shut the stream) is
+    /// [`ClientError::Closed`].
+    pub fn next_response(&mut self) -> Result<Response, ClientError> {
+        loop {
+            self.line.clear();
+            let read = loop {
+                match self.inner.read_until(b'\n', &mut self.line) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    other => break other,
+                }
+            };
+            match read {
+                Ok(0) | Err(_) => {
+                    return Err(ClientError::Closed {
+                        waiting_for: "a response".to_owned(),
+                    });
+                }
+                Ok(_) => {}
+            }
+            self.progress.fetch_add(1, Ordering::Relaxed);
+            while matches!(self.line.last(), Some(b'\n' | b'\r')) {
+                self.line.pop();
+            }
+            match scan_response(&self.line) {
+                Scanned::Response { id, outcome } => return Ok(Response { id, outcome }),
+                Scanned::Other | Scanned::Malformed => self.skipped += 1,
+            }
+        }
+    }
+
+    /// Reads responses until the one with `id`; earlier responses with
+    /// other ids are counted as skipped.
+    pub fn response_to(&mut self, id: u64) -> Result<Response, ClientError> {
+        loop {
+            let response = self.next_response()?;
+            if response.id == Some(id) {
+                return Ok(response);
+            }
+            self.skipped += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(template: &RequestTemplate, id: u64) -> String {
+        let mut out = Vec::new();
+        template.render(id, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn templates_render_the_issue_requests() {
+        let wrapper = RequestTemplate::tool_call("topology");
+        assert_eq!(
+            render(&wrapper, 7),
+            "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"topology\",\"arguments\":{}}}\n"
+        );
+        let floor = RequestTemplate::daemon_call("topology");
+        assert_eq!(
+            render(&floor, 0),
+            "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"topology\",\"params\":{}}\n"
+        );
+        for id in [1, 9, 10, 99, 100, 12_345, u64::MAX] {
+            let line = render(&floor, id);
+            let value: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(value["id"].as_u64(), Some(id));
+        }
+        let init: Value = serde_json::from_str(&render(&initialize_template(), 1)).unwrap();
+        assert_eq!(init["params"]["protocolVersion"], PROTOCOL_VERSION);
+        let note: Value = serde_json::from_slice(&notification_line(
+            "notifications/initialized",
+            &Value::Null,
+        ))
+        .unwrap();
+        assert!(note.get("id").is_none());
+    }
+
+    fn response(id: Option<u64>, outcome: Outcome) -> Scanned {
+        Scanned::Response { id, outcome }
+    }
+
+    #[test]
+    fn scans_responses_of_both_subjects() {
+        let floor = br#"{"jsonrpc":"2.0","id":42,"result":{"ok":true,"method":"topology","fake_daemon":true}}"#;
+        assert_eq!(scan_response(floor), response(Some(42), Outcome::Success));
+        // The wrapper's answer embeds the daemon's as escaped text; an
+        // escaped "isError" inside a string must not count.
+        let wrapper = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"isError\":true}"}],"structuredContent":{"ok":true}}}"#;
+        assert_eq!(scan_response(wrapper), response(Some(3), Outcome::Success));
+        let tool_error = br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"error: daemon_unreachable: bridge not connected"}],"isError":true}}"#;
+        assert_eq!(
+            scan_response(tool_error),
+            response(Some(4), Outcome::ToolError)
+        );
+        let nested = br#"{"id":5,"result":{"structuredContent":{"isError":true},"isError":false}}"#;
+        assert_eq!(scan_response(nested), response(Some(5), Outcome::Success));
+        let rpc_error =
+            br#"{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"no such method"}}"#;
+        assert_eq!(
+            scan_response(rpc_error),
+            response(Some(6), Outcome::RpcError)
+        );
+    }
+
+    #[test]
+    fn scans_odd_but_valid_messages() {
+        // Member order does not matter, `result: null` is a success, and
+        // non-integer ids are kept as unknown.
+        assert_eq!(
+            scan_response(br#"{"result":null,"id":8,"jsonrpc":"2.0"}"#),
+            response(Some(8), Outcome::Success)
+        );
+        assert_eq!(
+            scan_response(br#"{"jsonrpc":"2.0","id":"a","result":[1,{"isError":true}]}"#),
+            response(None, Outcome::Success)
+        );
+        assert_eq!(
+            scan_response(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}"#),
+            response(None, Outcome::RpcError)
+        );
+        assert_eq!(
+            scan_response(br#"{"jsonrpc":"2.0","id":1,"result":{"isError":"yes"}}"#),
+            response(Some(1), Outcome::Success)
+        );
+        assert_eq!(
+            scan_response(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#),
+            Scanned::Other
+        );
+        assert_eq!(
+            scan_response(br#"{"jsonrpc":"2.0","id":9,"method":"ping","result":1}"#),
+            Scanned::Other
+        );
+        assert_eq!(
+            scan_response(br#"{"jsonrpc":"2.0","id":9}"#),
+            Scanned::Other
+        );
+        assert_eq!(scan_response(b"not json"), Scanned::Malformed);
+        assert_eq!(scan_response(b"[1,2]"), Scanned::Malformed);
+        assert_eq!(scan_response(b"{\"id\":1,"), Scanned::Malformed);
+    }
+
+    #[test]
+    fn reader_skips_noise_and_reports_eof() {
+        let input: &[u8] = b"garbage\n{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\
+            {\"id\":1,\"result\":{}}\r\n{\"id\":2,\"result\":{}}\n{\"id\":3,\"error\":{}}";
+        let mut reader = ResponseReader::new(input);
+        assert_eq!(
+            reader.next_response().unwrap(),
+            Response {
+                id: Some(1),
+                outcome: Outcome::Success
+            }
+        );
+        assert_eq!(reader.skipped_lines(), 2);
+        // A final line without a newline still counts.
+        assert_eq!(reader.response_to(3).unwrap().outcome, Outcome::RpcError);
+        assert_eq!(reader.skipped_lines(), 3);
+        assert_eq!(reader.last_line(), b"{\"id\":3,\"error\":{}}");
+        assert!(matches!(
+            reader.next_response(),
+            Err(ClientError::Closed { .. })
+        ));
+        assert_eq!(reader.progress().load(Ordering::Relaxed), 5);
+    }
+
+    #[test]
+    fn writer_writes_one_line_per_request() {
+        let mut writer = RequestWriter::new(Vec::new());
+        let template = RequestTemplate::daemon_call("m");
+        writer.send(&template, 1).unwrap();
+        writer.send(&template, 2).unwrap();
+        writer.send_raw(b"x\n").unwrap();
+        let text = String::from_utf8(writer.inner).unwrap();
+        assert_eq!(text.lines().count(), 3);
+        assert!(text.ends_with("x\n"));
+    }
+}

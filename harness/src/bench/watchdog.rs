@@ -1,0 +1,157 @@
+//! Bounding the bench's blocking waits.
+//!
+//! The client blocks in `read` (a pipe has no read timeout in the standard
+//! library), so a subject that stops answering would hang the bench. A
+//! [`Watchdog`] runs next to each measured phase and watches the reader's
+//! progress counter (lines read); when it has not moved for the timeout,
+//! the watchdog ends the subject's side of the stream (SIGKILL for a child
+//! process, `shutdown` for a socket). The blocked `read` then returns end
+//! of file and the phase fails with [`ClientError::Timeout`] instead of
+//! hanging. Between two checks the watchdog sleeps in `recv_timeout`, so it
+//! costs nothing measurable.
+
+use std::net::Shutdown;
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use crate::client::ClientError;
+use crate::error::HarnessError;
+
+/// Longest sleep between two checks of the progress counter.
+const MAX_TICK: Duration = Duration::from_millis(100);
+
+/// How a watchdog stops a stuck subject.
+#[derive(Debug)]
+pub enum Abort {
+    /// SIGKILL this child process. The caller keeps the child unreaped (in
+    /// its [`ChildGuard`](crate::ChildGuard)) while the watchdog runs, so
+    /// the pid cannot have been reused.
+    Kill(u32),
+    /// Shut down both directions of this socket (a clone of the client's).
+    Shutdown(UnixStream),
+}
+
+impl Abort {
+    fn fire(&self) {
+        match self {
+            Self::Kill(pid) => {
+                if let Ok(raw) = i32::try_from(*pid) {
+                    let _ = kill(Pid::from_raw(raw), Signal::SIGKILL);
+                }
+            }
+            Self::Shutdown(stream) => {
+                let _ = stream.shutdown(Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// Stops a subject whose stream shows no progress for `timeout`.
+#[derive(Debug)]
+pub struct Watchdog {
+    progress: Arc<AtomicU64>,
+    timeout: Duration,
+    abort: Abort,
+}
+
+impl Watchdog {
+    /// A watchdog over `progress` (see
+    /// [`ResponseReader::progress`](super::transport::ResponseReader::progress)).
+    pub fn new(progress: Arc<AtomicU64>, timeout: Duration, abort: Abort) -> Self {
+        Self {
+            progress,
+            timeout,
+            abort,
+        }
+    }
+
+    /// Runs `body` while watching. If the watchdog fired, the body's result
+    /// (whatever error the cut stream caused) is replaced by
+    /// [`ClientError::Timeout`] naming `what`.
+    pub fn guard<T>(
+        &self,
+        what: &str,
+        body: impl FnOnce() -> Result<T, HarnessError>,
+    ) -> Result<T, HarnessError> {
+        let fired = AtomicBool::new(false);
+        let tick = (self.timeout / 4).clamp(Duration::from_millis(1), MAX_TICK);
+        let result = thread::scope(|scope| {
+            let (stop, stopped) = mpsc::channel::<()>();
+            let fired = &fired;
+            let spawned = thread::Builder::new()
+                .name("bench-watchdog".to_owned())
+                .spawn_scoped(scope, move || {
+                    let mut seen = self.progress.load(Ordering::Relaxed);
+                    let mut since = Instant::now();
+                    loop {
+                        match stopped.recv_timeout(tick) {
+                            Err(RecvTimeoutError::Timeout) => {}
+                            Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+                        }
+                        let now = self.progress.load(Ordering::Relaxed);
+                        if now != seen {
+                            seen = now;
+                            since = Instant::now();
+                        } else if since.elapsed() >= self.timeout {
+                            fired.store(true, Ordering::SeqCst);
+                            self.abort.fire();
+                            return;
+                        }
+                    }
+                });
+            if let Err(e) = spawned {
+                return Err(HarnessError::io("starting the bench watchdog thread", e));
+            }
+            let result = body();
+            drop(stop);
+            result
+        });
+        if fired.load(Ordering::SeqCst) {
+            return Err(ClientError::Timeout {
+                waiting_for: format!("progress during {what} (the subject was stopped)"),
+                after: self.timeout,
+            }
+            .into());
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn fires_on_a_silent_socket_and_not_on_a_quick_body() {
+        let (ours, _theirs) = UnixStream::pair().unwrap();
+        let progress = Arc::new(AtomicU64::new(0));
+        let dog = Watchdog::new(
+            Arc::clone(&progress),
+            Duration::from_millis(50),
+            Abort::Shutdown(ours.try_clone().unwrap()),
+        );
+        assert_eq!(dog.guard("nothing", || Ok(5)).unwrap(), 5);
+        let mut reader = &ours;
+        let error = dog
+            .guard("a read", || {
+                let mut byte = [0u8; 1];
+                let n = reader
+                    .read(&mut byte)
+                    .map_err(|e| HarnessError::io("read", e))?;
+                Ok(n)
+            })
+            .unwrap_err();
+        assert!(
+            matches!(error, HarnessError::Client(ClientError::Timeout { .. })),
+            "{error:?}"
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! A tiny run of the bench engine against the real binaries: every phase
+//! runs, every figure is filled, both files are written. Timings are never
+//! asserted (they depend on the machine; the targets are for
+//! `cargo xtask bench` to report).
+
+use harness::WrapperCommand;
+use harness::bench::{self, BenchConfig, SubjectKind};
+use harness::bins;
+
+#[test]
+fn a_tiny_bench_fills_every_figure() {
+    let out = tempfile::tempdir().unwrap();
+    let mut config = BenchConfig::new(
+        WrapperCommand::this_workspace(),
+        bins::fake_daemon_bin(),
+        out.path(),
+    );
+    config.calls = 200;
+    config.warmup_calls = 20;
+    config.pipelined_calls = 200;
+    config.depths = vec![1, 8];
+    config.rounds = 2;
+    config.cold_starts = 2;
+    config.recoveries = 2;
+    // A compared subject that cannot start: recorded, not fatal.
+    config.compare = vec![(
+        "missing".to_owned(),
+        WrapperCommand::new("/nonexistent/iai-mcp-wrapper"),
+    )];
+
+    let report = bench::run(&config).unwrap();
+
+    let names: Vec<&str> = report.subjects.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["floor", "wrapper", "missing"]);
+    let floor = &report.subjects[0];
+    assert_eq!(floor.kind, SubjectKind::Floor);
+    assert!(floor.errors.is_empty(), "{:?}", floor.errors);
+    assert_eq!(
+        floor.sequential.as_ref().unwrap().latency.unwrap().count,
+        200
+    );
+
+    let wrapper = &report.subjects[1];
+    assert!(wrapper.errors.is_empty(), "{:?}", wrapper.errors);
+    let cold = wrapper.cold_start.as_ref().unwrap();
+    assert_eq!((cold.attempts, cold.failures), (2, 0));
+    let sequential = wrapper.sequential.as_ref().unwrap();
+    assert_eq!((sequential.calls, sequential.failures), (200, 0));
+    let depths: Vec<usize> = wrapper.pipelined.iter().map(|t| t.depth).collect();
+    assert_eq!(depths, [1, 8]);
+    assert!(
+        wrapper
+            .pipelined
+            .iter()
+            .all(|t| t.calls == 200 && t.failures == 0)
+    );
+    assert!(cfg!(not(target_os = "linux")) || wrapper.peak_rss_kib.is_some());
+    let recovery = wrapper.recovery.as_ref().unwrap();
+    assert_eq!((recovery.attempts, recovery.failures), (2, 0));
+
+    let missing = &report.subjects[2];
+    assert!(missing.sequential.is_none());
+    assert!(!missing.errors.is_empty());
+
+    let markdown = std::fs::read_to_string(out.path().join("bench.md")).unwrap();
+    assert_eq!(markdown, report.to_markdown());
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("bench.json")).unwrap()).unwrap();
+    assert_eq!(json["subjects"][1]["name"], "wrapper");
+    assert_eq!(json["targets"].as_array().unwrap().len(), 5);
+}
