@@ -10,6 +10,7 @@ use crate::bridge::{self, Bridge, DriverConfig};
 use crate::config::Config;
 use crate::lifecycle::{heartbeat::Heartbeat, wake, warmup};
 use crate::mcp::server::{self, ServerConfig, StopReason};
+use crate::stdio;
 
 /// Contract: a connect attempt gives up after 5 s.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -52,8 +53,8 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
 
     let stop = termination()?;
     let reason = server::serve(
-        tokio::io::stdin(),
-        tokio::io::stdout(),
+        stdio::input(),
+        stdio::output(),
         bridge.clone(),
         trigger,
         ServerConfig {

@@ -20,4 +20,5 @@ pub mod codec;
 pub mod config;
 pub mod lifecycle;
 pub mod mcp;
+pub mod stdio;
 pub mod tools;

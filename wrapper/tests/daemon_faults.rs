@@ -55,9 +55,8 @@ fn connected_pair(extra: &[(&str, &str)]) -> common::Pair {
 fn finish(mut p: common::Pair) {
     p.wrapper.close_stdin();
     assert_eq!(p.wrapper.wait_exit(REPLY).expect("exit").code(), Some(0));
-    while let Some(extra) = p.wrapper.next_unmatched() {
-        panic!("unexpected extra message: {extra}");
-    }
+    let extra = p.wrapper.next_unmatched();
+    assert!(extra.is_none(), "unexpected extra message: {extra:?}");
     assert!(p.wrapper.defects().is_empty(), "{:?}", p.wrapper.defects());
 }
 
