@@ -33,6 +33,12 @@ pub struct ConnId(pub u64);
 /// oldest call fails with `parse_error:`.
 pub const PARSE_STREAK_LIMIT: u32 = 4;
 
+/// A connection that has answered, or stayed up this long, counts as
+/// healthy: losing it resets the backoff. One that closes sooner without a
+/// single valid line (a daemon that accepts and drops, a crash loop) counts
+/// as a failed attempt, so reconnecting to it backs off instead of spinning.
+pub const PROVEN_AFTER: Duration = Duration::from_secs(1);
+
 /// A daemon request to make on behalf of a caller.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
@@ -149,6 +155,10 @@ pub struct Bridge {
     next_conn: u64,
     ever_connected: bool,
     failures: u32,
+    /// When the current connection was established.
+    connected_at: Option<Instant>,
+    /// Whether the current connection has delivered a valid line.
+    proven: bool,
     reconnects: u32,
     shut: bool,
     last_error: Option<String>,
@@ -172,6 +182,8 @@ impl Bridge {
             next_conn: 0,
             ever_connected: false,
             failures: 0,
+            connected_at: None,
+            proven: false,
             reconnects: 0,
             shut: false,
             last_error: None,
@@ -184,13 +196,8 @@ impl Bridge {
         }
     }
 
-    /// The policy in force.
-    pub fn policy(&self) -> &Policy {
-        &self.policy
-    }
-
     /// Begin the first connect attempt.
-    pub fn start(&mut self, _now: Instant) {
+    pub fn start(&mut self) {
         if self.link == Link::Idle && !self.shut {
             self.dial();
         }
@@ -251,7 +258,8 @@ impl Bridge {
         let reconnect = self.ever_connected;
         self.link = Link::Connected(conn);
         self.ever_connected = true;
-        self.failures = 0;
+        self.connected_at = Some(now);
+        self.proven = false;
         self.streak = 0;
         self.actions
             .push_back(Action::Report(Event::Connected { conn, reconnect }));
@@ -294,7 +302,7 @@ impl Bridge {
             retry_in,
         }));
         if self.link == Link::Stopped {
-            self.fail_waiting(|_| BridgeError::NotConnected);
+            self.fail_waiting(BridgeError::NotConnected);
         }
     }
 
@@ -304,6 +312,22 @@ impl Bridge {
             return;
         }
         self.streak = 0;
+        let healthy = self.proven
+            || self
+                .connected_at
+                .is_some_and(|at| now.saturating_duration_since(at) >= PROVEN_AFTER);
+        let retry_in = if healthy {
+            self.failures = 0;
+            self.policy.timings().reconnect_delay
+        } else {
+            self.failures = self.failures.saturating_add(1);
+            self.policy.timings().reconnect_delay.max(
+                self.policy
+                    .timings()
+                    .backoff
+                    .delay(self.failures, self.rng.f64()),
+            )
+        };
         let mut replayed = 0;
         let mut failed = 0;
         let lost: Vec<CallId> = self
@@ -339,7 +363,7 @@ impl Bridge {
         };
         self.link = if may_reconnect {
             self.reconnects = self.reconnects.saturating_add(1);
-            Link::Retrying(now + self.policy.timings().reconnect_delay)
+            Link::Retrying(now + retry_in)
         } else {
             Link::Stopped
         };
@@ -349,16 +373,16 @@ impl Bridge {
             failed,
             reconnecting: may_reconnect,
         }));
-        if may_reconnect && self.policy.timings().reconnect_delay.is_zero() {
+        if may_reconnect && retry_in.is_zero() {
             self.dial();
         }
         if self.link == Link::Stopped {
-            self.fail_waiting(|_| BridgeError::NotConnected);
+            self.fail_waiting(BridgeError::NotConnected);
         }
     }
 
     /// A complete line (without its newline) arrived on `conn`.
-    pub fn line(&mut self, conn: ConnId, line: &[u8], _now: Instant) {
+    pub fn line(&mut self, conn: ConnId, line: &[u8]) {
         if self.link != Link::Connected(conn) {
             return;
         }
@@ -367,6 +391,10 @@ impl Bridge {
             return;
         };
         self.streak = 0;
+        if !self.proven {
+            self.proven = true;
+            self.failures = 0;
+        }
         let Value::Object(mut message) = value else {
             return;
         };
@@ -392,7 +420,7 @@ impl Bridge {
 
     /// A line longer than the driver accepts arrived on `conn`; `id` is the
     /// request id the driver could read from its beginning, if any.
-    pub fn oversized_line(&mut self, conn: ConnId, id: Option<u64>, limit: usize, _now: Instant) {
+    pub fn oversized_line(&mut self, conn: ConnId, id: Option<u64>, limit: usize) {
         if self.link != Link::Connected(conn) {
             return;
         }
@@ -443,7 +471,6 @@ impl Bridge {
             _ => {}
         }
         self.link = Link::Stopped;
-        self.fail_waiting(|_| BridgeError::Shutdown);
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
             self.finish(id, Err(BridgeError::Shutdown));
@@ -516,10 +543,8 @@ impl Bridge {
     }
 
     fn non_json_line(&mut self, conn: ConnId) {
-        self.streak += 1;
-        if self.streak < PARSE_STREAK_LIMIT {
-            return;
-        }
+        // Only lines that arrive while calls wait on this connection count:
+        // a stray print on an idle connection harms nobody.
         let oldest = self
             .calls
             .iter()
@@ -530,7 +555,12 @@ impl Bridge {
                 _ => None,
             })
             .min();
-        if let Some((_, id)) = oldest {
+        let Some((_, id)) = oldest else {
+            self.streak = 0;
+            return;
+        };
+        self.streak += 1;
+        if self.streak >= PARSE_STREAK_LIMIT {
             let lines = self.streak;
             self.streak = 0;
             self.finish(id, Err(BridgeError::ParseStreak(lines)));
@@ -547,15 +577,15 @@ impl Bridge {
         }
     }
 
-    fn fail_waiting(&mut self, error: impl Fn(&Call) -> BridgeError) {
-        let waiting: Vec<(CallId, BridgeError)> = self
+    fn fail_waiting(&mut self, error: BridgeError) {
+        let waiting: Vec<CallId> = self
             .calls
             .iter()
             .filter(|(_, c)| matches!(c.phase, Phase::Waiting { .. }))
-            .map(|(id, c)| (*id, error(c)))
+            .map(|(id, _)| *id)
             .collect();
-        for (id, e) in waiting {
-            self.finish(id, Err(e));
+        for id in waiting {
+            self.finish(id, Err(error.clone()));
         }
     }
 
@@ -616,7 +646,7 @@ mod tests {
         let policy = Policy::new(mode, timings).expect("valid");
         let now = Instant::now();
         let mut b = Bridge::new(policy, "/tmp/t.sock", 1);
-        b.start(now);
+        b.start();
         (b, now)
     }
 
@@ -654,7 +684,7 @@ mod tests {
         let Some(Action::Send(_, line)) = drain(&mut b).pop() else {
             panic!("expected a send");
         };
-        b.line(ConnId(1), &response(wire_id(&line)), now);
+        b.line(ConnId(1), &response(wire_id(&line)));
         assert!(matches!(
             drain(&mut b)[..],
             [Action::Reply(CallId(1), Ok(_))]
@@ -678,7 +708,7 @@ mod tests {
         let [Action::Send(ConnId(2), line)] = &actions[..] else {
             panic!("expected the waiting call to be sent: {actions:?}");
         };
-        b.line(ConnId(2), &response(wire_id(line)), now + DELAY);
+        b.line(ConnId(2), &response(wire_id(line)));
         assert!(matches!(
             drain(&mut b)[..],
             [Action::Reply(CallId(2), Ok(_))]
@@ -723,7 +753,7 @@ mod tests {
                 panic!("expected one send: {actions:?}");
             };
             assert_eq!(*c, ConnId(round));
-            b.line(*c, &response(wire_id(line)), now);
+            b.line(*c, &response(wire_id(line)));
             assert!(matches!(drain(&mut b)[..], [Action::Reply(_, Ok(_))]));
         }
     }
@@ -766,22 +796,69 @@ mod tests {
         b.call(CallId(3), req("topology", true), now);
         drain(&mut b);
         for _ in 0..3 {
-            b.line(ConnId(1), b"noise", now);
+            b.line(ConnId(1), b"noise");
         }
-        b.line(
-            ConnId(1),
-            b"{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":1}",
-            now,
-        );
+        b.line(ConnId(1), b"{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":1}");
         for _ in 0..3 {
-            b.line(ConnId(1), b"noise", now);
+            b.line(ConnId(1), b"noise");
         }
         assert!(drain(&mut b).is_empty(), "the streak was reset");
-        b.line(ConnId(1), b"noise", now);
+        b.line(ConnId(1), b"noise");
         assert_eq!(
             drain(&mut b),
             vec![Action::Reply(CallId(2), Err(BridgeError::ParseStreak(4)))]
         );
+    }
+
+    #[test]
+    fn a_daemon_that_accepts_and_drops_is_redialled_with_backoff() {
+        let timings = Timings {
+            backoff: Backoff::new(Duration::from_millis(100), Duration::from_secs(2))
+                .expect("valid"),
+            ..Timings::default()
+        };
+        let mut b = Bridge::new(
+            Policy::new(BridgeMode::Fixed, timings).expect("valid"),
+            "/tmp/t.sock",
+            3,
+        );
+        b.start();
+        let mut now = Instant::now();
+        let mut gaps = Vec::new();
+        for round in 1..=6u64 {
+            assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(round))]);
+            b.connected(ConnId(round), now);
+            b.closed(ConnId(round), now);
+            assert!(drain(&mut b).is_empty(), "no immediate redial");
+            let next = b.poll_timeout().expect("a retry");
+            gaps.push(next - now);
+            now = next;
+            b.handle_timeout(now);
+        }
+        assert!(gaps.windows(2).all(|w| w[1] >= w[0] / 2), "{gaps:?}");
+        assert!(gaps[5] >= Duration::from_millis(1000), "{gaps:?}");
+        // A connection that answered is healthy: losing it redials at once.
+        b.connected(ConnId(7), now);
+        b.call(CallId(1), req("topology", true), now);
+        let Some(Action::Send(_, line)) = drain(&mut b).pop() else {
+            panic!("send");
+        };
+        b.line(ConnId(7), &response(wire_id(&line)));
+        drain(&mut b);
+        b.closed(ConnId(7), now);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(8))]);
+    }
+
+    #[test]
+    fn garbage_on_an_idle_connection_does_not_count_toward_the_streak() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        for _ in 0..10 {
+            b.line(ConnId(1), b"stray print");
+        }
+        b.call(CallId(2), req("topology", true), now);
+        drain(&mut b);
+        b.line(ConnId(1), b"stray print");
+        assert!(drain(&mut b).is_empty(), "one line is not a streak");
     }
 
     #[test]
@@ -848,7 +925,7 @@ mod tests {
         b.handle_timeout(now + DELAY);
         b.connected(ConnId(2), now + DELAY);
         drain(&mut b);
-        b.line(ConnId(1), &response(wire_id(&line)), now + DELAY);
+        b.line(ConnId(1), &response(wire_id(&line)));
         b.closed(ConnId(1), now + DELAY);
         assert!(drain(&mut b).is_empty());
         assert_eq!(b.connection(), Some(ConnId(2)));

@@ -177,7 +177,7 @@ impl Driver {
     }
 
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
-        self.core.start(Instant::now());
+        self.core.start();
         let mut shutdown_ack = None;
         loop {
             self.apply_actions();
@@ -211,7 +211,7 @@ impl Driver {
                     }
                 },
                 () = sleep_until(wake), if wake.is_some() => {
-                    self.core.handle_timeout(Instant::now());
+                    self.core.handle_timeout(now());
                 }
             }
         }
@@ -226,7 +226,7 @@ impl Driver {
         match command {
             Command::Call(id, request, reply) => {
                 self.replies.insert(id, reply);
-                self.core.call(id, request, Instant::now());
+                self.core.call(id, request, now());
             }
             Command::Cancel(id) => {
                 self.replies.remove(&id);
@@ -241,16 +241,18 @@ impl Driver {
     }
 
     fn on_conn_event(&mut self, event: ConnEvent) {
-        let now = Instant::now();
+        let now = now();
         match event {
             ConnEvent::ConnectDone(conn, Ok(stream)) => {
                 if self.attempt.as_ref().is_some_and(|(id, _)| *id == conn) {
                     self.attempt = None;
                 }
-                // Install first so that a Close action for a stale attempt
-                // finds and drops it.
-                self.install(conn, stream);
-                self.core.connected(conn, now);
+                // Only the attempt the core waits for becomes the live
+                // connection; any other is dropped unused.
+                if self.core.connecting() == Some(conn) {
+                    self.install(conn, stream);
+                    self.core.connected(conn, now);
+                }
             }
             ConnEvent::ConnectDone(conn, Err(error)) => {
                 if self.attempt.as_ref().is_some_and(|(id, _)| *id == conn) {
@@ -258,11 +260,11 @@ impl Driver {
                 }
                 self.core.connect_failed(conn, error, now);
             }
-            ConnEvent::Frame(conn, Frame::Line(line)) => self.core.line(conn, &line, now),
+            ConnEvent::Frame(conn, Frame::Line(line)) => self.core.line(conn, &line),
             ConnEvent::Frame(conn, Frame::Oversized { head }) => {
                 let id = recover_id(&head).and_then(|v| v.as_u64());
                 self.core
-                    .oversized_line(conn, id, self.config.max_line_bytes, now);
+                    .oversized_line(conn, id, self.config.max_line_bytes);
             }
             ConnEvent::Closed(conn) => {
                 if self.live.as_ref().is_some_and(|l| l.id == conn) {
@@ -435,6 +437,12 @@ async fn write_lines(
         }
     }
     let _ = socket.shutdown().await;
+}
+
+/// The current instant on tokio's clock (so that timers and deadlines agree,
+/// also under a paused test clock), as the core's `std` instant.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
 }
 
 async fn sleep_until(at: Option<Instant>) {

@@ -122,7 +122,7 @@ impl World {
             max_closes,
             trace: Vec::new(),
         };
-        world.bridge.start(now);
+        world.bridge.start();
         world
             .absorb(false)
             .expect("starting cannot break an invariant");
@@ -263,11 +263,11 @@ impl World {
                 s.answered = true;
                 let line = json!({"jsonrpc": "2.0", "id": s.wire, "result": {"call": s.call}});
                 let conn = s.conn;
-                self.bridge.line(conn, line.to_string().as_bytes(), now);
+                self.bridge.line(conn, line.to_string().as_bytes());
             }
             Step::Garbage => {
                 let conn = self.current.expect("enabled only when connected");
-                self.bridge.line(conn, b"not json", now);
+                self.bridge.line(conn, b"not json");
             }
             Step::StaleLine => {
                 let index = self.stale_unanswered().expect("enabled only with one");
@@ -275,7 +275,7 @@ impl World {
                 s.answered = true;
                 let line = json!({"jsonrpc": "2.0", "id": s.wire, "result": {"stale": true}});
                 let conn = s.conn;
-                self.bridge.line(conn, line.to_string().as_bytes(), now);
+                self.bridge.line(conn, line.to_string().as_bytes());
                 stale = true;
             }
             Step::StaleClose => {
