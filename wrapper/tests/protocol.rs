@@ -257,3 +257,56 @@ fn eof_on_stdin_exits_zero() {
     assert_eq!(status.code(), Some(0));
     assert!(w.defects().is_empty(), "{:?}", w.defects());
 }
+
+/// A client that floods requests and never reads stdout can neither keep
+/// the wrapper alive after SIGTERM nor make it buffer without bound.
+#[test]
+fn a_client_that_stops_reading_cannot_hold_the_wrapper() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let dir = harness::tempdir::short_tempdir().expect("tempdir");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iai-mcp-wrapper"))
+        .env("HOME", dir.path())
+        .env("IAI_DAEMON_SOCKET_PATH", dir.path().join("absent.sock"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let _stdout = child.stdout.take().expect("stdout, never read");
+    let pid = child.id();
+    let mut guard = harness::ChildGuard::new(child);
+    let flood = std::thread::spawn(move || {
+        let line = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n";
+        for _ in 0..5000 {
+            if stdin.write_all(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Once the wrapper has read some input, its output backs up.
+    common::eventually("the wrapper read some requests", || {
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+        let rchar: u64 = io
+            .lines()
+            .find_map(|l| l.strip_prefix("rchar: "))?
+            .trim()
+            .parse()
+            .ok()?;
+        (rchar > 16 * 1024).then_some(())
+    });
+    let rss_kb: u64 = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS");
+    assert!(rss_kb < 64 * 1024, "RSS {rss_kb} kB while the client is not reading");
+    guard.signal(harness::Signal::SIGTERM).expect("signal");
+    let status = guard.wait_exit(REPLY).expect("exits although stdout is full");
+    assert_eq!(status.code(), Some(0));
+    drop(guard);
+    flood.join().expect("flood thread");
+}

@@ -38,6 +38,8 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC: the method's params are wrong.
 pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC: the server failed internally.
+pub const INTERNAL_ERROR: i64 = -32603;
 /// MCP (2026-07-28): the request's protocol version is not served.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 

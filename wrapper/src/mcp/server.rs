@@ -4,19 +4,31 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::sync::{Notify, mpsc};
+use tokio::task::{AbortHandle, JoinError, JoinSet};
 use tokio_util::codec::FramedRead;
 
 use super::dispatch::{self, Inbound, ToolCall};
 use super::protocol::{self, Era};
 use crate::bridge::{BridgeHandle, Request};
 use crate::codec::{Frame, LineCodec, recover_id};
+
+/// Calls forwarded to the daemon at once; past this the loop stops reading
+/// stdin until some finish, so a client cannot make the wrapper hold an
+/// unbounded number of calls.
+pub const MAX_CALLS_IN_FLIGHT: usize = 1024;
+
+/// Bytes of responses waiting for stdout; past this the loop stops reading
+/// stdin until the client reads, so a client that does not read its
+/// output cannot make the wrapper buffer without bound.
+pub const MAX_QUEUED_OUTPUT: usize = 4 * 1024 * 1024;
 
 /// Settings of the stdio loop.
 #[derive(Debug, Clone, Copy)]
@@ -73,7 +85,7 @@ where
     S: Future<Output = ()>,
     T: WarmupTrigger,
 {
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (out, out_rx) = Output::new();
     let mut writer = tokio::spawn(write_output(output, out_rx));
     let mut frames = FramedRead::new(input, LineCodec::new(config.max_line_bytes));
     let mut calls: JoinSet<CallOutput> = JoinSet::new();
@@ -82,12 +94,13 @@ where
     tokio::pin!(stop);
 
     let reason = loop {
+        let backlogged = calls.len() >= MAX_CALLS_IN_FLIGHT || out.backlogged();
         tokio::select! {
-            frame = frames.next() => {
+            frame = frames.next(), if !backlogged => {
                 let classified = match frame {
                     Some(Ok(Frame::Line(line))) => dispatch::classify(&line),
                     Some(Ok(Frame::Oversized { head })) => {
-                        let _ = out_tx.send(protocol::encode(&dispatch::oversized(
+                        out.send(protocol::encode(&dispatch::oversized(
                             recover_id(&head),
                             config.max_line_bytes,
                         )));
@@ -103,9 +116,7 @@ where
                     warmup.initialized();
                 }
                 match classified.inbound {
-                    Inbound::Reply(message) => {
-                        let _ = out_tx.send(protocol::encode(&message));
-                    }
+                    Inbound::Reply(message) => out.send(protocol::encode(&message)),
                     Inbound::ToolCall(call) => {
                         next_seq += 1;
                         let seq = next_seq;
@@ -126,8 +137,9 @@ where
                     Inbound::Ignore => {}
                 }
             }
+            () = out.drained(), if backlogged => {}
             Some(done) = calls.join_next(), if !calls.is_empty() => {
-                deliver(done, &mut live, &out_tx);
+                deliver(done, &mut live, &out);
             }
             () = &mut stop => break StopReason::Signal,
             _ = &mut writer => break StopReason::OutputClosed,
@@ -141,31 +153,105 @@ where
     let mut bridge_stopped = false;
     while !calls.is_empty() {
         tokio::select! {
-            Some(done) = calls.join_next() => deliver(done, &mut live, &out_tx),
+            Some(done) = calls.join_next() => deliver(done, &mut live, &out),
             () = &mut grace, if !bridge_stopped => {
                 bridge_stopped = true;
                 bridge.shutdown().await;
             }
         }
     }
-    drop(out_tx);
+    drop(out);
     if reason != StopReason::OutputClosed {
-        let _ = writer.await;
+        // A client that stopped reading must not keep the wrapper alive.
+        let flush = tokio::time::timeout(config.shutdown_grace, &mut writer).await;
+        if flush.is_err() {
+            tracing::warn!("stdout not drained within the grace period; exiting anyway");
+            writer.abort();
+        }
     }
     reason
 }
 
+/// The response queue towards the single stdout writer, with the byte count
+/// that lets the loop stop reading stdin while the client is not reading.
+struct Output {
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+    drained: Arc<Notify>,
+}
+
+/// The writer's side of [`Output`].
+struct OutputRx {
+    rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    queued: Arc<AtomicUsize>,
+    drained: Arc<Notify>,
+}
+
+impl Output {
+    fn new() -> (Self, OutputRx) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let drained = Arc::new(Notify::new());
+        let rx = OutputRx {
+            rx,
+            queued: Arc::clone(&queued),
+            drained: Arc::clone(&drained),
+        };
+        (
+            Output {
+                tx,
+                queued,
+                drained,
+            },
+            rx,
+        )
+    }
+
+    fn send(&self, line: Vec<u8>) {
+        self.queued.fetch_add(line.len(), Ordering::Relaxed);
+        let _ = self.tx.send(line);
+    }
+
+    fn backlogged(&self) -> bool {
+        self.queued.load(Ordering::Relaxed) >= MAX_QUEUED_OUTPUT
+    }
+
+    async fn drained(&self) {
+        self.drained.notified().await;
+    }
+}
+
 fn deliver(
-    done: Result<CallOutput, tokio::task::JoinError>,
+    done: Result<CallOutput, JoinError>,
     live: &mut HashMap<u64, (Value, AbortHandle)>,
-    out: &mpsc::UnboundedSender<Vec<u8>>,
+    out: &Output,
 ) {
-    // A call cancelled by the client was removed from `live`; its output,
-    // if it finished anyway, is dropped.
-    if let Ok(output) = done
-        && live.remove(&output.seq).is_some()
-    {
-        let _ = out.send(output.line);
+    match done {
+        // A call cancelled by the client was removed from `live`; its
+        // output, if it finished anyway, is dropped.
+        Ok(output) => {
+            if live.remove(&output.seq).is_some() {
+                out.send(output.line);
+            }
+        }
+        // A call task that panicked still owes its client an answer.
+        Err(e) if e.is_panic() => {
+            let task = e.id();
+            let seq = live
+                .iter()
+                .find(|(_, (_, handle))| handle.id() == task)
+                .map(|(seq, _)| *seq);
+            if let Some((id, _)) = seq.and_then(|seq| live.remove(&seq)) {
+                tracing::error!("a tool call task panicked");
+                out.send(protocol::encode(&protocol::error_response(
+                    id,
+                    protocol::INTERNAL_ERROR,
+                    "internal error in the wrapper",
+                    None,
+                )));
+            }
+        }
+        Err(_) => {}
     }
 }
 
@@ -196,17 +282,18 @@ async fn run_call(seq: u64, call: ToolCall, bridge: BridgeHandle) -> CallOutput 
 
 /// The single stdout writer: buffered, flushed whenever the queue runs dry
 /// so that a burst costs one write and a lone reply is never held back.
-async fn write_output<W: AsyncWrite + Unpin>(
-    output: W,
-    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
-) -> std::io::Result<()> {
+async fn write_output<W: AsyncWrite + Unpin>(output: W, mut queue: OutputRx) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, output);
-    while let Some(line) = lines.recv().await {
+    while let Some(line) = queue.rx.recv().await {
+        let mut written = line.len();
         out.write_all(&line).await?;
-        while let Ok(line) = lines.try_recv() {
+        while let Ok(line) = queue.rx.try_recv() {
+            written += line.len();
             out.write_all(&line).await?;
         }
         out.flush().await?;
+        queue.queued.fetch_sub(written, Ordering::Relaxed);
+        queue.drained.notify_one();
     }
     out.flush().await?;
     out.shutdown().await
