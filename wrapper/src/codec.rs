@@ -2,17 +2,18 @@
 //! daemon side (the socket).
 //!
 //! A line longer than the cap is not buffered: its bytes are discarded as
-//! they arrive, only its first bytes are kept so that the request id can be
-//! read from them, and the decoder reports it as [`Frame::Oversized`]. Memory
-//! stays bounded by the cap whatever the peer sends, and the stream stays
-//! usable after the long line.
+//! they arrive, scanned on the way for the object's top-level `"id"` (which
+//! clients may put anywhere, often last), and the decoder reports it as
+//! [`Frame::Oversized`] with that id. Memory stays bounded by the cap
+//! whatever the peer sends, and the stream stays usable after the long line.
 
 use bytes::{Buf, Bytes, BytesMut};
 use serde_json::Value;
 use tokio_util::codec::Decoder;
 
-/// How many leading bytes of an oversized line are kept for id recovery.
-const HEAD_BYTES: usize = 512;
+/// Longest id value (in bytes of JSON text) recovered from an oversized
+/// line; longer ones are given up on.
+const MAX_ID_BYTES: usize = 256;
 
 /// One unit read from a newline-delimited stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,10 +21,11 @@ pub enum Frame {
     /// A complete line without its terminating newline (a trailing `\r` is
     /// kept: JSON parsers accept it as whitespace).
     Line(Bytes),
-    /// A line that exceeded the cap; `head` holds its first bytes.
+    /// A line that exceeded the cap.
     Oversized {
-        /// The first bytes of the line (at most a few hundred).
-        head: Bytes,
+        /// The line's top-level request id, when it had a string or number
+        /// one.
+        id: Option<Value>,
     },
 }
 
@@ -34,7 +36,7 @@ pub struct LineCodec {
     /// Bytes already scanned for a newline in the buffer.
     scanned: usize,
     /// Set while the rest of an oversized line is being discarded.
-    discarding: Option<BytesMut>,
+    discarding: Option<IdScanner>,
 }
 
 impl LineCodec {
@@ -59,17 +61,17 @@ impl Decoder for LineCodec {
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
         loop {
-            if let Some(head) = self.discarding.as_mut() {
+            if let Some(scanner) = self.discarding.as_mut() {
                 match memchr::memchr(b'\n', buf) {
                     Some(pos) => {
+                        scanner.feed(&buf[..pos]);
                         buf.advance(pos + 1);
-                        let head = self.discarding.take().unwrap_or_default().freeze();
+                        let id = self.discarding.take().and_then(IdScanner::finish);
                         self.scanned = 0;
-                        return Ok(Some(Frame::Oversized { head }));
+                        return Ok(Some(Frame::Oversized { id }));
                     }
                     None => {
-                        let room = HEAD_BYTES.saturating_sub(head.len());
-                        head.extend_from_slice(&buf[..room.min(buf.len())]);
+                        scanner.feed(buf);
                         buf.clear();
                         return Ok(None);
                     }
@@ -81,19 +83,19 @@ impl Decoder for LineCodec {
                     let end = start + offset;
                     self.scanned = 0;
                     if end > self.max_len {
-                        let head = Bytes::copy_from_slice(&buf[..HEAD_BYTES.min(end)]);
+                        let id = recover_id(&buf[..end]);
                         buf.advance(end + 1);
-                        return Ok(Some(Frame::Oversized { head }));
+                        return Ok(Some(Frame::Oversized { id }));
                     }
                     let line = buf.split_to(end + 1).freeze().slice(..end);
                     return Ok(Some(Frame::Line(line)));
                 }
                 None if buf.len() > self.max_len => {
-                    let mut head = BytesMut::with_capacity(HEAD_BYTES);
-                    head.extend_from_slice(&buf[..HEAD_BYTES.min(buf.len())]);
+                    let mut scanner = IdScanner::default();
+                    scanner.feed(buf);
                     buf.clear();
                     self.scanned = 0;
-                    self.discarding = Some(head);
+                    self.discarding = Some(scanner);
                     continue;
                 }
                 None => {
@@ -108,9 +110,9 @@ impl Decoder for LineCodec {
         if let Some(frame) = self.decode(buf)? {
             return Ok(Some(frame));
         }
-        if let Some(head) = self.discarding.take() {
+        if let Some(scanner) = self.discarding.take() {
             return Ok(Some(Frame::Oversized {
-                head: head.freeze(),
+                id: scanner.finish(),
             }));
         }
         if buf.is_empty() {
@@ -123,69 +125,128 @@ impl Decoder for LineCodec {
     }
 }
 
-/// The top-level `"id"` of a JSON object that may be cut short: used to
-/// answer (or route) a line too large to parse whole. Only a string or
-/// number id at the object's first level counts; anything doubtful gives
-/// `None`.
-pub fn recover_id(head: &[u8]) -> Option<Value> {
-    let mut depth = 0usize;
-    let mut i = 0usize;
-    let n = head.len();
-    while i < n {
-        match head[i] {
-            b'"' => {
-                let end = string_end(head, i)?;
-                if depth == 1 && &head[i..=end] == b"\"id\"" {
-                    let mut j = end + 1;
-                    while j < n && head[j].is_ascii_whitespace() {
-                        j += 1;
-                    }
-                    if j < n && head[j] == b':' {
-                        return parse_scalar(&head[j + 1..]);
-                    }
+/// The top-level `"id"` of a JSON object, read from a whole line or from
+/// its first bytes: used to answer (or route) a line too large to parse.
+/// Only a string or number id at the object's first level counts; anything
+/// doubtful gives `None`.
+pub fn recover_id(bytes: &[u8]) -> Option<Value> {
+    let mut scanner = IdScanner::default();
+    scanner.feed(bytes);
+    scanner.finish()
+}
+
+/// Finds the top-level `"id"` of a JSON object fed to it in pieces, in
+/// constant memory: a tiny tokenizer that tracks nesting, strings and
+/// whether the next first-level string is a key.
+#[derive(Debug, Default, Clone)]
+pub struct IdScanner {
+    depth: u32,
+    top_is_object: bool,
+    in_string: bool,
+    escaped: bool,
+    expect_key: bool,
+    /// Capturing a first-level key (its first bytes).
+    key: Option<Vec<u8>>,
+    /// The last first-level key was `"id"` and its `:` has not come yet.
+    key_is_id: bool,
+    /// Capturing the value after `"id":`.
+    value: Option<Vec<u8>>,
+    found: Option<Value>,
+}
+
+impl IdScanner {
+    /// Scan the next piece of the line.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.found.is_some() {
+                return;
+            }
+            self.byte(b);
+        }
+    }
+
+    /// The id, if one was found (a value still open at the end of the input
+    /// is judged as it stands).
+    pub fn finish(mut self) -> Option<Value> {
+        if self.found.is_none() {
+            self.close_value();
+        }
+        self.found
+    }
+
+    fn byte(&mut self, b: u8) {
+        if let Some(value) = self.value.as_mut() {
+            if value.len() >= MAX_ID_BYTES {
+                self.value = None;
+            } else if self.in_string || !matches!(b, b',' | b'}' | b'{' | b'[') {
+                value.push(b);
+            }
+        }
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if b == b'\\' {
+                self.escaped = true;
+                return;
+            } else if b == b'"' {
+                self.in_string = false;
+                if let Some(key) = self.key.take() {
+                    self.key_is_id = key == b"id";
                 }
-                i = end + 1;
+                return;
+            }
+            if let Some(key) = self.key.as_mut()
+                && key.len() < 3
+            {
+                key.push(b);
+            }
+            return;
+        }
+        match b {
+            b'"' => {
+                self.in_string = true;
+                if self.depth == 1 && self.top_is_object && self.expect_key {
+                    self.key = Some(Vec::new());
+                }
             }
             b'{' | b'[' => {
-                depth += 1;
-                i += 1;
+                if self.depth == 1 {
+                    // The id is an object or array: not a request id.
+                    self.value = None;
+                }
+                if self.depth == 0 {
+                    self.top_is_object = b == b'{';
+                    self.expect_key = true;
+                }
+                self.depth = self.depth.saturating_add(1);
             }
             b'}' | b']' => {
-                depth = depth.checked_sub(1)?;
-                i += 1;
+                if self.depth == 1 {
+                    self.close_value();
+                }
+                self.depth = self.depth.saturating_sub(1);
             }
-            _ => i += 1,
+            b':' if self.depth == 1 => {
+                self.expect_key = false;
+                if std::mem::take(&mut self.key_is_id) {
+                    self.value = Some(Vec::new());
+                }
+            }
+            b',' if self.depth == 1 => {
+                self.close_value();
+                self.expect_key = true;
+            }
+            _ => {}
         }
     }
-    None
-}
 
-/// Index of the quote closing the string that opens at `start`.
-fn string_end(s: &[u8], start: usize) -> Option<usize> {
-    let mut i = start + 1;
-    while i < s.len() {
-        match s[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i),
-            _ => i += 1,
+    fn close_value(&mut self) {
+        if let Some(text) = self.value.take()
+            && let Ok(v @ (Value::String(_) | Value::Number(_))) =
+                serde_json::from_slice::<Value>(&text)
+        {
+            self.found = Some(v);
         }
-    }
-    None
-}
-
-/// A JSON string or number at the start of `s`, followed by `,` or `}`.
-fn parse_scalar(s: &[u8]) -> Option<Value> {
-    let trimmed = s.iter().position(|b| !b.is_ascii_whitespace())?;
-    let s = &s[trimmed..];
-    let len = if s.first() == Some(&b'"') {
-        string_end(s, 0)? + 1
-    } else {
-        s.iter()
-            .position(|b| matches!(b, b',' | b'}') || b.is_ascii_whitespace())?
-    };
-    match serde_json::from_slice::<Value>(&s[..len]).ok()? {
-        v @ (Value::String(_) | Value::Number(_)) => Some(v),
-        _ => None,
     }
 }
 
@@ -231,10 +292,7 @@ mod tests {
             &[b"{\"id\":7,", b"\"x\":\"aaaaaaaa", b"aaaaaaa\"}\nok\n"],
         );
         assert_eq!(frames.len(), 2);
-        match &frames[0] {
-            Frame::Oversized { head } => assert!(head.starts_with(b"{\"id\":7,")),
-            other => panic!("expected oversized, got {other:?}"),
-        }
+        assert_eq!(frames[0], Frame::Oversized { id: Some(json!(7)) });
         assert_eq!(frames[1], line("ok"));
     }
 
@@ -258,6 +316,23 @@ mod tests {
     }
 
     #[test]
+    fn finds_an_id_that_comes_after_megabytes_of_params() {
+        let mut c = LineCodec::new(64);
+        let mut input = br#"{"jsonrpc":"2.0","method":"tools/call","params":{"text":""#.to_vec();
+        input.extend(std::iter::repeat_n(b'x', 100_000));
+        input.extend_from_slice(br#""},"id":"late"}"#);
+        input.push(b'\n');
+        let chunks: Vec<&[u8]> = input.chunks(1000).collect();
+        let frames = decode_all(&mut c, &chunks);
+        assert_eq!(
+            frames,
+            vec![Frame::Oversized {
+                id: Some(json!("late"))
+            }]
+        );
+    }
+
+    #[test]
     fn recovers_top_level_ids_only() {
         assert_eq!(
             recover_id(br#"{"jsonrpc":"2.0","id":12,"method":"x""#),
@@ -267,7 +342,12 @@ mod tests {
         assert_eq!(recover_id(br#"{"params":{"id":3},"id":4}"#), Some(json!(4)));
         assert_eq!(recover_id(br#"{"params":{"id":3},"x":"#), None);
         assert_eq!(recover_id(br#"{"id":null,"#), None);
-        assert_eq!(recover_id(br#"{"id":12"#), None, "number may be cut short");
+        assert_eq!(
+            recover_id(br#"{"x":"a,\"id\":1","id":"z"}"#),
+            Some(json!("z"))
+        );
+        assert_eq!(recover_id(br#"{"id":{"a":1},"x":2}"#), None);
+        assert_eq!(recover_id(br#"{"idx":1,"id":2}"#), Some(json!(2)));
         assert_eq!(recover_id(br#"[{"id":1}]"#), None);
         assert_eq!(recover_id(b"\xff\xfe"), None);
     }

@@ -303,9 +303,14 @@ fn a_client_that_stops_reading_cannot_hold_the_wrapper() {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .expect("VmRSS");
-    assert!(rss_kb < 64 * 1024, "RSS {rss_kb} kB while the client is not reading");
+    assert!(
+        rss_kb < 64 * 1024,
+        "RSS {rss_kb} kB while the client is not reading"
+    );
     guard.signal(harness::Signal::SIGTERM).expect("signal");
-    let status = guard.wait_exit(REPLY).expect("exits although stdout is full");
+    let status = guard
+        .wait_exit(REPLY)
+        .expect("exits although stdout is full");
     assert_eq!(status.code(), Some(0));
     drop(guard);
     flood.join().expect("flood thread");

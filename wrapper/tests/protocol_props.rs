@@ -74,20 +74,25 @@ fn message_strategy() -> impl Strategy<Value = Vec<u8>> {
             Just(Some(json!("1.0"))),
             Just(None)
         ],
+        any::<bool>(),
     )
-        .prop_map(|(id, method, params, version)| {
+        .prop_map(|(id, method, params, version, id_last)| {
             let mut m = serde_json::Map::new();
             if let Some(v) = version {
                 m.insert("jsonrpc".into(), v);
             }
-            if let Some(id) = id {
-                m.insert("id".into(), id);
+            // Some clients (the TypeScript SDK) put the id last.
+            if !id_last && let Some(id) = &id {
+                m.insert("id".into(), id.clone());
             }
             if let Some(method) = method {
                 m.insert("method".into(), method);
             }
             if let Some(p) = params {
                 m.insert("params".into(), p);
+            }
+            if id_last && let Some(id) = id {
+                m.insert("id".into(), id);
             }
             serde_json::to_vec(&Value::Object(m)).expect("serializable")
         })
@@ -113,6 +118,12 @@ fn line_strategy() -> impl Strategy<Value = Vec<u8>> {
             let mut l = b"{\"jsonrpc\":\"2.0\",\"id\":\"big\",\"method\":\"ping\",\"params\":{\"x\":\"".to_vec();
             l.extend(std::iter::repeat_n(b'x', n));
             l.extend_from_slice(b"\"}}");
+            l
+        }),
+        1 => (MAX_LINE..MAX_LINE * 3).prop_map(|n| {
+            let mut l = b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"x\":\"".to_vec();
+            l.extend(std::iter::repeat_n(b'x', n));
+            l.extend_from_slice(b"\"},\"id\":\"big-last\"}");
             l
         }),
     ]

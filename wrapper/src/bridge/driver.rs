@@ -23,7 +23,7 @@ use tokio_util::codec::FramedRead;
 
 use super::core::{Action, Bridge, CallId, ConnId, Event, Request};
 use super::error::BridgeError;
-use crate::codec::{Frame, LineCodec, recover_id};
+use crate::codec::{Frame, LineCodec};
 
 /// I/O settings of the driver (the decisions live in the policy).
 #[derive(Debug, Clone)]
@@ -261,8 +261,8 @@ impl Driver {
                 self.core.connect_failed(conn, error, now);
             }
             ConnEvent::Frame(conn, Frame::Line(line)) => self.core.line(conn, &line),
-            ConnEvent::Frame(conn, Frame::Oversized { head }) => {
-                let id = recover_id(&head).and_then(|v| v.as_u64());
+            ConnEvent::Frame(conn, Frame::Oversized { id }) => {
+                let id = id.and_then(|v| v.as_u64());
                 self.core
                     .oversized_line(conn, id, self.config.max_line_bytes);
             }

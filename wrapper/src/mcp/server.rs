@@ -18,7 +18,7 @@ use tokio_util::codec::FramedRead;
 use super::dispatch::{self, Inbound, ToolCall};
 use super::protocol::{self, Era};
 use crate::bridge::{BridgeHandle, Request};
-use crate::codec::{Frame, LineCodec, recover_id};
+use crate::codec::{Frame, LineCodec};
 
 /// Calls forwarded to the daemon at once; past this the loop stops reading
 /// stdin until some finish, so a client cannot make the wrapper hold an
@@ -99,9 +99,9 @@ where
             frame = frames.next(), if !backlogged => {
                 let classified = match frame {
                     Some(Ok(Frame::Line(line))) => dispatch::classify(&line),
-                    Some(Ok(Frame::Oversized { head })) => {
+                    Some(Ok(Frame::Oversized { id })) => {
                         out.send(protocol::encode(&dispatch::oversized(
-                            recover_id(&head),
+                            id,
                             config.max_line_bytes,
                         )));
                         continue;
@@ -282,7 +282,10 @@ async fn run_call(seq: u64, call: ToolCall, bridge: BridgeHandle) -> CallOutput 
 
 /// The single stdout writer: buffered, flushed whenever the queue runs dry
 /// so that a burst costs one write and a lone reply is never held back.
-async fn write_output<W: AsyncWrite + Unpin>(output: W, mut queue: OutputRx) -> std::io::Result<()> {
+async fn write_output<W: AsyncWrite + Unpin>(
+    output: W,
+    mut queue: OutputRx,
+) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, output);
     while let Some(line) = queue.rx.recv().await {
         let mut written = line.len();
