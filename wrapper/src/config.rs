@@ -2,7 +2,9 @@
 //! from an environment variable (the flag wins), validated before anything
 //! else happens.
 
+use std::fmt::Display;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Parser;
@@ -15,18 +17,42 @@ use crate::bridge::{Backoff, BridgeMode, Policy, PolicyError, Timings};
 /// hostile peer from making the wrapper buffer without bound.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 
+/// A value parser that treats an empty value (typically an environment
+/// variable set to nothing in a client configuration) as the default, and
+/// parses anything else strictly.
+fn or_default<T>(default: T) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: FromStr + Copy + Send + Sync + 'static,
+    T::Err: Display,
+{
+    move |s: &str| {
+        if s.is_empty() {
+            Ok(default)
+        } else {
+            s.parse().map_err(|e: T::Err| e.to_string())
+        }
+    }
+}
+
+/// Any text, the empty string included (an empty value means "unset").
+fn any_text(s: &str) -> Result<String, std::convert::Infallible> {
+    Ok(s.to_owned())
+}
+
 /// MCP stdio server for iai-mcp: forwards tool calls to the iai-mcp daemon
 /// over its Unix socket, waiting out daemon restarts instead of failing.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "iai-mcp-wrapper", version, about, long_about = None)]
 pub struct Args {
     /// Daemon socket to dial [default: $HOME/.iai-mcp/.daemon.sock]
-    #[arg(long, env = "IAI_DAEMON_SOCKET_PATH", value_name = "PATH")]
-    pub socket_path: Option<PathBuf>,
+    #[arg(long, env = "IAI_DAEMON_SOCKET_PATH",
+        value_parser = any_text, value_name = "PATH")]
+    pub socket_path: Option<String>,
 
     /// Directory for the heartbeat and wake files [default: $HOME/.iai-mcp]
-    #[arg(long, env = "IAI_MCP_STATE_DIR", value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
+    #[arg(long, env = "IAI_MCP_STATE_DIR",
+        value_parser = any_text, value_name = "DIR")]
+    pub state_dir: Option<String>,
 
     /// Reconnect behaviour. `prefix` reproduces the pre-fix V3-05 race (a
     /// call made during a reconnect fails with daemon_unreachable) and exists
@@ -35,17 +61,18 @@ pub struct Args {
         long,
         env = "IAI_MCP_BRIDGE_MODE",
         value_name = "MODE",
-        default_value = "fixed"
+        default_value = "fixed",
+        value_parser = or_default(BridgeMode::Fixed)
     )]
     pub bridge_mode: BridgeMode,
 
-    /// Sleep before each reconnect attempt, in ms. Widens the race window for
-    /// tests; leave at 0 in production.
+    /// Sleep before reconnecting after a lost connection, in ms. Widens the
+    /// race window for tests; leave at 0 in production.
     #[arg(
         long,
         env = "IAI_MCP_RECONNECT_TEST_DELAY_MS",
         value_name = "MS",
-        default_value_t = 0
+        default_value_t = 0, value_parser = or_default(0u64)
     )]
     pub reconnect_test_delay_ms: u64,
 
@@ -55,7 +82,7 @@ pub struct Args {
         long,
         env = "IAI_MCP_CONNECT_WAIT_MS",
         value_name = "MS",
-        default_value_t = 10_000
+        default_value_t = 10_000, value_parser = or_default(10_000u64)
     )]
     pub connect_wait_ms: u64,
 
@@ -65,7 +92,7 @@ pub struct Args {
         long,
         env = "IAI_MCP_CALL_TIMEOUT_MS",
         value_name = "MS",
-        default_value_t = 120_000
+        default_value_t = 120_000, value_parser = or_default(120_000u64)
     )]
     pub call_timeout_ms: u64,
 
@@ -75,7 +102,7 @@ pub struct Args {
         long,
         env = "IAI_MCP_BACKOFF_INITIAL_MS",
         value_name = "MS",
-        default_value_t = 50
+        default_value_t = 50, value_parser = or_default(50u64)
     )]
     pub backoff_initial_ms: u64,
 
@@ -84,7 +111,7 @@ pub struct Args {
         long,
         env = "IAI_MCP_BACKOFF_MAX_MS",
         value_name = "MS",
-        default_value_t = 2_000
+        default_value_t = 2_000, value_parser = or_default(2_000u64)
     )]
     pub backoff_max_ms: u64,
 
@@ -93,7 +120,7 @@ pub struct Args {
         long,
         env = "IAI_MCP_HEARTBEAT_INTERVAL_MS",
         value_name = "MS",
-        default_value_t = 30_000
+        default_value_t = 30_000, value_parser = or_default(30_000u64)
     )]
     pub heartbeat_interval_ms: u64,
 
@@ -103,12 +130,12 @@ pub struct Args {
         long,
         env = "IAI_MCP_SHUTDOWN_GRACE_MS",
         value_name = "MS",
-        default_value_t = 1_000
+        default_value_t = 1_000, value_parser = or_default(1_000u64)
     )]
     pub shutdown_grace_ms: u64,
 
     /// Longest accepted line on stdin and from the daemon, in bytes.
-    #[arg(long, env = "IAI_MCP_MAX_LINE_BYTES", value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES)]
+    #[arg(long, env = "IAI_MCP_MAX_LINE_BYTES", value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES, value_parser = or_default(DEFAULT_MAX_LINE_BYTES))]
     pub max_line_bytes: usize,
 
     /// Log filter for stderr (tracing syntax, e.g. `info`, `debug`).
@@ -125,19 +152,21 @@ pub struct Args {
     #[arg(
         long,
         env = "IAI_MCP_STORE",
+        value_parser = any_text,
         value_name = "PATH",
         hide_short_help = true
     )]
-    pub store: Option<PathBuf>,
+    pub store: Option<String>,
 
     /// Accepted for compatibility with existing configurations and ignored.
     #[arg(
         long,
         env = "IAI_MCP_PYTHON",
+        value_parser = any_text,
         value_name = "PATH",
         hide_short_help = true
     )]
-    pub python: Option<PathBuf>,
+    pub python: Option<String>,
 
     /// Report whether the daemon is reachable, what is served and where the
     /// heartbeat goes, then exit (0 when the daemon answered, 1 otherwise).
@@ -203,7 +232,8 @@ impl Args {
     /// Resolve defaults against `home` and validate everything.
     pub fn resolve(self, home: Option<PathBuf>) -> Result<Config, ConfigError> {
         let base = || home.as_ref().map(|h| h.join(".iai-mcp"));
-        let socket_path = match self.socket_path {
+        let given = |v: Option<String>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
+        let socket_path = match given(self.socket_path) {
             Some(p) => p,
             None => base()
                 .ok_or(ConfigError::NoHome("socket-path"))?
@@ -217,7 +247,7 @@ impl Args {
                 max: MAX_SOCKET_PATH,
             });
         }
-        let state_dir = match self.state_dir {
+        let state_dir = match given(self.state_dir) {
             Some(p) => p,
             None => base().ok_or(ConfigError::NoHome("state-dir"))?,
         };
@@ -241,7 +271,11 @@ impl Args {
             heartbeat_interval: ms(self.heartbeat_interval_ms),
             shutdown_grace: ms(self.shutdown_grace_ms),
             max_line_bytes: self.max_line_bytes,
-            log: self.log,
+            log: if self.log.is_empty() {
+                "warn".to_owned()
+            } else {
+                self.log
+            },
             check: self.check,
         })
     }
@@ -288,6 +322,35 @@ mod tests {
             parse(&["--socket-path", &long]).resolve(None),
             Err(ConfigError::SocketPathTooLong { .. })
         ));
+    }
+
+    #[test]
+    fn empty_values_mean_the_default() {
+        let c = Args::try_parse_from([
+            "w",
+            "--socket-path",
+            "",
+            "--bridge-mode",
+            "",
+            "--reconnect-test-delay-ms",
+            "",
+            "--connect-wait-ms",
+            "",
+            "--python",
+            "",
+            "--store",
+            "",
+            "--log",
+            "",
+        ])
+        .expect("empty values parse")
+        .resolve(Some("/h".into()))
+        .expect("valid");
+        assert_eq!(c.socket_path, PathBuf::from("/h/.iai-mcp/.daemon.sock"));
+        assert_eq!(c.policy.mode(), BridgeMode::Fixed);
+        assert_eq!(c.policy.timings().reconnect_delay, Duration::ZERO);
+        assert_eq!(c.policy.timings().connect_wait, Duration::from_secs(10));
+        assert_eq!(c.log, "warn");
     }
 
     #[test]

@@ -73,6 +73,29 @@ fn invalid_settings_exit_2_with_a_clear_message_and_no_stdout() {
 }
 
 #[test]
+fn empty_environment_values_mean_unset() {
+    let dir = short_tempdir().expect("tempdir");
+    let mut cmd = wrapper();
+    cmd.env("HOME", dir.path());
+    for var in [
+        "IAI_DAEMON_SOCKET_PATH",
+        "IAI_MCP_BRIDGE_MODE",
+        "IAI_MCP_RECONNECT_TEST_DELAY_MS",
+        "IAI_MCP_STATE_DIR",
+        "IAI_MCP_STORE",
+        "IAI_MCP_PYTHON",
+        "IAI_MCP_CONNECT_WAIT_MS",
+        "IAI_MCP_LOG",
+    ] {
+        cmd.env(var, "");
+    }
+    cmd.write_stdin("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"result\":{}"));
+}
+
+#[test]
 fn check_reports_an_absent_daemon_and_exits_1() {
     let dir = short_tempdir().expect("tempdir");
     wrapper()

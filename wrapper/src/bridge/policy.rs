@@ -130,8 +130,8 @@ impl Backoff {
 /// [`Timings::default`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timings {
-    /// Sleep before each reconnect attempt after a connection closes. Only
-    /// tests set it (`IAI_MCP_RECONNECT_TEST_DELAY_MS`): it widens the race
+    /// Sleep before the first reconnect attempt after a connection closes
+    /// (later attempts follow the backoff). Only tests set it (`IAI_MCP_RECONNECT_TEST_DELAY_MS`): it widens the race
     /// window so that a call can deterministically land inside it.
     pub reconnect_delay: Duration,
     /// How long a call may wait for a connection before it fails with
