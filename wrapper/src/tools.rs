@@ -50,6 +50,11 @@ pub struct Tool {
     route: Route,
 }
 
+/// Every JSON type: the explicit spelling of "any value".
+const ANY_JSON_TYPES: [&str; 7] = [
+    "string", "number", "integer", "boolean", "object", "array", "null",
+];
+
 /// Why a tool call could not be turned into a daemon request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ToolError {
@@ -591,7 +596,10 @@ impl Tool {
             .collect();
         properties.insert(
             "value".into(),
-            json!({ "description": "The daemon's result when it is not a JSON object." }),
+            json!({
+                "type": ANY_JSON_TYPES,
+                "description": "The daemon's result when it is not a JSON object.",
+            }),
         );
         json!({
             "type": "object",
@@ -682,7 +690,9 @@ impl Param {
                 "type": "object",
                 "additionalProperties": { "type": "string" },
             }),
-            Ty::Any => json!({}),
+            // Spelled out rather than left untyped: some clients (Codex)
+            // rewrite a property with no "type" to a string.
+            Ty::Any => json!({ "type": ANY_JSON_TYPES }),
         };
         schema["description"] = self.description.into();
         schema
@@ -987,7 +997,11 @@ mod tests {
         assert_eq!(operation["enum"], json!(["get", "set"]));
         assert!(operation.get("default").is_none());
         let value = p("profile_get_set", "value");
-        assert!(value.get("type").is_none(), "value accepts any JSON");
+        assert_eq!(
+            value["type"],
+            json!(ANY_JSON_TYPES),
+            "value accepts any JSON"
+        );
 
         let confidence = p("schema_list", "confidence_min");
         assert_eq!(confidence["type"], "number");
@@ -1086,7 +1100,11 @@ mod tests {
             want.sort_unstable();
             assert_eq!(got, want, "{name}");
             let props = &schema["properties"];
-            assert!(props["value"].get("type").is_none(), "{name}.value is any");
+            assert_eq!(
+                props["value"]["type"],
+                json!(ANY_JSON_TYPES),
+                "{name}.value is any"
+            );
             for field in fields {
                 assert!(props[*field]["type"].is_string() || props[*field]["type"].is_array());
             }

@@ -152,7 +152,9 @@ fn first_modern_request_starts_the_warm_up() {
 
 #[test]
 fn eof_with_a_call_in_flight_answers_it_before_exiting() {
-    let mut p = pair(&[]);
+    // The grace period is far longer than the daemon's delay, so the call
+    // must be answered by the daemon, not failed at shutdown.
+    let mut p = pair(&[("IAI_MCP_SHUTDOWN_GRACE_MS", "20000")]);
     p.wrapper.initialize("2025-06-18").expect("initialize");
     p.wrapper
         .call_tool("topology", json!({}), REPLY)

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -77,5 +77,12 @@ async fn session_open(socket_path: &PathBuf, session: Uuid) -> std::io::Result<(
     .to_string();
     line.push('\n');
     stream.write_all(line.as_bytes()).await?;
-    stream.shutdown().await
+    stream.shutdown().await?;
+    // Wait for the daemon to close its side: then it has read the message,
+    // and session_start_payload (on the main connection) cannot overtake
+    // it. Whatever it writes back is not read; the caller's budget bounds
+    // the wait for a daemon that keeps the connection open.
+    let mut sink = [0u8; 256];
+    while stream.read(&mut sink).await? > 0 {}
+    Ok(())
 }

@@ -171,6 +171,12 @@ fn request(id: Value, method: &str, mut params: Map<String, Value>) -> Classifie
     let era = match era_of(&params) {
         Ok(era) => era,
         Err(requested) => {
+            // The schema types `requested` as a string: a non-string
+            // version is reported as its JSON text.
+            let requested = match requested {
+                Value::String(v) => v,
+                other => other.to_string(),
+            };
             let data = json!({
                 "supported": protocol::supported_versions(),
                 "requested": requested,
