@@ -6,8 +6,10 @@
 //!
 //! After every step: every call answered at most once; never two
 //! connections or connect attempts; no write sent twice and no read more
-//! than twice; stale events produce no action; no `daemon_unreachable` for
-//! a call made while a reconnect that then succeeds is in flight. At every
+//! than twice; stale events produce no action; while connected, every
+//! unanswered call is in flight on that connection (nothing is left
+//! waiting); no `daemon_unreachable` for a call made while a reconnect that
+//! then succeeds is in flight. At every
 //! leaf, time is run out with the daemon gone and every call must have
 //! exactly one answer.
 //!

@@ -370,6 +370,21 @@ impl World {
                 ));
             }
         }
+        if let Some(conn) = self.current {
+            for call in 0..self.calls_made {
+                let answered = self.replies.contains_key(&call);
+                let in_flight = self
+                    .sent
+                    .iter()
+                    .any(|s| s.call == call && s.conn == conn && !s.answered);
+                if !answered && !in_flight {
+                    return Err(self.violation(
+                        "while connected, every unanswered call is in flight",
+                        format!("call {call} waits although {conn:?} is up"),
+                    ));
+                }
+            }
+        }
         let live = self.open.len() + usize::from(self.attempt.is_some());
         if live > 1 {
             return Err(self.violation(
