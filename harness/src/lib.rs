@@ -13,7 +13,8 @@
 //! - [`client`]: an MCP client over a child's stdio that audits framing.
 //! - [`wrapper`]: starting a wrapper in an isolated environment.
 //! - [`scenario`]: scripted scenarios and their reports: the race, and the
-//!   live faults (drop storm, daemon down and up, hung daemon).
+//!   live faults (drop storm, daemon down and up, hung daemon), and sweeps
+//!   of the race over its timing with their table, JSON and SVG reports.
 //! - [`mod@bench`]: latency, throughput, cold start, memory and recovery
 //!   figures, side by side with the floor.
 
@@ -33,7 +34,10 @@ pub use error::HarnessError;
 pub use process::{ChildGuard, Signal};
 pub use scenario::down_up::{DownUpConfig, DownUpReport, run_down_up};
 pub use scenario::hang::{HangConfig, HangReport, run_hang};
+pub use scenario::hostile::{HostileConfig, HostileReport, run_hostile};
 pub use scenario::outcome::CallOutcome;
 pub use scenario::race::{RaceConfig, RaceOutcome, RaceReport, RaceSummary, run_race};
+pub use scenario::soak::{SoakConfig, SoakReport, run_soak};
 pub use scenario::storm::{StormConfig, StormReport, run_storm};
+pub use scenario::sweep::{Subject, SweepConfig, SweepError, SweepReport, run_sweep};
 pub use wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};

@@ -1,14 +1,21 @@
 //! `harness`: runs scripted scenarios against an MCP wrapper and the fake
 //! iai-mcp daemon, and prints what happened.
 
+use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use harness::scenario::down_up::{DownUpConfig, run_down_up};
 use harness::scenario::hang::{HangConfig, run_hang};
+use harness::scenario::hostile::{HostileConfig, run_hostile};
 use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_race};
+use harness::scenario::soak::{SoakConfig, run_soak, seed_from_clock};
 use harness::scenario::storm::{StormConfig, run_storm};
+use harness::scenario::sweep::{
+    self, Subject, SweepConfig, TerminalProgress, run_sweep, stop_on_signals,
+};
 use harness::{BridgeMode, WrapperCommand};
 use serde::Serialize;
 
@@ -39,6 +46,21 @@ enum Scenario {
     /// The daemon hangs: a call fails with daemon_timeout at its deadline,
     /// and after the daemon resumes the next call succeeds.
     Hang(HangArgs),
+    /// Hostile client: tens of thousands of random and malformed lines
+    /// (seeded) interleaved with valid requests; every line with a request
+    /// id must be answered exactly once, stdout must carry only JSON-RPC
+    /// responses, and the wrapper's memory must stay flat.
+    Hostile(HostileArgs),
+    /// Soak: calls keep flowing for a while as the daemon drops, hangs,
+    /// delays, garbles, slices, cuts, goes down and up, strays and
+    /// duplicates (seeded schedule); no call may be lost or answered twice,
+    /// no write may run twice, descriptors and memory must stay flat.
+    Soak(SoakArgs),
+    /// Map the race window: run the race for each mode (or wrapper command)
+    /// at every offset of a range and without the widener, several times
+    /// each; print a table and write sweep.json and sweep.svg. Ctrl-C stops
+    /// it and still writes the partial report (exit code 130).
+    Sweep(SweepArgs),
 }
 
 /// Options every fault scenario takes.
@@ -115,6 +137,42 @@ struct HangArgs {
     call_timeout_ms: u64,
 }
 
+#[derive(Debug, Args)]
+struct HostileArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Lines to send (valid requests included).
+    #[arg(long, default_value_t = 20_000)]
+    lines: usize,
+    /// Seed of the line generator (the same seed sends the same bytes).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Most lines owing an answer outstanding at once.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u64).range(1..))]
+    in_flight: u64,
+    /// The wrapper's line cap (IAI_MCP_MAX_LINE_BYTES); lines are generated
+    /// below, at and above it.
+    #[arg(long, default_value_t = 65_536, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(64..))]
+    max_line_bytes: u64,
+}
+
+#[derive(Debug, Args)]
+struct SoakArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// How long calls keep flowing.
+    #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    seconds: u64,
+    /// Seed of the fault schedule and the call mix (default: from the
+    /// clock; the report prints it).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Calls kept in flight.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
+    concurrency: u64,
+}
+
 /// The `--json` output of the fault scenarios.
 #[derive(Debug, Serialize)]
 struct FaultOutput<R> {
@@ -152,6 +210,55 @@ struct RaceArgs {
     json: bool,
 }
 
+#[derive(Debug, Args)]
+struct SweepArgs {
+    /// Wrapper command line to sweep (repeatable; each is one line of the
+    /// chart, run without a bridge mode unless --mode is given), e.g.
+    /// "node /path/dist/index.js". Default: this workspace's
+    /// iai-mcp-wrapper in prefix and fixed mode.
+    #[arg(long, value_name = "CMD")]
+    wrapper_cmd: Vec<String>,
+    /// Bridge mode to sweep (repeatable; default: prefix and fixed for this
+    /// workspace's wrapper, unset for --wrapper-cmd).
+    #[arg(long, value_name = "fixed|prefix")]
+    mode: Vec<BridgeMode>,
+    /// Reconnect delay given to the wrapper (IAI_MCP_RECONNECT_TEST_DELAY_MS):
+    /// the width of the race window.
+    #[arg(long, default_value_t = sweep::DEFAULT_DELAY_MS, value_name = "MS")]
+    delay_ms: u64,
+    /// First offset of the racing call after the drop.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    from_ms: u64,
+    /// Last offset (default: the delay plus 200 ms).
+    #[arg(long, value_name = "MS")]
+    to_ms: Option<u64>,
+    /// Step between offsets.
+    #[arg(long, default_value_t = sweep::DEFAULT_STEP_MS, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    step_ms: u64,
+    /// Leave out the production point (delay 0, offset 0: no widener).
+    #[arg(long)]
+    no_production: bool,
+    /// Runs per subject and point.
+    #[arg(long, default_value_t = sweep::DEFAULT_RUNS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Runs at once (default: the available parallelism). Each run has its
+    /// own socket and processes; results do not depend on it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
+    /// Seed of the (shuffled, reproducible) order the runs start in.
+    #[arg(long, default_value_t = sweep::DEFAULT_SEED)]
+    seed: u64,
+    /// Where to write sweep.json and sweep.svg (default:
+    /// target/race-report in this workspace).
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Print the JSON report on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
 /// The `--json` output of `harness race`.
 #[derive(Debug, Serialize)]
 struct RaceOutput<'a> {
@@ -168,13 +275,86 @@ struct RaceConfigOutput {
     offset_ms: u64,
 }
 
-fn main() -> Result<()> {
-    match Cli::parse().scenario {
+fn main() -> Result<ExitCode> {
+    let ran = match Cli::parse().scenario {
         Scenario::Race(args) => race(&args),
         Scenario::Storm(args) => storm(&args),
         Scenario::DownUp(args) => down_up(&args),
         Scenario::Hang(args) => hang(&args),
+        Scenario::Hostile(args) => hostile(&args),
+        Scenario::Soak(args) => soak(&args),
+        Scenario::Sweep(args) => return sweep(&args),
+    };
+    ran.map(|()| ExitCode::SUCCESS)
+}
+
+/// Exit code of a sweep stopped by a signal before it was done.
+const INTERRUPTED: u8 = 130;
+
+fn sweep(args: &SweepArgs) -> Result<ExitCode> {
+    let subjects = if args.wrapper_cmd.is_empty() {
+        let cmd =
+            WrapperCommand::try_this_workspace().context("locating this workspace's wrapper")?;
+        let modes = if args.mode.is_empty() {
+            vec![BridgeMode::Prefix, BridgeMode::Fixed]
+        } else {
+            args.mode.clone()
+        };
+        Subject::modes(&cmd, &modes)
+    } else {
+        let modes: Vec<Option<BridgeMode>> = if args.mode.is_empty() {
+            vec![None]
+        } else {
+            args.mode.iter().copied().map(Some).collect()
+        };
+        let mut subjects = Vec::new();
+        for line in &args.wrapper_cmd {
+            let cmd = WrapperCommand::parse_shell_words(line)?;
+            for &mode in &modes {
+                subjects.push(Subject::command(cmd.clone(), mode));
+            }
+        }
+        subjects
+    };
+    let cfg = SweepConfig {
+        subjects,
+        delay_ms: args.delay_ms,
+        from_ms: args.from_ms,
+        to_ms: args.to_ms,
+        step_ms: args.step_ms,
+        production_point: !args.no_production,
+        runs: args.runs,
+        jobs: match args.jobs {
+            Some(jobs) => usize::try_from(jobs).context("--jobs")?,
+            None => sweep::default_jobs(),
+        },
+        seed: args.seed,
+        ..SweepConfig::default()
+    };
+    cfg.validate()?;
+    let stop = stop_on_signals().context("installing the SIGINT handler")?;
+    let report = run_sweep(&cfg, &stop, &mut TerminalProgress::new())?;
+    let out_dir = args.out_dir.clone().unwrap_or_else(sweep::default_out_dir);
+    let files = report
+        .write_files(&out_dir)
+        .with_context(|| format!("writing the report to {}", out_dir.display()))?;
+    if args.json {
+        println!("{}", report.to_json());
+        eprintln!("report: {}", files.json.display());
+        eprintln!("chart:  {}", files.svg.display());
+    } else {
+        print!("{}", report.table());
+        for line in report.subject_summaries() {
+            println!("{line}");
+        }
+        println!("report: {}", files.json.display());
+        println!("chart:  {}", files.svg.display());
     }
+    Ok(if report.partial {
+        ExitCode::from(INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn wrapper_command(line: Option<&str>) -> Result<WrapperCommand> {
@@ -270,6 +450,47 @@ fn hang(args: &HangArgs) -> Result<()> {
     let report = run_hang(&cmd, &cfg).context("hang")?;
     print_fault(
         "hang",
+        &cmd,
+        &args.common,
+        &report,
+        report.passed(),
+        report.problems(),
+    )
+}
+
+fn hostile(args: &HostileArgs) -> Result<()> {
+    let cmd = wrapper_command(args.common.wrapper_cmd.as_deref())?;
+    let cfg = HostileConfig {
+        mode: args.common.mode,
+        lines: args.lines,
+        seed: args.seed,
+        in_flight: usize::try_from(args.in_flight).context("--in-flight")?,
+        max_line_bytes: usize::try_from(args.max_line_bytes).context("--max-line-bytes")?,
+        ..HostileConfig::default()
+    };
+    let report = run_hostile(&cmd, &cfg).context("hostile")?;
+    print_fault(
+        "hostile",
+        &cmd,
+        &args.common,
+        &report,
+        report.passed(),
+        report.problems(),
+    )
+}
+
+fn soak(args: &SoakArgs) -> Result<()> {
+    let cmd = wrapper_command(args.common.wrapper_cmd.as_deref())?;
+    let cfg = SoakConfig {
+        mode: args.common.mode,
+        duration: Duration::from_secs(args.seconds),
+        seed: args.seed.unwrap_or_else(seed_from_clock),
+        concurrency: usize::try_from(args.concurrency).context("--concurrency")?,
+        ..SoakConfig::default()
+    };
+    let report = run_soak(&cmd, &cfg).context("soak")?;
+    print_fault(
+        "soak",
         &cmd,
         &args.common,
         &report,

@@ -1,7 +1,10 @@
 //! `cargo xtask`: project automation. Thin: parses arguments and calls the
 //! `harness` library.
 
-use std::path::Path;
+mod bench;
+mod soak;
+
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -12,6 +15,9 @@ use harness::scenario::format_ms;
 use harness::scenario::hang::{HangConfig, run_hang};
 use harness::scenario::race::{RaceConfig, RaceSummary, run_race};
 use harness::scenario::storm::{StormConfig, run_storm};
+use harness::scenario::sweep::{
+    self, Subject, SweepConfig, TerminalProgress, run_sweep, stop_on_signals,
+};
 use harness::{BridgeMode, WrapperCommand};
 
 /// Project automation for the iai-mcp wrapper workspace.
@@ -28,19 +34,35 @@ enum Task {
     /// Show the V3-05 disconnect race live: run it against the wrapper in
     /// prefix mode (must fail with daemon_unreachable every time) and in
     /// fixed mode (must succeed every time, holding one daemon connection).
+    /// With --sweep, map the whole race window instead.
     Race(RaceArgs),
+    /// Measure the wrapper (release build) against the floor of talking to
+    /// the fake daemon directly: cold start, latency, throughput, memory,
+    /// recovery. Prints a Markdown table; writes target/bench/.
+    Bench(bench::BenchArgs),
+    /// Soak the wrapper (fixed mode): calls keep flowing for --seconds while
+    /// the fake daemon drops, hangs, delays, garbles, slices, cuts, goes
+    /// down and up, strays and duplicates on a seeded schedule. Prints the
+    /// report; exits 0 only if no call was lost or answered twice, no write
+    /// ran twice, descriptors and memory stayed flat and the wrapper lived.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(Debug, Args)]
 struct RaceArgs {
-    /// Runs per mode.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
+    /// Runs per mode [default: 10; with --sweep, 3 per mode and point].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: Option<u32>,
     /// Reconnect delay given to the wrapper: the width of the race window.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     delay_ms: u64,
     /// Time between the daemon dropping the connection and the racing call.
-    #[arg(long, default_value_t = 50, value_name = "MS")]
+    #[arg(
+        long,
+        default_value_t = 50,
+        value_name = "MS",
+        conflicts_with = "sweep"
+    )]
     offset_ms: u64,
     /// Test this wrapper command line instead (e.g. "node /path/dist/index.js"),
     /// N runs without setting a bridge mode, and report whether it shows the
@@ -56,11 +78,44 @@ struct RaceArgs {
     /// without setting a bridge mode, and the table is a report (exit 0).
     #[arg(long)]
     all: bool,
+    /// Map the race window: run the race in both modes (or the
+    /// --wrapper-cmd, mode unset) at every offset from --from-ms to --to-ms
+    /// and without the widener (delay 0), --runs times each; print a table
+    /// and write sweep.json and sweep.svg. A report, not a verdict: exit 0
+    /// (130 when interrupted by Ctrl-C, after writing the partial report).
+    #[arg(long, conflicts_with = "all")]
+    sweep: bool,
+    /// With --sweep: the first offset.
+    #[arg(long, default_value_t = 0, value_name = "MS", requires = "sweep")]
+    from_ms: u64,
+    /// With --sweep: the last offset [default: the delay plus 200 ms].
+    #[arg(long, value_name = "MS", requires = "sweep")]
+    to_ms: Option<u64>,
+    /// With --sweep: the step between offsets.
+    #[arg(long, default_value_t = sweep::DEFAULT_STEP_MS, value_name = "MS",
+          requires = "sweep", value_parser = clap::value_parser!(u64).range(1..))]
+    step_ms: u64,
+    /// With --sweep: runs at once [default: the available parallelism].
+    #[arg(long, value_name = "N", requires = "sweep",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
+    /// With --sweep: seed of the (shuffled, reproducible) run order.
+    #[arg(long, default_value_t = sweep::DEFAULT_SEED, requires = "sweep")]
+    seed: u64,
+    /// With --sweep: where to write sweep.json and sweep.svg [default:
+    /// target/race-report].
+    #[arg(long, value_name = "DIR", requires = "sweep")]
+    out_dir: Option<PathBuf>,
 }
+
+/// Runs per mode of the race when --runs is not given.
+const DEFAULT_RACE_RUNS: u32 = 10;
 
 fn main() -> Result<ExitCode> {
     match Cli::parse().task {
         Task::Race(args) => race(&args),
+        Task::Bench(args) => bench::run(&args, &bench::workspace_root()),
+        Task::Soak(args) => soak::run(&args),
     }
 }
 
@@ -89,15 +144,25 @@ fn race(args: &RaceArgs) -> Result<ExitCode> {
         ..RaceConfig::default()
     };
 
+    if args.sweep {
+        let subjects = match (&foreign, &wrapper) {
+            (Some(cmd), _) => vec![Subject::command(cmd.clone(), None)],
+            (None, Some(cmd)) => Subject::modes(cmd, &[BridgeMode::Prefix, BridgeMode::Fixed]),
+            (None, None) => unreachable!("the wrapper is built when no command is given"),
+        };
+        return run_race_sweep(args, subjects, base);
+    }
+
+    let runs = args.runs.unwrap_or(DEFAULT_RACE_RUNS);
     if args.all {
         return Ok(match foreign {
             Some(cmd) => {
-                run_all(&cmd, &base, args.runs, None);
+                run_all(&cmd, &base, runs, None);
                 ExitCode::SUCCESS
             }
             None => {
                 let cmd = wrapper.expect("built above when no wrapper command is given");
-                if run_all(&cmd, &base, args.runs, Some(BridgeMode::Fixed)) {
+                if run_all(&cmd, &base, runs, Some(BridgeMode::Fixed)) {
                     ExitCode::SUCCESS
                 } else {
                     ExitCode::FAILURE
@@ -107,7 +172,7 @@ fn race(args: &RaceArgs) -> Result<ExitCode> {
     }
 
     if let Some(cmd) = foreign {
-        let summary = run_mode(&cmd, &base, None, args.runs)?;
+        let summary = run_mode(&cmd, &base, None, runs)?;
         print_table(&[&summary], &cmd.display());
         let verdict = if summary.daemon_unreachable > 0 {
             format!(
@@ -136,8 +201,8 @@ fn race(args: &RaceArgs) -> Result<ExitCode> {
     }
 
     let cmd = wrapper.expect("built above when no wrapper command is given");
-    let prefix = run_mode(&cmd, &base, Some(BridgeMode::Prefix), args.runs)?;
-    let fixed = run_mode(&cmd, &base, Some(BridgeMode::Fixed), args.runs)?;
+    let prefix = run_mode(&cmd, &base, Some(BridgeMode::Prefix), runs)?;
+    let fixed = run_mode(&cmd, &base, Some(BridgeMode::Fixed), runs)?;
     print_table(&[&prefix, &fixed], &cmd.display());
     let reproduced = prefix.always_reproduced_bug();
     let repaired = fixed.always_fixed();
@@ -165,6 +230,48 @@ fn race(args: &RaceArgs) -> Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    })
+}
+
+/// `--sweep`: maps the race window for `subjects` and prints the table, a
+/// line per subject and where the report went.
+fn run_race_sweep(args: &RaceArgs, subjects: Vec<Subject>, race: RaceConfig) -> Result<ExitCode> {
+    let cfg = SweepConfig {
+        subjects,
+        delay_ms: args.delay_ms,
+        from_ms: args.from_ms,
+        to_ms: args.to_ms,
+        step_ms: args.step_ms,
+        production_point: true,
+        runs: args.runs.unwrap_or(sweep::DEFAULT_RUNS),
+        jobs: match args.jobs {
+            Some(jobs) => usize::try_from(jobs).context("--jobs")?,
+            None => sweep::default_jobs(),
+        },
+        seed: args.seed,
+        race,
+    };
+    cfg.validate()?;
+    let stop = stop_on_signals().context("installing the SIGINT handler")?;
+    let report = run_sweep(&cfg, &stop, &mut TerminalProgress::new())?;
+    let out_dir = args.out_dir.clone().unwrap_or_else(sweep::default_out_dir);
+    let files = report
+        .write_files(&out_dir)
+        .with_context(|| format!("writing the report to {}", out_dir.display()))?;
+    let mut wrappers: Vec<String> = report.subjects.iter().map(|s| s.wrapper.clone()).collect();
+    wrappers.dedup();
+    println!("\nwrapper: {}", wrappers.join(", "));
+    print!("{}", report.table());
+    println!();
+    for line in report.subject_summaries() {
+        println!("{line}");
+    }
+    println!("report: {}", files.json.display());
+    println!("chart:  {}", files.svg.display());
+    Ok(if report.partial {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
     })
 }
 

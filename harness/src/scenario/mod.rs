@@ -7,10 +7,13 @@
 
 pub mod down_up;
 pub mod hang;
+pub mod hostile;
 mod live;
 pub mod outcome;
 pub mod race;
+pub mod soak;
 pub mod storm;
+pub mod sweep;
 
 use std::time::Duration;
 

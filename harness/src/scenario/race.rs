@@ -25,31 +25,22 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::thread;
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::sweep::run_race_until_stopped;
 use super::{format_ms, serialize_ms, serialize_opt_ms};
-use crate::bins::{self, error_chain};
-use crate::client::ClientError;
-use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
-use crate::tempdir::{short_tempdir, socket_path_in};
-use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
+use crate::wrapper::{BridgeMode, WrapperCommand};
 
 /// The protocol revision the seed test initializes with.
 pub const PROTOCOL_VERSION: &str = "2025-03-26";
 
 /// The tool every call of the scenario uses (read-only, no arguments).
 pub const TOOL: &str = "topology";
-
-/// Pause between two recovery attempts.
-const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
-
-/// How much of the wrapper's stderr a report keeps when something failed.
-const STDERR_TAIL_BYTES: usize = 1000;
 
 /// Parameters of one race run.
 #[derive(Debug, Clone)]
@@ -194,113 +185,13 @@ impl fmt::Display for RaceReport {
 }
 
 /// Runs the race once against the wrapper started by `cmd`.
+///
+/// The steps live in [`run_race_until_stopped`], which a sweep can
+/// interrupt; here no one ever raises the stop flag.
 pub fn run_race(cmd: &WrapperCommand, cfg: &RaceConfig) -> Result<RaceReport, HarnessError> {
-    let dir = short_tempdir()?;
-    let socket = socket_path_in(dir.path());
-    let daemon_bin = match &cfg.fake_daemon_bin {
-        Some(path) => path.clone(),
-        None => bins::try_fake_daemon_bin()?,
-    };
-    let daemon = FakeDaemon::spawn_with(&daemon_bin, &socket)?;
-    let opts = WrapperOptions {
-        mode: cfg.mode,
-        reconnect_delay_ms: Some(cfg.delay_ms),
-        ..WrapperOptions::new(&socket)
-    };
-    let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
-
-    wrapper
-        .initialize(PROTOCOL_VERSION)
-        .map_err(|e| precondition(&wrapper, "initialize", &error_chain(&e)))?;
-    let baseline = wrapper
-        .call_tool(TOOL, json!({}), cfg.call_timeout)
-        .map_err(|e| precondition(&wrapper, "the baseline tools/call", &error_chain(&e)))?;
-    if classify(&baseline) != RaceOutcome::Ok {
-        return Err(precondition(
-            &wrapper,
-            "the baseline tools/call",
-            &format!("it did not succeed: {baseline}"),
-        ));
-    }
-
-    daemon.drop_connections()?;
-    let dropped_at = Instant::now();
-    // The scenario's timing parameter: where in the reconnect window the
-    // racing call lands.
-    thread::sleep(Duration::from_millis(cfg.offset_ms));
-
-    let sent_at = Instant::now();
-    let racing = wrapper.call_tool(TOOL, json!({}), cfg.call_timeout);
-    let racing_latency = sent_at.elapsed();
-    let (outcome, racing_response) = match racing {
-        Ok(response) => (classify(&response), Some(response)),
-        Err(ClientError::Timeout { .. }) => (RaceOutcome::Timeout, None),
-        Err(e) => (RaceOutcome::OtherError(error_chain(&e)), None),
-    };
-
-    let recovery = recover(&mut wrapper, cfg, dropped_at);
-    let conns_after = match recovery {
-        Some(_) => {
-            let settled = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.settle;
-            thread::sleep(settled.saturating_duration_since(Instant::now()));
-            Some(daemon.stats()?.conns)
-        }
-        None => None,
-    };
-
-    let defects = wrapper.defects();
-    // End both processes politely; the guards kill them if this fails.
-    wrapper.close_stdin();
-    let _ = wrapper.wait_exit(Duration::from_secs(2));
-    let wrapper_stderr_tail = (outcome != RaceOutcome::Ok || recovery.is_none())
-        .then(|| wrapper.stderr_tail(STDERR_TAIL_BYTES));
-    let _ = daemon.quit();
-
-    Ok(RaceReport {
-        mode: cfg.mode,
-        outcome,
-        racing_latency,
-        racing_response,
-        recovery_calls: recovery.map(|(calls, _)| calls),
-        recovered_after: recovery.map(|(_, after)| after),
-        conns_after,
-        defects,
-        wrapper_stderr_tail,
-    })
-}
-
-/// Repeats the tool call until one succeeds or time is up; returns the
-/// number of calls and the time from the drop to the success.
-fn recover(
-    wrapper: &mut WrapperProcess,
-    cfg: &RaceConfig,
-    dropped_at: Instant,
-) -> Option<(u32, Duration)> {
-    let deadline = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.recovery_timeout;
-    let mut calls = 0;
-    loop {
-        calls += 1;
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        match wrapper.call_tool(TOOL, json!({}), cfg.call_timeout.min(remaining)) {
-            Ok(response) if classify(&response) == RaceOutcome::Ok => {
-                return Some((calls, dropped_at.elapsed()));
-            }
-            Ok(_) | Err(ClientError::Timeout { .. }) => {}
-            // The wrapper is gone: no call will ever succeed.
-            Err(_) => return None,
-        }
-        if Instant::now() + RECOVERY_RETRY_INTERVAL >= deadline {
-            return None;
-        }
-        thread::sleep(RECOVERY_RETRY_INTERVAL);
-    }
-}
-
-fn precondition(wrapper: &WrapperProcess, step: &str, what: &str) -> HarnessError {
-    HarnessError::Scenario(format!(
-        "{step} failed: {what}; wrapper stderr (tail): {}",
-        wrapper.stderr_tail(STDERR_TAIL_BYTES).trim_end()
-    ))
+    let never = AtomicBool::new(false);
+    run_race_until_stopped(cmd, cfg, &never)?
+        .ok_or_else(|| HarnessError::Scenario("race run abandoned".to_owned()))
 }
 
 /// The range of `conns_after` values over several runs.
@@ -438,6 +329,7 @@ impl fmt::Display for RaceSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn report(outcome: RaceOutcome, latency_ms: u64, conns: Option<u32>) -> RaceReport {
         RaceReport {

@@ -1,0 +1,1053 @@
+//! The hostile client: tens of thousands of random and malformed lines on
+//! the wrapper's stdin, interleaved with valid requests, checked black-box
+//! against what the wrapper promises.
+//!
+//! The wrapper trusts nothing its client sends (SECURITY.md), so this
+//! scenario sends it everything: invalid UTF-8, truncated JSON, deep
+//! nesting, huge numbers, wrong types, duplicate keys, batches, ids of every
+//! JSON type, very long strings (some above the line cap, which the run sets
+//! to [`HostileConfig::max_line_bytes`]), notifications, client responses
+//! and raw bytes; among them valid `tools/call`s of real tools, `ping`s and
+//! `tools/list`s with unique ids. A fake daemon answers the tool calls.
+//!
+//! What is checked, for every line, from the bytes alone (see
+//! [`expected_reply`]):
+//!
+//! - a line carrying a recoverable request id (a string or number `id` at
+//!   the top level of a JSON object) is answered exactly once, with that id;
+//! - a response-shaped line (an object with an id, `result` or `error`, and
+//!   no `method`) is answered at most once, with its id (JSON-RPC needs no
+//!   answer to a response; the wrapper only answers malformed ones);
+//! - lines with no recoverable id get at most one `id: null` error each
+//!   (counted over the run, since a null id names no line);
+//! - every stdout line is a JSON-RPC 2.0 response (the [`McpClient`] records
+//!   defects; anything else on stdout is counted here);
+//! - every valid request succeeds (the daemon is healthy);
+//! - the wrapper is alive at the end and its resident memory stayed flat:
+//!   `VmRSS` sampled after a warm-up and at the end grew by less than
+//!   [`HostileConfig::rss_growth_limit_kib`].
+//!
+//! Lines are pipelined: at most [`HostileConfig::in_flight`] lines that
+//! owe an answer are outstanding at any time, and the client's reader thread
+//! drains stdout all along, so neither pipe can fill up and deadlock.
+//!
+//! The lines come from a seeded generator ([`Rng`]), so a failing run is
+//! replayed exactly with the same seed and line count.
+//!
+//! [`McpClient`]: crate::McpClient
+
+mod lines;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::fs;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::live::{LiveSession, problems_text};
+use super::{format_ms, serialize_ms};
+use crate::bins::error_chain;
+use crate::client::ClientError;
+use crate::error::HarnessError;
+use crate::wrapper::{BridgeMode, WrapperCommand};
+
+pub use lines::LineKind;
+
+/// The id of a line longer than the cap is recovered only when its JSON
+/// text (with any whitespace around it) is shorter than this: the most the
+/// wrapper's codec keeps of it (`MAX_ID_BYTES`) while it discards the line.
+pub const MAX_OVERSIZED_ID_BYTES: usize = 256;
+
+/// How many problem samples a report keeps.
+const MAX_SAMPLES: usize = 12;
+
+/// How much of a line a sample quotes.
+const EXCERPT_BYTES: usize = 120;
+
+/// Parameters of a hostile run.
+#[derive(Debug, Clone)]
+pub struct HostileConfig {
+    /// Lines to send in all (valid requests included).
+    pub lines: usize,
+    /// Seed of the line generator; the same seed and line count send the
+    /// same bytes.
+    pub seed: u64,
+    /// Most lines owing an answer that may be outstanding at once.
+    pub in_flight: usize,
+    /// `IAI_MCP_MAX_LINE_BYTES` for the wrapper: some lines are generated
+    /// just below, at and above it.
+    pub max_line_bytes: usize,
+    /// Lines sent (and answered) before the first memory sample, so the
+    /// wrapper's buffers and allocator have reached their working size.
+    pub warmup_lines: usize,
+    /// Growth of `VmRSS` between the two samples that still counts as flat,
+    /// in KiB. Generous on purpose (the default is 8 MiB): allocator
+    /// behaviour varies between runs, and a leak worth finding grows with
+    /// the line count far beyond it.
+    pub rss_growth_limit_kib: u64,
+    /// How long to wait for a reply when the window of lines in flight is
+    /// full (or at the end) before giving up on the missing ones.
+    pub stall_timeout: Duration,
+    /// How long to watch stdout for late or duplicate replies at the end.
+    pub settle: Duration,
+    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
+    pub mode: Option<BridgeMode>,
+    /// The fake daemon binary; `None` finds it with
+    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
+    pub fake_daemon_bin: Option<PathBuf>,
+}
+
+impl Default for HostileConfig {
+    fn default() -> Self {
+        Self {
+            lines: 20_000,
+            seed: 1,
+            in_flight: 32,
+            max_line_bytes: 65_536,
+            warmup_lines: 2_000,
+            rss_growth_limit_kib: 8 * 1024,
+            stall_timeout: Duration::from_secs(15),
+            settle: Duration::from_millis(300),
+            mode: None,
+            fake_daemon_bin: None,
+        }
+    }
+}
+
+/// What the wrapper owes one line, judged from its bytes alone.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expect {
+    /// Exactly one response carrying this id.
+    Exactly(Value),
+    /// At most one response carrying this id: the line is a client response
+    /// (id, `result` or `error`, no `method`), which needs no answer.
+    AtMostOnce(Value),
+    /// No recoverable id: at most one error with `id: null`.
+    NoId,
+}
+
+impl Expect {
+    /// The id a response to this line must carry, if any.
+    pub fn id(&self) -> Option<&Value> {
+        match self {
+            Self::Exactly(id) | Self::AtMostOnce(id) => Some(id),
+            Self::NoId => None,
+        }
+    }
+}
+
+/// The oracle: what the wrapper owes `line` (without its newline) when it
+/// caps lines at `max_line_bytes`.
+///
+/// - A line of at most `max_line_bytes` bytes is parsed with `serde_json`
+///   (the wrapper's parser, so duplicate keys resolve the same way: the last
+///   one wins). A JSON object whose top-level `id` is a string or a number
+///   carries a recoverable id: [`Expect::AtMostOnce`] if the object is
+///   response-shaped (`result` or `error`, no `method`), else
+///   [`Expect::Exactly`]. Anything else (not JSON, not an object, an id of
+///   another type or none) is [`Expect::NoId`].
+/// - A longer line cannot be parsed whole: the wrapper discards it as it
+///   streams in, scanning it for the top-level id. Its id counts as
+///   recoverable when the line starts (after whitespace) with `{` and the
+///   first key `"id"` of that object, wherever it stands, has a string or
+///   number value whose text (up to the next `,` or `}`) is shorter than
+///   [`MAX_OVERSIZED_ID_BYTES`]; otherwise it is [`Expect::NoId`]. (The line
+///   is not parsed, so it need not be valid JSON after the id, and the first
+///   `id` decides where a parsed line would take the last.)
+pub fn expected_reply(line: &[u8], max_line_bytes: usize) -> Expect {
+    if line.len() > max_line_bytes {
+        return oversized_expect(line);
+    }
+    let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else {
+        return Expect::NoId;
+    };
+    match message.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_))) => {
+            let response_shaped = !message.contains_key("method")
+                && (message.contains_key("result") || message.contains_key("error"));
+            if response_shaped {
+                Expect::AtMostOnce(id.clone())
+            } else {
+                Expect::Exactly(id.clone())
+            }
+        }
+        _ => Expect::NoId,
+    }
+}
+
+/// The oracle for a line longer than the cap (see [`expected_reply`]): the
+/// value of the first key `"id"` of the top-level object, wherever it
+/// stands, if it is a string or number of fewer than
+/// [`MAX_OVERSIZED_ID_BYTES`] bytes.
+fn oversized_expect(line: &[u8]) -> Expect {
+    let Some(start) = line.iter().position(|b| !b.is_ascii_whitespace()) else {
+        return Expect::NoId;
+    };
+    if line[start] != b'{' {
+        return Expect::NoId;
+    }
+    let mut depth = 0usize;
+    let mut i = start;
+    while i < line.len() {
+        match line[i] {
+            b'"' => {
+                let Some(end) = string_end(line, i) else {
+                    return Expect::NoId;
+                };
+                if depth == 1 && &line[i..=end] == b"\"id\"" {
+                    let rest = trim_start(&line[end + 1..]);
+                    if let Some(value) = rest.strip_prefix(b":") {
+                        return oversized_id(value);
+                    }
+                }
+                i = end + 1;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Expect::NoId;
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    Expect::NoId
+}
+
+/// The id whose value text starts `s` (right after the `:`) and runs to the
+/// next `,` or `}` outside a string.
+fn oversized_id(s: &[u8]) -> Expect {
+    let mut i = 0;
+    while i < s.len() {
+        match s[i] {
+            b'"' => match string_end(s, i) {
+                Some(end) => i = end + 1,
+                None => return Expect::NoId,
+            },
+            b',' | b'}' => break,
+            b'{' | b'[' => return Expect::NoId,
+            _ => i += 1,
+        }
+    }
+    let text = &s[..i];
+    if text.len() >= MAX_OVERSIZED_ID_BYTES {
+        return Expect::NoId;
+    }
+    match serde_json::from_slice::<Value>(text) {
+        Ok(id @ (Value::String(_) | Value::Number(_))) => Expect::Exactly(id),
+        _ => Expect::NoId,
+    }
+}
+
+/// Index of the quote closing the JSON string that opens at `start`.
+fn string_end(s: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < s.len() {
+        match s[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn trim_start(s: &[u8]) -> &[u8] {
+    let skip = s.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    &s[skip..]
+}
+
+/// A small, fast, seedable random number generator (SplitMix64), so runs
+/// are replayable from their seed without a dependency.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+
+    /// An index in `0..n` (0 when `n` is 0).
+    pub fn index(&mut self, n: usize) -> usize {
+        self.below(n as u64) as usize
+    }
+
+    /// A number in `lo..=hi` (`lo` when `hi <= lo`).
+    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.below(hi.saturating_sub(lo).saturating_add(1))
+    }
+
+    /// True with probability `percent` / 100.
+    pub fn percent(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    /// One item of a non-empty slice.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.index(items.len())]
+    }
+}
+
+/// Resident memory and open file descriptors of a process, read from
+/// `/proc` (Linux). Elsewhere, or when the process is gone, the figures are
+/// `None` and the checks built on them are reported as not made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Footprint {
+    /// `VmRSS` of `/proc/<pid>/status`, in KiB.
+    pub rss_kib: Option<u64>,
+    /// Entries of `/proc/<pid>/fd`.
+    pub fds: Option<u64>,
+}
+
+impl Footprint {
+    /// Samples process `pid` now.
+    pub fn sample(pid: u32) -> Self {
+        let rss_kib = fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|status| parse_vm_rss(&status));
+        let fds = fs::read_dir(format!("/proc/{pid}/fd"))
+            .ok()
+            .map(|entries| entries.filter(Result::is_ok).count() as u64);
+        Self { rss_kib, fds }
+    }
+}
+
+/// Extracts `VmRSS:   1234 kB` from the text of `/proc/<pid>/status`.
+fn parse_vm_rss(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let mut words = line["VmRSS:".len()..].split_whitespace();
+    let value = words.next()?.parse().ok()?;
+    matches!(words.next(), Some("kB") | None).then_some(value)
+}
+
+/// Growth from `start` to `end` in KiB (negative when it shrank), if both
+/// are known.
+pub(crate) fn growth(start: Option<u64>, end: Option<u64>) -> Option<i64> {
+    Some(i64::try_from(end?).ok()? - i64::try_from(start?).ok()?)
+}
+
+/// Formats KiB as MiB with one decimal, or `n/a`.
+pub(crate) fn format_kib(kib: Option<u64>) -> String {
+    kib.map_or_else(
+        || "n/a".to_owned(),
+        |k| format!("{:.1} MiB", k as f64 / 1024.0),
+    )
+}
+
+/// Formats a signed KiB growth as MiB with one decimal and a sign, or `n/a`.
+pub(crate) fn format_growth(kib: Option<i64>) -> String {
+    kib.map_or_else(
+        || "n/a".to_owned(),
+        |k| format!("{:+.1} MiB", k as f64 / 1024.0),
+    )
+}
+
+/// What a hostile run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostileReport {
+    /// The generator's seed (`None` for a run of given lines).
+    pub seed: Option<u64>,
+    /// The line cap the wrapper ran with.
+    pub max_line_bytes: usize,
+    /// The window of lines owing an answer.
+    pub in_flight: usize,
+    /// Lines sent.
+    pub lines_sent: usize,
+    /// Bytes sent, newlines included.
+    pub bytes_sent: u64,
+    /// Lines sent, by kind.
+    pub lines_by_kind: BTreeMap<LineKind, usize>,
+    /// Lines longer than the cap.
+    pub oversized_lines: usize,
+    /// Valid requests sent (`tools/call` of real tools, `ping`,
+    /// `tools/list`).
+    pub valid_sent: usize,
+    /// Valid requests that succeeded.
+    pub valid_ok: usize,
+    /// Valid requests answered with an error (must be 0).
+    pub valid_failed: usize,
+    /// Lines owing exactly one answer with their id (valid ones included).
+    pub expected_answers: usize,
+    /// Of those, answered exactly once.
+    pub answered_once: usize,
+    /// Of those, never answered (must be 0).
+    pub unanswered: usize,
+    /// Lines answered more than once, of any kind (must be 0).
+    pub answered_more_than_once: usize,
+    /// Response-shaped lines with an id (may be answered once).
+    pub optional_lines: usize,
+    /// Of those, answered.
+    pub optional_answered: usize,
+    /// Lines with no recoverable id.
+    pub no_id_lines: usize,
+    /// Errors with `id: null` received (at most `no_id_lines`).
+    pub null_id_errors: usize,
+    /// Responses with `id: null` that were not errors (must be 0).
+    pub null_id_results: usize,
+    /// Responses whose id belongs to no line sent (must be 0).
+    pub unknown_id_replies: usize,
+    /// Stdout messages that are JSON objects but not JSON-RPC 2.0 responses
+    /// (must be 0).
+    pub not_responses: usize,
+    /// The wrapper's memory and descriptors after the warm-up.
+    pub start: Footprint,
+    /// The same at the end.
+    pub end: Footprint,
+    /// `VmRSS` growth from start to end, in KiB.
+    pub rss_growth_kib: Option<i64>,
+    /// The growth that still counts as flat, in KiB.
+    pub rss_growth_limit_kib: u64,
+    /// Whether the wrapper was still running at the end.
+    pub wrapper_alive: bool,
+    /// Why the run stopped early, if it did: the wrapper stopped answering
+    /// or went away (must be `None`).
+    pub stalled: Option<String>,
+    /// From the first line to the last answer.
+    #[serde(rename = "duration_ms", serialize_with = "serialize_ms")]
+    pub duration: Duration,
+    /// A few offending lines and replies, with their line numbers.
+    pub samples: Vec<String>,
+    /// Stdout framing defects (must be none).
+    pub defects: Vec<String>,
+    /// The end of the wrapper's stderr, kept when the run did not pass.
+    pub wrapper_stderr_tail: Option<String>,
+}
+
+impl HostileReport {
+    /// The must-conditions this run violated, in words.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut must_be_zero = |count: usize, what: &str| {
+            if count > 0 {
+                problems.push(format!("{count} {what}"));
+            }
+        };
+        must_be_zero(self.unanswered, "lines with a request id never answered");
+        must_be_zero(
+            self.answered_more_than_once,
+            "lines answered more than once",
+        );
+        must_be_zero(self.valid_failed, "valid requests failed");
+        must_be_zero(
+            self.null_id_results,
+            "id:null responses that are not errors",
+        );
+        must_be_zero(self.unknown_id_replies, "responses to ids never sent");
+        must_be_zero(self.not_responses, "stdout messages that are not responses");
+        must_be_zero(self.defects.len(), "stdout defects");
+        if self.null_id_errors > self.no_id_lines {
+            problems.push(format!(
+                "{} id:null errors for {} lines without a recoverable id",
+                self.null_id_errors, self.no_id_lines
+            ));
+        }
+        if let Some(growth) = self.rss_growth_kib
+            && growth >= i64::try_from(self.rss_growth_limit_kib).unwrap_or(i64::MAX)
+        {
+            problems.push(format!(
+                "wrapper RSS grew by {} (limit {})",
+                format_growth(Some(growth)),
+                format_kib(Some(self.rss_growth_limit_kib))
+            ));
+        }
+        if !self.wrapper_alive {
+            problems.push("the wrapper is not running at the end".to_owned());
+        }
+        if let Some(why) = &self.stalled {
+            problems.push(format!("the run stalled: {why}"));
+        }
+        problems
+    }
+
+    /// Whether every must-condition held.
+    pub fn passed(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    /// The figures that matter, on one line.
+    pub fn key_figures(&self) -> String {
+        format!(
+            "lines {}, valid ok {}/{}, answered once {}/{}, unanswered {}, twice {}, null errors {}/{}, RSS {} -> {} ({})",
+            self.lines_sent,
+            self.valid_ok,
+            self.valid_sent,
+            self.answered_once,
+            self.expected_answers,
+            self.unanswered,
+            self.answered_more_than_once,
+            self.null_id_errors,
+            self.no_id_lines,
+            format_kib(self.start.rss_kib),
+            format_kib(self.end.rss_kib),
+            format_growth(self.rss_growth_kib),
+        )
+    }
+}
+
+impl fmt::Display for HostileReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let seed = self
+            .seed
+            .map_or_else(|| "given lines".to_owned(), |s| format!("seed {s}"));
+        writeln!(
+            f,
+            "{} ({seed}, {} lines, {:.1} MiB, cap {} bytes, {} in flight, {})",
+            if self.passed() { "PASS" } else { "FAIL" },
+            self.lines_sent,
+            self.bytes_sent as f64 / (1024.0 * 1024.0),
+            self.max_line_bytes,
+            self.in_flight,
+            format_ms(self.duration),
+        )?;
+        let kinds: Vec<String> = self
+            .lines_by_kind
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect();
+        writeln!(
+            f,
+            "  lines: {} (over the cap {})",
+            kinds.join(", "),
+            self.oversized_lines
+        )?;
+        writeln!(
+            f,
+            "  valid requests: {} sent, {} ok, {} failed",
+            self.valid_sent, self.valid_ok, self.valid_failed
+        )?;
+        writeln!(
+            f,
+            "  with a request id: {} owed an answer, {} answered once, {} unanswered, {} answered more than once",
+            self.expected_answers,
+            self.answered_once,
+            self.unanswered,
+            self.answered_more_than_once
+        )?;
+        writeln!(
+            f,
+            "  client responses: {} sent, {} answered; without an id: {} lines, {} id:null errors, {} id:null results",
+            self.optional_lines,
+            self.optional_answered,
+            self.no_id_lines,
+            self.null_id_errors,
+            self.null_id_results
+        )?;
+        writeln!(
+            f,
+            "  stdout: {} defects, {} non-responses, {} replies to unknown ids",
+            self.defects.len(),
+            self.not_responses,
+            self.unknown_id_replies
+        )?;
+        writeln!(
+            f,
+            "  wrapper RSS: start {}, end {}, growth {} (flat: below {}); fds {} -> {}; alive: {}",
+            format_kib(self.start.rss_kib),
+            format_kib(self.end.rss_kib),
+            format_growth(self.rss_growth_kib),
+            format_kib(Some(self.rss_growth_limit_kib)),
+            self.start
+                .fds
+                .map_or_else(|| "n/a".to_owned(), |n| n.to_string()),
+            self.end
+                .fds
+                .map_or_else(|| "n/a".to_owned(), |n| n.to_string()),
+            if self.wrapper_alive { "yes" } else { "no" },
+        )?;
+        for sample in &self.samples {
+            writeln!(f, "  e.g. {sample}")?;
+        }
+        write!(f, "  problems: {}", problems_text(&self.problems()))
+    }
+}
+
+/// Bookkeeping of one line that carries an id.
+#[derive(Debug)]
+struct Owed {
+    /// The line's number (0-based) in the run.
+    line: usize,
+    kind: LineKind,
+    /// Whether an answer is owed (else: at most one is allowed).
+    required: bool,
+    answers: u32,
+    /// The start of the line, for samples.
+    excerpt: String,
+}
+
+/// The running bookkeeping of a hostile run.
+struct Tally {
+    /// Lines with an id, by the canonical JSON text of the id.
+    owed: HashMap<String, Owed>,
+    /// Required answers still outstanding.
+    outstanding: usize,
+    report: HostileReport,
+}
+
+impl Tally {
+    fn sample(&mut self, text: String) {
+        if self.report.samples.len() < MAX_SAMPLES {
+            self.report.samples.push(text);
+        }
+    }
+
+    /// Registers line `n` before it is sent.
+    fn register(&mut self, n: usize, kind: LineKind, line: &[u8], expect: &Expect) {
+        *self.report.lines_by_kind.entry(kind).or_default() += 1;
+        self.report.lines_sent += 1;
+        self.report.bytes_sent += line.len() as u64 + 1;
+        if line.len() > self.report.max_line_bytes {
+            self.report.oversized_lines += 1;
+        }
+        if kind == LineKind::Valid {
+            self.report.valid_sent += 1;
+        }
+        let (id, required) = match expect {
+            Expect::Exactly(id) => (id, true),
+            Expect::AtMostOnce(id) => (id, false),
+            Expect::NoId => {
+                self.report.no_id_lines += 1;
+                return;
+            }
+        };
+        if required {
+            self.report.expected_answers += 1;
+            self.outstanding += 1;
+        } else {
+            self.report.optional_lines += 1;
+        }
+        let owed = Owed {
+            line: n,
+            kind,
+            required,
+            answers: 0,
+            excerpt: excerpt(line),
+        };
+        if let Some(previous) = self.owed.insert(id.to_string(), owed) {
+            // The generator keeps ids unique; handcrafted lines may not.
+            self.sample(format!(
+                "line {n} reuses the id {id} of line {}; answers to it cannot be told apart",
+                previous.line
+            ));
+        }
+    }
+
+    /// Books one message from the wrapper's stdout.
+    fn receive(&mut self, message: &Value) {
+        let is_response = message.get("jsonrpc") == Some(&Value::String("2.0".into()))
+            && message.get("method").is_none()
+            && message.get("result").is_some() != message.get("error").is_some();
+        let Some(id) = message.get("id").filter(|_| is_response) else {
+            self.report.not_responses += 1;
+            self.sample(format!(
+                "not a JSON-RPC response on stdout: {}",
+                excerpt(message.to_string().as_bytes())
+            ));
+            return;
+        };
+        if id.is_null() {
+            if message.get("error").is_some() {
+                self.report.null_id_errors += 1;
+            } else {
+                self.report.null_id_results += 1;
+                self.sample(format!(
+                    "id:null result: {}",
+                    excerpt(message.to_string().as_bytes())
+                ));
+            }
+            return;
+        }
+        let Some(owed) = self.owed.get_mut(&id.to_string()) else {
+            self.report.unknown_id_replies += 1;
+            self.sample(format!(
+                "reply to an id never sent: {}",
+                excerpt(message.to_string().as_bytes())
+            ));
+            return;
+        };
+        owed.answers += 1;
+        let (line, kind, answers, required) = (owed.line, owed.kind, owed.answers, owed.required);
+        let line_excerpt = owed.excerpt.clone();
+        if answers > 1 {
+            self.sample(format!(
+                "line {line} ({kind}) answered {answers} times: {line_excerpt}"
+            ));
+            return;
+        }
+        if required {
+            self.outstanding -= 1;
+        }
+        if kind == LineKind::Valid {
+            let failed = message.get("error").is_some()
+                || message["result"].get("isError") == Some(&Value::Bool(true));
+            if failed {
+                self.report.valid_failed += 1;
+                self.sample(format!(
+                    "valid line {line} failed: {} <- {line_excerpt}",
+                    excerpt(message.to_string().as_bytes())
+                ));
+            } else {
+                self.report.valid_ok += 1;
+            }
+        }
+    }
+
+    /// Final counts over every line with an id.
+    fn finish(&mut self) {
+        let mut owed: Vec<&Owed> = self.owed.values().collect();
+        owed.sort_by_key(|o| o.line);
+        let mut missing = Vec::new();
+        for o in owed {
+            match (o.required, o.answers) {
+                (true, 0) => {
+                    self.report.unanswered += 1;
+                    if missing.len() < MAX_SAMPLES / 2 {
+                        missing.push(format!(
+                            "line {} ({}) never answered: {}",
+                            o.line, o.kind, o.excerpt
+                        ));
+                    }
+                }
+                (true, 1) => self.report.answered_once += 1,
+                (false, 1) => self.report.optional_answered += 1,
+                (_, 0) => {}
+                (required, _) => {
+                    self.report.answered_more_than_once += 1;
+                    self.report.optional_answered += usize::from(!required);
+                }
+            }
+        }
+        for text in missing {
+            self.sample(text);
+        }
+    }
+}
+
+/// The start of `bytes`, printable, for samples.
+fn excerpt(bytes: &[u8]) -> String {
+    let cut = &bytes[..bytes.len().min(EXCERPT_BYTES)];
+    let mut text = format!("{:?}", String::from_utf8_lossy(cut));
+    if bytes.len() > EXCERPT_BYTES {
+        text.push_str(&format!("… ({} bytes)", bytes.len()));
+    }
+    text
+}
+
+/// Runs the hostile client against the wrapper started by `cmd`, with
+/// `cfg.lines` lines from the seeded generator.
+pub fn run_hostile(
+    cmd: &WrapperCommand,
+    cfg: &HostileConfig,
+) -> Result<HostileReport, HarnessError> {
+    let mut generator = lines::LineGen::new(cfg.seed, cfg.max_line_bytes);
+    let source = (0..cfg.lines).map(move |_| generator.next_line());
+    run(cmd, cfg, Some(cfg.seed), source)
+}
+
+/// Runs the same checks on the given lines (each without its newline, all
+/// counted as [`LineKind::Handcrafted`]); the generator, `cfg.lines` and
+/// `cfg.seed` are not used.
+pub fn run_hostile_lines(
+    cmd: &WrapperCommand,
+    cfg: &HostileConfig,
+    lines: &[Vec<u8>],
+) -> Result<HostileReport, HarnessError> {
+    let source = lines
+        .iter()
+        .map(|line| (LineKind::Handcrafted, line.clone()));
+    run(cmd, cfg, None, source)
+}
+
+fn run(
+    cmd: &WrapperCommand,
+    cfg: &HostileConfig,
+    seed: Option<u64>,
+    source: impl Iterator<Item = (LineKind, Vec<u8>)>,
+) -> Result<HostileReport, HarnessError> {
+    let env = [("IAI_MCP_MAX_LINE_BYTES", cfg.max_line_bytes.to_string())];
+    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
+    let pid = session.wrapper.pid();
+    let in_flight = cfg.in_flight.max(1);
+    let mut tally = Tally {
+        owed: HashMap::new(),
+        outstanding: 0,
+        report: HostileReport {
+            seed,
+            max_line_bytes: cfg.max_line_bytes,
+            in_flight,
+            lines_sent: 0,
+            bytes_sent: 0,
+            lines_by_kind: BTreeMap::new(),
+            oversized_lines: 0,
+            valid_sent: 0,
+            valid_ok: 0,
+            valid_failed: 0,
+            expected_answers: 0,
+            answered_once: 0,
+            unanswered: 0,
+            answered_more_than_once: 0,
+            optional_lines: 0,
+            optional_answered: 0,
+            no_id_lines: 0,
+            null_id_errors: 0,
+            null_id_results: 0,
+            unknown_id_replies: 0,
+            not_responses: 0,
+            start: Footprint::default(),
+            end: Footprint::default(),
+            rss_growth_kib: None,
+            rss_growth_limit_kib: cfg.rss_growth_limit_kib,
+            wrapper_alive: false,
+            stalled: None,
+            duration: Duration::ZERO,
+            samples: Vec::new(),
+            defects: Vec::new(),
+            wrapper_stderr_tail: None,
+        },
+    };
+
+    let started = Instant::now();
+    let mut sampled_start = false;
+    for (n, (kind, mut line)) in source.enumerate() {
+        if n == cfg.warmup_lines {
+            if let Err(why) = wait_outstanding(&mut session, &mut tally, 0, cfg.stall_timeout) {
+                tally.report.stalled = Some(format!("after the warm-up: {why}"));
+                break;
+            }
+            tally.report.start = quiet_sample(&mut session, &mut tally, pid);
+            sampled_start = true;
+        }
+        let expect = expected_reply(&line, cfg.max_line_bytes);
+        if let Err(why) = wait_outstanding(
+            &mut session,
+            &mut tally,
+            in_flight - usize::from(matches!(expect, Expect::Exactly(_))),
+            cfg.stall_timeout,
+        ) {
+            tally.report.stalled = Some(format!("before line {n}: {why}"));
+            break;
+        }
+        tally.register(n, kind, &line, &expect);
+        line.push(b'\n');
+        if let Err(e) = session.wrapper.send_raw(&line) {
+            tally.report.stalled = Some(format!("sending line {n}: {}", error_chain(&e)));
+            break;
+        }
+        while let Some(message) = session.wrapper.next_unmatched() {
+            tally.receive(&message);
+        }
+    }
+    if tally.report.stalled.is_none()
+        && let Err(why) = wait_outstanding(&mut session, &mut tally, 0, cfg.stall_timeout)
+    {
+        tally.report.stalled = Some(format!("at the end: {why}"));
+    }
+    tally.report.duration = started.elapsed();
+    for message in session.collect_unsolicited(cfg.settle) {
+        tally.receive(&message);
+    }
+    let end = Footprint::sample(pid);
+    if !sampled_start {
+        // Fewer lines than the warm-up: nothing to compare against.
+        tally.report.start = end;
+    }
+    tally.report.end = end;
+    tally.report.rss_growth_kib = growth(tally.report.start.rss_kib, end.rss_kib);
+    tally.report.wrapper_alive = matches!(session.wrapper.try_wait(), Ok(None));
+    tally.report.defects = session.wrapper.defects();
+    tally.finish();
+    let mut report = tally.report;
+    if !report.passed() {
+        report.wrapper_stderr_tail = Some(session.stderr_tail());
+    }
+    session.finish();
+    Ok(report)
+}
+
+/// Receives until at most `limit` required answers are outstanding, giving
+/// up when nothing arrives for `stall`; `Err` says why.
+fn wait_outstanding(
+    session: &mut LiveSession,
+    tally: &mut Tally,
+    limit: usize,
+    stall: Duration,
+) -> Result<(), String> {
+    while tally.outstanding > limit {
+        match session.wrapper.recv_any(stall) {
+            Ok(message) => tally.receive(&message),
+            Err(ClientError::Timeout { .. }) => {
+                return Err(format!(
+                    "no reply for {} while {} answers were owed",
+                    format_ms(stall),
+                    tally.outstanding
+                ));
+            }
+            Err(e) => return Err(error_chain(&e)),
+        }
+    }
+    Ok(())
+}
+
+/// Samples the wrapper's footprint once it has been idle for a moment
+/// (messages arriving meanwhile are booked).
+fn quiet_sample(session: &mut LiveSession, tally: &mut Tally, pid: u32) -> Footprint {
+    for message in session.collect_unsolicited(Duration::from_millis(100)) {
+        tally.receive(&message);
+    }
+    Footprint::sample(pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn expect(line: &str) -> Expect {
+        expected_reply(line.as_bytes(), 100)
+    }
+
+    #[test]
+    fn recoverable_ids_are_top_level_strings_and_numbers_of_objects() {
+        use Expect::{AtMostOnce, Exactly, NoId};
+        let cases: &[(&str, Expect)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#,
+                Exactly(json!("a")),
+            ),
+            (r#"{"id":7}"#, Exactly(json!(7))),
+            (r#"{"id":-3,"method":5}"#, Exactly(json!(-3))),
+            (r#"{"id":1.5}"#, Exactly(json!(1.5))),
+            (r#"{"id":1,"id":"last"}"#, Exactly(json!("last"))),
+            (r#"{"id":"first","id":null}"#, NoId),
+            (r#"{"id":true,"method":"ping"}"#, NoId),
+            (r#"{"id":[1],"method":"ping"}"#, NoId),
+            (r#"{"params":{"id":4},"method":"ping"}"#, NoId),
+            (r#"[{"jsonrpc":"2.0","id":9,"method":"ping"}]"#, NoId),
+            (r#"{"jsonrpc":"2.0","id":9,"method":"pi"#, NoId),
+            (
+                r#"{"jsonrpc":"2.0","id":9,"result":{}}"#,
+                AtMostOnce(json!(9)),
+            ),
+            (r#"{"id":"r","error":{"code":1}}"#, AtMostOnce(json!("r"))),
+            (r#"{"id":"m","result":1,"method":"x"}"#, Exactly(json!("m"))),
+            (r#"{"id":1e999}"#, NoId),
+            ("   ", NoId),
+            ("", NoId),
+            ("42", NoId),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(&expect(line), expected, "{line}");
+        }
+        assert_eq!(
+            expected_reply(b"{\"id\":\"\xff\"}", 100),
+            NoId,
+            "invalid UTF-8"
+        );
+    }
+
+    #[test]
+    fn oversized_lines_keep_their_first_top_level_id_wherever_it_stands() {
+        let pad = "x".repeat(200);
+        let id_first = format!(r#"{{"jsonrpc":"2.0","id":"big","method":"ping","pad":"{pad}"}}"#);
+        assert_eq!(expect(&id_first), Expect::Exactly(json!("big")));
+        let number = format!(r#"{{"id":12,"pad":"{pad}"}}"#);
+        assert_eq!(expect(&number), Expect::Exactly(json!(12)));
+        let id_last = format!(r#"{{"jsonrpc":"2.0","method":"ping","pad":"{pad}","id":3}}"#);
+        assert_eq!(expect(&id_last), Expect::Exactly(json!(3)));
+        let spaced = format!(r#" {{ "params" : {{"id":1}}, "id" : 5 , "x":"{pad}"}}"#);
+        assert_eq!(
+            expect(&spaced),
+            Expect::Exactly(json!(5)),
+            "first top-level id"
+        );
+        let nested = format!(r#"{{"params":{{"id":1,"pad":"{pad}"}},"id":"top"}}"#);
+        assert_eq!(expect(&nested), Expect::Exactly(json!("top")));
+        let unclosed = format!(r#"{{"params":{{"pad":"{pad}","id":4}}"#);
+        assert_eq!(expect(&unclosed), Expect::NoId, "the id is nested");
+        let dup = format!(r#"{{"id":"first","x":"{pad}","id":"last"}}"#);
+        assert_eq!(expect(&dup), Expect::Exactly(json!("first")));
+        let at_limit = format!(
+            r#"{{"x":"{pad}","id":"{}"}}"#,
+            "i".repeat(MAX_OVERSIZED_ID_BYTES - 3)
+        );
+        assert!(matches!(expect(&at_limit), Expect::Exactly(_)));
+        let too_long = format!(
+            r#"{{"id":"{}","x":"{pad}"}}"#,
+            "i".repeat(MAX_OVERSIZED_ID_BYTES - 2)
+        );
+        assert_eq!(expect(&too_long), Expect::NoId, "id too long to keep");
+        let escaped = format!(r#"{{"id":"a\"b","x":"{pad}"}}"#);
+        assert_eq!(expect(&escaped), Expect::Exactly(json!("a\"b")));
+        for no_id in [
+            format!(r#"{{"id":null,"x":"{pad}"}}"#),
+            format!(r#"{{"id":{{"a":1}},"x":"{pad}"}}"#),
+            format!(r#"[{{"id":5,"x":"{pad}"}}]"#),
+            format!(r#"{{"id":12{pad}"#),
+            format!(r#"x{{"id":5,"x":"{pad}"}}"#),
+            format!(r#"{{"x":"{pad}"}}"#),
+        ] {
+            assert_eq!(expect(&no_id), Expect::NoId, "{no_id}");
+        }
+        assert_eq!(
+            expected_reply(id_last.as_bytes(), id_last.len()),
+            Expect::Exactly(json!(3)),
+            "at the cap the line is parsed whole"
+        );
+    }
+
+    #[test]
+    fn rng_is_deterministic_and_in_range() {
+        let mut a = Rng::new(7);
+        let mut b = Rng::new(7);
+        for _ in 0..1000 {
+            assert_eq!(a.next_u64(), b.next_u64());
+            let x = a.between(3, 9);
+            assert!((3..=9).contains(&x));
+            b.between(3, 9);
+        }
+        assert_eq!(Rng::new(1).below(0), 0);
+        assert_ne!(Rng::new(1).next_u64(), Rng::new(2).next_u64());
+    }
+
+    #[test]
+    fn parses_vm_rss() {
+        let status = "Name:\tx\nVmHWM:\t  9000 kB\nVmRSS:\t  8123 kB\n";
+        assert_eq!(parse_vm_rss(status), Some(8123));
+        assert_eq!(parse_vm_rss("VmRSS: 12 MB"), None);
+        assert_eq!(parse_vm_rss("Name: x"), None);
+        assert_eq!(growth(Some(10), Some(4)), Some(-6));
+        assert_eq!(growth(None, Some(4)), None);
+        assert_eq!(format_growth(Some(1536)), "+1.5 MiB");
+    }
+
+    #[test]
+    fn footprint_of_this_process_is_readable_on_linux() {
+        let me = Footprint::sample(std::process::id());
+        if cfg!(target_os = "linux") {
+            assert!(me.rss_kib.is_some_and(|k| k > 0), "{me:?}");
+            assert!(me.fds.is_some_and(|n| n >= 3), "{me:?}");
+        }
+    }
+}

@@ -1,0 +1,832 @@
+//! The seeded generator of hostile (and some valid) client lines.
+//!
+//! Every line is returned without its newline and never contains one. Ids
+//! that the wrapper can recover are unique over a run (by their canonical
+//! JSON text), so each reply names exactly one line. Lines longer than the
+//! cap start with `{` and hold at most one top-level `id` (first, last, or
+//! far too long to keep), shapes whose fate
+//! [`expected_reply`](super::expected_reply) predicts without parsing them.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::Rng;
+
+/// What kind of line the generator made, for the report's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineKind {
+    /// A valid request: `tools/call` of a real tool, `ping` or `tools/list`.
+    Valid,
+    /// Invalid UTF-8, raw control characters, lone surrogate escapes.
+    BadText,
+    /// A valid request cut short.
+    Truncated,
+    /// Arrays and objects nested from a few to thousands deep.
+    DeepNesting,
+    /// Numbers beyond `u64` and `f64`, in params.
+    HugeNumber,
+    /// Members of the wrong JSON type (`jsonrpc`, `method`, `params`, `id`,
+    /// tool name and arguments).
+    WrongType,
+    /// Objects with repeated keys.
+    DuplicateKeys,
+    /// JSON arrays (batches), empty or not.
+    Batch,
+    /// Requests whose id is of an unusual form: every JSON type, edge
+    /// numbers, long and escaped strings.
+    OddId,
+    /// Long strings, up to exactly the cap.
+    LongString,
+    /// Lines longer than the cap.
+    OverCap,
+    /// Notifications, valid or not (cancellations name no real request).
+    Notification,
+    /// Response-shaped objects, as if answering a server request.
+    ClientResponse,
+    /// Well-formed requests the wrapper must refuse or answer oddly:
+    /// unknown methods and tools, bad protocol versions, bad arguments.
+    OddRequest,
+    /// JSON that is not an object.
+    NonObject,
+    /// Random bytes.
+    RandomBytes,
+    /// Empty and whitespace-only lines.
+    Blank,
+    /// A line given by the caller of
+    /// [`run_hostile_lines`](super::run_hostile_lines).
+    Handcrafted,
+}
+
+impl LineKind {
+    /// The kind's snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Valid => "valid",
+            Self::BadText => "bad_text",
+            Self::Truncated => "truncated",
+            Self::DeepNesting => "deep_nesting",
+            Self::HugeNumber => "huge_number",
+            Self::WrongType => "wrong_type",
+            Self::DuplicateKeys => "duplicate_keys",
+            Self::Batch => "batch",
+            Self::OddId => "odd_id",
+            Self::LongString => "long_string",
+            Self::OverCap => "over_cap",
+            Self::Notification => "notification",
+            Self::ClientResponse => "client_response",
+            Self::OddRequest => "odd_request",
+            Self::NonObject => "non_object",
+            Self::RandomBytes => "random_bytes",
+            Self::Blank => "blank",
+            Self::Handcrafted => "handcrafted",
+        }
+    }
+}
+
+impl fmt::Display for LineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Kinds and their weights (out of 1000).
+const WEIGHTS: [(LineKind, u64); 17] = [
+    (LineKind::Valid, 250),
+    (LineKind::BadText, 70),
+    (LineKind::Truncated, 70),
+    (LineKind::DeepNesting, 50),
+    (LineKind::HugeNumber, 50),
+    (LineKind::WrongType, 80),
+    (LineKind::DuplicateKeys, 60),
+    (LineKind::Batch, 40),
+    (LineKind::OddId, 85),
+    (LineKind::LongString, 30),
+    (LineKind::OverCap, 15),
+    (LineKind::Notification, 50),
+    (LineKind::ClientResponse, 40),
+    (LineKind::OddRequest, 60),
+    (LineKind::NonObject, 20),
+    (LineKind::RandomBytes, 20),
+    (LineKind::Blank, 10),
+];
+
+/// Size of the filler pool long lines are cut from.
+const FILLER_BYTES: usize = 1 << 18;
+
+/// Edge-case ids, each used at most once per run (a repeat falls back to a
+/// fresh id).
+const EDGE_IDS: &[&str] = &[
+    "0",
+    "-0",
+    "0.0",
+    "-0.0",
+    "1",
+    "18446744073709551615",
+    "18446744073709551616",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "1e-300",
+    "5e-324",
+    "1.7976931348623157e308",
+    "1E2",
+    "\"\"",
+    "\" \"",
+    "\"\\u0000\"",
+    "\"\\ud83e\\udd80\"",
+    "\"null\"",
+    "\"1\"",
+    "\"\\\"\"",
+    "\"\\\\\"",
+];
+
+/// Ids the wrapper cannot recover (not a string or number).
+const BAD_IDS: &[&str] = &["null", "true", "false", "{}", "[]", "[1]", "{\"id\":1}"];
+
+/// Read-only tools with one argument carrying a tag.
+const READ_TOOLS: &[(&str, &str)] = &[
+    ("schema_list", "domain"),
+    ("memory_recall", "cue"),
+    ("events_query", "kind"),
+    ("curiosity_pending", "session_id"),
+];
+
+/// Bytes that random lines which look a little like JSON are made of.
+const JSONISH: &[u8] = b" {}[]\":,0123456789abcdeftrulnid\\";
+
+/// Methods the wrapper answers itself.
+const LOCAL_METHODS: &[&str] = &["ping", "tools/list"];
+
+/// The generator: a seeded [`Rng`], the ids handed out so far, and a pool of
+/// filler text.
+#[derive(Debug)]
+pub(crate) struct LineGen {
+    rng: Rng,
+    cap: usize,
+    used_ids: HashSet<String>,
+    counter: u64,
+    filler: Vec<u8>,
+}
+
+impl LineGen {
+    /// A generator for seed `seed` and line cap `cap`.
+    pub(crate) fn new(seed: u64, cap: usize) -> Self {
+        let mut rng = Rng::new(seed);
+        const ALPHABET: &[u8] =
+            b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .-_";
+        let filler = (0..FILLER_BYTES)
+            .map(|_| *rng.pick(ALPHABET))
+            .collect::<Vec<u8>>();
+        Self {
+            rng,
+            cap: cap.max(1),
+            used_ids: HashSet::new(),
+            counter: 0,
+            filler,
+        }
+    }
+
+    /// The next line and its kind.
+    pub(crate) fn next_line(&mut self) -> (LineKind, Vec<u8>) {
+        let mut roll = self.rng.below(1000);
+        let kind = WEIGHTS
+            .iter()
+            .find(|(_, weight)| {
+                let hit = roll < *weight;
+                roll = roll.saturating_sub(*weight);
+                hit
+            })
+            .map_or(LineKind::Valid, |(kind, _)| *kind);
+        let mut line = match kind {
+            LineKind::Valid => self.valid(),
+            LineKind::BadText => self.bad_text(),
+            LineKind::Truncated => self.truncated(),
+            LineKind::DeepNesting => self.deep_nesting(),
+            LineKind::HugeNumber => self.huge_number(),
+            LineKind::WrongType => self.wrong_type(),
+            LineKind::DuplicateKeys => self.duplicate_keys(),
+            LineKind::Batch => self.batch(),
+            LineKind::OddId => self.odd_id(),
+            LineKind::LongString => self.long_string(),
+            LineKind::OverCap => self.over_cap(),
+            LineKind::Notification => self.notification(),
+            LineKind::ClientResponse => self.client_response(),
+            LineKind::OddRequest => self.odd_request(),
+            LineKind::NonObject => self.non_object(),
+            LineKind::RandomBytes => self.random_bytes(),
+            LineKind::Blank | LineKind::Handcrafted => self.blank(),
+        };
+        // A newline inside would make two lines; none of the builders puts
+        // one there, but random bytes are random.
+        for byte in &mut line {
+            if *byte == b'\n' {
+                *byte = b' ';
+            }
+        }
+        (kind, line)
+    }
+
+    /// A fresh id of a random recoverable type, as JSON text.
+    fn fresh_id(&mut self) -> String {
+        self.counter += 1;
+        let n = self.counter;
+        let text = match self.rng.below(10) {
+            0 | 1 => format!("\"h{n}\""),
+            2 => format!("\"\\u00e9t\\u00e9 {n}\""),
+            3 => format!("\"🦀 {n} \\\"q\\\" \\\\ \\t\""),
+            4 => format!("{}", 10_000_000_000 + n),
+            5 => format!("-{n}"),
+            6 => format!("{n}.5"),
+            7 => format!("{n}5e-1"),
+            8 => format!("{n}000000000000000000000000"),
+            // Long, but well within what the wrapper keeps of the id of an
+            // oversized line.
+            _ => format!("\"L{n}-{}\"", self.filler_text(1, 200)),
+        };
+        self.claim_id(text)
+    }
+
+    /// `text` if it is a new recoverable id (or no recoverable id at all),
+    /// else a fresh one.
+    fn claim_id(&mut self, text: String) -> String {
+        match serde_json::from_str::<Value>(&text) {
+            Ok(id @ (Value::String(_) | Value::Number(_))) => {
+                if self.used_ids.insert(id.to_string()) {
+                    text
+                } else {
+                    self.fresh_id()
+                }
+            }
+            _ => text,
+        }
+    }
+
+    /// `len` bytes of filler text (no quotes, backslashes or newlines), of a
+    /// random length in `lo..=hi`.
+    fn filler_text(&mut self, lo: usize, hi: usize) -> String {
+        let len = self.rng.between(lo as u64, hi as u64) as usize;
+        self.filler_exact(len)
+    }
+
+    /// Exactly `len` bytes of filler text.
+    fn filler_exact(&mut self, len: usize) -> String {
+        let mut out = String::with_capacity(len);
+        while out.len() < len {
+            let start = self.rng.index(FILLER_BYTES);
+            let take = (len - out.len()).min(FILLER_BYTES - start);
+            // The filler is ASCII.
+            out.push_str(&String::from_utf8_lossy(&self.filler[start..start + take]));
+        }
+        out
+    }
+
+    /// Exactly `len` bytes of JSON string content that mixes filler with
+    /// escapes and decoys a naive scanner could take for structure: escaped
+    /// quotes and backslashes, brackets, commas, colons and `\"id\":1`.
+    fn tricky_exact(&mut self, len: usize) -> String {
+        const DECOYS: &[&str] = &[
+            "\\\"id\\\":1,",
+            "\\\"",
+            "\\\\",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\\u0022id\\u0022:",
+        ];
+        let mut out = String::with_capacity(len);
+        while out.len() < len {
+            let decoy = *self.rng.pick(DECOYS);
+            if out.len() + decoy.len() <= len {
+                out.push_str(decoy);
+            }
+            let run = self.rng.between(1, 4096) as usize;
+            let fill = run.min(len - out.len());
+            out.push_str(&self.filler_exact(fill));
+        }
+        out
+    }
+
+    fn tag(&mut self) -> String {
+        format!("hostile-{}", self.rng.next_u64() % 1_000_000_000)
+    }
+
+    /// A request line with `id` (JSON text), `method` and `params` (JSON
+    /// text, or none), members in one of a few orders.
+    fn request(&mut self, id: &str, method: &str, params: Option<&str>) -> String {
+        let method = json!(method).to_string();
+        let params = params
+            .map(|p| format!(",\"params\":{p}"))
+            .unwrap_or_default();
+        match self.rng.below(3) {
+            0 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{method}{params}}}"),
+            1 => format!("{{\"method\":{method}{params},\"jsonrpc\":\"2.0\",\"id\":{id}}}"),
+            _ => format!(
+                "{{ \"id\" : {id} , \"method\" : {method} {params} , \"jsonrpc\" : \"2.0\" }}\r"
+            ),
+        }
+    }
+
+    /// The params of a valid `tools/call`, as JSON text.
+    fn tool_call_params(&mut self) -> String {
+        let tag = self.tag();
+        let (name, arguments) = match self.rng.below(6) {
+            0 => ("topology", json!({})),
+            1 => ("camouflaging_status", json!({"window_size": 5})),
+            2 => (
+                "memory_capture",
+                json!({"text": format!("hostile run note {tag}")}),
+            ),
+            _ => {
+                let (tool, field) = *self.rng.pick(READ_TOOLS);
+                let mut arguments = serde_json::Map::new();
+                arguments.insert(field.to_owned(), Value::String(tag));
+                (tool, Value::Object(arguments))
+            }
+        };
+        json!({"name": name, "arguments": arguments}).to_string()
+    }
+
+    fn valid(&mut self) -> Vec<u8> {
+        let id = self.fresh_id();
+        let line = if self.rng.percent(60) {
+            let params = self.tool_call_params();
+            self.request(&id, "tools/call", Some(&params))
+        } else {
+            let method = *self.rng.pick(LOCAL_METHODS);
+            let params = self.rng.percent(50).then_some("{}");
+            self.request(&id, method, params)
+        };
+        line.into_bytes()
+    }
+
+    fn bad_text(&mut self) -> Vec<u8> {
+        let id = self.fresh_id();
+        const BAD: &[&[u8]] = &[
+            b"\xff",
+            b"\xfe\xff",
+            b"\xc0\xaf",
+            b"\xe2\x82",
+            b"\xed\xa0\x80",
+            b"\xf4\x90\x80\x80",
+            b"\x80\x80",
+            b"\x00",
+            b"\x01\x1f",
+            b"\x7f\t\x0b",
+            b"\\ud800",
+            b"\\udc00x",
+            b"\\u12",
+            b"\\x41",
+        ];
+        let bad = *self.rng.pick(BAD);
+        let mut line = Vec::new();
+        match self.rng.below(4) {
+            0 => {
+                line.extend_from_slice(
+                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"s\":\"a")
+                        .as_bytes(),
+                );
+                line.extend_from_slice(bad);
+                line.extend_from_slice(b"b\"}}");
+            }
+            1 => {
+                line.extend_from_slice(
+                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"").as_bytes(),
+                );
+                line.extend_from_slice(bad);
+                line.extend_from_slice(b"\"}");
+            }
+            2 => {
+                line.extend_from_slice(bad);
+                line.extend_from_slice(
+                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}").as_bytes(),
+                );
+            }
+            _ => {
+                line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":\"");
+                line.extend_from_slice(bad);
+                line.extend_from_slice(b"\",\"method\":\"ping\"}");
+            }
+        }
+        line
+    }
+
+    fn truncated(&mut self) -> Vec<u8> {
+        let mut line = self.valid();
+        if line.len() > 1 {
+            let keep = 1 + self.rng.index(line.len() - 1);
+            line.truncate(keep);
+        }
+        line
+    }
+
+    fn deep_nesting(&mut self) -> Vec<u8> {
+        const DEPTHS: &[usize] = &[8, 64, 120, 125, 126, 127, 128, 129, 130, 200, 1000, 20_000];
+        let depth = *self.rng.pick(DEPTHS);
+        let (open, close) = if self.rng.percent(50) {
+            ("[", "]")
+        } else {
+            ("{\"a\":", "}")
+        };
+        let mut nested = open.repeat(depth);
+        nested.push('1');
+        if self.rng.percent(85) {
+            nested.push_str(&close.repeat(depth));
+        }
+        let id = self.fresh_id();
+        let line = match self.rng.below(4) {
+            0 => self.request(&id, "ping", Some(&format!("{{\"deep\":{nested}}}"))),
+            1 => {
+                let tag = self.tag();
+                let params = format!(
+                    "{{\"name\":\"memory_recall\",\"arguments\":{{\"cue\":\"{tag}\",\"deep\":{nested}}}}}"
+                );
+                self.request(&id, "tools/call", Some(&params))
+            }
+            2 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{nested}}}"),
+            _ => nested,
+        };
+        line.into_bytes()
+    }
+
+    fn huge_number(&mut self) -> Vec<u8> {
+        let digits = self.rng.between(20, 500) as usize;
+        let big: String = std::iter::once('9')
+            .chain((1..digits).map(|_| char::from(b'0' + self.rng.below(10) as u8)))
+            .collect();
+        let number = match self.rng.below(8) {
+            0 => big,
+            1 => format!("-{big}"),
+            2 => "1e400".to_owned(),
+            3 => "-1e400".to_owned(),
+            4 => "1.7976931348623159e308".to_owned(),
+            5 => format!("0.{}1", "0".repeat(digits)),
+            6 => format!("{big}.{big}e-{digits}"),
+            _ => "123456789012345678901234567890e-10".to_owned(),
+        };
+        let id = self.fresh_id();
+        let line = match self.rng.below(3) {
+            0 => self.request(&id, "ping", Some(&format!("{{\"n\":{number}}}"))),
+            1 => {
+                let params = format!(
+                    "{{\"name\":\"events_query\",\"arguments\":{{\"kind\":\"{}\",\"limit\":{number}}}}}",
+                    self.tag()
+                );
+                self.request(&id, "tools/call", Some(&params))
+            }
+            _ => format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"n\":[{number},{number}]}}"
+            ),
+        };
+        line.into_bytes()
+    }
+
+    fn wrong_type(&mut self) -> Vec<u8> {
+        const VALUES: &[&str] = &["5", "null", "[]", "{}", "true", "\"x\"", "2.0", "[\"2.0\"]"];
+        let value = *self.rng.pick(VALUES);
+        let id = self.fresh_id();
+        let line = match self.rng.below(8) {
+            0 => format!("{{\"jsonrpc\":{value},\"id\":{id},\"method\":\"ping\"}}"),
+            1 => format!("{{\"id\":{id},\"method\":\"ping\"}}"),
+            2 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{value}}}"),
+            3 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id}}}"),
+            4 => format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{value}}}"
+            ),
+            5 => format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":{value},\"arguments\":{{}}}}}}"
+            ),
+            6 => format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"topology\",\"arguments\":{value}}}}}"
+            ),
+            _ => {
+                let bad_id = *self.rng.pick(BAD_IDS);
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{bad_id},\"method\":\"ping\"}}")
+            }
+        };
+        line.into_bytes()
+    }
+
+    fn duplicate_keys(&mut self) -> Vec<u8> {
+        let first = self.fresh_id();
+        let second = self.fresh_id();
+        let line = match self.rng.below(6) {
+            0 => format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{first},\"method\":\"ping\",\"id\":{second}}}"
+            ),
+            1 => {
+                let bad = *self.rng.pick(BAD_IDS);
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{first},\"method\":\"ping\",\"id\":{bad}}}")
+            }
+            2 => {
+                let bad = *self.rng.pick(BAD_IDS);
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{bad},\"method\":\"ping\",\"id\":{second}}}")
+            }
+            3 => format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{first},\"method\":\"nope/never\",\"method\":\"tools/list\"}}"
+            ),
+            4 => format!(
+                "{{\"jsonrpc\":\"1.0\",\"id\":{first},\"method\":\"ping\",\"jsonrpc\":\"2.0\",\"params\":[],\"params\":{{}}}}"
+            ),
+            _ => {
+                let params = self.tool_call_params();
+                format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{first},\"method\":\"tools/call\",\"params\":{{\"name\":\"x\"}},\"params\":{params}}}"
+                )
+            }
+        };
+        line.into_bytes()
+    }
+
+    fn batch(&mut self) -> Vec<u8> {
+        let line = match self.rng.below(5) {
+            0 => "[]".to_owned(),
+            1 => "[1,2,3]".to_owned(),
+            2 => "[[]]".to_owned(),
+            _ => {
+                let count = self.rng.between(1, 4);
+                let items: Vec<String> = (0..count)
+                    .map(|_| {
+                        let id = self.fresh_id();
+                        format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}")
+                    })
+                    .collect();
+                format!("[{}]", items.join(","))
+            }
+        };
+        line.into_bytes()
+    }
+
+    fn odd_id(&mut self) -> Vec<u8> {
+        let id = match self.rng.below(5) {
+            0 => {
+                let edge = (*self.rng.pick(EDGE_IDS)).to_owned();
+                self.claim_id(edge)
+            }
+            1 => (*self.rng.pick(BAD_IDS)).to_owned(),
+            2 => {
+                let long = format!("\"{}\"", self.filler_text(1000, 20_000));
+                self.claim_id(long)
+            }
+            3 => {
+                // Numbers written in unusual but valid ways.
+                self.counter += 1;
+                let n = self.counter;
+                let text = match self.rng.below(3) {
+                    0 => format!("{n}e0"),
+                    1 => format!("{n}.0000"),
+                    _ => format!("-{n}.25E+0"),
+                };
+                self.claim_id(text)
+            }
+            _ => self.fresh_id(),
+        };
+        let method = *self.rng.pick(LOCAL_METHODS);
+        self.request(&id, method, None).into_bytes()
+    }
+
+    /// A line of exactly `len` bytes (when `len` leaves room for the
+    /// frame): `head`, filler, `tail`.
+    fn padded(&mut self, head: &str, tail: &str, len: usize) -> Vec<u8> {
+        let fill = len.saturating_sub(head.len() + tail.len());
+        let mut line = String::with_capacity(len);
+        line.push_str(head);
+        line.push_str(&self.filler_exact(fill));
+        line.push_str(tail);
+        line.into_bytes()
+    }
+
+    fn long_string(&mut self) -> Vec<u8> {
+        let len = if self.rng.percent(20) {
+            self.cap
+        } else {
+            self.rng.between(1024, self.cap as u64) as usize
+        };
+        let id = self.fresh_id();
+        match self.rng.below(4) {
+            0 => {
+                let head = format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"pad\":\""
+                );
+                let content = self.tricky_exact(len.saturating_sub(head.len() + 3));
+                format!("{head}{content}\"}}}}").into_bytes()
+            }
+            1 => {
+                let tag = self.tag();
+                self.padded(
+                    &format!(
+                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"memory_recall\",\"arguments\":{{\"cue\":\"{tag} "
+                    ),
+                    "\"}}}",
+                    len,
+                )
+            }
+            2 => self.padded(
+                &format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"no/such/"),
+                "\"}",
+                len,
+            ),
+            _ => self.padded(
+                "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"pad\":\"",
+                &format!("\"}},\"id\":{id}}}"),
+                len,
+            ),
+        }
+    }
+
+    fn over_cap(&mut self) -> Vec<u8> {
+        let len = match self.rng.below(10) {
+            0 => self.cap + 1,
+            1 => self.cap + 2,
+            2 => self.rng.between(2 * self.cap as u64, 4 * self.cap as u64) as usize,
+            _ => self.rng.between(self.cap as u64 + 3, 2 * self.cap as u64) as usize,
+        };
+        let id = self.fresh_id();
+        match self.rng.below(6) {
+            0 => self.padded(
+                &format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"pad\":\""
+                ),
+                "\"}}",
+                len,
+            ),
+            1 => self.padded(&format!("{{\"id\":{id},\"pad\":\""), "\"}", len),
+            2 => self.padded(
+                "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"pad\":\"",
+                &format!("\"}},\"id\":{id}}}"),
+                len,
+            ),
+            3 => {
+                // An id string longer than the head the wrapper keeps.
+                let long = self.filler_text(600, 2000);
+                let long_id = self.claim_id(format!("\"{long}\""));
+                self.padded(
+                    &format!("{{\"jsonrpc\":\"2.0\",\"id\":{long_id},\"pad\":\""),
+                    "\"}",
+                    len,
+                )
+            }
+            4 => {
+                // The id last, after nested decoy ids and a string full of
+                // escapes and brackets.
+                let head = "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"id\":\"decoy\",\"pad\":\"";
+                let tail = format!("\",\"n\":[1,{{\"id\":2}}]}},\"id\":{id}}}");
+                let fill = len.saturating_sub(head.len() + tail.len());
+                let content = self.tricky_exact(fill);
+                format!("{head}{content}{tail}").into_bytes()
+            }
+            _ => {
+                let mut line = self.padded("", "", len);
+                line[0] = b'x';
+                line
+            }
+        }
+    }
+
+    fn notification(&mut self) -> Vec<u8> {
+        self.counter += 1;
+        let n = self.counter;
+        let line = match self.rng.below(8) {
+            0 => "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}".to_owned(),
+            1 => format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{n},\"progress\":0.5}}}}"
+            ),
+            2 => format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":\"cancel-nobody-{n}\"}}}}"
+            ),
+            3 => "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":null}}"
+                .to_owned(),
+            4 => "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}".to_owned(),
+            5 => format!("{{\"jsonrpc\":\"2.0\",\"method\":\"vendor/unknown-{n}\",\"params\":[1,2]}}"),
+            6 => "{\"jsonrpc\":\"2.0\",\"method\":5}".to_owned(),
+            _ => "{\"method\":\"notifications/initialized\"}".to_owned(),
+        };
+        line.into_bytes()
+    }
+
+    fn client_response(&mut self) -> Vec<u8> {
+        let id = self.fresh_id();
+        let line = match self.rng.below(5) {
+            0 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}"),
+            1 => format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"no\"}}}}"
+            ),
+            2 => format!("{{\"id\":{id},\"result\":1}}"),
+            3 => "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}".to_owned(),
+            _ => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}},\"error\":{{}}}}"),
+        };
+        line.into_bytes()
+    }
+
+    fn odd_request(&mut self) -> Vec<u8> {
+        let id = self.fresh_id();
+        let (method, params): (&str, Option<String>) = match self.rng.below(11) {
+            0 => (
+                "initialize",
+                Some("{\"protocolVersion\":\"1999-01-01\",\"capabilities\":{}}".to_owned()),
+            ),
+            1 => ("initialize", None),
+            2 => (
+                "tools/call",
+                Some("{\"name\":\"no_such_tool\",\"arguments\":{}}".to_owned()),
+            ),
+            3 => ("tools/call", Some("{\"arguments\":{}}".to_owned())),
+            4 => (
+                "tools/call",
+                Some(
+                    "{\"name\":\"profile_get_set\",\"arguments\":{\"operation\":\"explode\"}}"
+                        .to_owned(),
+                ),
+            ),
+            5 => (
+                "tools/list",
+                Some(
+                    "{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"2099-12-31\"}}"
+                        .to_owned(),
+                ),
+            ),
+            6 => ("server/discover", Some("{}".to_owned())),
+            7 => ("resources/list", None),
+            8 => ("prompts/get", Some("{\"name\":\"x\"}".to_owned())),
+            9 => ("logging/setLevel", Some("{\"level\":\"debug\"}".to_owned())),
+            _ => ("$/weird method\u{1F980}", None),
+        };
+        self.request(&id, method, params.as_deref()).into_bytes()
+    }
+
+    fn non_object(&mut self) -> Vec<u8> {
+        const VALUES: &[&str] = &[
+            "42",
+            "\"ping\"",
+            "null",
+            "true",
+            "1e999",
+            "-",
+            "{}",
+            "\"\\u0000\"",
+        ];
+        (*self.rng.pick(VALUES)).as_bytes().to_vec()
+    }
+
+    fn random_bytes(&mut self) -> Vec<u8> {
+        let len = self.rng.between(1, 300) as usize;
+        if self.rng.percent(50) {
+            (0..len).map(|_| self.rng.below(256) as u8).collect()
+        } else {
+            (0..len).map(|_| *self.rng.pick(JSONISH)).collect()
+        }
+    }
+
+    fn blank(&mut self) -> Vec<u8> {
+        (*self.rng.pick(&[&b""[..], b" ", b"\t", b"\r", b"  \t \r"])).to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Expect, expected_reply};
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn lines_are_deterministic_single_lines_with_unique_ids() {
+        let cap = 4096;
+        let mut a = LineGen::new(42, cap);
+        let mut b = LineGen::new(42, cap);
+        let mut ids = HashSet::new();
+        let mut kinds = BTreeMap::new();
+        let mut over_cap_with_id = 0;
+        for n in 0..20_000 {
+            let (kind, line) = a.next_line();
+            let (kind_b, line_b) = b.next_line();
+            assert_eq!((kind, &line), (kind_b, &line_b), "line {n}");
+            assert!(!line.contains(&b'\n'), "line {n} has a newline");
+            *kinds.entry(kind).or_insert(0) += 1;
+            let expect = expected_reply(&line, cap);
+            if let Some(id) = expect.id() {
+                assert!(ids.insert(id.to_string()), "line {n}: id {id} repeats");
+            }
+            if kind == LineKind::Valid {
+                assert!(matches!(expect, Expect::Exactly(_)), "line {n}: {expect:?}");
+            }
+            if line.len() > cap {
+                assert!(
+                    matches!(
+                        kind,
+                        LineKind::OverCap | LineKind::DeepNesting | LineKind::OddId
+                    ),
+                    "line {n} ({kind}) is over the cap"
+                );
+                over_cap_with_id += usize::from(expect.id().is_some());
+            }
+        }
+        assert_eq!(kinds.len(), WEIGHTS.len(), "{kinds:?}");
+        assert!(over_cap_with_id > 0);
+    }
+}

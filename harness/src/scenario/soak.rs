@@ -1,0 +1,947 @@
+//! The soak: calls keep flowing through the wrapper for minutes while the
+//! fake daemon misbehaves in every way it can, one seeded fault after the
+//! other.
+//!
+//! The wrapper runs for days in front of a daemon that restarts, hangs and
+//! misbehaves; this scenario compresses that into a run of
+//! [`SoakConfig::duration`] and checks that nothing accumulates and nothing
+//! is lost:
+//!
+//! 1. start the fake daemon and the wrapper with short timings
+//!    (`IAI_MCP_CALL_TIMEOUT_MS`, `IAI_MCP_CONNECT_WAIT_MS`, backoff), so a
+//!    fault costs milliseconds, not minutes; `initialize`, a baseline call;
+//! 2. set the daemon's answer delay to [`SoakConfig::daemon_delay_ms`], so
+//!    calls really are in flight at the daemon when a fault strikes (and the
+//!    rate stays near `concurrency / delay`, which keeps the daemon's request
+//!    journal complete for minutes); keep [`SoakConfig::concurrency`] calls
+//!    in flight, pipelined with ids of our own: reads (`topology`, `schema_list`, `events_query`,
+//!    `memory_recall`, `curiosity_pending`, `camouflaging_status`) and, about
+//!    one in [`SoakConfig::write_every`], a `memory_capture` write, every
+//!    call tagged `soak-<n>` in its arguments (except `topology` and
+//!    `camouflaging_status`, which take none that fit);
+//! 3. meanwhile, from a seeded schedule, one fault episode at a time
+//!    ([`FaultKind`]): `DROP`; `DELAY <ms>` then back to the base delay; `HANG` then
+//!    `RESUME` (shorter than the call timeout); `GARBAGE <n>`; `SLICE <b>`
+//!    then `SLICE 0`; `CUT`; `DOWN` then `UP`; `STRAY`; `DUPLICATE`;
+//! 4. after [`SoakConfig::warmup`], a checkpoint: faults paused, calls in
+//!    flight answered, a probe call succeeds, then the wrapper's open file
+//!    descriptors and `VmRSS` are sampled; the run goes on;
+//! 5. at the end the same checkpoint (after the answers still owed, at most
+//!    [`SoakConfig::drain_timeout`], and [`SoakConfig::settle`] of watching
+//!    for late duplicates), then the daemon's `LOG`: every request it
+//!    received, by tag, so a write received twice is seen.
+//!
+//! The run passes when no call is lost (unanswered at the end) or answered
+//! twice, no reply names an id never sent, no write reached the daemon
+//! twice, no read more than twice (one replay at most), the descriptors and
+//! memory stayed flat, stdout carried only JSON-RPC, and the wrapper is
+//! alive. How calls ended (ok, `daemon_unreachable`, `daemon_timeout`,
+//! `parse_error`, other) is reported, not judged: faults make calls fail by
+//! design.
+//!
+//! The seed fixes the fault sequence and the call mix; the timing of each
+//! episode relative to the calls depends on the machine, so a replay with
+//! the same seed exercises the same faults, not the same interleaving.
+
+mod faults;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::hostile::{Footprint, Rng, format_growth, format_kib, growth};
+use super::live::{LiveSession, problems_text};
+use super::outcome::CallOutcome;
+use super::{format_ms, serialize_ms};
+use crate::bins::error_chain;
+use crate::client::ClientError;
+use crate::error::HarnessError;
+use crate::wrapper::{BridgeMode, WrapperCommand};
+
+pub use faults::FaultKind;
+use faults::{Schedule, ScheduleBounds};
+
+/// JSON-RPC ids of soak calls start here, far from the client's own ids.
+const ID_BASE: u64 = 1_000_000;
+
+/// The tag prefix carried by call arguments; followed by 9 digits.
+const TAG_PREFIX: &str = "soak-";
+
+/// How many samples (lost calls, odd outcomes) a report keeps.
+const MAX_SAMPLES: usize = 12;
+
+/// How long the fake daemon may take to produce its `LOG` (tens of MiB at
+/// the end of a long soak).
+const LOG_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Tries of the probe call at a checkpoint.
+const PROBE_TRIES: u32 = 10;
+
+/// Read-only tools and the argument carrying the tag (`None`: the tool
+/// takes no string argument; its arguments are fixed).
+const READS: [(&str, Option<&str>); 6] = [
+    ("topology", None),
+    ("schema_list", Some("domain")),
+    ("events_query", Some("kind")),
+    ("memory_recall", Some("cue")),
+    ("curiosity_pending", Some("session_id")),
+    ("camouflaging_status", None),
+];
+
+/// Parameters of a soak.
+#[derive(Debug, Clone)]
+pub struct SoakConfig {
+    /// How long calls keep flowing (the checkpoints and the final drain
+    /// come on top).
+    pub duration: Duration,
+    /// Seed of the fault schedule and the call mix.
+    pub seed: u64,
+    /// Calls kept in flight.
+    pub concurrency: usize,
+    /// About one call in `write_every` is a write (0: reads only).
+    pub write_every: u32,
+    /// The daemon's answer delay (`DELAY`) outside `DELAY` episodes, in
+    /// milliseconds. With it, every call spends that long at the daemon, so
+    /// drops and cuts catch calls in flight, and the rate is about
+    /// `concurrency / delay`: 8 in flight and 8 ms make about 1000 calls/s,
+    /// which the daemon's 64 MiB request journal holds for over 5 minutes
+    /// (a faster rate makes it forget the oldest requests: reported as
+    /// `journal_dropped`). 0 runs as fast as the wrapper goes.
+    pub daemon_delay_ms: u64,
+    /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+    pub call_timeout: Duration,
+    /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+    pub connect_wait: Duration,
+    /// `IAI_MCP_BACKOFF_INITIAL_MS`.
+    pub backoff_initial_ms: u64,
+    /// `IAI_MCP_BACKOFF_MAX_MS`.
+    pub backoff_max_ms: u64,
+    /// Shortest pause between two fault episodes.
+    pub fault_gap_min: Duration,
+    /// Longest pause between two fault episodes.
+    pub fault_gap_max: Duration,
+    /// Longest hold of `DELAY`, `SLICE` and `DOWN`.
+    pub max_fault_hold: Duration,
+    /// Longest `HANG`; must stay below `call_timeout` so held calls are
+    /// answered on `RESUME` (a `daemon_timeout` would still count as an
+    /// answer).
+    pub max_hang: Duration,
+    /// Calls and faults before the first footprint sample, so buffers and
+    /// the allocator reach their working size.
+    pub warmup: Duration,
+    /// Bound on waiting for the answers still owed at a checkpoint.
+    pub drain_timeout: Duration,
+    /// How long to watch for late or duplicate answers at the end.
+    pub settle: Duration,
+    /// Growth of `VmRSS` from the first sample to the last that still counts
+    /// as flat, in KiB. Generous on purpose (8 MiB by default): allocator
+    /// noise must not fail a run, and a leak per call or per fault grows
+    /// far beyond it over a soak.
+    pub rss_growth_limit_kib: u64,
+    /// Open descriptors the wrapper may hold at the end beyond those at the
+    /// start (a connect in progress).
+    pub fd_slack: u64,
+    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
+    pub mode: Option<BridgeMode>,
+    /// The fake daemon binary; `None` finds it with
+    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
+    pub fake_daemon_bin: Option<PathBuf>,
+}
+
+impl Default for SoakConfig {
+    fn default() -> Self {
+        Self {
+            duration: Duration::from_secs(60),
+            seed: 1,
+            concurrency: 8,
+            write_every: 4,
+            daemon_delay_ms: 8,
+            call_timeout: Duration::from_millis(2000),
+            connect_wait: Duration::from_millis(1000),
+            backoff_initial_ms: 10,
+            backoff_max_ms: 100,
+            fault_gap_min: Duration::from_millis(50),
+            fault_gap_max: Duration::from_millis(500),
+            max_fault_hold: Duration::from_millis(1500),
+            max_hang: Duration::from_millis(1000),
+            warmup: Duration::from_secs(5),
+            drain_timeout: Duration::from_secs(20),
+            settle: Duration::from_millis(500),
+            rss_growth_limit_kib: 8 * 1024,
+            fd_slack: 2,
+            mode: None,
+            fake_daemon_bin: None,
+        }
+    }
+}
+
+/// How the calls ended, by class.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OutcomeCounts {
+    /// Succeeded.
+    pub ok: u64,
+    /// `daemon_unreachable: ...` (socket closed, no connection in time).
+    pub daemon_unreachable: u64,
+    /// `daemon_timeout: ...`.
+    pub daemon_timeout: u64,
+    /// `parse_error: ...` (the daemon sent non-JSON lines).
+    pub parse_error: u64,
+    /// Anything else (for example `response_too_large`, or a JSON-RPC
+    /// error); samples are kept in the report.
+    pub other: u64,
+}
+
+/// The class of one outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Ok,
+    Unreachable,
+    Timeout,
+    ParseError,
+    Other,
+}
+
+impl Class {
+    fn of(outcome: &CallOutcome) -> Self {
+        if outcome.is_ok() {
+            Self::Ok
+        } else if outcome.is_daemon_unreachable() {
+            Self::Unreachable
+        } else if outcome.is_daemon_timeout() {
+            Self::Timeout
+        } else if outcome.error_mentions("parse_error") {
+            Self::ParseError
+        } else {
+            Self::Other
+        }
+    }
+}
+
+impl OutcomeCounts {
+    fn add(&mut self, class: Class) {
+        match class {
+            Class::Ok => self.ok += 1,
+            Class::Unreachable => self.daemon_unreachable += 1,
+            Class::Timeout => self.daemon_timeout += 1,
+            Class::ParseError => self.parse_error += 1,
+            Class::Other => self.other += 1,
+        }
+    }
+}
+
+/// What a soak measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct SoakReport {
+    /// The seed (replay: the same seed gives the same faults and calls).
+    pub seed: u64,
+    /// The bridge mode the wrapper ran in (`None`: not set).
+    pub mode: Option<BridgeMode>,
+    /// How long calls were kept flowing.
+    #[serde(rename = "duration_ms", serialize_with = "serialize_ms")]
+    pub duration: Duration,
+    /// Calls kept in flight.
+    pub concurrency: usize,
+    /// The wrapper's call timeout.
+    #[serde(rename = "call_timeout_ms", serialize_with = "serialize_ms")]
+    pub call_timeout: Duration,
+    /// The wrapper's connect wait.
+    #[serde(rename = "connect_wait_ms", serialize_with = "serialize_ms")]
+    pub connect_wait: Duration,
+    /// Calls sent (probes included).
+    pub calls_sent: u64,
+    /// Calls answered at least once.
+    pub answered: u64,
+    /// Calls with no answer by the end, after the drain (must be 0).
+    pub lost: u64,
+    /// Calls answered more than once (must be 0).
+    pub duplicate_replies: u64,
+    /// Messages on stdout that answer no call of ours (must be 0).
+    pub unexpected_messages: u64,
+    /// Writes sent.
+    pub writes_sent: u64,
+    /// Writes the daemon received more than once (must be 0).
+    pub writes_seen_twice: u64,
+    /// Writes that failed although the daemon received them (the answer was
+    /// lost with the connection, or came after the wrapper gave up): at most
+    /// once, not exactly once; reported, not judged.
+    pub writes_failed_but_received: u64,
+    /// Tagged reads the daemon received twice (one replay after a drop).
+    pub reads_replayed: u64,
+    /// Tagged reads the daemon received more than twice (must be 0).
+    pub reads_seen_over_twice: u64,
+    /// Requests the daemon's bounded journal forgot (its `dropped`); when
+    /// not 0 the double-receipt checks cover only the newest requests.
+    pub journal_dropped: u64,
+    /// How the calls ended.
+    pub outcomes: OutcomeCounts,
+    /// Fault episodes begun, by kind.
+    pub faults: BTreeMap<FaultKind, u64>,
+    /// The wrapper's footprint at the first checkpoint (after the warm-up).
+    pub start: Footprint,
+    /// The wrapper's footprint at the end.
+    pub end: Footprint,
+    /// `VmRSS` growth from start to end, in KiB.
+    pub rss_growth_kib: Option<i64>,
+    /// The growth that still counts as flat, in KiB.
+    pub rss_growth_limit_kib: u64,
+    /// Descriptors allowed at the end beyond those at the start.
+    pub fd_slack: u64,
+    /// Answered calls per second over the run.
+    pub calls_per_second: f64,
+    /// Whether the wrapper was still running at the end.
+    pub wrapper_alive: bool,
+    /// Why the wrapper stopped talking, if it did (must be `None`).
+    pub wrapper_gone: Option<String>,
+    /// Lost calls, duplicate answers and unusual outcomes.
+    pub samples: Vec<String>,
+    /// The last fault commands, kept when the run did not pass.
+    pub recent_faults: Vec<String>,
+    /// Stdout framing defects (must be none).
+    pub defects: Vec<String>,
+    /// The end of the wrapper's stderr, kept when the run did not pass.
+    pub wrapper_stderr_tail: Option<String>,
+}
+
+impl SoakReport {
+    /// The must-conditions this run violated, in words.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut must_be_zero = |count: u64, what: &str| {
+            if count > 0 {
+                problems.push(format!("{count} {what}"));
+            }
+        };
+        must_be_zero(self.lost, "calls lost (never answered)");
+        must_be_zero(self.duplicate_replies, "calls answered more than once");
+        must_be_zero(self.unexpected_messages, "messages answering no call");
+        must_be_zero(
+            self.writes_seen_twice,
+            "writes received twice by the daemon",
+        );
+        must_be_zero(
+            self.reads_seen_over_twice,
+            "reads received more than twice by the daemon",
+        );
+        must_be_zero(self.defects.len() as u64, "stdout defects");
+        if let (Some(start), Some(end)) = (self.start.fds, self.end.fds)
+            && end > start + self.fd_slack
+        {
+            problems.push(format!(
+                "the wrapper's open descriptors grew from {start} to {end}"
+            ));
+        }
+        if let Some(growth) = self.rss_growth_kib
+            && growth >= i64::try_from(self.rss_growth_limit_kib).unwrap_or(i64::MAX)
+        {
+            problems.push(format!(
+                "wrapper RSS grew by {} (limit {})",
+                format_growth(Some(growth)),
+                format_kib(Some(self.rss_growth_limit_kib))
+            ));
+        }
+        if !self.wrapper_alive {
+            problems.push("the wrapper is not running at the end".to_owned());
+        }
+        if let Some(why) = &self.wrapper_gone {
+            problems.push(format!("the wrapper went away: {why}"));
+        }
+        problems
+    }
+
+    /// Whether every must-condition held.
+    pub fn passed(&self) -> bool {
+        self.problems().is_empty()
+    }
+
+    /// The report as pretty-printed JSON.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The figures that matter, on one line.
+    pub fn key_figures(&self) -> String {
+        format!(
+            "seed {}, {} s, calls {}, lost {}, dups {}, double writes {}, faults {}, fds {} -> {}, RSS {} -> {}",
+            self.seed,
+            self.duration.as_secs(),
+            self.calls_sent,
+            self.lost,
+            self.duplicate_replies,
+            self.writes_seen_twice,
+            self.faults.values().sum::<u64>(),
+            opt_text(self.start.fds),
+            opt_text(self.end.fds),
+            format_kib(self.start.rss_kib),
+            format_kib(self.end.rss_kib),
+        )
+    }
+}
+
+fn opt_text(value: Option<u64>) -> String {
+    value.map_or_else(|| "n/a".to_owned(), |v| v.to_string())
+}
+
+impl fmt::Display for SoakReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verdict = if self.passed() { "PASS" } else { "FAIL" };
+        writeln!(
+            f,
+            "soak {verdict}: seed {}, {:.1} s, {} calls in flight, call timeout {}, connect wait {}",
+            self.seed,
+            self.duration.as_secs_f64(),
+            self.concurrency,
+            format_ms(self.call_timeout),
+            format_ms(self.connect_wait),
+        )?;
+        writeln!(
+            f,
+            "  calls:    sent {}, answered {}, lost {}, duplicate replies {}, unexpected messages {} ({:.0} calls/s)",
+            self.calls_sent,
+            self.answered,
+            self.lost,
+            self.duplicate_replies,
+            self.unexpected_messages,
+            self.calls_per_second,
+        )?;
+        let o = &self.outcomes;
+        writeln!(
+            f,
+            "  outcomes: ok {}, daemon_unreachable {}, daemon_timeout {}, parse_error {}, other {}",
+            o.ok, o.daemon_unreachable, o.daemon_timeout, o.parse_error, o.other
+        )?;
+        writeln!(
+            f,
+            "  daemon:   writes sent {}, seen twice {}, failed but received {}; reads replayed {}, seen over twice {}; journal dropped {}",
+            self.writes_sent,
+            self.writes_seen_twice,
+            self.writes_failed_but_received,
+            self.reads_replayed,
+            self.reads_seen_over_twice,
+            self.journal_dropped,
+        )?;
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect();
+        writeln!(
+            f,
+            "  faults:   {} ({})",
+            self.faults.values().sum::<u64>(),
+            faults.join(", ")
+        )?;
+        writeln!(
+            f,
+            "  wrapper:  fds start {}, end {} (flat: end <= start + {}); RSS start {}, end {}, growth {} (flat: below {}); alive {}; stdout defects {}",
+            opt_text(self.start.fds),
+            opt_text(self.end.fds),
+            self.fd_slack,
+            format_kib(self.start.rss_kib),
+            format_kib(self.end.rss_kib),
+            format_growth(self.rss_growth_kib),
+            format_kib(Some(self.rss_growth_limit_kib)),
+            if self.wrapper_alive { "yes" } else { "no" },
+            self.defects.len(),
+        )?;
+        for sample in &self.samples {
+            writeln!(f, "  e.g. {sample}")?;
+        }
+        for command in &self.recent_faults {
+            writeln!(f, "  fault at {command}")?;
+        }
+        write!(f, "  problems: {}", problems_text(&self.problems()))
+    }
+}
+
+/// One soak call.
+#[derive(Debug)]
+struct SoakCall {
+    tool: &'static str,
+    write: bool,
+    tagged: bool,
+    /// Since the start of the run.
+    sent_at: Duration,
+    answers: u32,
+    class: Option<Class>,
+}
+
+/// The unique tag of call `n`.
+fn tag(n: usize) -> String {
+    format!("{TAG_PREFIX}{n:09}")
+}
+
+/// Tool and arguments of the next call (`n`), whether it is a write, and
+/// whether its arguments carry its tag.
+fn call_for(rng: &mut Rng, n: usize, write_every: u32) -> (&'static str, Value, bool, bool) {
+    if write_every > 0 && rng.below(u64::from(write_every)) == 0 {
+        let text = format!("soak write {}: a memory that must be stored once", tag(n));
+        return ("memory_capture", json!({ "text": text }), true, true);
+    }
+    let (tool, field) = *rng.pick(&READS);
+    match (tool, field) {
+        (_, Some(field)) => {
+            let mut arguments = serde_json::Map::new();
+            arguments.insert(field.to_owned(), Value::String(tag(n)));
+            (tool, Value::Object(arguments), false, true)
+        }
+        ("camouflaging_status", None) => (tool, json!({"window_size": 5}), false, false),
+        _ => (tool, json!({}), false, false),
+    }
+}
+
+/// Counts, per call number below `calls`, how often its tag occurs in the
+/// daemon's `LOG` line, and reads the journal's `dropped` count.
+fn scan_log(log: &str, calls: usize) -> (Vec<u32>, u64) {
+    let mut received = vec![0u32; calls];
+    for (at, _) in log.match_indices(TAG_PREFIX) {
+        let start = at + TAG_PREFIX.len();
+        let Some(digits) = log.get(start..start + 9) else {
+            continue;
+        };
+        if let Ok(n) = digits.parse::<usize>()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && n < calls
+        {
+            received[n] += 1;
+        }
+    }
+    let dropped = log
+        .rfind("\"dropped\":")
+        .and_then(|at| {
+            let digits: String = log[at + "\"dropped\":".len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        })
+        .unwrap_or(0);
+    (received, dropped)
+}
+
+/// The running soak.
+struct Soak<'a> {
+    session: &'a mut LiveSession,
+    calls_rng: Rng,
+    write_every: u32,
+    calls: Vec<SoakCall>,
+    in_flight: usize,
+    unexpected: u64,
+    started: Instant,
+    samples: Vec<String>,
+    wrapper_gone: Option<String>,
+}
+
+impl Soak<'_> {
+    fn sample(&mut self, text: String) {
+        if self.samples.len() < MAX_SAMPLES {
+            self.samples.push(text);
+        }
+    }
+
+    fn send_next(&mut self) -> bool {
+        let n = self.calls.len();
+        let (tool, arguments, write, tagged) = call_for(&mut self.calls_rng, n, self.write_every);
+        let sent = self.session.wrapper.send_request_with_id(
+            json!(ID_BASE + n as u64),
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        );
+        if let Err(e) = sent {
+            self.wrapper_gone = Some(error_chain(&e));
+            return false;
+        }
+        self.calls.push(SoakCall {
+            tool,
+            write,
+            tagged,
+            sent_at: self.started.elapsed(),
+            answers: 0,
+            class: None,
+        });
+        self.in_flight += 1;
+        true
+    }
+
+    /// Books one message; returns the class of a first answer.
+    fn receive(&mut self, message: &Value) -> Option<Class> {
+        let is_response = message.get("method").is_none()
+            && (message.get("result").is_some() || message.get("error").is_some());
+        let index = message
+            .get("id")
+            .and_then(Value::as_u64)
+            .and_then(|id| id.checked_sub(ID_BASE))
+            .and_then(|i| usize::try_from(i).ok())
+            .filter(|&i| is_response && i < self.calls.len());
+        let Some(index) = index else {
+            self.unexpected += 1;
+            let text = message.to_string();
+            self.sample(format!(
+                "a message answering no call: {}",
+                &text[..text.len().min(200)]
+            ));
+            return None;
+        };
+        let call = &mut self.calls[index];
+        call.answers += 1;
+        if call.answers > 1 {
+            let (tool, sent_at, answers) = (call.tool, call.sent_at, call.answers);
+            self.sample(format!(
+                "call #{index} {tool} sent at {:.3} s answered {answers} times",
+                sent_at.as_secs_f64()
+            ));
+            return None;
+        }
+        let outcome = CallOutcome::from_response(message);
+        let class = Class::of(&outcome);
+        call.class = Some(class);
+        self.in_flight -= 1;
+        if class == Class::Other {
+            let tool = call.tool;
+            self.sample(format!("call #{index} {tool}: {outcome}"));
+        }
+        Some(class)
+    }
+
+    /// Receives for at most `timeout`; `false` if nothing came.
+    fn receive_for(&mut self, timeout: Duration) -> bool {
+        match self.session.wrapper.recv_any(timeout) {
+            Ok(message) => {
+                self.receive(&message);
+                true
+            }
+            Err(ClientError::Timeout { .. }) => false,
+            Err(e) => {
+                self.wrapper_gone = Some(error_chain(&e));
+                false
+            }
+        }
+    }
+
+    /// Waits until no call is in flight, at most `timeout`.
+    fn drain(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.in_flight > 0 && self.wrapper_gone.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            self.receive_for(left);
+        }
+    }
+
+    /// With nothing in flight: sends single calls until one succeeds (at most
+    /// [`PROBE_TRIES`]), so the wrapper is connected and idle.
+    fn probe(&mut self, timeout: Duration) {
+        for _ in 0..PROBE_TRIES {
+            if self.wrapper_gone.is_some() || !self.send_next() {
+                return;
+            }
+            let n = self.calls.len() - 1;
+            self.drain(timeout);
+            if self.calls[n].class == Some(Class::Ok) {
+                return;
+            }
+        }
+    }
+
+    /// Pauses the faults, lets the calls in flight finish, makes sure the
+    /// wrapper is connected, and samples its footprint.
+    fn checkpoint(
+        &mut self,
+        schedule: &mut Schedule,
+        drain_timeout: Duration,
+        settle: Duration,
+    ) -> Result<Footprint, HarnessError> {
+        schedule.quiesce(&self.session.daemon)?;
+        self.drain(drain_timeout);
+        for message in self.session.collect_unsolicited(settle) {
+            self.receive(&message);
+        }
+        self.probe(drain_timeout);
+        Ok(Footprint::sample(self.session.wrapper.pid()))
+    }
+}
+
+/// A seed from the clock and the process id, for runs not given one (the
+/// report prints it, so the run can be repeated).
+pub fn seed_from_clock() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut rng = Rng::new(nanos ^ u64::from(std::process::id()).rotate_left(32));
+    // Keep it short enough to type.
+    rng.next_u64() % 1_000_000_000
+}
+
+/// Runs the soak once against the wrapper started by `cmd`.
+pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, HarnessError> {
+    let env = [
+        (
+            "IAI_MCP_CALL_TIMEOUT_MS",
+            cfg.call_timeout.as_millis().to_string(),
+        ),
+        (
+            "IAI_MCP_CONNECT_WAIT_MS",
+            cfg.connect_wait.as_millis().to_string(),
+        ),
+        (
+            "IAI_MCP_BACKOFF_INITIAL_MS",
+            cfg.backoff_initial_ms.to_string(),
+        ),
+        ("IAI_MCP_BACKOFF_MAX_MS", cfg.backoff_max_ms.to_string()),
+    ];
+    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
+    session.daemon.delay(cfg.daemon_delay_ms)?;
+    let concurrency = cfg.concurrency.max(1);
+    let started = Instant::now();
+    let mut schedule = Schedule::new(
+        Rng::new(cfg.seed),
+        ScheduleBounds {
+            gap: (cfg.fault_gap_min, cfg.fault_gap_max.max(cfg.fault_gap_min)),
+            max_hold: cfg.max_fault_hold.max(Duration::from_millis(50)),
+            max_hang: cfg.max_hang.max(Duration::from_millis(50)),
+            base_delay_ms: cfg.daemon_delay_ms,
+        },
+        started,
+    );
+    let mut soak = Soak {
+        session: &mut session,
+        calls_rng: Rng::new(cfg.seed ^ 0x5041_4b5f_4341_4c4c),
+        write_every: cfg.write_every,
+        calls: Vec::new(),
+        in_flight: 0,
+        unexpected: 0,
+        started,
+        samples: Vec::new(),
+        wrapper_gone: None,
+    };
+
+    let end_at = started + cfg.duration;
+    let mut warmup_at = Some(started + cfg.warmup.min(cfg.duration));
+    let mut start = None;
+    while soak.wrapper_gone.is_none() {
+        let now = Instant::now();
+        if now >= end_at {
+            break;
+        }
+        if warmup_at.is_some_and(|at| now >= at) {
+            warmup_at = None;
+            start = Some(soak.checkpoint(&mut schedule, cfg.drain_timeout, cfg.settle)?);
+            schedule.resume();
+            continue;
+        }
+        if now >= schedule.next_at() {
+            schedule.step(&soak.session.daemon, now)?;
+            continue;
+        }
+        while soak.in_flight < concurrency && soak.wrapper_gone.is_none() {
+            soak.send_next();
+        }
+        let wake = [Some(end_at), warmup_at, Some(schedule.next_at())]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(end_at);
+        soak.receive_for(wake.saturating_duration_since(now));
+    }
+    let duration = started.elapsed();
+    let end = soak.checkpoint(&mut schedule, cfg.drain_timeout, cfg.settle)?;
+    let start = start.unwrap_or(end);
+    let wrapper_alive = matches!(soak.session.wrapper.try_wait(), Ok(None));
+    let Soak {
+        calls,
+        unexpected,
+        mut samples,
+        wrapper_gone,
+        ..
+    } = soak;
+    let log = session.daemon.command_timeout("LOG", LOG_TIMEOUT)?;
+    let (received, journal_dropped) = scan_log(&log, calls.len());
+    drop(log);
+
+    let mut report = SoakReport {
+        seed: cfg.seed,
+        mode: cfg.mode,
+        duration,
+        concurrency,
+        call_timeout: cfg.call_timeout,
+        connect_wait: cfg.connect_wait,
+        calls_sent: calls.len() as u64,
+        answered: 0,
+        lost: 0,
+        duplicate_replies: 0,
+        unexpected_messages: unexpected,
+        writes_sent: 0,
+        writes_seen_twice: 0,
+        writes_failed_but_received: 0,
+        reads_replayed: 0,
+        reads_seen_over_twice: 0,
+        journal_dropped,
+        outcomes: OutcomeCounts::default(),
+        faults: schedule.counts.clone(),
+        start,
+        end,
+        rss_growth_kib: growth(start.rss_kib, end.rss_kib),
+        rss_growth_limit_kib: cfg.rss_growth_limit_kib,
+        fd_slack: cfg.fd_slack,
+        calls_per_second: 0.0,
+        wrapper_alive,
+        wrapper_gone,
+        samples: Vec::new(),
+        recent_faults: Vec::new(),
+        defects: session.wrapper.defects(),
+        wrapper_stderr_tail: None,
+    };
+    let mut lost = Vec::new();
+    for (n, (call, &seen)) in calls.iter().zip(&received).enumerate() {
+        match call.answers {
+            0 => {
+                report.lost += 1;
+                if lost.len() < MAX_SAMPLES / 2 {
+                    lost.push(format!(
+                        "call #{n} {} (write: {}) sent at {:.3} s: never answered; the daemon received it {seen} time(s)",
+                        call.tool,
+                        call.write,
+                        call.sent_at.as_secs_f64()
+                    ));
+                }
+            }
+            1 => report.answered += 1,
+            _ => {
+                report.answered += 1;
+                report.duplicate_replies += 1;
+            }
+        }
+        if let Some(class) = call.class {
+            report.outcomes.add(class);
+        }
+        if call.write {
+            report.writes_sent += 1;
+            report.writes_seen_twice += u64::from(seen > 1);
+            let failed = call.class.is_some_and(|c| c != Class::Ok);
+            report.writes_failed_but_received += u64::from(failed && seen > 0);
+        } else if call.tagged {
+            report.reads_replayed += u64::from(seen == 2);
+            report.reads_seen_over_twice += u64::from(seen > 2);
+        }
+    }
+    lost.append(&mut samples);
+    lost.truncate(MAX_SAMPLES);
+    report.samples = lost;
+    report.calls_per_second = report.answered as f64 / duration.as_secs_f64().max(1e-3);
+    if !report.passed() {
+        report.recent_faults = schedule.recent().to_vec();
+        report.wrapper_stderr_tail = Some(session.stderr_tail());
+    }
+    session.finish();
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_found_in_the_log_and_lookalikes_ignored() {
+        let mut rng = Rng::new(3);
+        let mut writes = 0;
+        for n in 0..200 {
+            let (tool, arguments, write, tagged) = call_for(&mut rng, n, 4);
+            if tagged {
+                let (received, _) = scan_log(&arguments.to_string(), 200);
+                assert_eq!(received[n], 1, "{tool} {arguments}");
+            }
+            writes += usize::from(write);
+            assert_eq!(write, tool == "memory_capture");
+        }
+        assert!((20..80).contains(&writes), "{writes}");
+        let log = r#"{"requests":[{"params":{"cue":"soak-000000007"}},{"params":{"text":"soak write soak-000000007"}},{"x":"soak-12"},{"x":"soak-000000999"}],"dropped":42}"#;
+        let (received, dropped) = scan_log(log, 10);
+        assert_eq!(received[7], 2);
+        assert_eq!(received.iter().sum::<u32>(), 2);
+        assert_eq!(dropped, 42);
+        assert_eq!(scan_log("{\"requests\":[]}", 1), (vec![0], 0));
+    }
+
+    fn clean_report() -> SoakReport {
+        SoakReport {
+            seed: 9,
+            mode: Some(BridgeMode::Fixed),
+            duration: Duration::from_secs(30),
+            concurrency: 8,
+            call_timeout: Duration::from_secs(2),
+            connect_wait: Duration::from_secs(1),
+            calls_sent: 1000,
+            answered: 1000,
+            lost: 0,
+            duplicate_replies: 0,
+            unexpected_messages: 0,
+            writes_sent: 250,
+            writes_seen_twice: 0,
+            writes_failed_but_received: 3,
+            reads_replayed: 5,
+            reads_seen_over_twice: 0,
+            journal_dropped: 0,
+            outcomes: OutcomeCounts {
+                ok: 990,
+                daemon_unreachable: 10,
+                ..OutcomeCounts::default()
+            },
+            faults: FaultKind::ALL.iter().map(|&k| (k, 2)).collect(),
+            start: Footprint {
+                rss_kib: Some(5000),
+                fds: Some(16),
+            },
+            end: Footprint {
+                rss_kib: Some(5200),
+                fds: Some(16),
+            },
+            rss_growth_kib: Some(200),
+            rss_growth_limit_kib: 8192,
+            fd_slack: 2,
+            calls_per_second: 33.3,
+            wrapper_alive: true,
+            wrapper_gone: None,
+            samples: Vec::new(),
+            recent_faults: Vec::new(),
+            defects: Vec::new(),
+            wrapper_stderr_tail: None,
+        }
+    }
+
+    #[test]
+    fn passes_only_when_every_must_condition_holds() {
+        let report = clean_report();
+        assert!(report.passed(), "{report}");
+        let breakages: [fn(&mut SoakReport); 10] = [
+            |r| r.lost = 1,
+            |r| r.duplicate_replies = 1,
+            |r| r.unexpected_messages = 1,
+            |r| r.writes_seen_twice = 1,
+            |r| r.reads_seen_over_twice = 1,
+            |r| r.defects.push("x".into()),
+            |r| r.end.fds = Some(19),
+            |r| r.rss_growth_kib = Some(8192),
+            |r| r.wrapper_alive = false,
+            |r| r.wrapper_gone = Some("eof".into()),
+        ];
+        for breakage in breakages {
+            let mut report = clean_report();
+            breakage(&mut report);
+            assert!(!report.passed(), "{report}");
+            assert_eq!(report.problems().len(), 1, "{report}");
+        }
+        let mut report = clean_report();
+        report.end.fds = Some(18);
+        report.rss_growth_kib = Some(-4000);
+        assert!(report.passed(), "within the slack: {report}");
+        let json = serde_json::to_value(clean_report()).unwrap();
+        assert_eq!(json["duration_ms"], json!(30000.0));
+        assert_eq!(json["faults"]["down_up"], json!(2));
+        assert_eq!(json["outcomes"]["daemon_unreachable"], json!(10));
+    }
+}

@@ -1,0 +1,642 @@
+//! Sweeps: the V3-05 race over a grid of timings, for several subjects, to
+//! map the whole race window instead of probing one instant of it.
+//!
+//! A *subject* is a wrapper command and the bridge mode it runs in (this
+//! workspace's wrapper in `prefix` and `fixed` mode, or any other command
+//! such as the original Node wrapper, mode unset). A *point* is a reconnect
+//! delay (`IAI_MCP_RECONNECT_TEST_DELAY_MS`, the width of the window) and an
+//! offset (time from the daemon's `DROP` to the racing call). The grid is
+//! every offset from `from_ms` to `to_ms` in steps of `step_ms` at the
+//! configured delay, plus, unless disabled, the *production* point: delay 0
+//! (no widener) and offset 0. Each (subject, point) pair runs `runs` times;
+//! every run is one [`run_race`](super::race::run_race) scenario, with its
+//! own socket, daemon and wrapper.
+//!
+//! # Order, parallelism and the seed
+//!
+//! Runs are independent, so up to `jobs` of them go at once. They start in
+//! a shuffled order (seeded by `seed`, so the order is reproducible): runs of
+//! neighbouring points and of both subjects are interleaved in time, and a
+//! slow drift of the machine (load, a thermal limit) spreads over the whole
+//! picture instead of biasing one stretch of offsets or one subject. Every
+//! result is stored under its (subject, delay, offset, run index) and the
+//! report lists them in grid order, so neither `jobs` nor the seed changes
+//! the report's layout; only timing-sensitive outcomes at the window's edges
+//! (offset close to the delay, or the production point) may differ from one
+//! sweep to the next, as they may between two sweeps with the same settings.
+//!
+//! # Stopping
+//!
+//! A raised stop flag (see [`stop_on_signals`], which raises it on SIGINT
+//! and SIGTERM) starts no new run and abandons the runs in flight within
+//! [`POLL`] (their processes are killed and reaped); [`run_sweep`] then
+//! returns the runs completed so far as a report marked
+//! [`partial`](SweepReport::partial).
+
+mod progress;
+mod report;
+mod run;
+pub mod svg;
+
+use std::collections::BTreeSet;
+use std::io;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Instant;
+
+use serde::Serialize;
+
+pub use progress::{SweepObserver, TerminalProgress};
+pub use report::{
+    PointReport, REPORT_FORMAT, REPORT_VERSION, ReportFiles, RunRecord, SubjectInfo, SweepReport,
+    SweepSettings, default_out_dir,
+};
+pub use run::{POLL, run_race_until_stopped};
+
+use super::race::{RaceConfig, RaceOutcome, RaceReport};
+use crate::bins::{self, error_chain};
+use crate::error::HarnessError;
+use crate::wrapper::{BridgeMode, WrapperCommand};
+
+/// The default reconnect delay: the width of the window, in milliseconds.
+pub const DEFAULT_DELAY_MS: u64 = 1000;
+/// The default step between two offsets, in milliseconds.
+pub const DEFAULT_STEP_MS: u64 = 100;
+/// How far past the delay the offsets go by default, in milliseconds.
+pub const DEFAULT_MARGIN_MS: u64 = 200;
+/// The default number of runs per subject and point.
+pub const DEFAULT_RUNS: u32 = 3;
+/// The default seed of the run order.
+pub const DEFAULT_SEED: u64 = 305;
+
+/// What one line of the picture is about: a wrapper command and the bridge
+/// mode it runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    /// The name in tables, the legend and the JSON report.
+    pub label: String,
+    /// The wrapper to start.
+    pub cmd: WrapperCommand,
+    /// `IAI_MCP_BRIDGE_MODE` (`None`: unset).
+    pub mode: Option<BridgeMode>,
+}
+
+impl Subject {
+    /// `cmd` in each of `modes`, labelled by the mode's name (`prefix`,
+    /// `fixed`): this workspace's wrapper.
+    pub fn modes(cmd: &WrapperCommand, modes: &[BridgeMode]) -> Vec<Self> {
+        modes
+            .iter()
+            .map(|&mode| Self {
+                label: mode.to_string(),
+                cmd: cmd.clone(),
+                mode: Some(mode),
+            })
+            .collect()
+    }
+
+    /// Another wrapper command, labelled by its command line (and the mode,
+    /// when one is set).
+    pub fn command(cmd: WrapperCommand, mode: Option<BridgeMode>) -> Self {
+        let label = match mode {
+            Some(mode) => format!("{} ({mode})", cmd.display()),
+            None => cmd.display(),
+        };
+        Self { label, cmd, mode }
+    }
+}
+
+/// A timing of the race: the reconnect delay and the racing call's offset
+/// after the drop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Point {
+    /// `IAI_MCP_RECONNECT_TEST_DELAY_MS`.
+    pub delay_ms: u64,
+    /// Time from the daemon's `DROPPED` to the racing call.
+    pub offset_ms: u64,
+}
+
+impl Point {
+    /// Whether this is production timing: no reconnect widener.
+    pub fn is_production(&self) -> bool {
+        self.delay_ms == 0
+    }
+}
+
+/// Parameters of a sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// The lines of the picture, in the order they are reported.
+    pub subjects: Vec<Subject>,
+    /// The reconnect delay of the swept points.
+    pub delay_ms: u64,
+    /// The first offset.
+    pub from_ms: u64,
+    /// The last offset (inclusive, when a step lands on it); `None`:
+    /// `delay_ms` + [`DEFAULT_MARGIN_MS`].
+    pub to_ms: Option<u64>,
+    /// Step between offsets (at least 1).
+    pub step_ms: u64,
+    /// Whether to add the production point (delay 0, offset 0).
+    pub production_point: bool,
+    /// Runs per subject and point (at least 1).
+    pub runs: u32,
+    /// Runs at once (at least 1).
+    pub jobs: usize,
+    /// Seed of the order the runs start in.
+    pub seed: u64,
+    /// The rest of each run's configuration (call timeout, settle time,
+    /// recovery timeout, fake daemon binary); its mode, delay and offset are
+    /// set per run.
+    pub race: RaceConfig,
+}
+
+impl Default for SweepConfig {
+    fn default() -> Self {
+        Self {
+            subjects: Vec::new(),
+            delay_ms: DEFAULT_DELAY_MS,
+            from_ms: 0,
+            to_ms: None,
+            step_ms: DEFAULT_STEP_MS,
+            production_point: true,
+            runs: DEFAULT_RUNS,
+            jobs: default_jobs(),
+            seed: DEFAULT_SEED,
+            race: RaceConfig::default(),
+        }
+    }
+}
+
+/// The number of runs at once when none is asked for: the machine's
+/// available parallelism (a run mostly waits, but its timing should not
+/// suffer from processes competing for the cores).
+pub fn default_jobs() -> usize {
+    thread::available_parallelism().map_or(1, NonZeroUsize::get)
+}
+
+impl SweepConfig {
+    /// The last offset: `to_ms`, or `delay_ms` + [`DEFAULT_MARGIN_MS`].
+    pub fn last_offset_ms(&self) -> u64 {
+        self.to_ms
+            .unwrap_or_else(|| self.delay_ms.saturating_add(DEFAULT_MARGIN_MS))
+    }
+
+    /// Checks the settings; the error says what is wrong.
+    pub fn validate(&self) -> Result<(), SweepError> {
+        let to_ms = self.last_offset_ms();
+        let problem = if self.subjects.is_empty() {
+            Some("no subject to sweep".to_owned())
+        } else if self.step_ms == 0 {
+            Some("the step must be at least 1 ms".to_owned())
+        } else if self.from_ms > to_ms {
+            Some(format!(
+                "the first offset ({} ms) is after the last ({to_ms} ms)",
+                self.from_ms
+            ))
+        } else if self.runs == 0 {
+            Some("at least one run per point is needed".to_owned())
+        } else if self.jobs == 0 {
+            Some("at least one job is needed".to_owned())
+        } else {
+            None
+        };
+        problem.map_or(Ok(()), |p| Err(SweepError::Config(p)))
+    }
+
+    /// The swept offsets: `from_ms`, `from_ms + step_ms`, ... up to
+    /// [`last_offset_ms`](Self::last_offset_ms).
+    pub fn offsets(&self) -> Vec<u64> {
+        let to_ms = self.last_offset_ms();
+        let step = usize::try_from(self.step_ms.max(1)).unwrap_or(usize::MAX);
+        (self.from_ms..=to_ms).step_by(step).collect()
+    }
+
+    /// Every point, in report order: by delay, then offset (so the
+    /// production point comes first).
+    pub fn points(&self) -> Vec<Point> {
+        let mut points: BTreeSet<Point> = self
+            .offsets()
+            .into_iter()
+            .map(|offset_ms| Point {
+                delay_ms: self.delay_ms,
+                offset_ms,
+            })
+            .collect();
+        if self.production_point {
+            points.insert(Point {
+                delay_ms: 0,
+                offset_ms: 0,
+            });
+        }
+        points.into_iter().collect()
+    }
+
+    /// How many runs the sweep makes.
+    pub fn planned_runs(&self) -> usize {
+        self.subjects.len() * self.points().len() * self.runs as usize
+    }
+}
+
+/// Why a sweep could not be carried out (its runs' outcomes, failures
+/// included, are data in the report).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SweepError {
+    /// The settings make no sweep.
+    #[error("invalid sweep: {0}")]
+    Config(String),
+    /// Setting up failed (for example the fake daemon cannot be found).
+    #[error(transparent)]
+    Harness(#[from] HarnessError),
+}
+
+/// How one run ended: its report, or the harness error (as text) that kept
+/// it from measuring anything.
+pub type RunResult = Result<RaceReport, String>;
+
+/// Counts of run results, by outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Racing calls that succeeded.
+    pub ok: usize,
+    /// Racing calls that failed with `daemon_unreachable`.
+    pub daemon_unreachable: usize,
+    /// Racing calls that failed otherwise.
+    pub other_error: usize,
+    /// Racing calls without an answer in time.
+    pub timeout: usize,
+    /// Runs the harness could not carry out.
+    pub errors: usize,
+}
+
+impl Tally {
+    /// Counts `result`.
+    pub fn add(&mut self, result: &RunResult) {
+        match result.as_ref().map(|r| &r.outcome) {
+            Ok(RaceOutcome::Ok) => self.ok += 1,
+            Ok(RaceOutcome::DaemonUnreachable) => self.daemon_unreachable += 1,
+            Ok(RaceOutcome::OtherError(_)) => self.other_error += 1,
+            Ok(RaceOutcome::Timeout) => self.timeout += 1,
+            Err(_) => self.errors += 1,
+        }
+    }
+
+    /// All runs counted.
+    pub fn total(&self) -> usize {
+        self.ok + self.failures()
+    }
+
+    /// Runs whose racing call did not succeed, harness errors included.
+    pub fn failures(&self) -> usize {
+        self.daemon_unreachable + self.other_error + self.timeout + self.errors
+    }
+}
+
+/// One finished run, as told to a [`SweepObserver`].
+#[derive(Debug)]
+pub struct RunEvent<'a> {
+    /// Whose run it was.
+    pub subject: &'a Subject,
+    /// At which timing.
+    pub point: Point,
+    /// Its index among the point's runs, from 0.
+    pub run: u32,
+    /// How it ended.
+    pub result: &'a RunResult,
+    /// Runs finished so far, this one included.
+    pub done: usize,
+    /// Runs in the whole sweep.
+    pub planned: usize,
+    /// Outcomes so far, this one included.
+    pub tally: Tally,
+}
+
+/// One run to make.
+#[derive(Debug, Clone, Copy)]
+struct Task {
+    subject: usize,
+    point: usize,
+    run: u32,
+}
+
+/// Results by subject, then point, then run index (`None`: not run).
+pub(crate) type Grid = Vec<Vec<Vec<Option<RunResult>>>>;
+
+/// Runs the sweep described by `cfg`, telling `observer` about every run,
+/// until done or until `stop` is raised.
+///
+/// Returns the report (marked partial when stopped early). An error means
+/// the sweep could not start: invalid settings, or a fake daemon binary
+/// that cannot be found. A run that fails (for example a wrapper command
+/// that does not start) is recorded in the report as an error and the sweep
+/// goes on.
+pub fn run_sweep(
+    cfg: &SweepConfig,
+    stop: &AtomicBool,
+    observer: &mut dyn SweepObserver,
+) -> Result<SweepReport, SweepError> {
+    cfg.validate()?;
+    let started = Instant::now();
+    let subjects = unique_labels(&cfg.subjects);
+    let points = cfg.points();
+    let mut race = cfg.race.clone();
+    if race.fake_daemon_bin.is_none() {
+        race.fake_daemon_bin = Some(bins::try_fake_daemon_bin()?);
+    }
+
+    let mut tasks: Vec<Task> = (0..subjects.len())
+        .flat_map(|subject| {
+            (0..points.len()).flat_map(move |point| {
+                (0..cfg.runs).map(move |run| Task {
+                    subject,
+                    point,
+                    run,
+                })
+            })
+        })
+        .collect();
+    fastrand::Rng::with_seed(cfg.seed).shuffle(&mut tasks);
+    let planned = tasks.len();
+
+    let mut grid: Grid = subjects
+        .iter()
+        .map(|_| {
+            points
+                .iter()
+                .map(|_| vec![None; cfg.runs as usize])
+                .collect()
+        })
+        .collect();
+    observer.started(planned, cfg.jobs.min(planned));
+
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel::<(Task, RunResult)>();
+    let mut done = 0;
+    let mut tally = Tally::default();
+    let mut told_stopping = false;
+    thread::scope(|scope| -> Result<(), SweepError> {
+        let mut workers = 0;
+        for worker in 0..cfg.jobs.min(planned) {
+            let tx = tx.clone();
+            let (tasks, subjects, points, race, next) = (&tasks, &subjects, &points, &race, &next);
+            let spawned = thread::Builder::new()
+                .name(format!("sweep-{worker}"))
+                .spawn_scoped(scope, move || {
+                    while !stop.load(Ordering::SeqCst) {
+                        let Some(&task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                            break;
+                        };
+                        let subject = &subjects[task.subject];
+                        let point = points[task.point];
+                        let cfg = RaceConfig {
+                            mode: subject.mode,
+                            delay_ms: point.delay_ms,
+                            offset_ms: point.offset_ms,
+                            ..race.clone()
+                        };
+                        let result = match run_race_until_stopped(&subject.cmd, &cfg, stop) {
+                            Ok(Some(report)) => Ok(report),
+                            Ok(None) => break,
+                            Err(e) => Err(error_chain(&e)),
+                        };
+                        if tx.send((task, result)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            match spawned {
+                Ok(_) => workers += 1,
+                // Fewer workers than asked for still finish the sweep.
+                Err(_) if workers > 0 => {}
+                Err(e) => {
+                    return Err(HarnessError::io("starting a sweep worker thread", e).into());
+                }
+            }
+        }
+        drop(tx);
+        loop {
+            if !told_stopping && stop.load(Ordering::SeqCst) && done < planned {
+                told_stopping = true;
+                observer.stopping(done, planned);
+            }
+            match rx.recv_timeout(POLL) {
+                Ok((task, result)) => {
+                    done += 1;
+                    tally.add(&result);
+                    let slot = &mut grid[task.subject][task.point][task.run as usize];
+                    let result = slot.insert(result);
+                    observer.run_done(&RunEvent {
+                        subject: &subjects[task.subject],
+                        point: points[task.point],
+                        run: task.run,
+                        result,
+                        done,
+                        planned,
+                        tally,
+                    });
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        if !told_stopping && done < planned {
+            observer.stopping(done, planned);
+        }
+        Ok(())
+    })?;
+
+    let report = SweepReport::new(cfg, &race, &subjects, &points, grid, started.elapsed());
+    observer.finished(&report);
+    Ok(report)
+}
+
+/// The subjects, with a ` #n` suffix on labels seen before, so every label
+/// names one subject.
+fn unique_labels(subjects: &[Subject]) -> Vec<Subject> {
+    let mut seen = BTreeSet::new();
+    subjects
+        .iter()
+        .map(|subject| {
+            let mut subject = subject.clone();
+            let base = subject.label.clone();
+            let mut n = 1;
+            while !seen.insert(subject.label.clone()) {
+                n += 1;
+                subject.label = format!("{base} #{n}");
+            }
+            subject
+        })
+        .collect()
+}
+
+/// A stop flag raised by SIGINT (Ctrl-C) and SIGTERM, for [`run_sweep`].
+///
+/// The first signal raises the flag: no new run starts, the runs in flight
+/// are abandoned and the partial report can still be written. A second
+/// signal, once the flag is up, exits at once with status 130, for a sweep
+/// that does not stop (children are then left to the signal the terminal
+/// sent them too).
+///
+/// Installs process-wide signal handlers (through `signal-hook`, which
+/// needs no unsafe code here); call it once, from a binary.
+pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        // The exit must be registered first: it looks at the flag before
+        // the second handler raises it.
+        flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))?;
+        flag::register(signal, Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}
+
+/// Formats offsets as compact ranges for people, given the step between
+/// neighbours: `0-400, 700 ms`.
+pub fn format_offsets(offsets: &[u64], step_ms: u64) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut iter = offsets.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while let Some(&next) = iter.peek() {
+            if next == end.saturating_add(step_ms) {
+                end = next;
+                iter.next();
+            } else {
+                break;
+            }
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    if parts.is_empty() {
+        "none".to_owned()
+    } else {
+        format!("{} ms", parts.join(", "))
+    }
+}
+
+/// Shortens `text` to at most `max` characters, ending in `...` when cut.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let kept: String = text.chars().take(max.saturating_sub(3)).collect();
+        format!("{kept}...")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> SweepConfig {
+        SweepConfig {
+            subjects: Subject::modes(
+                &WrapperCommand::new("w"),
+                &[BridgeMode::Prefix, BridgeMode::Fixed],
+            ),
+            ..SweepConfig::default()
+        }
+    }
+
+    #[test]
+    fn default_grid_spans_the_window_and_a_margin_plus_production() {
+        let cfg = cfg();
+        assert_eq!(cfg.offsets(), (0..=1200).step_by(100).collect::<Vec<_>>());
+        let points = cfg.points();
+        assert_eq!(
+            points[0],
+            Point {
+                delay_ms: 0,
+                offset_ms: 0
+            }
+        );
+        assert!(points[0].is_production());
+        assert_eq!(points.len(), 14);
+        assert!(points[1..].iter().all(|p| p.delay_ms == 1000));
+        assert_eq!(cfg.planned_runs(), 2 * 14 * 3);
+        assert!(cfg.validate().is_ok());
+    }
+
+    #[test]
+    fn offsets_stop_at_the_last_offset_and_points_are_unique() {
+        let cfg = SweepConfig {
+            delay_ms: 0,
+            from_ms: 0,
+            to_ms: Some(250),
+            step_ms: 100,
+            ..cfg()
+        };
+        assert_eq!(cfg.offsets(), [0, 100, 200]);
+        // The production point coincides with (0, 0) and is listed once.
+        assert_eq!(cfg.points().len(), 3);
+    }
+
+    #[test]
+    fn invalid_settings_are_refused() {
+        for bad in [
+            SweepConfig {
+                step_ms: 0,
+                ..cfg()
+            },
+            SweepConfig {
+                from_ms: 500,
+                to_ms: Some(100),
+                ..cfg()
+            },
+            SweepConfig { runs: 0, ..cfg() },
+            SweepConfig { jobs: 0, ..cfg() },
+            SweepConfig {
+                subjects: Vec::new(),
+                ..cfg()
+            },
+        ] {
+            assert!(matches!(bad.validate(), Err(SweepError::Config(_))));
+        }
+    }
+
+    #[test]
+    fn labels_are_made_unique() {
+        let cmd = WrapperCommand::new("node");
+        let subjects = unique_labels(&[
+            Subject::command(cmd.clone(), None),
+            Subject::command(cmd.clone(), None),
+            Subject::command(cmd, None),
+        ]);
+        let labels: Vec<&str> = subjects.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["node", "node #2", "node #3"]);
+    }
+
+    #[test]
+    fn offsets_are_formatted_as_ranges() {
+        assert_eq!(
+            format_offsets(&[0, 100, 200, 400, 600, 700], 100),
+            "0-200, 400, 600-700 ms"
+        );
+        assert_eq!(format_offsets(&[], 100), "none");
+        assert_eq!(format_offsets(&[50], 650), "50 ms");
+    }
+
+    #[test]
+    fn tally_counts_each_outcome() {
+        let mut tally = Tally::default();
+        tally.add(&Err("boom".to_owned()));
+        assert_eq!((tally.errors, tally.failures(), tally.total()), (1, 1, 1));
+    }
+
+    #[test]
+    fn shorten_keeps_short_text() {
+        assert_eq!(shorten("abc", 5), "abc");
+        assert_eq!(shorten("abcdefgh", 6), "abc...");
+    }
+}

@@ -1,0 +1,731 @@
+//! The sweep's report: the data (serialized as the JSON file), the terminal
+//! table, one summary line per subject, and writing the files.
+//!
+//! # JSON structure
+//!
+//! ```text
+//! {
+//!   "format": "iai-mcp-race-sweep", "version": 1,
+//!   "partial": false,            // true when the sweep was interrupted
+//!   "runs_planned": 84, "runs_done": 84, "elapsed_ms": 61234.5,
+//!   "config": {"delay_ms", "from_ms", "to_ms", "step_ms", "offsets_ms": [..],
+//!              "production_point", "runs", "jobs", "seed",
+//!              "call_timeout_ms", "settle_ms", "recovery_timeout_ms"},
+//!   "subjects": [{"label": "prefix", "wrapper": "/path/iai-mcp-wrapper",
+//!                 "mode": "prefix" | null}],
+//!   "points": [{                 // by subject, then delay, then offset
+//!     "subject": "prefix", "mode": "prefix" | null,
+//!     "delay_ms": 1000, "offset_ms": 300, "production": false,
+//!     "runs_planned": 3, "runs": 3,
+//!     "ok": 0, "daemon_unreachable": 3, "other_error": 0, "timeout": 0, "errors": 0,
+//!     "success_rate": 0.0 | null, "median_racing_latency_ms": 0.6 | null,
+//!     "conns_after": {"min": 1 | null, "max": 1 | null, "unknown": 0},
+//!     "runs_with_defects": 0,
+//!     "samples": [{"run": 0, "outcome": "daemon_unreachable", "detail": null,
+//!                  "racing_latency_ms": 0.6 | null, "recovered_after_ms": 1003.1 | null,
+//!                  "conns_after": 1 | null, "stdout_defects": 0}]
+//!   }]
+//! }
+//! ```
+//!
+//! `runs` counts the completed runs of a point, harness errors included
+//! (`runs` = `ok` + `daemon_unreachable` + `other_error` + `timeout` +
+//! `errors`); `success_rate` is `ok / runs` (`null` without runs). A sample's
+//! `outcome` is one of `ok`, `daemon_unreachable`, `other_error`, `timeout`
+//! and `error` (the harness could not carry the run out; `detail` says why,
+//! as it does for `other_error`).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{Grid, Point, Subject, SweepConfig, Tally, format_offsets, svg};
+use crate::bins;
+use crate::scenario::race::{ConnsRange, RaceConfig, RaceOutcome, RaceSummary};
+use crate::scenario::{format_ms, serialize_ms, serialize_opt_ms};
+
+/// The `format` field of the JSON report.
+pub const REPORT_FORMAT: &str = "iai-mcp-race-sweep";
+
+/// The `version` field of the JSON report; raised when fields change
+/// meaning or go away (new fields may appear without a new version).
+pub const REPORT_VERSION: u32 = 1;
+
+/// A sweep's results, in grid order.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepReport {
+    /// Always [`REPORT_FORMAT`].
+    pub format: &'static str,
+    /// Always [`REPORT_VERSION`].
+    pub version: u32,
+    /// Whether the sweep was stopped before every run was made.
+    pub partial: bool,
+    /// Runs the sweep was to make.
+    pub runs_planned: usize,
+    /// Runs made.
+    pub runs_done: usize,
+    /// Wall time of the sweep.
+    #[serde(rename = "elapsed_ms", serialize_with = "serialize_ms")]
+    pub elapsed: Duration,
+    /// The settings.
+    pub config: SweepSettings,
+    /// The subjects, in report order.
+    pub subjects: Vec<SubjectInfo>,
+    /// One entry per subject and point: by subject, then delay, then offset.
+    pub points: Vec<PointReport>,
+}
+
+/// The settings of a sweep, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepSettings {
+    /// The reconnect delay of the swept points.
+    pub delay_ms: u64,
+    /// The first offset.
+    pub from_ms: u64,
+    /// The last offset asked for.
+    pub to_ms: u64,
+    /// The step between offsets.
+    pub step_ms: u64,
+    /// The swept offsets.
+    pub offsets_ms: Vec<u64>,
+    /// Whether the production point (delay 0, offset 0) was added.
+    pub production_point: bool,
+    /// Runs per subject and point.
+    pub runs: u32,
+    /// Runs at once.
+    pub jobs: usize,
+    /// Seed of the run order.
+    pub seed: u64,
+    /// Bound on each tool call.
+    #[serde(rename = "call_timeout_ms", serialize_with = "serialize_ms")]
+    pub call_timeout: Duration,
+    /// Wait after the delay before counting connections.
+    #[serde(rename = "settle_ms", serialize_with = "serialize_ms")]
+    pub settle: Duration,
+    /// How long after the delay recovery may take.
+    #[serde(rename = "recovery_timeout_ms", serialize_with = "serialize_ms")]
+    pub recovery_timeout: Duration,
+}
+
+/// A subject, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubjectInfo {
+    /// Its label.
+    pub label: String,
+    /// The wrapper command line.
+    pub wrapper: String,
+    /// The bridge mode set (`null`: unset).
+    pub mode: Option<crate::BridgeMode>,
+}
+
+/// What one subject's runs at one point measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointReport {
+    /// The subject's label.
+    pub subject: String,
+    /// The subject's bridge mode.
+    pub mode: Option<crate::BridgeMode>,
+    /// The reconnect delay.
+    pub delay_ms: u64,
+    /// The racing call's offset after the drop.
+    pub offset_ms: u64,
+    /// Whether this is the production point (delay 0).
+    pub production: bool,
+    /// Runs planned.
+    pub runs_planned: u32,
+    /// Runs completed (harness errors included).
+    pub runs: usize,
+    /// Racing calls that succeeded.
+    pub ok: usize,
+    /// Racing calls that failed with `daemon_unreachable`.
+    pub daemon_unreachable: usize,
+    /// Racing calls that failed otherwise.
+    pub other_error: usize,
+    /// Racing calls that timed out.
+    pub timeout: usize,
+    /// Runs the harness could not carry out.
+    pub errors: usize,
+    /// `ok / runs`; `None` without runs.
+    pub success_rate: Option<f64>,
+    /// Median racing-call latency over the measured runs.
+    #[serde(
+        rename = "median_racing_latency_ms",
+        serialize_with = "serialize_opt_ms"
+    )]
+    pub median_racing_latency: Option<Duration>,
+    /// Daemon connections held after recovery.
+    pub conns_after: ConnsRange,
+    /// Runs that saw stdout framing defects.
+    pub runs_with_defects: usize,
+    /// Every completed run, by run index.
+    pub samples: Vec<RunRecord>,
+}
+
+impl PointReport {
+    /// The point's timing.
+    pub fn point(&self) -> Point {
+        Point {
+            delay_ms: self.delay_ms,
+            offset_ms: self.offset_ms,
+        }
+    }
+
+    /// The outcome counts.
+    pub fn tally(&self) -> Tally {
+        Tally {
+            ok: self.ok,
+            daemon_unreachable: self.daemon_unreachable,
+            other_error: self.other_error,
+            timeout: self.timeout,
+            errors: self.errors,
+        }
+    }
+}
+
+/// One completed run, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    /// The run's index among the point's runs, from 0.
+    pub run: u32,
+    /// `ok`, `daemon_unreachable`, `other_error`, `timeout` or `error`.
+    pub outcome: &'static str,
+    /// What went wrong, for `other_error` and `error`.
+    pub detail: Option<String>,
+    /// The racing call's latency (`None` for `error`).
+    #[serde(rename = "racing_latency_ms", serialize_with = "serialize_opt_ms")]
+    pub racing_latency: Option<Duration>,
+    /// Time from the drop to the first successful call after the race.
+    #[serde(rename = "recovered_after_ms", serialize_with = "serialize_opt_ms")]
+    pub recovered_after: Option<Duration>,
+    /// Daemon connections after recovery.
+    pub conns_after: Option<u32>,
+    /// Stdout framing defects seen.
+    pub stdout_defects: usize,
+}
+
+/// Where [`SweepReport::write_files`] put the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportFiles {
+    /// The JSON report (absolute path).
+    pub json: PathBuf,
+    /// The SVG chart (absolute path).
+    pub svg: PathBuf,
+}
+
+/// The default report directory: `race-report` in the workspace's target
+/// directory (`$CARGO_TARGET_DIR` when set, else `target/` next to the
+/// workspace manifest).
+pub fn default_out_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map_or_else(
+            || {
+                bins::workspace_manifest()
+                    .parent()
+                    .map_or_else(|| PathBuf::from("target"), |root| root.join("target"))
+            },
+            PathBuf::from,
+        );
+    target.join("race-report")
+}
+
+impl SweepReport {
+    pub(super) fn new(
+        cfg: &SweepConfig,
+        race: &RaceConfig,
+        subjects: &[Subject],
+        points: &[Point],
+        grid: Grid,
+        elapsed: Duration,
+    ) -> Self {
+        let mut reports = Vec::new();
+        let mut runs_done = 0;
+        for (subject, by_point) in subjects.iter().zip(grid) {
+            for (point, runs) in points.iter().zip(by_point) {
+                let report = point_report(subject, *point, cfg.runs, runs);
+                runs_done += report.runs;
+                reports.push(report);
+            }
+        }
+        let runs_planned = subjects.len() * points.len() * cfg.runs as usize;
+        Self {
+            format: REPORT_FORMAT,
+            version: REPORT_VERSION,
+            partial: runs_done < runs_planned,
+            runs_planned,
+            runs_done,
+            elapsed,
+            config: SweepSettings {
+                delay_ms: cfg.delay_ms,
+                from_ms: cfg.from_ms,
+                to_ms: cfg.last_offset_ms(),
+                step_ms: cfg.step_ms,
+                offsets_ms: cfg.offsets(),
+                production_point: cfg.production_point,
+                runs: cfg.runs,
+                jobs: cfg.jobs,
+                seed: cfg.seed,
+                call_timeout: race.call_timeout,
+                settle: race.settle,
+                recovery_timeout: race.recovery_timeout,
+            },
+            subjects: subjects
+                .iter()
+                .map(|s| SubjectInfo {
+                    label: s.label.clone(),
+                    wrapper: s.cmd.display(),
+                    mode: s.mode,
+                })
+                .collect(),
+            points: reports,
+        }
+    }
+
+    /// The points of the subject labelled `label`, in order.
+    pub fn points_of<'a>(&'a self, label: &'a str) -> impl Iterator<Item = &'a PointReport> + 'a {
+        self.points.iter().filter(move |p| p.subject == label)
+    }
+
+    /// The report as pretty-printed JSON (the structure is described in
+    /// this module's documentation).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a sweep report always serializes")
+    }
+
+    /// The SVG chart (see [`svg::chart`]).
+    pub fn to_svg(&self) -> String {
+        svg::chart(self)
+    }
+
+    /// Writes `sweep.json` and `sweep.svg` into `dir` (created if need be)
+    /// and returns their absolute paths.
+    pub fn write_files(&self, dir: &Path) -> io::Result<ReportFiles> {
+        fs::create_dir_all(dir)?;
+        let dir = dir.canonicalize()?;
+        let files = ReportFiles {
+            json: dir.join("sweep.json"),
+            svg: dir.join("sweep.svg"),
+        };
+        write_replacing(&files.json, self.to_json().as_bytes())?;
+        write_replacing(&files.svg, self.to_svg().as_bytes())?;
+        Ok(files)
+    }
+
+    /// The terminal table: one row per subject, delay and offset.
+    pub fn table(&self) -> String {
+        let header = [
+            "subject",
+            "delay",
+            "offset",
+            "runs",
+            "ok",
+            "unreachable",
+            "other",
+            "timeout",
+            "errors",
+            "success",
+            "median latency",
+            "conns",
+        ];
+        let rows: Vec<Vec<String>> = self
+            .points
+            .iter()
+            .map(|p| {
+                let runs = if p.runs < p.runs_planned as usize {
+                    format!("{}/{}", p.runs, p.runs_planned)
+                } else {
+                    p.runs.to_string()
+                };
+                vec![
+                    p.subject.clone(),
+                    format!("{} ms", p.delay_ms),
+                    format!("{} ms", p.offset_ms),
+                    runs,
+                    p.ok.to_string(),
+                    p.daemon_unreachable.to_string(),
+                    p.other_error.to_string(),
+                    p.timeout.to_string(),
+                    p.errors.to_string(),
+                    p.success_rate
+                        .map_or_else(|| "n/a".to_owned(), |r| format!("{:.0}%", r * 100.0)),
+                    p.median_racing_latency
+                        .map_or_else(|| "n/a".to_owned(), format_ms),
+                    p.conns_after.to_string(),
+                ]
+            })
+            .collect();
+        let widths: Vec<usize> = (0..header.len())
+            .map(|i| {
+                rows.iter()
+                    .map(|r| r[i].len())
+                    .chain([header[i].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: &[&str]| {
+            cells
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(i, (cell, w))| {
+                    if i == 0 {
+                        format!("{cell:<w$}")
+                    } else {
+                        format!("{cell:>w$}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        let mut out = String::new();
+        if self.partial {
+            out.push_str(&format!(
+                "PARTIAL: interrupted after {} of {} runs\n",
+                self.runs_done, self.runs_planned
+            ));
+        }
+        out.push_str(&line(&header));
+        out.push('\n');
+        out.push_str(
+            &widths
+                .iter()
+                .map(|w| "-".repeat(*w))
+                .collect::<Vec<_>>()
+                .join("-|-"),
+        );
+        out.push('\n');
+        let mut previous: Option<&str> = None;
+        for (row, point) in rows.iter().zip(&self.points) {
+            if previous.is_some_and(|s| s != point.subject) {
+                out.push('\n');
+            }
+            previous = Some(&point.subject);
+            out.push_str(&line(&row.iter().map(String::as_str).collect::<Vec<_>>()));
+            out.push('\n');
+        }
+        out
+    }
+
+    /// One line per subject: where in the window its racing calls all
+    /// succeeded, where some failed with `daemon_unreachable`, where some
+    /// failed otherwise, and how the production point fared.
+    pub fn subject_summaries(&self) -> Vec<String> {
+        let step = self.config.step_ms;
+        self.subjects
+            .iter()
+            .map(|subject| {
+                let (mut all_ok, mut unreachable, mut other, mut production) =
+                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                let mut errors = Vec::new();
+                let first_error = self
+                    .points_of(&subject.label)
+                    .flat_map(|p| &p.samples)
+                    .find(|s| s.outcome == "error")
+                    .and_then(|s| s.detail.as_deref());
+                for p in self.points_of(&subject.label).filter(|p| p.runs > 0) {
+                    if p.production {
+                        production.push(format!("{}/{} ok", p.ok, p.runs));
+                        continue;
+                    }
+                    if p.ok == p.runs {
+                        all_ok.push(p.offset_ms);
+                    }
+                    if p.daemon_unreachable > 0 {
+                        unreachable.push(p.offset_ms);
+                    }
+                    if p.other_error + p.timeout > 0 {
+                        other.push(p.offset_ms);
+                    }
+                    if p.errors > 0 {
+                        errors.push(p.offset_ms);
+                    }
+                }
+                let mut parts = vec![
+                    format!("every racing call ok at {}", format_offsets(&all_ok, step)),
+                    format!(
+                        "daemon_unreachable at {}",
+                        format_offsets(&unreachable, step)
+                    ),
+                ];
+                if !other.is_empty() {
+                    parts.push(format!(
+                        "other failures at {}",
+                        format_offsets(&other, step)
+                    ));
+                }
+                if let Some(first) = first_error {
+                    let at = if errors.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" at {}", format_offsets(&errors, step))
+                    };
+                    parts.push(format!(
+                        "runs the harness could not carry out{at} (first: {})",
+                        super::shorten(first, 160)
+                    ));
+                }
+                if !production.is_empty() {
+                    parts.push(format!(
+                        "without the widener (delay 0): {}",
+                        production.join(", ")
+                    ));
+                }
+                format!(
+                    "{} (reconnect delay {} ms): {}",
+                    subject.label,
+                    self.config.delay_ms,
+                    parts.join("; ")
+                )
+            })
+            .collect()
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over
+/// `path`, so a reader never sees half a report.
+fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    fs::write(&tmp, bytes)?;
+    fs::rename(&tmp, path)
+}
+
+fn point_report(
+    subject: &Subject,
+    point: Point,
+    runs_planned: u32,
+    runs: Vec<Option<super::RunResult>>,
+) -> PointReport {
+    let mut tally = Tally::default();
+    let mut samples = Vec::new();
+    let mut measured = Vec::new();
+    for (index, result) in runs.into_iter().enumerate() {
+        let Some(result) = result else { continue };
+        tally.add(&result);
+        let run = u32::try_from(index).expect("run indices fit in u32");
+        samples.push(match &result {
+            Ok(report) => RunRecord {
+                run,
+                outcome: report.outcome.label(),
+                detail: match &report.outcome {
+                    RaceOutcome::OtherError(detail) => Some(detail.clone()),
+                    _ => None,
+                },
+                racing_latency: Some(report.racing_latency),
+                recovered_after: report.recovered_after,
+                conns_after: report.conns_after,
+                stdout_defects: report.defects.len(),
+            },
+            Err(error) => RunRecord {
+                run,
+                outcome: "error",
+                detail: Some(error.clone()),
+                racing_latency: None,
+                recovered_after: None,
+                conns_after: None,
+                stdout_defects: 0,
+            },
+        });
+        if let Ok(report) = result {
+            measured.push(report);
+        }
+    }
+    let summary = RaceSummary::from_reports(subject.mode, &measured);
+    let total = tally.total();
+    PointReport {
+        subject: subject.label.clone(),
+        mode: subject.mode,
+        delay_ms: point.delay_ms,
+        offset_ms: point.offset_ms,
+        production: point.is_production(),
+        runs_planned,
+        runs: total,
+        ok: tally.ok,
+        daemon_unreachable: tally.daemon_unreachable,
+        other_error: tally.other_error,
+        timeout: tally.timeout,
+        errors: tally.errors,
+        success_rate: (total > 0).then(|| tally.ok as f64 / total as f64),
+        median_racing_latency: summary.median_racing_latency,
+        conns_after: summary.conns_after,
+        runs_with_defects: summary.runs_with_defects,
+        samples,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::BridgeMode;
+    use crate::WrapperCommand;
+    use crate::scenario::race::RaceReport;
+
+    fn run(outcome: RaceOutcome, latency_ms: u64) -> Option<super::super::RunResult> {
+        Some(Ok(RaceReport {
+            mode: None,
+            outcome,
+            racing_latency: Duration::from_millis(latency_ms),
+            racing_response: None,
+            recovery_calls: Some(1),
+            recovered_after: Some(Duration::from_millis(1000)),
+            conns_after: Some(1),
+            defects: Vec::new(),
+            wrapper_stderr_tail: None,
+        }))
+    }
+
+    /// A small report as a sweep of prefix and fixed would give, with one
+    /// run missing (so partial) and one harness error.
+    pub(crate) fn sample_report() -> SweepReport {
+        let cfg = SweepConfig {
+            subjects: Subject::modes(
+                &WrapperCommand::new("/bin/wrapper"),
+                &[BridgeMode::Prefix, BridgeMode::Fixed],
+            ),
+            delay_ms: 400,
+            from_ms: 0,
+            to_ms: Some(600),
+            step_ms: 200,
+            runs: 2,
+            jobs: 1,
+            ..SweepConfig::default()
+        };
+        let points = cfg.points();
+        let grid: Grid = cfg
+            .subjects
+            .iter()
+            .map(|subject| {
+                points
+                    .iter()
+                    .map(|p| {
+                        let ok = subject.mode == Some(BridgeMode::Fixed)
+                            || p.is_production()
+                            || p.offset_ms >= p.delay_ms;
+                        let outcome = || {
+                            if ok {
+                                RaceOutcome::Ok
+                            } else {
+                                RaceOutcome::DaemonUnreachable
+                            }
+                        };
+                        let latency = if ok {
+                            400 - p.offset_ms.min(400) + 1
+                        } else {
+                            1
+                        };
+                        if p.offset_ms == 600 && ok && subject.mode == Some(BridgeMode::Prefix) {
+                            vec![run(outcome(), latency), Some(Err("boom".to_owned()))]
+                        } else if p.offset_ms == 200 && subject.mode == Some(BridgeMode::Fixed) {
+                            vec![run(outcome(), latency), None]
+                        } else {
+                            vec![run(outcome(), latency), run(outcome(), latency + 2)]
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        SweepReport::new(
+            &cfg,
+            &RaceConfig::default(),
+            &cfg.subjects,
+            &points,
+            grid,
+            Duration::from_secs(3),
+        )
+    }
+
+    #[test]
+    fn report_lists_points_in_grid_order_with_counts() {
+        let report = sample_report();
+        assert!(report.partial);
+        assert_eq!(report.runs_planned, 2 * 5 * 2);
+        assert_eq!(report.runs_done, 19);
+        let labels: Vec<(&str, u64, u64)> = report
+            .points
+            .iter()
+            .map(|p| (p.subject.as_str(), p.delay_ms, p.offset_ms))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                ("prefix", 0, 0),
+                ("prefix", 400, 0),
+                ("prefix", 400, 200),
+                ("prefix", 400, 400),
+                ("prefix", 400, 600),
+                ("fixed", 0, 0),
+                ("fixed", 400, 0),
+                ("fixed", 400, 200),
+                ("fixed", 400, 400),
+                ("fixed", 400, 600),
+            ]
+        );
+        let p = &report.points[4];
+        assert_eq!((p.runs, p.ok, p.errors), (2, 1, 1));
+        assert_eq!(p.success_rate, Some(0.5));
+        assert_eq!(p.samples[1].outcome, "error");
+        let p = &report.points[2];
+        assert_eq!((p.daemon_unreachable, p.success_rate), (2, Some(0.0)));
+        assert_eq!(p.median_racing_latency, Some(Duration::from_millis(2)));
+    }
+
+    #[test]
+    fn json_has_the_documented_fields() {
+        let json: serde_json::Value = serde_json::from_str(&sample_report().to_json()).unwrap();
+        assert_eq!(json["format"], REPORT_FORMAT);
+        assert_eq!(json["version"], REPORT_VERSION);
+        assert_eq!(json["partial"], true);
+        assert_eq!(
+            json["config"]["offsets_ms"],
+            serde_json::json!([0, 200, 400, 600])
+        );
+        assert_eq!(json["subjects"][0]["mode"], "prefix");
+        let point = &json["points"][7];
+        assert_eq!(point["runs"], 1);
+        assert_eq!(point["runs_planned"], 2);
+        assert_eq!(point["samples"][0]["outcome"], "ok");
+        assert!(point["median_racing_latency_ms"].is_f64());
+    }
+
+    #[test]
+    fn table_has_a_row_per_point_and_marks_partial_reports() {
+        let table = sample_report().table();
+        assert!(table.starts_with("PARTIAL: interrupted after 19 of 20 runs\n"));
+        assert!(table.contains("median latency"));
+        assert_eq!(
+            table.lines().filter(|l| l.starts_with("prefix ")).count(),
+            5
+        );
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with("fixed ") && l.contains(" 1/2 "))
+        );
+    }
+
+    #[test]
+    fn summaries_name_the_window() {
+        let lines = sample_report().subject_summaries();
+        assert_eq!(
+            lines[0],
+            "prefix (reconnect delay 400 ms): every racing call ok at 400 ms; \
+             daemon_unreachable at 0-200 ms; runs the harness could not carry out at \
+             600 ms (first: boom); without the widener (delay 0): 2/2 ok"
+        );
+        assert!(
+            lines[1].contains("every racing call ok at 0-600 ms"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[1].contains("daemon_unreachable at none"),
+            "{}",
+            lines[1]
+        );
+    }
+}

@@ -1,0 +1,304 @@
+//! One race run that can be abandoned at any moment.
+//!
+//! [`run_race_until_stopped`] carries out the race scenario described in
+//! [`race`](crate::scenario::race) (whose `run_race` calls it with a flag
+//! that is never raised), and checks a stop flag between steps and while it
+//! waits: every wait (for an answer, for
+//! the offset, for recovery, for the connections to settle) is cut into
+//! slices of at most [`POLL`], and a raised flag ends the run at once. The
+//! wrapper and the fake daemon are then dropped, and their
+//! [`ChildGuard`](crate::ChildGuard)s kill and reap them, so an interrupted
+//! sweep leaves no process behind and never waits out a 20 s call timeout.
+//!
+//! Slicing costs no precision: a slice ends as soon as the awaited message
+//! arrives, so the measured latencies are those of `run_race`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::bins::{self, error_chain};
+use crate::client::ClientError;
+use crate::daemon::FakeDaemon;
+use crate::error::HarnessError;
+use crate::scenario::race::{
+    PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, TOOL, classify,
+};
+use crate::tempdir::{short_tempdir, socket_path_in};
+use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
+
+/// The longest a run waits without looking at its stop flag.
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// Pause between two recovery attempts.
+const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
+
+/// How much of the wrapper's stderr a report keeps when something failed.
+const STDERR_TAIL_BYTES: usize = 1000;
+
+/// Why a wait ended without the awaited answer.
+enum Interrupted {
+    /// The stop flag was raised.
+    Stopped,
+    /// The client failed (timeout, wrapper gone, ...).
+    Client(ClientError),
+}
+
+/// Runs the race once against the wrapper started by `cmd`, like
+/// [`run_race`](crate::scenario::race::run_race), unless `stop` is raised.
+///
+/// Returns `Ok(None)` when the run was abandoned because `stop` was raised
+/// at any moment, including just before the run completed or failed: its
+/// processes may have seen the same Ctrl-C from the terminal, so neither
+/// its measurement nor its error is trusted. Every child process is killed
+/// and reaped before this returns.
+pub fn run_race_until_stopped(
+    cmd: &WrapperCommand,
+    cfg: &RaceConfig,
+    stop: &AtomicBool,
+) -> Result<Option<RaceReport>, HarnessError> {
+    let result = race(cmd, cfg, stop);
+    if stopped(stop) { Ok(None) } else { result }
+}
+
+fn stopped(stop: &AtomicBool) -> bool {
+    stop.load(Ordering::SeqCst)
+}
+
+/// Sleeps until `deadline` in slices of at most [`POLL`]; `false` when
+/// `stop` was raised meanwhile.
+fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
+    loop {
+        if stopped(stop) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return true;
+        }
+        thread::sleep((deadline - now).min(POLL));
+    }
+}
+
+/// Requests made by this module use string ids, which never collide with
+/// the client's own integer ids.
+struct Requests<'a> {
+    wrapper: &'a mut WrapperProcess,
+    next_id: u32,
+    stop: &'a AtomicBool,
+}
+
+impl Requests<'_> {
+    fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, Interrupted> {
+        if stopped(self.stop) {
+            return Err(Interrupted::Stopped);
+        }
+        self.next_id += 1;
+        let id = Value::from(format!("sweep-{}", self.next_id));
+        self.wrapper
+            .send_request_with_id(id.clone(), method, params)
+            .map_err(Interrupted::Client)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            match self.wrapper.wait_response(&id, remaining.min(POLL)) {
+                Ok(response) => return Ok(response),
+                Err(ClientError::Timeout { .. }) if stopped(self.stop) => {
+                    return Err(Interrupted::Stopped);
+                }
+                Err(ClientError::Timeout { .. }) if remaining > POLL => {}
+                Err(ClientError::Timeout { .. }) => {
+                    return Err(Interrupted::Client(ClientError::Timeout {
+                        waiting_for: format!("response to id {id}"),
+                        after: timeout,
+                    }));
+                }
+                Err(e) => return Err(Interrupted::Client(e)),
+            }
+        }
+    }
+
+    fn call_tool(&mut self, timeout: Duration) -> Result<Value, Interrupted> {
+        self.request(
+            "tools/call",
+            json!({"name": TOOL, "arguments": {}}),
+            timeout,
+        )
+    }
+
+    /// The legacy handshake, as [`McpClient::initialize`](crate::McpClient::initialize)
+    /// does it.
+    fn initialize(&mut self, timeout: Duration) -> Result<(), Interrupted> {
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "harness", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let response = self.request("initialize", params, timeout)?;
+        if response.get("result").is_none() {
+            return Err(Interrupted::Client(ClientError::ErrorResponse(response)));
+        }
+        self.wrapper
+            .notify("notifications/initialized", json!({}))
+            .map_err(Interrupted::Client)
+    }
+}
+
+/// The run; `Ok(None)` when stopped.
+fn race(
+    cmd: &WrapperCommand,
+    cfg: &RaceConfig,
+    stop: &AtomicBool,
+) -> Result<Option<RaceReport>, HarnessError> {
+    let dir = short_tempdir()?;
+    let socket = socket_path_in(dir.path());
+    let daemon_bin = match &cfg.fake_daemon_bin {
+        Some(path) => path.clone(),
+        None => bins::try_fake_daemon_bin()?,
+    };
+    let daemon = FakeDaemon::spawn_with(&daemon_bin, &socket)?;
+    let opts = WrapperOptions {
+        mode: cfg.mode,
+        reconnect_delay_ms: Some(cfg.delay_ms),
+        ..WrapperOptions::new(&socket)
+    };
+    let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
+    let mut requests = Requests {
+        wrapper: &mut wrapper,
+        next_id: 0,
+        stop,
+    };
+
+    match requests.initialize(crate::client::DEFAULT_TIMEOUT) {
+        Ok(()) => {}
+        Err(Interrupted::Stopped) => return Ok(None),
+        Err(Interrupted::Client(e)) => {
+            return Err(precondition(
+                requests.wrapper,
+                "initialize",
+                &error_chain(&e),
+            ));
+        }
+    }
+    let baseline = match requests.call_tool(cfg.call_timeout) {
+        Ok(response) => response,
+        Err(Interrupted::Stopped) => return Ok(None),
+        Err(Interrupted::Client(e)) => {
+            return Err(precondition(
+                requests.wrapper,
+                "the baseline tools/call",
+                &error_chain(&e),
+            ));
+        }
+    };
+    if classify(&baseline) != RaceOutcome::Ok {
+        return Err(precondition(
+            requests.wrapper,
+            "the baseline tools/call",
+            &format!("it did not succeed: {baseline}"),
+        ));
+    }
+
+    if stopped(stop) {
+        return Ok(None);
+    }
+    daemon.drop_connections()?;
+    let dropped_at = Instant::now();
+    // The scenario's timing parameter: where in the reconnect window the
+    // racing call lands.
+    if !sleep_until(dropped_at + Duration::from_millis(cfg.offset_ms), stop) {
+        return Ok(None);
+    }
+
+    let sent_at = Instant::now();
+    let racing = requests.call_tool(cfg.call_timeout);
+    let racing_latency = sent_at.elapsed();
+    let (outcome, racing_response) = match racing {
+        Ok(response) => (classify(&response), Some(response)),
+        Err(Interrupted::Stopped) => return Ok(None),
+        Err(Interrupted::Client(ClientError::Timeout { .. })) => (RaceOutcome::Timeout, None),
+        Err(Interrupted::Client(e)) => (RaceOutcome::OtherError(error_chain(&e)), None),
+    };
+
+    let recovery = match recover(&mut requests, cfg, dropped_at) {
+        Ok(recovery) => recovery,
+        Err(Stopped) => return Ok(None),
+    };
+    let conns_after = match recovery {
+        Some(_) => {
+            let settled = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.settle;
+            if !sleep_until(settled, stop) {
+                return Ok(None);
+            }
+            Some(daemon.stats()?.conns)
+        }
+        None => None,
+    };
+
+    let defects = wrapper.defects();
+    // End both processes politely; the guards kill them if this fails.
+    wrapper.close_stdin();
+    let _ = wrapper.wait_exit(Duration::from_secs(2));
+    let wrapper_stderr_tail = (outcome != RaceOutcome::Ok || recovery.is_none())
+        .then(|| wrapper.stderr_tail(STDERR_TAIL_BYTES));
+    let _ = daemon.quit();
+
+    Ok(Some(RaceReport {
+        mode: cfg.mode,
+        outcome,
+        racing_latency,
+        racing_response,
+        recovery_calls: recovery.map(|(calls, _)| calls),
+        recovered_after: recovery.map(|(_, after)| after),
+        conns_after,
+        defects,
+        wrapper_stderr_tail,
+    }))
+}
+
+/// The stop flag was raised.
+struct Stopped;
+
+/// Repeats the tool call until one succeeds or time is up; returns the
+/// number of calls and the time from the drop to the success.
+fn recover(
+    requests: &mut Requests<'_>,
+    cfg: &RaceConfig,
+    dropped_at: Instant,
+) -> Result<Option<(u32, Duration)>, Stopped> {
+    let deadline = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.recovery_timeout;
+    let mut calls = 0;
+    loop {
+        calls += 1;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        match requests.call_tool(cfg.call_timeout.min(remaining)) {
+            Ok(response) if classify(&response) == RaceOutcome::Ok => {
+                return Ok(Some((calls, dropped_at.elapsed())));
+            }
+            Ok(_) | Err(Interrupted::Client(ClientError::Timeout { .. })) => {}
+            Err(Interrupted::Stopped) => return Err(Stopped),
+            // The wrapper is gone: no call will ever succeed.
+            Err(Interrupted::Client(_)) => return Ok(None),
+        }
+        if Instant::now() + RECOVERY_RETRY_INTERVAL >= deadline {
+            return Ok(None);
+        }
+        if !sleep_until(Instant::now() + RECOVERY_RETRY_INTERVAL, requests.stop) {
+            return Err(Stopped);
+        }
+    }
+}
+
+fn precondition(wrapper: &WrapperProcess, step: &str, what: &str) -> HarnessError {
+    HarnessError::Scenario(format!(
+        "{step} failed: {what}; wrapper stderr (tail): {}",
+        wrapper.stderr_tail(STDERR_TAIL_BYTES).trim_end()
+    ))
+}
