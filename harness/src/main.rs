@@ -171,6 +171,11 @@ struct SoakArgs {
     /// Calls kept in flight.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..))]
     concurrency: u64,
+    /// The daemon's answer delay between DELAY episodes, so calls are in
+    /// flight when a fault strikes; 0 runs as fast as the wrapper goes (the
+    /// daemon's journal may then forget the oldest requests).
+    #[arg(long, default_value_t = 8, value_name = "MS")]
+    delay_ms: u64,
 }
 
 /// The `--json` output of the fault scenarios.
@@ -486,6 +491,7 @@ fn soak(args: &SoakArgs) -> Result<()> {
         duration: Duration::from_secs(args.seconds),
         seed: args.seed.unwrap_or_else(seed_from_clock),
         concurrency: usize::try_from(args.concurrency).context("--concurrency")?,
+        daemon_delay_ms: args.delay_ms,
         ..SoakConfig::default()
     };
     let report = run_soak(&cmd, &cfg).context("soak")?;

@@ -61,6 +61,10 @@ pub use lines::LineKind;
 /// wrapper's codec keeps of it (`MAX_ID_BYTES`) while it discards the line.
 pub const MAX_OVERSIZED_ID_BYTES: usize = 256;
 
+/// `IAI_MCP_CALL_TIMEOUT_MS` of the run: well below the default
+/// [`HostileConfig::stall_timeout`].
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How many problem samples a report keeps.
 const MAX_SAMPLES: usize = 12;
 
@@ -89,7 +93,8 @@ pub struct HostileConfig {
     /// the line count far beyond it.
     pub rss_growth_limit_kib: u64,
     /// How long to wait for a reply when the window of lines in flight is
-    /// full (or at the end) before giving up on the missing ones.
+    /// full (or at the end) before giving up on the missing ones; keep it
+    /// above the wrapper's call timeout in this run (10 s).
     pub stall_timeout: Duration,
     /// How long to watch stdout for late or duplicate replies at the end.
     pub settle: Duration,
@@ -786,7 +791,15 @@ fn run(
     seed: Option<u64>,
     source: impl Iterator<Item = (LineKind, Vec<u8>)>,
 ) -> Result<HostileReport, HarnessError> {
-    let env = [("IAI_MCP_MAX_LINE_BYTES", cfg.max_line_bytes.to_string())];
+    // The call timeout bounds how long any forwarded call can take, so a
+    // request the daemon never answers shows as a failed call, not a stall.
+    let env = [
+        ("IAI_MCP_MAX_LINE_BYTES", cfg.max_line_bytes.to_string()),
+        (
+            "IAI_MCP_CALL_TIMEOUT_MS",
+            CALL_TIMEOUT.as_millis().to_string(),
+        ),
+    ];
     let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
     let pid = session.wrapper.pid();
     let in_flight = cfg.in_flight.max(1);

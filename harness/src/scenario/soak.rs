@@ -20,9 +20,12 @@
 //!    call tagged `soak-<n>` in its arguments (except `topology` and
 //!    `camouflaging_status`, which take none that fit);
 //! 3. meanwhile, from a seeded schedule, one fault episode at a time
-//!    ([`FaultKind`]): `DROP`; `DELAY <ms>` then back to the base delay; `HANG` then
-//!    `RESUME` (shorter than the call timeout); `GARBAGE <n>`; `SLICE <b>`
-//!    then `SLICE 0`; `CUT`; `DOWN` then `UP`; `STRAY`; `DUPLICATE`;
+//!    ([`FaultKind`]): `DROP`; `DELAY <ms>` then back to the base delay;
+//!    `HANG` then `RESUME` (shorter than the call timeout); `GARBAGE <n>`;
+//!    `SLICE <b>` then `SLICE 0`; `CUT`; `DOWN` then `UP`; `STRAY`;
+//!    `DUPLICATE`; half of the lasting episodes also see instant faults
+//!    (`DROP`, `GARBAGE`, `CUT`, `STRAY`, `DUPLICATE`) strike while they
+//!    last;
 //! 4. after [`SoakConfig::warmup`], a checkpoint: faults paused, calls in
 //!    flight answered, a probe call succeeds, then the wrapper's open file
 //!    descriptors and `VmRSS` are sampled; the run goes on;
@@ -278,7 +281,8 @@ pub struct SoakReport {
     pub journal_dropped: u64,
     /// How the calls ended.
     pub outcomes: OutcomeCounts,
-    /// Fault episodes begun, by kind.
+    /// Faults injected, by kind (instant faults inside lasting episodes
+    /// included).
     pub faults: BTreeMap<FaultKind, u64>,
     /// The wrapper's footprint at the first checkpoint (after the warm-up).
     pub start: Footprint,

@@ -682,8 +682,11 @@ impl LineGen {
                 format!("{head}{content}{tail}").into_bytes()
             }
             _ => {
+                // No object at all: filler only, never an id.
                 let mut line = self.padded("", "", len);
-                line[0] = b'x';
+                if let Some(first) = line.first_mut() {
+                    *first = b'x';
+                }
                 line
             }
         }

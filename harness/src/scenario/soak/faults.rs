@@ -1,5 +1,6 @@
 //! The seeded fault schedule of the soak: one fault episode at a time on
-//! the fake daemon, each undone (where it lasts) before the next begins.
+//! the fake daemon, each undone (where it lasts) before the next begins,
+//! with instant faults sometimes striking inside a lasting one.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -84,16 +85,44 @@ pub(crate) struct ScheduleBounds {
     pub(crate) base_delay_ms: u64,
 }
 
+/// The faults that take effect at once (no undo); they may also strike
+/// inside a lasting episode.
+const INSTANT: [FaultKind; 5] = [
+    FaultKind::Drop,
+    FaultKind::Garbage,
+    FaultKind::Cut,
+    FaultKind::Stray,
+    FaultKind::Duplicate,
+];
+
+/// Percentage of lasting episodes with instant faults inside them (a drop
+/// while hung, garbage while sliced, ...).
+const NESTED_PERCENT: u64 = 50;
+
+/// A lasting fault in force.
+#[derive(Debug, Clone, Copy)]
+struct Active {
+    kind: FaultKind,
+    /// When it is undone (`next_at` comes earlier only when instant faults
+    /// strike inside it).
+    until: Instant,
+}
+
 /// The fault schedule: what comes next and when, and what was done.
+///
+/// Episodes follow each other with a random gap; a lasting one (`DELAY`,
+/// `HANG`, `SLICE`, `DOWN`) is held for a random time and then undone, and
+/// half of them see instant faults (`DROP`, `GARBAGE`, `CUT`, `STRAY`,
+/// `DUPLICATE`) strike while they last.
 #[derive(Debug)]
 pub(crate) struct Schedule {
     rng: Rng,
     bounds: ScheduleBounds,
     next_at: Instant,
-    /// The lasting fault in force, to be undone at `next_at`.
-    active: Option<FaultKind>,
+    active: Option<Active>,
     started: Instant,
-    /// Episodes begun, by kind.
+    /// Faults injected, by kind (lasting episodes and instant faults, nested
+    /// ones included).
     pub(crate) counts: BTreeMap<FaultKind, u64>,
     /// The most recent commands, as `<seconds since start> <command>`.
     recent: Vec<String>,
@@ -140,37 +169,62 @@ impl Schedule {
         )
     }
 
-    /// Acts if it is time: undoes the active fault, or begins the next
-    /// episode.
+    /// Acts if it is time: undoes the lasting fault in force, strikes an
+    /// instant fault inside it, or begins the next episode.
     pub(crate) fn step(&mut self, daemon: &FakeDaemon, now: Instant) -> Result<(), HarnessError> {
         if now < self.next_at {
             return Ok(());
         }
-        if let Some(active) = self.active.take() {
-            self.undo(daemon, active)?;
-            self.next_at = Instant::now() + self.gap();
+        if let Some(active) = self.active {
+            if now >= active.until {
+                self.active = None;
+                self.undo(daemon, active.kind)?;
+                self.next_at = Instant::now() + self.gap();
+            } else {
+                let kind = *self.rng.pick(&INSTANT);
+                self.begin(daemon, kind)?;
+                let next = Instant::now() + self.gap();
+                self.next_at = next.min(active.until);
+            }
             return Ok(());
         }
         let kind = *self.rng.pick(&FaultKind::ALL);
-        *self.counts.entry(kind).or_default() += 1;
-        let hold = match kind {
-            FaultKind::Drop => {
-                self.send(daemon, "DROP", "DROPPED")?;
-                None
+        let max_hold = match kind {
+            FaultKind::Hang => Some(self.bounds.max_hang),
+            FaultKind::Delay | FaultKind::Slice | FaultKind::DownUp => Some(self.bounds.max_hold),
+            _ => None,
+        };
+        self.begin(daemon, kind)?;
+        match max_hold {
+            Some(max) => {
+                let held = self.millis(Duration::from_millis(50), max);
+                let until = Instant::now() + held;
+                let nested = self.rng.percent(NESTED_PERCENT);
+                self.active = Some(Active { kind, until });
+                self.next_at = if nested {
+                    (Instant::now() + self.gap() / 2).min(until)
+                } else {
+                    until
+                };
             }
+            None => self.next_at = Instant::now() + self.gap(),
+        }
+        Ok(())
+    }
+
+    /// Sends the command that begins a fault of `kind`, and counts it.
+    fn begin(&mut self, daemon: &FakeDaemon, kind: FaultKind) -> Result<(), HarnessError> {
+        *self.counts.entry(kind).or_default() += 1;
+        match kind {
+            FaultKind::Drop => self.send(daemon, "DROP", "DROPPED"),
             FaultKind::Delay => {
                 let ms = self.rng.between(self.bounds.base_delay_ms + 10, 400);
-                self.send(daemon, &format!("DELAY {ms}"), &format!("OK DELAY {ms}"))?;
-                Some(self.bounds.max_hold)
+                self.send(daemon, &format!("DELAY {ms}"), &format!("OK DELAY {ms}"))
             }
-            FaultKind::Hang => {
-                self.send(daemon, "HANG", "OK HANG")?;
-                Some(self.bounds.max_hang)
-            }
+            FaultKind::Hang => self.send(daemon, "HANG", "OK HANG"),
             FaultKind::Garbage => {
                 let n = self.rng.between(1, 8);
-                self.send(daemon, &format!("GARBAGE {n}"), &format!("OK GARBAGE {n}"))?;
-                None
+                self.send(daemon, &format!("GARBAGE {n}"), &format!("OK GARBAGE {n}"))
             }
             FaultKind::Slice => {
                 let bytes = self.rng.between(1, 256);
@@ -178,42 +232,20 @@ impl Schedule {
                     daemon,
                     &format!("SLICE {bytes}"),
                     &format!("OK SLICE {bytes}"),
-                )?;
-                Some(self.bounds.max_hold)
+                )
             }
-            FaultKind::Cut => {
-                self.send(daemon, "CUT", "OK CUT")?;
-                None
-            }
-            FaultKind::DownUp => {
-                self.send(daemon, "DOWN", "OK DOWN")?;
-                Some(self.bounds.max_hold)
-            }
-            FaultKind::Stray => {
-                self.send(daemon, "STRAY", "OK STRAY")?;
-                None
-            }
-            FaultKind::Duplicate => {
-                self.send(daemon, "DUPLICATE", "OK DUPLICATE")?;
-                None
-            }
-        };
-        match hold {
-            Some(max) => {
-                let held = self.millis(Duration::from_millis(50), max);
-                self.active = Some(kind);
-                self.next_at = Instant::now() + held;
-            }
-            None => self.next_at = Instant::now() + self.gap(),
+            FaultKind::Cut => self.send(daemon, "CUT", "OK CUT"),
+            FaultKind::DownUp => self.send(daemon, "DOWN", "OK DOWN"),
+            FaultKind::Stray => self.send(daemon, "STRAY", "OK STRAY"),
+            FaultKind::Duplicate => self.send(daemon, "DUPLICATE", "OK DUPLICATE"),
         }
-        Ok(())
     }
 
-    /// Undoes the active fault now, if any, and holds the next episode off
-    /// until [`resume`](Self::resume).
+    /// Undoes the lasting fault in force now, if any, and holds the next
+    /// episode off until [`resume`](Self::resume).
     pub(crate) fn quiesce(&mut self, daemon: &FakeDaemon) -> Result<(), HarnessError> {
         if let Some(active) = self.active.take() {
-            self.undo(daemon, active)?;
+            self.undo(daemon, active.kind)?;
         }
         self.next_at = Instant::now() + Duration::from_secs(24 * 3600);
         Ok(())
