@@ -13,9 +13,7 @@ use harness::scenario::hostile::{HostileConfig, run_hostile};
 use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_race};
 use harness::scenario::soak::{SoakConfig, run_soak, seed_from_clock};
 use harness::scenario::storm::{StormConfig, run_storm};
-use harness::scenario::sweep::{
-    self, Subject, SweepConfig, TerminalProgress, run_sweep, stop_on_signals,
-};
+use harness::scenario::sweep::{self, Subject, SweepConfig};
 use harness::{BridgeMode, WrapperCommand};
 use serde::Serialize;
 
@@ -336,13 +334,7 @@ fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         seed: args.seed,
         ..SweepConfig::default()
     };
-    cfg.validate()?;
-    let stop = stop_on_signals().context("installing the SIGINT handler")?;
-    let report = run_sweep(&cfg, &stop, &mut TerminalProgress::new())?;
-    let out_dir = args.out_dir.clone().unwrap_or_else(sweep::default_out_dir);
-    let files = report
-        .write_files(&out_dir)
-        .with_context(|| format!("writing the report to {}", out_dir.display()))?;
+    let (report, files) = sweep::run_sweep_in_terminal(&cfg, args.out_dir.as_deref())?;
     if args.json {
         println!("{}", report.to_json());
         eprintln!("report: {}", files.json.display());

@@ -299,22 +299,7 @@ impl WrapperProcess {
             .store_dir
             .clone()
             .unwrap_or_else(|| scratch.path().join("store"));
-        for dir in [&home, &state_dir, &store_dir] {
-            fs::create_dir_all(dir)
-                .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
-        }
-
-        let mut command = Command::new(&cmd.program);
-        command
-            .args(&cmd.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("IAI_DAEMON_SOCKET_PATH", &opts.socket_path)
-            .env("IAI_MCP_STATE_DIR", &state_dir)
-            .env("HOME", &home)
-            .env("IAI_MCP_STORE", &store_dir)
-            .env("IAI_MCP_PYTHON", "python3");
+        let mut command = isolated_command(cmd, &opts.socket_path, &home, &state_dir, &store_dir)?;
         set_or_remove(
             &mut command,
             "IAI_MCP_BRIDGE_MODE",
@@ -419,6 +404,35 @@ impl DerefMut for WrapperProcess {
     fn deref_mut(&mut self) -> &mut McpClient {
         &mut self.client
     }
+}
+
+/// Creates `home`, `state_dir` and `store_dir`, and returns a command
+/// starting `cmd` (its program and arguments; not its `env`) with piped
+/// stdio, dialling `socket`, with its state, `HOME` and store in those
+/// directories and `python3` as its Python.
+pub(crate) fn isolated_command(
+    cmd: &WrapperCommand,
+    socket: &Path,
+    home: &Path,
+    state_dir: &Path,
+    store_dir: &Path,
+) -> Result<Command, HarnessError> {
+    for dir in [home, state_dir, store_dir] {
+        fs::create_dir_all(dir)
+            .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
+    }
+    let mut command = Command::new(&cmd.program);
+    command
+        .args(&cmd.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("IAI_DAEMON_SOCKET_PATH", socket)
+        .env("IAI_MCP_STATE_DIR", state_dir)
+        .env("HOME", home)
+        .env("IAI_MCP_STORE", store_dir)
+        .env("IAI_MCP_PYTHON", "python3");
+    Ok(command)
 }
 
 fn set_or_remove(command: &mut Command, key: &str, value: Option<&str>) {

@@ -9,11 +9,10 @@
 //! race widener. The bench spawns it itself because its transport, not
 //! [`McpClient`](crate::McpClient)'s reader thread, must own stdout.
 
-use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use std::time::Duration;
 
 use tempfile::TempDir;
@@ -24,7 +23,7 @@ use crate::client::ClientError;
 use crate::error::HarnessError;
 use crate::process::{CapturedOutput, ChildGuard};
 use crate::tempdir::short_tempdir;
-use crate::wrapper::WrapperCommand;
+use crate::wrapper::{WrapperCommand, isolated_command};
 
 /// Environment variables removed from every wrapper's environment (the
 /// wrapper's defaults apply, whatever the developer's shell exports).
@@ -150,21 +149,7 @@ impl WrapperEnv {
         let home = scratch.path().join("home");
         let state_dir = home.join(".iai-mcp");
         let store_dir = scratch.path().join("store");
-        for dir in [&home, &state_dir, &store_dir] {
-            fs::create_dir_all(dir)
-                .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
-        }
-        let mut command = Command::new(&cmd.program);
-        command
-            .args(&cmd.args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .env("IAI_DAEMON_SOCKET_PATH", socket)
-            .env("IAI_MCP_STATE_DIR", &state_dir)
-            .env("HOME", &home)
-            .env("IAI_MCP_STORE", &store_dir)
-            .env("IAI_MCP_PYTHON", "python3");
+        let mut command = isolated_command(cmd, socket, &home, &state_dir, &store_dir)?;
         for key in REMOVED_ENV {
             command.env_remove(key);
         }

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::live::{LiveSession, PROBE_TOOL, count_occurrences, problems_text};
+use super::live::{LiveSession, PROBE_TOOL, Problems, count_occurrences, env_ms, problems_text};
 use super::outcome::CallOutcome;
 use super::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::error::HarnessError;
@@ -145,7 +145,7 @@ pub struct DownUpReport {
 impl DownUpReport {
     /// The must-conditions this run violated, in words.
     pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
+        let mut problems = Problems::default();
         for (i, call) in self.down_calls.iter().enumerate() {
             let n = i + 1;
             if !call.outcome.is_daemon_unreachable() {
@@ -183,16 +183,9 @@ impl DownUpReport {
                 self.recovery_calls
             ));
         }
-        if self.conns_after != 1 {
-            problems.push(format!(
-                "the daemon held {} connections at the end, not 1",
-                self.conns_after
-            ));
-        }
-        if !self.defects.is_empty() {
-            problems.push(format!("{} stdout defects", self.defects.len()));
-        }
-        problems
+        problems.one_connection(self.conns_after);
+        problems.must_be_zero(self.defects.len(), "stdout defects");
+        problems.into_vec()
     }
 
     /// Whether every must-condition held.
@@ -255,10 +248,7 @@ fn median(mut values: Vec<Duration>) -> Option<Duration> {
 pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpReport, HarnessError> {
     let mut env = vec![
         ("IAI_MCP_LOG", "info".to_owned()),
-        (
-            "IAI_MCP_CONNECT_WAIT_MS",
-            cfg.connect_wait.as_millis().to_string(),
-        ),
+        env_ms("IAI_MCP_CONNECT_WAIT_MS", cfg.connect_wait),
     ];
     if let Some(ms) = cfg.backoff_initial_ms {
         env.push(("IAI_MCP_BACKOFF_INITIAL_MS", ms.to_string()));
@@ -337,10 +327,7 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         defects: session.wrapper.defects(),
         wrapper_stderr_tail: None,
     };
-    if !report.passed() {
-        report.wrapper_stderr_tail = Some(session.stderr_tail());
-    }
-    session.finish();
+    report.wrapper_stderr_tail = session.finish_report(report.passed());
     Ok(report)
 }
 

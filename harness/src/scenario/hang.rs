@@ -21,9 +21,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::live::{LiveSession, PROBE_TOOL, problems_text};
+use super::live::{LiveSession, PROBE_TOOL, Problems, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
 use super::{format_ms, serialize_ms};
 use crate::error::HarnessError;
@@ -94,7 +94,7 @@ pub struct HangReport {
 impl HangReport {
     /// The must-conditions this run violated, in words.
     pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
+        let mut problems = Problems::default();
         if !self.hung_outcome.is_daemon_timeout() {
             problems.push(format!(
                 "the call to the hung daemon did not fail with daemon_timeout: {}",
@@ -114,28 +114,19 @@ impl HangReport {
                 self.resumed_outcome
             ));
         }
-        if self.late_responses > 0 {
-            problems.push(format!(
-                "{} unsolicited responses reached the client",
-                self.late_responses
-            ));
-        }
+        problems.must_be_zero(
+            self.late_responses,
+            "unsolicited responses reached the client",
+        );
         if self.new_connections > 0 {
             problems.push(format!(
                 "the wrapper opened {} new connections instead of keeping the hung one",
                 self.new_connections
             ));
         }
-        if self.conns_after != 1 {
-            problems.push(format!(
-                "the daemon held {} connections at the end, not 1",
-                self.conns_after
-            ));
-        }
-        if !self.defects.is_empty() {
-            problems.push(format!("{} stdout defects", self.defects.len()));
-        }
-        problems
+        problems.one_connection(self.conns_after);
+        problems.must_be_zero(self.defects.len(), "stdout defects");
+        problems.into_vec()
     }
 
     /// Whether every must-condition held.
@@ -181,10 +172,7 @@ impl fmt::Display for HangReport {
 pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, HarnessError> {
     let env = [
         ("IAI_MCP_LOG", "info".to_owned()),
-        (
-            "IAI_MCP_CALL_TIMEOUT_MS",
-            cfg.call_timeout.as_millis().to_string(),
-        ),
+        env_ms("IAI_MCP_CALL_TIMEOUT_MS", cfg.call_timeout),
     ];
     let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
     let bound = cfg.call_timeout + cfg.call_grace;
@@ -219,16 +207,8 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         defects: session.wrapper.defects(),
         wrapper_stderr_tail: None,
     };
-    if !report.passed() {
-        report.wrapper_stderr_tail = Some(session.stderr_tail());
-    }
-    session.finish();
+    report.wrapper_stderr_tail = session.finish_report(report.passed());
     Ok(report)
-}
-
-fn is_response(message: &Value) -> bool {
-    message.get("method").is_none()
-        && (message.get("result").is_some() || message.get("error").is_some())
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::live::{LiveSession, problems_text};
+use super::live::{LiveSession, Problems, env_ms, problems_text};
 use super::{format_ms, serialize_ms};
 use crate::bins::error_chain;
 use crate::client::ClientError;
@@ -444,47 +444,32 @@ pub struct HostileReport {
 impl HostileReport {
     /// The must-conditions this run violated, in words.
     pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        let mut must_be_zero = |count: usize, what: &str| {
-            if count > 0 {
-                problems.push(format!("{count} {what}"));
-            }
-        };
-        must_be_zero(self.unanswered, "lines with a request id never answered");
-        must_be_zero(
+        let mut problems = Problems::default();
+        problems.must_be_zero(self.unanswered, "lines with a request id never answered");
+        problems.must_be_zero(
             self.answered_more_than_once,
             "lines answered more than once",
         );
-        must_be_zero(self.valid_failed, "valid requests failed");
-        must_be_zero(
+        problems.must_be_zero(self.valid_failed, "valid requests failed");
+        problems.must_be_zero(
             self.null_id_results,
             "id:null responses that are not errors",
         );
-        must_be_zero(self.unknown_id_replies, "responses to ids never sent");
-        must_be_zero(self.not_responses, "stdout messages that are not responses");
-        must_be_zero(self.defects.len(), "stdout defects");
+        problems.must_be_zero(self.unknown_id_replies, "responses to ids never sent");
+        problems.must_be_zero(self.not_responses, "stdout messages that are not responses");
+        problems.must_be_zero(self.defects.len(), "stdout defects");
         if self.null_id_errors > self.no_id_lines {
             problems.push(format!(
                 "{} id:null errors for {} lines without a recoverable id",
                 self.null_id_errors, self.no_id_lines
             ));
         }
-        if let Some(growth) = self.rss_growth_kib
-            && growth >= i64::try_from(self.rss_growth_limit_kib).unwrap_or(i64::MAX)
-        {
-            problems.push(format!(
-                "wrapper RSS grew by {} (limit {})",
-                format_growth(Some(growth)),
-                format_kib(Some(self.rss_growth_limit_kib))
-            ));
-        }
-        if !self.wrapper_alive {
-            problems.push("the wrapper is not running at the end".to_owned());
-        }
+        problems.rss_flat(self.rss_growth_kib, self.rss_growth_limit_kib);
+        problems.wrapper_alive(self.wrapper_alive);
         if let Some(why) = &self.stalled {
             problems.push(format!("the run stalled: {why}"));
         }
-        problems
+        problems.into_vec()
     }
 
     /// Whether every must-condition held.
@@ -795,10 +780,7 @@ fn run(
     // request the daemon never answers shows as a failed call, not a stall.
     let env = [
         ("IAI_MCP_MAX_LINE_BYTES", cfg.max_line_bytes.to_string()),
-        (
-            "IAI_MCP_CALL_TIMEOUT_MS",
-            CALL_TIMEOUT.as_millis().to_string(),
-        ),
+        env_ms("IAI_MCP_CALL_TIMEOUT_MS", CALL_TIMEOUT),
     ];
     let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
     let pid = session.wrapper.pid();
@@ -892,10 +874,7 @@ fn run(
     tally.report.defects = session.wrapper.defects();
     tally.finish();
     let mut report = tally.report;
-    if !report.passed() {
-        report.wrapper_stderr_tail = Some(session.stderr_tail());
-    }
-    session.finish();
+    report.wrapper_stderr_tail = session.finish_report(report.passed());
     Ok(report)
 }
 

@@ -2,12 +2,14 @@
 //! together, handshaken, and proven to work before any fault is injected.
 
 use std::ffi::OsString;
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use super::hostile::{format_growth, format_kib};
 use super::outcome::CallOutcome;
 use super::race::PROTOCOL_VERSION;
 use crate::bins::{self, error_chain};
@@ -22,6 +24,10 @@ pub(crate) const STDERR_TAIL_BYTES: usize = 2000;
 
 /// The tool of baseline and probe calls: read-only, no arguments.
 pub(crate) const PROBE_TOOL: &str = "topology";
+
+/// JSON-RPC ids of pipelined scenario calls start here, far from the
+/// client's own ids: call `n` has id `CALL_ID_BASE + n`.
+const CALL_ID_BASE: u64 = 1_000_000;
 
 /// Bound on the baseline call (the wrapper's first connect may take a
 /// moment on a loaded machine).
@@ -107,6 +113,21 @@ impl LiveSession {
         (CallOutcome::from_client(result), sent.elapsed())
     }
 
+    /// Sends call number `n` (`tools/call` of `tool` with `arguments`) with an
+    /// id of our own, without waiting for its answer; see [`answered_call`].
+    pub(crate) fn send_call(
+        &mut self,
+        n: usize,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<(), ClientError> {
+        self.wrapper.send_request_with_id(
+            json!(CALL_ID_BASE + n as u64),
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+        )
+    }
+
     /// Collects, for `period`, every message nobody has asked for (late or
     /// duplicate responses, notifications). Returns early only if the
     /// wrapper closes its stdout.
@@ -135,6 +156,15 @@ impl LiveSession {
         let _ = self.daemon.quit();
     }
 
+    /// Ends both processes like [`finish`](Self::finish); unless the run
+    /// `passed`, first takes the end of the wrapper's stderr and returns it,
+    /// for a report's `wrapper_stderr_tail`.
+    pub(crate) fn finish_report(self, passed: bool) -> Option<String> {
+        let tail = (!passed).then(|| self.stderr_tail());
+        self.finish();
+        tail
+    }
+
     fn precondition(&self, step: &str, what: &str) -> HarnessError {
         HarnessError::Scenario(format!(
             "{step} failed: {what}; wrapper stderr (tail): {}",
@@ -154,5 +184,94 @@ pub(crate) fn problems_text(problems: &[String]) -> String {
         "none".to_owned()
     } else {
         problems.join("; ")
+    }
+}
+
+/// Whether `message` is a JSON-RPC response: `result` or `error`, no
+/// `method`.
+pub(crate) fn is_response(message: &Value) -> bool {
+    message.get("method").is_none()
+        && (message.get("result").is_some() || message.get("error").is_some())
+}
+
+/// The number of the call (sent with [`LiveSession::send_call`]) whose id
+/// `message` carries, if it is one of the first `sent`.
+pub(crate) fn answered_call(message: &Value, sent: usize) -> Option<usize> {
+    message
+        .get("id")
+        .and_then(Value::as_u64)
+        .and_then(|id| id.checked_sub(CALL_ID_BASE))
+        .and_then(|i| usize::try_from(i).ok())
+        .filter(|&i| i < sent)
+}
+
+/// An environment variable for the wrapper holding a duration in whole
+/// milliseconds (`IAI_MCP_CALL_TIMEOUT_MS` and the like).
+pub(crate) fn env_ms(name: &'static str, duration: Duration) -> (&'static str, String) {
+    (name, duration.as_millis().to_string())
+}
+
+/// The must-conditions a run violated, in words, collected in the order
+/// they are checked.
+#[derive(Debug, Default)]
+pub(crate) struct Problems(Vec<String>);
+
+impl Problems {
+    /// Records a problem.
+    pub(crate) fn push(&mut self, problem: String) {
+        self.0.push(problem);
+    }
+
+    /// Records `{count} {what}` unless `count` is 0.
+    pub(crate) fn must_be_zero<T: fmt::Display + Default + PartialEq>(
+        &mut self,
+        count: T,
+        what: &str,
+    ) {
+        if count != T::default() {
+            self.push(format!("{count} {what}"));
+        }
+    }
+
+    /// Records that the daemon held other than one connection at the end.
+    pub(crate) fn one_connection(&mut self, conns_after: u32) {
+        if conns_after != 1 {
+            self.push(format!(
+                "the daemon held {conns_after} connections at the end, not 1"
+            ));
+        }
+    }
+
+    /// Records that the wrapper's `VmRSS` grew by `growth_kib` (if known) to
+    /// or beyond `limit_kib`.
+    pub(crate) fn rss_flat(&mut self, growth_kib: Option<i64>, limit_kib: u64) {
+        if let Some(growth) = growth_kib
+            && growth >= i64::try_from(limit_kib).unwrap_or(i64::MAX)
+        {
+            self.push(format!(
+                "wrapper RSS grew by {} (limit {})",
+                format_growth(Some(growth)),
+                format_kib(Some(limit_kib))
+            ));
+        }
+    }
+
+    /// Records that the wrapper had exited by the end.
+    pub(crate) fn wrapper_alive(&mut self, alive: bool) {
+        if !alive {
+            self.push("the wrapper is not running at the end".to_owned());
+        }
+    }
+
+    /// Records why the wrapper stopped talking, if it did.
+    pub(crate) fn wrapper_gone(&mut self, why: Option<&str>) {
+        if let Some(why) = why {
+            self.push(format!("the wrapper went away: {why}"));
+        }
+    }
+
+    /// The problems recorded.
+    pub(crate) fn into_vec(self) -> Vec<String> {
+        self.0
     }
 }

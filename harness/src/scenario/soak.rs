@@ -57,7 +57,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::hostile::{Footprint, Rng, format_growth, format_kib, growth};
-use super::live::{LiveSession, problems_text};
+use super::live::{LiveSession, Problems, answered_call, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
 use super::{format_ms, serialize_ms};
 use crate::bins::error_chain;
@@ -67,9 +67,6 @@ use crate::wrapper::{BridgeMode, WrapperCommand};
 
 pub use faults::FaultKind;
 use faults::{Schedule, ScheduleBounds};
-
-/// JSON-RPC ids of soak calls start here, far from the client's own ids.
-const ID_BASE: u64 = 1_000_000;
 
 /// The tag prefix carried by call arguments; followed by 9 digits.
 const TAG_PREFIX: &str = "soak-";
@@ -313,24 +310,19 @@ pub struct SoakReport {
 impl SoakReport {
     /// The must-conditions this run violated, in words.
     pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        let mut must_be_zero = |count: u64, what: &str| {
-            if count > 0 {
-                problems.push(format!("{count} {what}"));
-            }
-        };
-        must_be_zero(self.lost, "calls lost (never answered)");
-        must_be_zero(self.duplicate_replies, "calls answered more than once");
-        must_be_zero(self.unexpected_messages, "messages answering no call");
-        must_be_zero(
+        let mut problems = Problems::default();
+        problems.must_be_zero(self.lost, "calls lost (never answered)");
+        problems.must_be_zero(self.duplicate_replies, "calls answered more than once");
+        problems.must_be_zero(self.unexpected_messages, "messages answering no call");
+        problems.must_be_zero(
             self.writes_seen_twice,
             "writes received twice by the daemon",
         );
-        must_be_zero(
+        problems.must_be_zero(
             self.reads_seen_over_twice,
             "reads received more than twice by the daemon",
         );
-        must_be_zero(self.defects.len() as u64, "stdout defects");
+        problems.must_be_zero(self.defects.len(), "stdout defects");
         if let (Some(start), Some(end)) = (self.start.fds, self.end.fds)
             && end > start + self.fd_slack
         {
@@ -338,22 +330,10 @@ impl SoakReport {
                 "the wrapper's open descriptors grew from {start} to {end}"
             ));
         }
-        if let Some(growth) = self.rss_growth_kib
-            && growth >= i64::try_from(self.rss_growth_limit_kib).unwrap_or(i64::MAX)
-        {
-            problems.push(format!(
-                "wrapper RSS grew by {} (limit {})",
-                format_growth(Some(growth)),
-                format_kib(Some(self.rss_growth_limit_kib))
-            ));
-        }
-        if !self.wrapper_alive {
-            problems.push("the wrapper is not running at the end".to_owned());
-        }
-        if let Some(why) = &self.wrapper_gone {
-            problems.push(format!("the wrapper went away: {why}"));
-        }
-        problems
+        problems.rss_flat(self.rss_growth_kib, self.rss_growth_limit_kib);
+        problems.wrapper_alive(self.wrapper_alive);
+        problems.wrapper_gone(self.wrapper_gone.as_deref());
+        problems.into_vec()
     }
 
     /// Whether every must-condition held.
@@ -549,12 +529,7 @@ impl Soak<'_> {
     fn send_next(&mut self) -> bool {
         let n = self.calls.len();
         let (tool, arguments, write, tagged) = call_for(&mut self.calls_rng, n, self.write_every);
-        let sent = self.session.wrapper.send_request_with_id(
-            json!(ID_BASE + n as u64),
-            "tools/call",
-            json!({"name": tool, "arguments": arguments}),
-        );
-        if let Err(e) = sent {
+        if let Err(e) = self.session.send_call(n, tool, arguments) {
             self.wrapper_gone = Some(error_chain(&e));
             return false;
         }
@@ -572,14 +547,7 @@ impl Soak<'_> {
 
     /// Books one message; returns the class of a first answer.
     fn receive(&mut self, message: &Value) -> Option<Class> {
-        let is_response = message.get("method").is_none()
-            && (message.get("result").is_some() || message.get("error").is_some());
-        let index = message
-            .get("id")
-            .and_then(Value::as_u64)
-            .and_then(|id| id.checked_sub(ID_BASE))
-            .and_then(|i| usize::try_from(i).ok())
-            .filter(|&i| is_response && i < self.calls.len());
+        let index = answered_call(message, self.calls.len()).filter(|_| is_response(message));
         let Some(index) = index else {
             self.unexpected += 1;
             let text = message.to_string();
@@ -684,14 +652,8 @@ pub fn seed_from_clock() -> u64 {
 /// Runs the soak once against the wrapper started by `cmd`.
 pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, HarnessError> {
     let env = [
-        (
-            "IAI_MCP_CALL_TIMEOUT_MS",
-            cfg.call_timeout.as_millis().to_string(),
-        ),
-        (
-            "IAI_MCP_CONNECT_WAIT_MS",
-            cfg.connect_wait.as_millis().to_string(),
-        ),
+        env_ms("IAI_MCP_CALL_TIMEOUT_MS", cfg.call_timeout),
+        env_ms("IAI_MCP_CONNECT_WAIT_MS", cfg.connect_wait),
         (
             "IAI_MCP_BACKOFF_INITIAL_MS",
             cfg.backoff_initial_ms.to_string(),
@@ -839,9 +801,8 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
     report.calls_per_second = report.answered as f64 / duration.as_secs_f64().max(1e-3);
     if !report.passed() {
         report.recent_faults = schedule.recent().to_vec();
-        report.wrapper_stderr_tail = Some(session.stderr_tail());
     }
-    session.finish();
+    report.wrapper_stderr_tail = session.finish_report(report.passed());
     Ok(report)
 }
 

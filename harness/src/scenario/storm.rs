@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::live::{LiveSession, problems_text};
+use super::live::{LiveSession, Problems, answered_call, is_response, problems_text};
 use super::outcome::CallOutcome;
 use super::{format_ms, serialize_ms};
 use crate::bins::error_chain;
@@ -50,9 +50,6 @@ const READS: [(&str, &str); 4] = [
     ("events_query", "kind"),
     ("curiosity_pending", "session_id"),
 ];
-
-/// JSON-RPC ids of storm calls start here, far from the client's own ids.
-const ID_BASE: u64 = 1_000_000;
 
 /// How many failure texts a report keeps.
 const MAX_FAILURE_SAMPLES: usize = 8;
@@ -162,39 +159,27 @@ pub struct StormReport {
 impl StormReport {
     /// The must-conditions this run violated, in words.
     pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
-        let mut must_be_zero = |count: usize, what: &str| {
-            if count > 0 {
-                problems.push(format!("{count} {what}"));
-            }
-        };
-        must_be_zero(
+        let mut problems = Problems::default();
+        problems.must_be_zero(
             self.answered_more_than_once,
             "calls answered more than once",
         );
-        must_be_zero(self.unanswered, "calls never answered");
-        must_be_zero(self.stray_responses, "responses to unknown ids");
-        must_be_zero(self.reads_failed, "reads failed");
-        must_be_zero(
+        problems.must_be_zero(self.unanswered, "calls never answered");
+        problems.must_be_zero(self.stray_responses, "responses to unknown ids");
+        problems.must_be_zero(self.reads_failed, "reads failed");
+        problems.must_be_zero(
             self.writes_failed_other,
             "writes failed otherwise than `socket closed`",
         );
-        must_be_zero(self.dup_writes, "writes received twice by the daemon");
-        must_be_zero(
+        problems.must_be_zero(self.dup_writes, "writes received twice by the daemon");
+        problems.must_be_zero(
             self.reads_received_over_twice,
             "reads received more than twice by the daemon",
         );
-        must_be_zero(self.defects.len(), "stdout defects");
-        if self.conns_after != 1 {
-            problems.push(format!(
-                "the daemon held {} connections at the end, not 1",
-                self.conns_after
-            ));
-        }
-        if let Some(why) = &self.wrapper_gone {
-            problems.push(format!("the wrapper went away: {why}"));
-        }
-        problems
+        problems.must_be_zero(self.defects.len(), "stdout defects");
+        problems.one_connection(self.conns_after);
+        problems.wrapper_gone(self.wrapper_gone.as_deref());
+        problems.into_vec()
     }
 
     /// Whether every must-condition held.
@@ -332,11 +317,7 @@ impl Storm<'_> {
     fn send_next(&mut self) -> Result<(), ClientError> {
         let n = self.calls.len();
         let (tool, arguments, write) = call_for(n, self.write_every);
-        self.session.wrapper.send_request_with_id(
-            json!(ID_BASE + n as u64),
-            "tools/call",
-            json!({"name": tool, "arguments": arguments}),
-        )?;
+        self.session.send_call(n, tool, arguments)?;
         self.calls.push(StormCall {
             tool,
             write,
@@ -349,18 +330,10 @@ impl Storm<'_> {
     }
 
     fn receive(&mut self, message: &Value) -> Received {
-        let is_response = message.get("method").is_none()
-            && (message.get("result").is_some() || message.get("error").is_some());
-        if !is_response {
+        if !is_response(message) {
             return Received::Other;
         }
-        let index = message
-            .get("id")
-            .and_then(Value::as_u64)
-            .and_then(|id| id.checked_sub(ID_BASE))
-            .and_then(|i| usize::try_from(i).ok())
-            .filter(|&i| i < self.calls.len());
-        let Some(index) = index else {
+        let Some(index) = answered_call(message, self.calls.len()) else {
             self.stray += 1;
             return Received::Stray;
         };
@@ -547,10 +520,7 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
                 .push(format!("#{n} {}: {outcome}", call.tool));
         }
     }
-    if !report.passed() {
-        report.wrapper_stderr_tail = Some(session.stderr_tail());
-    }
-    session.finish();
+    report.wrapper_stderr_tail = session.finish_report(report.passed());
     Ok(report)
 }
 

@@ -41,12 +41,14 @@ pub mod svg;
 use std::collections::BTreeSet;
 use std::io;
 use std::num::NonZeroUsize;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Instant;
 
+use anyhow::Context;
 use serde::Serialize;
 
 pub use progress::{SweepObserver, TerminalProgress};
@@ -495,6 +497,25 @@ pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
         flag::register(signal, Arc::clone(&stop))?;
     }
     Ok(stop)
+}
+
+/// Runs a sweep from a binary: checks `cfg`, installs the signal handlers
+/// ([`stop_on_signals`]), runs it with a [`TerminalProgress`] on stderr, and
+/// writes its report files to `out_dir` ([`default_out_dir`] when `None`).
+/// Returns the report (partial if a signal stopped it) and where its files
+/// went.
+pub fn run_sweep_in_terminal(
+    cfg: &SweepConfig,
+    out_dir: Option<&Path>,
+) -> anyhow::Result<(SweepReport, ReportFiles)> {
+    cfg.validate()?;
+    let stop = stop_on_signals().context("installing the SIGINT handler")?;
+    let report = run_sweep(cfg, &stop, &mut TerminalProgress::new())?;
+    let out_dir = out_dir.map_or_else(default_out_dir, Path::to_path_buf);
+    let files = report
+        .write_files(&out_dir)
+        .with_context(|| format!("writing the report to {}", out_dir.display()))?;
+    Ok((report, files))
 }
 
 /// Formats offsets as compact ranges for people, given the step between

@@ -45,7 +45,7 @@ use serde::Serialize;
 use super::{Grid, Point, Subject, SweepConfig, Tally, format_offsets, svg};
 use crate::bins;
 use crate::scenario::race::{ConnsRange, RaceConfig, RaceOutcome, RaceSummary};
-use crate::scenario::{format_ms, serialize_ms, serialize_opt_ms};
+use crate::scenario::{Align, format_ms, serialize_ms, serialize_opt_ms, table_lines};
 
 /// The `format` field of the JSON report.
 pub const REPORT_FORMAT: &str = "iai-mcp-race-sweep";
@@ -357,30 +357,7 @@ impl SweepReport {
                 ]
             })
             .collect();
-        let widths: Vec<usize> = (0..header.len())
-            .map(|i| {
-                rows.iter()
-                    .map(|r| r[i].len())
-                    .chain([header[i].len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |cells: &[&str]| {
-            cells
-                .iter()
-                .zip(&widths)
-                .enumerate()
-                .map(|(i, (cell, w))| {
-                    if i == 0 {
-                        format!("{cell:<w$}")
-                    } else {
-                        format!("{cell:>w$}")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" | ")
-        };
+        let lines = table_lines(&header, &rows, Align::FirstLeft);
         let mut out = String::new();
         if self.partial {
             out.push_str(&format!(
@@ -388,23 +365,17 @@ impl SweepReport {
                 self.runs_done, self.runs_planned
             ));
         }
-        out.push_str(&line(&header));
-        out.push('\n');
-        out.push_str(
-            &widths
-                .iter()
-                .map(|w| "-".repeat(*w))
-                .collect::<Vec<_>>()
-                .join("-|-"),
-        );
-        out.push('\n');
+        for line in &lines[..2] {
+            out.push_str(line);
+            out.push('\n');
+        }
         let mut previous: Option<&str> = None;
-        for (row, point) in rows.iter().zip(&self.points) {
+        for (line, point) in lines[2..].iter().zip(&self.points) {
             if previous.is_some_and(|s| s != point.subject) {
                 out.push('\n');
             }
             previous = Some(&point.subject);
-            out.push_str(&line(&row.iter().map(String::as_str).collect::<Vec<_>>()));
+            out.push_str(line);
             out.push('\n');
         }
         out
