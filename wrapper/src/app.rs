@@ -24,6 +24,8 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 pub async fn run(config: Config) -> std::io::Result<StopReason> {
     let pid = std::process::id();
     let session = Uuid::new_v4();
+    // Signal handlers first: nothing below may be left behind by a signal.
+    let stop = termination()?;
 
     let heartbeat = Heartbeat::new(&config.state_dir, pid, session);
     heartbeat.write();
@@ -51,7 +53,6 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     ));
     let trigger = warmup::spawn(bridge.clone(), config.socket_path.clone(), session);
 
-    let stop = termination()?;
     let reason = server::serve(
         stdio::input(),
         stdio::output(),

@@ -102,14 +102,10 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
         };
         writeln!(out, "  {:<26} {kind}", tool.name)?;
     }
-    let heartbeat = Heartbeat::path_for(&config.state_dir, std::process::id(), uuid::Uuid::nil());
     writeln!(
         out,
         "heartbeat: {}/heartbeat-<pid>-<uuid>.json (every {:?})",
-        heartbeat
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
+        Heartbeat::dir(&config.state_dir).display(),
         config.heartbeat_interval
     )?;
     writeln!(

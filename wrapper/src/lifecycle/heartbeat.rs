@@ -34,11 +34,14 @@ impl Heartbeat {
         }
     }
 
+    /// The directory holding every wrapper's heartbeat.
+    pub fn dir(state_dir: &Path) -> PathBuf {
+        state_dir.join("wrappers")
+    }
+
     /// Where the heartbeat of `pid`/`uuid` lives.
     pub fn path_for(state_dir: &Path, pid: u32, uuid: Uuid) -> PathBuf {
-        state_dir
-            .join("wrappers")
-            .join(format!("heartbeat-{pid}-{uuid}.json"))
+        Self::dir(state_dir).join(format!("heartbeat-{pid}-{uuid}.json"))
     }
 
     /// The file's path.
