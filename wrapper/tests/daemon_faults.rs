@@ -49,6 +49,13 @@ fn connected_pair(extra: &[(&str, &str)]) -> common::Pair {
     let mut p = pair(extra);
     p.wrapper.initialize("2025-06-18").expect("initialize");
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    // The warm-up call must be answered before a one-shot fault is armed,
+    // or the fault could hit it instead of the test's call.
+    // Two replies written: the baseline call and the warm-up call.
+    eventually("warm-up answered", || {
+        let stats = p.daemon.stats().ok()?;
+        (stats.requests >= 2).then_some(())
+    });
     p
 }
 
