@@ -409,7 +409,8 @@ impl DerefMut for WrapperProcess {
 /// Creates `home`, `state_dir` and `store_dir`, and returns a command
 /// starting `cmd` (its program and arguments; not its `env`) with piped
 /// stdio, dialling `socket`, with its state, `HOME` and store in those
-/// directories and `python3` as its Python.
+/// directories and `python3` as its Python, and no other inherited `IAI_*`
+/// variable.
 pub(crate) fn isolated_command(
     cmd: &WrapperCommand,
     socket: &Path,
@@ -422,6 +423,14 @@ pub(crate) fn isolated_command(
             .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
     }
     let mut command = Command::new(&cmd.program);
+    // Nothing the developer's shell exports about the wrapper may leak into
+    // a run: every inherited IAI_* variable is removed before the run's own
+    // settings are applied.
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("IAI_") {
+            command.env_remove(&key);
+        }
+    }
     command
         .args(&cmd.args)
         .stdin(Stdio::piped())

@@ -45,7 +45,8 @@ struct CliSweep {
     svg: String,
 }
 
-/// `harness sweep` over delay 300 ms, offsets 100 and 500 ms, one run each,
+/// `harness sweep` over delay 800 ms, offsets 100 and 1500 ms (far inside
+/// and far outside the window, so machine load cannot flip them), one run each,
 /// both modes (plus the production point), run once for the tests that
 /// read its files.
 fn cli_sweep() -> &'static CliSweep {
@@ -56,13 +57,13 @@ fn cli_sweep() -> &'static CliSweep {
             .args([
                 "sweep",
                 "--delay-ms",
-                "300",
+                "800",
                 "--from-ms",
                 "100",
                 "--to-ms",
-                "500",
+                "1500",
                 "--step-ms",
-                "400",
+                "1400",
                 "--runs",
                 "1",
                 "--out-dir",
@@ -131,11 +132,11 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json() {
     assert_fields(
         &json["config"],
         &[
-            ("delay_ms", |v| v == 300),
+            ("delay_ms", |v| v == 800),
             ("from_ms", |v| v == 100),
-            ("to_ms", |v| v == 500),
-            ("step_ms", |v| v == 400),
-            ("offsets_ms", |v| *v == serde_json::json!([100, 500])),
+            ("to_ms", |v| v == 1500),
+            ("step_ms", |v| v == 1400),
+            ("offsets_ms", |v| *v == serde_json::json!([100, 1500])),
             ("production_point", |v| v == true),
             ("runs", |v| v == 1),
             ("jobs", is_count),
@@ -209,16 +210,16 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json() {
         // Well inside the window prefix fails, after it both succeed.
         let outcome = sample["outcome"].as_str().unwrap();
         match (point["mode"].as_str().unwrap(), point["delay_ms"].as_u64()) {
-            ("prefix", Some(300)) if point["offset_ms"] == 100 => {
+            ("prefix", Some(800)) if point["offset_ms"] == 100 => {
                 assert_eq!(outcome, "daemon_unreachable", "{point}");
             }
-            (_, Some(300)) => assert_eq!(outcome, "ok", "{point}"),
+            (_, Some(800)) => assert_eq!(outcome, "ok", "{point}"),
             _ => {}
         }
     }
     let expected: Vec<(String, u64, u64)> = ["prefix", "fixed"]
         .iter()
-        .flat_map(|s| [(0, 0), (300, 100), (300, 500)].map(|(d, o)| ((*s).to_owned(), d, o)))
+        .flat_map(|s| [(0, 0), (800, 100), (800, 1500)].map(|(d, o)| ((*s).to_owned(), d, o)))
         .collect();
     assert_eq!(order, expected, "points are in grid order");
 }
@@ -253,7 +254,7 @@ fn cli_sweep_writes_a_well_formed_svg_chart() {
         .filter(|n| n.has_tag_name("text"))
         .filter_map(|n| n.text())
         .collect();
-    assert!(texts.contains(&"reconnect delay 300 ms"), "{texts:?}");
+    assert!(texts.contains(&"reconnect delay 800 ms"), "{texts:?}");
     assert!(texts.iter().any(|t| t.contains("offset")), "{texts:?}");
     assert_eq!(with_class("legend").len(), 1);
 }
@@ -263,10 +264,10 @@ fn counts(jobs: usize) -> Vec<(String, u64, u64, Tally)> {
     let cmd = WrapperCommand::this_workspace();
     let cfg = SweepConfig {
         subjects: Subject::modes(&cmd, &[BridgeMode::Prefix, BridgeMode::Fixed]),
-        delay_ms: 400,
+        delay_ms: 800,
         from_ms: 50,
-        to_ms: Some(700),
-        step_ms: 650,
+        to_ms: Some(1400),
+        step_ms: 1350,
         production_point: false,
         runs: 1,
         jobs,
@@ -298,10 +299,10 @@ fn jobs_do_not_change_the_outcome_counts() {
     assert_eq!(
         serial,
         [
-            ("prefix".to_owned(), 400, 50, unreachable_once),
-            ("prefix".to_owned(), 400, 700, ok_once),
-            ("fixed".to_owned(), 400, 50, ok_once),
-            ("fixed".to_owned(), 400, 700, ok_once),
+            ("prefix".to_owned(), 800, 50, unreachable_once),
+            ("prefix".to_owned(), 800, 1400, ok_once),
+            ("fixed".to_owned(), 800, 50, ok_once),
+            ("fixed".to_owned(), 800, 1400, ok_once),
         ]
     );
 }
@@ -370,8 +371,13 @@ fn sigint_stops_the_sweep_reaps_its_children_and_writes_a_partial_report() {
     #[cfg(target_os = "linux")]
     let children = {
         let mut children = children_of(sweep.pid());
-        while children.is_empty() && sweep.try_wait().expect("try_wait").is_none() {
-            thread::yield_now();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while children.is_empty()
+            && sweep.try_wait().expect("try_wait").is_none()
+            && std::time::Instant::now() < deadline
+        {
+            // Polling /proc: there is no event for "a child was spawned".
+            thread::sleep(Duration::from_millis(5));
             children = children_of(sweep.pid());
         }
         children

@@ -819,7 +819,7 @@ pub fn format_rate(per_sec: f64) -> String {
     let digits = whole.to_string();
     let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
     for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k) % 3 == 0 {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(c);

@@ -319,7 +319,7 @@ mod tests {
             let Ok(line) = line else { return };
             let value: serde_json::Value = serde_json::from_str(&line).unwrap();
             let id = &value["id"];
-            let reply = if fail_every > 0 && (n as u64 + 1) % fail_every == 0 {
+            let reply = if fail_every > 0 && (n as u64 + 1).is_multiple_of(fail_every) {
                 json!({"jsonrpc": "2.0", "id": id, "error": {"code": 1, "message": "no"}})
             } else {
                 json!({"jsonrpc": "2.0", "id": id, "result": {"ok": true}})

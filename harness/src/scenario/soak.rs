@@ -553,7 +553,7 @@ impl Soak<'_> {
             let text = message.to_string();
             self.sample(format!(
                 "a message answering no call: {}",
-                &text[..text.len().min(200)]
+                text.chars().take(200).collect::<String>()
             ));
             return None;
         };

@@ -275,7 +275,7 @@ fn call_for(n: usize, write_every: u32) -> (&'static str, Value, bool) {
     let every = write_every as usize;
     let tag = tag(n);
     if every > 0 && n % every == every - 1 {
-        if (n / every) % 2 == 0 {
+        if (n / every).is_multiple_of(2) {
             let text = format!("storm write {tag}: a memory that must be stored once");
             ("memory_capture", json!({"text": text}), true)
         } else {
