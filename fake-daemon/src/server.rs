@@ -322,8 +322,10 @@ impl FakeDaemon {
     async fn down(&mut self) {
         if let Some(listening) = self.listening.take() {
             listening.accept.abort();
-            let _ = listening.accept.await;
+            // Unlink before awaiting: if a signal cancels this command at
+            // the await, the socket file is already gone.
             listening.socket.unlink();
+            let _ = listening.accept.await;
         }
         self.drop_connections().await;
     }
