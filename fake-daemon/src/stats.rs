@@ -46,8 +46,9 @@ pub struct StatsSnapshot {
     pub conns: usize,
     /// Connections accepted since start.
     pub accepted: u64,
-    /// JSON-RPC requests answered with a result (held or delayed requests
-    /// count once their answer is written out; error replies do not count).
+    /// JSON-RPC requests answered with a result (counted when the answer is
+    /// queued for writing, so held or delayed requests count once released;
+    /// error replies do not count).
     pub requests: u64,
     /// Control messages received.
     pub controls: u64,

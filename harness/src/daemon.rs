@@ -34,7 +34,8 @@ pub struct DaemonStats {
     pub conns: u32,
     /// Connections accepted since start.
     pub accepted: u64,
-    /// JSON-RPC requests received since start.
+    /// JSON-RPC requests the daemon has answered with a result since start
+    /// (error replies and requests still held by HANG or DELAY not counted).
     pub requests: u64,
     /// Control messages (no `jsonrpc` field, a `type`) received since start.
     pub controls: u64,
