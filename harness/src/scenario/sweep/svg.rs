@@ -120,6 +120,19 @@ impl SvgWriter {
         self.out.push_str("/>\n");
     }
 
+    /// Writes a `<line>` from `(x1, y1)` to `(x2, y2)` with `style`
+    /// attributes (stroke, class, ...) after the coordinates.
+    pub fn line(&mut self, from: (f64, f64), to: (f64, f64), style: &[(&str, String)]) {
+        let mut attrs = vec![
+            ("x1", num(from.0)),
+            ("x2", num(to.0)),
+            ("y1", num(from.1)),
+            ("y2", num(to.1)),
+        ];
+        attrs.extend(style.iter().cloned());
+        self.leaf("line", &attrs);
+    }
+
     /// Writes `<tag attrs>text</tag>`, the text escaped.
     pub fn text(&mut self, tag: &str, attrs: &[(&str, String)], text: &str) {
         self.start_tag(tag, attrs);
@@ -409,16 +422,7 @@ fn panel(svg: &mut SvgWriter, report: &SweepReport, frame: &Frame, spec: &Panel<
     // Horizontal grid and y ticks.
     for &value in &spec.y_ticks {
         let py = y.at(value);
-        svg.leaf(
-            "line",
-            &[
-                ("x1", num(LEFT)),
-                ("x2", num(RIGHT)),
-                ("y1", num(py)),
-                ("y2", num(py)),
-                ("stroke", GRID.to_owned()),
-            ],
-        );
+        svg.line((LEFT, py), (RIGHT, py), &[("stroke", GRID.to_owned())]);
         svg.text(
             "text",
             &[
@@ -434,15 +438,10 @@ fn panel(svg: &mut SvgWriter, report: &SweepReport, frame: &Frame, spec: &Panel<
     // x ticks.
     for &value in &frame.x_ticks {
         let px = frame.x.at(value);
-        svg.leaf(
-            "line",
-            &[
-                ("x1", num(px)),
-                ("x2", num(px)),
-                ("y1", num(bottom)),
-                ("y2", num(bottom + 5.0)),
-                ("stroke", AXIS.to_owned()),
-            ],
+        svg.line(
+            (px, bottom),
+            (px, bottom + 5.0),
+            &[("stroke", AXIS.to_owned())],
         );
         svg.text(
             "text",
@@ -459,13 +458,10 @@ fn panel(svg: &mut SvgWriter, report: &SweepReport, frame: &Frame, spec: &Panel<
     // The production column.
     if let Some(prod_x) = frame.prod_x {
         let edge = LEFT + PROD_WIDTH + PROD_GAP / 2.0;
-        svg.leaf(
-            "line",
+        svg.line(
+            (edge, top),
+            (edge, bottom),
             &[
-                ("x1", num(edge)),
-                ("x2", num(edge)),
-                ("y1", num(top)),
-                ("y2", num(bottom)),
                 ("stroke", AXIS.to_owned()),
                 ("stroke-dasharray", "2 3".to_owned()),
             ],
@@ -484,14 +480,11 @@ fn panel(svg: &mut SvgWriter, report: &SweepReport, frame: &Frame, spec: &Panel<
     }
     // The reconnect delay.
     let delay_x = frame.x.at(frame.delay_ms);
-    svg.leaf(
-        "line",
+    svg.line(
+        (delay_x, top),
+        (delay_x, bottom),
         &[
             ("class", "delay-marker".to_owned()),
-            ("x1", num(delay_x)),
-            ("x2", num(delay_x)),
-            ("y1", num(top)),
-            ("y2", num(bottom)),
             ("stroke", "#333333".to_owned()),
             ("stroke-width", "1.5".to_owned()),
             ("stroke-dasharray", "6 4".to_owned()),
@@ -624,13 +617,10 @@ fn legend(svg: &mut SvgWriter, report: &SweepReport, x: f64, y: f64, production:
         row += 22.0;
     }
     row += 8.0;
-    svg.leaf(
-        "line",
+    svg.line(
+        (x + 15.0, row - 9.0),
+        (x + 15.0, row + 9.0),
         &[
-            ("x1", num(x + 15.0)),
-            ("x2", num(x + 15.0)),
-            ("y1", num(row - 9.0)),
-            ("y2", num(row + 9.0)),
             ("stroke", "#333333".to_owned()),
             ("stroke-width", "1.5".to_owned()),
             ("stroke-dasharray", "6 4".to_owned()),
