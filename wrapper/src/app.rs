@@ -7,8 +7,9 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::bridge::{self, Bridge, DriverConfig};
+use crate::call::Caller;
 use crate::config::Config;
-use crate::lifecycle::{heartbeat::Heartbeat, wake, warmup};
+use crate::lifecycle::{doctor, heartbeat::Heartbeat, wake, warmup};
 use crate::mcp::server::{self, ServerConfig, StopReason};
 use crate::stdio;
 
@@ -33,13 +34,13 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
 
     let core = Bridge::new(
         config.policy,
-        config.socket_path.display().to_string(),
+        config.endpoint.to_string(),
         u64::from(pid) ^ session.as_u64_pair().0,
     );
     let (bridge, driver) = bridge::spawn(
         core,
         DriverConfig {
-            socket_path: config.socket_path.clone(),
+            endpoint: config.endpoint.clone(),
             connect_timeout: CONNECT_TIMEOUT,
             probe_timeout: PROBE_TIMEOUT,
             max_line_bytes: config.max_line_bytes,
@@ -51,12 +52,25 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
         pid,
         session,
     ));
-    let trigger = warmup::spawn(bridge.clone(), config.socket_path.clone(), session);
+    let healer = config.doctor.enabled.then(|| {
+        tokio::spawn(doctor::heal_when_down(
+            config.doctor.clone(),
+            config.state_dir.clone(),
+            config.endpoint.clone(),
+            bridge.status(),
+        ))
+    });
+    let trigger = warmup::spawn(
+        bridge.clone(),
+        config.endpoint.clone(),
+        session,
+        &config.doctor,
+    );
 
     let reason = server::serve(
         stdio::input(),
         stdio::output(),
-        bridge.clone(),
+        Caller::new(bridge.clone(), config.degraded.clone()),
         trigger,
         ServerConfig {
             max_line_bytes: config.max_line_bytes,
@@ -69,6 +83,9 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
 
     refresher.abort();
     waker.abort();
+    if let Some(healer) = healer {
+        healer.abort();
+    }
     heartbeat.remove();
     bridge.shutdown().await;
     let _ = driver.await;

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
 
 use crate::config::Config;
-use crate::lifecycle::{heartbeat::Heartbeat, wake};
+use crate::degraded;
+use crate::lifecycle::{doctor, heartbeat::Heartbeat, wake};
 use crate::mcp::protocol;
 use crate::tools;
 
@@ -25,15 +25,9 @@ pub enum Probe {
 
 /// Connect to the daemon and make one read-only call (`topology`).
 pub async fn probe(config: &Config) -> Probe {
-    let connect = tokio::time::timeout(
-        Duration::from_secs(1),
-        UnixStream::connect(&config.socket_path),
-    )
-    .await;
-    let mut stream = match connect {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Probe::Unreachable(e.to_string()),
-        Err(_) => return Probe::Unreachable("connect timed out after 1 s".into()),
+    let mut stream = match config.endpoint.connect(Duration::from_secs(1)).await {
+        Ok(s) => s,
+        Err(e) => return Probe::Unreachable(e.to_string()),
     };
     let exchange = async {
         stream
@@ -65,16 +59,9 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
         Probe::Unreachable(why) => ("FAIL", format!("not reachable: {why}"), false),
     };
     writeln!(out, "iai-mcp-wrapper {}", env!("CARGO_PKG_VERSION"))?;
-    writeln!(
-        out,
-        "[{mark}] daemon socket {}: {detail}",
-        config.socket_path.display()
-    )?;
+    writeln!(out, "[{mark}] daemon at {}: {detail}", config.endpoint)?;
     if !ok {
-        writeln!(
-            out,
-            "       start the iai-mcp daemon, or point IAI_DAEMON_SOCKET_PATH / --socket-path at its socket"
-        )?;
+        writeln!(out, "       {}", config.endpoint.hint())?;
     }
     writeln!(out, "bridge mode: {}", config.policy.mode())?;
     let t = config.policy.timings();
@@ -93,14 +80,58 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
         protocol::LEGACY_VERSIONS.join(", "),
         protocol::MODERN_VERSION
     )?;
+    writeln!(
+        out,
+        "fallback wait: {:?} for memory tools the CLI can answer (a daemon lost less than the connect wait ago is waited for in full)",
+        t.fallback_wait
+    )?;
+    let d = &config.degraded;
+    if d.enabled {
+        writeln!(
+            out,
+            "degraded mode: on; cli {:?}, admin cli {:?}, bank-recall {}, limit {:?} per command",
+            d.cli,
+            d.admin_cli,
+            if d.bank_fallback { "on" } else { "off" },
+            d.limit
+        )?;
+    } else {
+        writeln!(out, "degraded mode: off")?;
+    }
+    for (key, value) in &d.env {
+        writeln!(
+            out,
+            "  passed to CLI runs: {}={}",
+            key.to_string_lossy(),
+            value.to_string_lossy()
+        )?;
+    }
+    let dr = &config.doctor;
+    if dr.enabled {
+        writeln!(
+            out,
+            "doctor: `{} doctor` after initialized; `{} doctor --auto` after {:?} down (at most every {} h, stamp {})",
+            dr.admin_cli.to_string_lossy(),
+            dr.admin_cli.to_string_lossy(),
+            dr.heal_after,
+            doctor::HEAL_COOLDOWN.as_secs() / 3600,
+            doctor::stamp_path(&config.state_dir).display()
+        )?;
+    } else {
+        writeln!(out, "doctor: off")?;
+    }
     writeln!(out, "tools ({}):", tools::all().len())?;
     for tool in tools::all() {
-        let kind = if tool.replay_safe() {
-            "read-only"
-        } else {
-            "writes"
+        let kind = match tool.access() {
+            crate::bridge::Access::Read => "reads",
+            crate::bridge::Access::Write => "writes",
         };
-        writeln!(out, "  {:<26} {kind}", tool.name)?;
+        let degraded = if degraded::plan_serves(&tool.name) {
+            ", CLI answers it while the daemon is down"
+        } else {
+            ""
+        };
+        writeln!(out, "  {:<26} {kind}{degraded}", tool.name)?;
     }
     writeln!(
         out,

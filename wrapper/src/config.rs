@@ -2,6 +2,7 @@
 //! from an environment variable (the flag wins), validated before anything
 //! else happens.
 
+use std::ffi::OsString;
 use std::fmt::Display;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -11,6 +12,9 @@ use clap::Parser;
 use thiserror::Error;
 
 use crate::bridge::{Backoff, BridgeMode, Policy, PolicyError, Timings};
+use crate::degraded::DegradedConfig;
+use crate::lifecycle::doctor::DoctorConfig;
+use crate::transport::{Endpoint, EndpointError, EndpointSettings};
 
 /// Default longest accepted line, on stdin and from the daemon: far above
 /// any real tool call (a 384-float embedding is about 8 KiB) while keeping a
@@ -39,15 +43,71 @@ fn any_text(s: &str) -> Result<String, std::convert::Infallible> {
     Ok(s.to_owned())
 }
 
+/// An on/off setting. Accepts `on`/`off`, `1`/`0`, `true`/`false` and
+/// `yes`/`no` in any case, so that a value written for iai-mcp 3.3.0
+/// (which only knew `0`) keeps its meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Switch(pub bool);
+
+impl FromStr for Switch {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "on" | "1" | "true" | "yes" => Ok(Switch(true)),
+            "off" | "0" | "false" | "no" => Ok(Switch(false)),
+            other => Err(format!("expected on or off (or 1/0), got {other:?}")),
+        }
+    }
+}
+
+impl Display for Switch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0 { "on" } else { "off" })
+    }
+}
+
+/// A TCP port number, 1 to 65535, or unset (an empty value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpPort(pub Option<u16>);
+
+fn port(s: &str) -> Result<TcpPort, String> {
+    if s.is_empty() {
+        return Ok(TcpPort(None));
+    }
+    match s.parse::<u16>() {
+        Ok(0) | Err(_) => Err(format!("expected a port number from 1 to 65535, got {s:?}")),
+        Ok(port) => Ok(TcpPort(Some(port))),
+    }
+}
+
 /// MCP stdio server for iai-mcp: forwards tool calls to the iai-mcp daemon
-/// over its Unix socket, waiting out daemon restarts instead of failing.
+/// (Unix socket, or loopback TCP with a token), waiting out daemon restarts
+/// instead of failing, and answering the memory tools through the `iai` CLI
+/// while the daemon is down.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "iai-mcp-wrapper", version, about, long_about = None)]
 pub struct Args {
-    /// Daemon socket to dial [default: $HOME/.iai-mcp/.daemon.sock]
+    /// Daemon socket to dial [default: $HOME/.iai-mcp/.daemon.sock]. Wins
+    /// over the TCP settings. Where there are no Unix sockets, the daemon's
+    /// port and token files beside it (PATH.port, PATH.token) are used.
     #[arg(long, env = "IAI_DAEMON_SOCKET_PATH",
         value_parser = any_text, value_name = "PATH")]
     pub socket_path: Option<String>,
+
+    /// Dial the daemon over TCP on this port (when no socket path is set);
+    /// the token file's content is sent first on every connection.
+    #[arg(long, env = "IAI_DAEMON_TCP_PORT", value_parser = port, value_name = "PORT")]
+    pub tcp_port: Option<TcpPort>,
+
+    /// Host for --tcp-port [default: 127.0.0.1]. The token travels in clear
+    /// text: use loopback only.
+    #[arg(long, env = "IAI_DAEMON_TCP_HOST", value_parser = any_text, value_name = "HOST")]
+    pub tcp_host: Option<String>,
+
+    /// Token file for TCP [default: $HOME/.iai-mcp/.daemon.token].
+    #[arg(long, env = "IAI_DAEMON_TOKEN_PATH", value_parser = any_text, value_name = "PATH")]
+    pub token_path: Option<String>,
 
     /// Directory for the heartbeat and wake files [default: $HOME/.iai-mcp]
     #[arg(long, env = "IAI_MCP_STATE_DIR",
@@ -85,6 +145,17 @@ pub struct Args {
         default_value_t = 10_000, value_parser = or_default(10_000u64)
     )]
     pub connect_wait_ms: u64,
+
+    /// How long a memory call that the CLI can answer waits for a daemon
+    /// that is down before the CLI answers it, in ms (a daemon lost less
+    /// than --connect-wait-ms ago is presumed restarting and waited for).
+    #[arg(
+        long,
+        env = "IAI_MCP_FALLBACK_WAIT_MS",
+        value_name = "MS",
+        default_value_t = 1_000, value_parser = or_default(1_000u64)
+    )]
+    pub fallback_wait_ms: u64,
 
     /// How long a call waits for the daemon's response, in ms (generous:
     /// consolidation can take tens of seconds).
@@ -147,16 +218,64 @@ pub struct Args {
     )]
     pub log: String,
 
-    /// Accepted for compatibility with existing configurations and ignored:
-    /// the wrapper never starts Python.
+    /// Degraded mode: while the daemon cannot be reached, answer
+    /// memory_recall, memory_capture, episodes_recent, memory_search and
+    /// memory_temporal_recall through the iai CLI (a capture only if it was
+    /// never sent to the daemon).
+    #[arg(long, env = "IAI_MCP_DEGRADED", value_name = "on|off",
+        default_value = "on", value_parser = or_default(Switch(true)))]
+    pub degraded: Switch,
+
+    /// The `iai` CLI used in degraded mode (argv only, never a shell).
+    #[arg(long, env = "IAI_MCP_CLI", value_parser = any_text, value_name = "PROGRAM",
+        default_value = "iai")]
+    pub cli: String,
+
+    /// The `iai-mcp` CLI, for bank-recall and doctor.
+    #[arg(long, env = "IAI_MCP_ADMIN_CLI", value_parser = any_text, value_name = "PROGRAM",
+        default_value = "iai-mcp")]
+    pub admin_cli: String,
+
+    /// After `iai recall` fails in degraded mode, try `iai-mcp bank-recall`.
+    #[arg(long, env = "IAI_MCP_BANK_FALLBACK", value_name = "on|off",
+        default_value = "on", value_parser = or_default(Switch(true)))]
+    pub bank_fallback: Switch,
+
+    /// Longest run of one CLI command, in ms; it is killed after that.
+    #[arg(
+        long,
+        env = "IAI_MCP_CLI_TIMEOUT_MS",
+        value_name = "MS",
+        default_value_t = 10_000, value_parser = or_default(10_000u64)
+    )]
+    pub cli_timeout_ms: u64,
+
+    /// The store the CLI reads and writes in degraded mode (passed on to it
+    /// as IAI_MCP_STORE).
     #[arg(
         long,
         env = "IAI_MCP_STORE",
         value_parser = any_text,
-        value_name = "PATH",
-        hide_short_help = true
+        value_name = "PATH"
     )]
     pub store: Option<String>,
+
+    /// Run `iai-mcp doctor` after the session starts (one stderr warning
+    /// if it fails), and `iai-mcp doctor --auto` once if the daemon stays
+    /// down past --heal-after-ms (at most once per 6 h across wrappers).
+    #[arg(long, env = "IAI_MCP_DOCTOR", value_name = "on|off",
+        default_value = "on", value_parser = or_default(Switch(true)))]
+    pub doctor: Switch,
+
+    /// How long the daemon must stay unreachable before `iai-mcp doctor
+    /// --auto` is run, in ms.
+    #[arg(
+        long,
+        env = "IAI_MCP_HEAL_AFTER_MS",
+        value_name = "MS",
+        default_value_t = 10_000, value_parser = or_default(10_000u64)
+    )]
+    pub heal_after_ms: u64,
 
     /// Accepted for compatibility with existing configurations and ignored.
     #[arg(
@@ -168,8 +287,9 @@ pub struct Args {
     )]
     pub python: Option<String>,
 
-    /// Report whether the daemon is reachable, what is served and where the
-    /// heartbeat goes, then exit (0 when the daemon answered, 1 otherwise).
+    /// Report whether the daemon is reachable, every setting in effect,
+    /// what is served and where the lifecycle files go, then exit (0 when
+    /// the daemon answered, 1 otherwise).
     #[arg(long)]
     pub check: bool,
 }
@@ -180,6 +300,9 @@ pub enum ConfigError {
     /// A default path needs `$HOME` and it is not set.
     #[error("HOME is not set: pass --{0} (or its environment variable)")]
     NoHome(&'static str),
+    /// No daemon endpoint can be chosen.
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
     /// The socket path is longer than a Unix socket address allows.
     #[error("socket path {path:?} is {len} bytes; Unix socket paths are limited to {max} bytes")]
     SocketPathTooLong {
@@ -210,8 +333,8 @@ pub const MAX_SOCKET_PATH: usize = 103;
 /// Validated settings, ready to build the wrapper from.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Daemon socket.
-    pub socket_path: PathBuf,
+    /// Where the daemon listens.
+    pub endpoint: Endpoint,
     /// Heartbeat and wake-file directory.
     pub state_dir: PathBuf,
     /// Bridge behaviour.
@@ -222,6 +345,10 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// Line size cap.
     pub max_line_bytes: usize,
+    /// Degraded mode through the CLI.
+    pub degraded: DegradedConfig,
+    /// Doctor probe and auto-heal.
+    pub doctor: DoctorConfig,
     /// Log filter.
     pub log: String,
     /// Run the `--check` report instead of serving.
@@ -233,19 +360,26 @@ impl Args {
     pub fn resolve(self, home: Option<PathBuf>) -> Result<Config, ConfigError> {
         let base = || home.as_ref().map(|h| h.join(".iai-mcp"));
         let given = |v: Option<String>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
-        let socket_path = match given(self.socket_path) {
-            Some(p) => p,
-            None => base()
-                .ok_or(ConfigError::NoHome("socket-path"))?
-                .join(".daemon.sock"),
-        };
-        let len = socket_path.as_os_str().len();
-        if len > MAX_SOCKET_PATH {
-            return Err(ConfigError::SocketPathTooLong {
-                path: socket_path,
-                len,
-                max: MAX_SOCKET_PATH,
-            });
+        let socket_path = given(self.socket_path);
+        let endpoint = Endpoint::select(
+            &EndpointSettings {
+                socket_path: socket_path.clone(),
+                tcp_host: self.tcp_host.filter(|h| !h.is_empty()),
+                tcp_port: self.tcp_port.and_then(|p| p.0),
+                token_path: given(self.token_path),
+            },
+            base().as_deref(),
+            cfg!(unix),
+        )?;
+        if let Endpoint::Unix(path) = &endpoint {
+            let len = path.as_os_str().len();
+            if len > MAX_SOCKET_PATH {
+                return Err(ConfigError::SocketPathTooLong {
+                    path: path.clone(),
+                    len,
+                    max: MAX_SOCKET_PATH,
+                });
+            }
         }
         let state_dir = match given(self.state_dir) {
             Some(p) => p,
@@ -257,20 +391,57 @@ impl Args {
         if self.heartbeat_interval_ms == 0 {
             return Err(ConfigError::Zero("heartbeat-interval-ms"));
         }
+        if self.cli_timeout_ms == 0 {
+            return Err(ConfigError::Zero("cli-timeout-ms"));
+        }
         let ms = Duration::from_millis;
+        let program = |p: String, default: &str| {
+            OsString::from(if p.is_empty() { default.to_owned() } else { p })
+        };
+        // What the CLI children need to find the same daemon and store as
+        // the wrapper, whether the wrapper got them from flags or the
+        // environment.
+        let store = given(self.store);
+        let mut child_env = Vec::new();
+        if let Some(store) = &store {
+            child_env.push((OsString::from("IAI_MCP_STORE"), store.clone().into()));
+        }
+        if let Some(path) = &socket_path {
+            child_env.push((
+                OsString::from("IAI_DAEMON_SOCKET_PATH"),
+                path.clone().into(),
+            ));
+        }
+        let degraded = DegradedConfig {
+            enabled: self.degraded.0,
+            cli: program(self.cli, "iai"),
+            admin_cli: program(self.admin_cli.clone(), "iai-mcp"),
+            bank_fallback: self.bank_fallback.0,
+            limit: ms(self.cli_timeout_ms),
+            env: child_env.clone(),
+        };
+        let doctor = DoctorConfig {
+            enabled: self.doctor.0,
+            admin_cli: program(self.admin_cli, "iai-mcp"),
+            heal_after: ms(self.heal_after_ms),
+            env: child_env,
+        };
         let timings = Timings {
             reconnect_delay: ms(self.reconnect_test_delay_ms),
             connect_wait: ms(self.connect_wait_ms),
+            fallback_wait: ms(self.fallback_wait_ms),
             call_timeout: ms(self.call_timeout_ms),
             backoff: Backoff::new(ms(self.backoff_initial_ms), ms(self.backoff_max_ms))?,
         };
         Ok(Config {
-            socket_path,
+            endpoint,
             state_dir,
             policy: Policy::new(self.bridge_mode, timings)?,
             heartbeat_interval: ms(self.heartbeat_interval_ms),
             shutdown_grace: ms(self.shutdown_grace_ms),
             max_line_bytes: self.max_line_bytes,
+            degraded,
+            doctor,
             log: if self.log.is_empty() {
                 "warn".to_owned()
             } else {
@@ -296,8 +467,15 @@ mod tests {
             .resolve(Some(PathBuf::from("/home/u")))
             .expect("valid");
         assert_eq!(
-            c.socket_path,
-            PathBuf::from("/home/u/.iai-mcp/.daemon.sock")
+            c.endpoint,
+            Endpoint::Unix(PathBuf::from("/home/u/.iai-mcp/.daemon.sock"))
+        );
+        assert!(c.degraded.enabled && c.degraded.bank_fallback && c.doctor.enabled);
+        assert_eq!(c.degraded.cli, "iai");
+        assert_eq!(c.doctor.admin_cli, "iai-mcp");
+        assert!(
+            c.degraded.env.is_empty(),
+            "nothing configured, nothing passed on"
         );
         assert_eq!(c.state_dir, PathBuf::from("/home/u/.iai-mcp"));
         assert_eq!(c.policy.mode(), BridgeMode::Fixed);
@@ -307,12 +485,12 @@ mod tests {
     fn no_home_needs_explicit_paths() {
         assert!(matches!(
             parse(&[]).resolve(None),
-            Err(ConfigError::NoHome("socket-path"))
+            Err(ConfigError::Endpoint(EndpointError::NoHome))
         ));
         let c = parse(&["--socket-path", "/tmp/s", "--state-dir", "/tmp/st"])
             .resolve(None)
             .expect("valid");
-        assert_eq!(c.socket_path, PathBuf::from("/tmp/s"));
+        assert_eq!(c.endpoint, Endpoint::Unix(PathBuf::from("/tmp/s")));
     }
 
     #[test]
@@ -342,15 +520,96 @@ mod tests {
             "",
             "--log",
             "",
+            "--tcp-port",
+            "",
+            "--cli",
+            "",
+            "--degraded",
+            "",
+            "--doctor",
+            "",
+            "--bank-fallback",
+            "",
         ])
         .expect("empty values parse")
         .resolve(Some("/h".into()))
         .expect("valid");
-        assert_eq!(c.socket_path, PathBuf::from("/h/.iai-mcp/.daemon.sock"));
+        assert_eq!(
+            c.endpoint,
+            Endpoint::Unix(PathBuf::from("/h/.iai-mcp/.daemon.sock"))
+        );
         assert_eq!(c.policy.mode(), BridgeMode::Fixed);
         assert_eq!(c.policy.timings().reconnect_delay, Duration::ZERO);
         assert_eq!(c.policy.timings().connect_wait, Duration::from_secs(10));
         assert_eq!(c.log, "warn");
+        assert_eq!(c.degraded.cli, "iai");
+        assert!(c.degraded.enabled && c.doctor.enabled && c.degraded.bank_fallback);
+    }
+
+    #[test]
+    fn tcp_and_cli_settings_reach_the_config() {
+        let c = parse(&[
+            "--tcp-port",
+            "4100",
+            "--token-path",
+            "/t/tok",
+            "--cli",
+            "/venv/bin/iai",
+            "--admin-cli",
+            "/venv/bin/iai-mcp",
+            "--store",
+            "/data/store",
+            "--bank-fallback",
+            "0",
+            "--degraded",
+            "off",
+            "--doctor",
+            "FALSE",
+            "--heal-after-ms",
+            "2500",
+        ])
+        .resolve(Some("/h".into()))
+        .expect("valid");
+        assert_eq!(
+            c.endpoint,
+            Endpoint::Tcp {
+                host: "127.0.0.1".into(),
+                port: crate::transport::Port::Fixed(4100),
+                token: "/t/tok".into(),
+            }
+        );
+        assert_eq!(c.degraded.cli, "/venv/bin/iai");
+        assert_eq!(c.degraded.admin_cli, "/venv/bin/iai-mcp");
+        assert!(!c.degraded.bank_fallback && !c.degraded.enabled && !c.doctor.enabled);
+        assert_eq!(c.doctor.heal_after, Duration::from_millis(2500));
+        assert_eq!(
+            c.degraded.env,
+            [(
+                OsString::from("IAI_MCP_STORE"),
+                OsString::from("/data/store")
+            )]
+        );
+        let c = parse(&["--socket-path", "/run/d.sock", "--tcp-port", "9"])
+            .resolve(Some("/h".into()))
+            .expect("valid");
+        assert_eq!(c.endpoint, Endpoint::Unix("/run/d.sock".into()));
+        assert_eq!(
+            c.doctor.env,
+            [(
+                OsString::from("IAI_DAEMON_SOCKET_PATH"),
+                OsString::from("/run/d.sock")
+            )]
+        );
+        for bad in [
+            ["--tcp-port", "0"],
+            ["--tcp-port", "70000"],
+            ["--degraded", "maybe"],
+        ] {
+            assert!(
+                Args::try_parse_from(["w", bad[0], bad[1]]).is_err(),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

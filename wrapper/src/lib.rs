@@ -6,19 +6,26 @@
 //! daemon over a Unix socket.
 //!
 //! Layout, following a request: [`codec`] frames lines with a size cap,
-//! [`mcp`] applies the JSON-RPC and MCP rules, [`tools`] is the static
-//! registry, [`bridge`] owns the daemon connection (its decisions in the
-//! sans-IO [`bridge::Bridge`], its I/O in one task), [`lifecycle`] handles
-//! heartbeat, wake-up and warm-up, and [`app`] wires it all together.
+//! [`mcp`] applies the JSON-RPC and MCP rules, [`tools`] is the tool
+//! surface (one JSON table), [`call`] runs one tool call, [`bridge`] owns
+//! the daemon connection (its decisions in the sans-IO [`bridge::Bridge`],
+//! its I/O in one task) over a [`transport`] (Unix socket or TCP with a
+//! token), [`degraded`] answers memory tools through the CLI (run by
+//! [`process`]) while the daemon is down, [`lifecycle`] handles heartbeat,
+//! wake-up, warm-up and the doctor, and [`app`] wires it all together.
 
 #![deny(clippy::print_stdout)]
 
 pub mod app;
 pub mod bridge;
+pub mod call;
 pub mod check;
 pub mod codec;
 pub mod config;
+pub mod degraded;
 pub mod lifecycle;
 pub mod mcp;
+pub mod process;
 pub mod stdio;
 pub mod tools;
+pub mod transport;

@@ -10,7 +10,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use iai_mcp_wrapper::bridge::{self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings};
+use iai_mcp_wrapper::call::Caller;
+use iai_mcp_wrapper::degraded::DegradedConfig;
 use iai_mcp_wrapper::mcp::server::{ServerConfig, serve};
+use iai_mcp_wrapper::transport::Endpoint;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
@@ -167,7 +170,7 @@ fn run(lines: &[Vec<u8>]) -> Vec<Value> {
         let (handle, driver) = bridge::spawn(
             Bridge::new(policy, socket.display().to_string(), 1),
             DriverConfig {
-                socket_path: socket,
+                endpoint: Endpoint::Unix(socket),
                 connect_timeout: Duration::from_secs(1),
                 probe_timeout: Duration::from_secs(1),
                 max_line_bytes: MAX_LINE,
@@ -190,7 +193,13 @@ fn run(lines: &[Vec<u8>]) -> Vec<Value> {
         serve(
             &input[..],
             out_writer,
-            handle.clone(),
+            Caller::new(
+                handle.clone(),
+                DegradedConfig {
+                    enabled: false,
+                    ..DegradedConfig::default()
+                },
+            ),
             (),
             config,
             std::future::pending(),

@@ -39,6 +39,17 @@ pub const PARSE_STREAK_LIMIT: u32 = 4;
 /// as a failed attempt, so reconnecting to it backs off instead of spinning.
 pub const PROVEN_AFTER: Duration = Duration::from_secs(1);
 
+/// Whether running a request twice could change anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read-only and idempotent: may be re-sent after its connection was
+    /// lost, and may be answered another way whatever happened to it.
+    Read,
+    /// May change the store: never sent twice, and answered another way
+    /// only if it was never sent at all.
+    Write,
+}
+
 /// A daemon request to make on behalf of a caller.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
@@ -46,9 +57,44 @@ pub struct Request {
     pub method: String,
     /// Daemon JSON-RPC params.
     pub params: Value,
-    /// Whether the request may be sent a second time after its connection
-    /// was lost (read-only and idempotent tools only).
-    pub replay_safe: bool,
+    /// Whether the request reads or writes.
+    pub access: Access,
+    /// The caller can answer the request another way (the CLI's degraded
+    /// mode) when the daemon cannot be reached, so it need not wait the
+    /// full connect wait for a daemon that is down.
+    pub fallback: bool,
+}
+
+/// Why a call produced no daemon result, with what the bridge knows about
+/// it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// What went wrong.
+    pub error: BridgeError,
+    /// The request was written to a daemon connection at least once, so
+    /// the daemon may have run it.
+    pub sent: bool,
+    /// The caller may answer the request another way: it asked for that,
+    /// the daemon could not be reached, and doing so cannot run a write
+    /// twice (a read always may; a write only if it was never sent).
+    pub fallback: bool,
+}
+
+impl Failure {
+    /// A failure of a call the bridge never saw (it was not running).
+    pub fn detached(error: BridgeError) -> Self {
+        Failure {
+            error,
+            sent: false,
+            fallback: false,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
 }
 
 /// Something the driver must do on the bridge's behalf.
@@ -61,7 +107,7 @@ pub enum Action {
     /// Close that connection (or abandon that attempt).
     Close(ConnId),
     /// Deliver the outcome of a call to its caller.
-    Reply(CallId, Result<Value, BridgeError>),
+    Reply(CallId, Result<Value, Failure>),
     /// Something worth logging happened.
     Report(Event),
 }
@@ -150,13 +196,17 @@ struct Call {
 #[derive(Debug, Clone)]
 pub struct Bridge {
     policy: Policy,
-    socket: String,
+    endpoint: String,
     link: Link,
     next_conn: u64,
     ever_connected: bool,
     failures: u32,
     /// When the current connection was established.
     connected_at: Option<Instant>,
+    /// When the last connection was lost, while no new one is up: the
+    /// daemon is presumed to be restarting until the connect wait has
+    /// passed since then.
+    lost_at: Option<Instant>,
     /// Whether the current connection has delivered a valid line.
     proven: bool,
     reconnects: u32,
@@ -171,18 +221,19 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// A bridge following `policy`, dialling the socket named `socket` (used
-    /// in error messages). `seed` drives the backoff jitter, so a test can
-    /// replay a run exactly.
-    pub fn new(policy: Policy, socket: impl Into<String>, seed: u64) -> Self {
+    /// A bridge following `policy`, dialling the daemon at `endpoint` (a
+    /// socket path or TCP address, used in error messages). `seed` drives
+    /// the backoff jitter, so a test can replay a run exactly.
+    pub fn new(policy: Policy, endpoint: impl Into<String>, seed: u64) -> Self {
         Bridge {
             policy,
-            socket: socket.into(),
+            endpoint: endpoint.into(),
             link: Link::Idle,
             next_conn: 0,
             ever_connected: false,
             failures: 0,
             connected_at: None,
+            lost_at: None,
             proven: false,
             reconnects: 0,
             shut: false,
@@ -207,16 +258,19 @@ impl Bridge {
     /// [`Action::Reply`] for `id`.
     pub fn call(&mut self, id: CallId, request: Request, now: Instant) {
         if self.shut {
-            self.reply(id, Err(BridgeError::Shutdown));
+            self.refuse(id, BridgeError::Shutdown);
             return;
         }
         let call = Call {
-            request,
             phase: Phase::Waiting {
-                deadline: now + self.policy.timings().connect_wait,
+                deadline: self.wait_deadline(&request, now),
                 since: now,
             },
+            request,
             sends: 0,
+        };
+        let Phase::Waiting { deadline, .. } = call.phase else {
+            unreachable!("a new call waits");
         };
         match self.link {
             Link::Connected(conn) => {
@@ -227,14 +281,22 @@ impl Bridge {
             // runs in the background and a call made meanwhile rides on it.
             _ if !self.ever_connected => {
                 self.calls.insert(id, call);
+                self.hurry(deadline);
             }
-            Link::Stopped => self.reply(id, Err(BridgeError::NotConnected)),
+            Link::Stopped => {
+                self.calls.insert(id, call);
+                self.finish(id, Err(BridgeError::NotConnected));
+            }
             _ if self.policy.calls_wait_for_reconnect() => {
                 self.calls.insert(id, call);
+                self.hurry(deadline);
             }
             // The V3-05 bug, kept as a policy: disconnected means refused,
             // even though a reconnect is about to succeed.
-            _ => self.reply(id, Err(BridgeError::NotConnected)),
+            _ => {
+                self.calls.insert(id, call);
+                self.finish(id, Err(BridgeError::NotConnected));
+            }
         }
     }
 
@@ -259,6 +321,7 @@ impl Bridge {
         self.link = Link::Connected(conn);
         self.ever_connected = true;
         self.connected_at = Some(now);
+        self.lost_at = None;
         self.proven = false;
         self.streak = 0;
         self.actions
@@ -312,6 +375,7 @@ impl Bridge {
             return;
         }
         self.streak = 0;
+        self.lost_at = Some(now);
         let healthy = self.proven
             || self
                 .connected_at
@@ -339,21 +403,23 @@ impl Bridge {
             .map(|(id, _)| *id)
             .collect();
         for id in lost {
-            let Some(call) = self.calls.get_mut(&id) else {
+            let Some(call) = self.calls.get(&id) else {
                 continue;
             };
             if let Phase::InFlight { wire, .. } = call.phase {
                 self.wire.remove(&wire);
             }
-            if self.policy.replays() && call.request.replay_safe && call.sends < 2 {
-                call.phase = Phase::Waiting {
-                    deadline: now + self.policy.timings().connect_wait,
-                    since: now,
-                };
+            if self.policy.replays() && call.request.access == Access::Read && call.sends < 2 {
+                let deadline = self.wait_deadline(&call.request, now);
+                if let Some(call) = self.calls.get_mut(&id) {
+                    call.phase = Phase::Waiting {
+                        deadline,
+                        since: now,
+                    };
+                }
                 replayed += 1;
             } else {
-                self.calls.remove(&id);
-                self.reply(id, Err(BridgeError::SocketClosed));
+                self.finish(id, Err(BridgeError::SocketClosed));
                 failed += 1;
             }
         }
@@ -518,6 +584,18 @@ impl Bridge {
         self.calls.len()
     }
 
+    /// A call now waits until `deadline`: if the next connect attempt is
+    /// due only after that, make it now, so that no call gives up on the
+    /// daemon without an attempt made while it waited.
+    fn hurry(&mut self, deadline: Instant) {
+        if let Link::Retrying(at) = self.link
+            && at > deadline
+            && !self.shut
+        {
+            self.dial();
+        }
+    }
+
     fn dial(&mut self) {
         self.next_conn += 1;
         let conn = ConnId(self.next_conn);
@@ -571,7 +649,7 @@ impl Bridge {
 
     fn connect_wait_error(&self, waited: Duration) -> BridgeError {
         BridgeError::ConnectWait {
-            socket: self.socket.clone(),
+            endpoint: self.endpoint.clone(),
             waited,
             last_error: self.last_error.clone(),
         }
@@ -589,17 +667,58 @@ impl Bridge {
         }
     }
 
+    /// Answer call `id` (if still pending) with `outcome`, stating on a
+    /// failure whether it was ever sent and whether the caller may answer
+    /// it another way. This is the one place that decides the write rule:
+    /// a write that reached a daemon connection is never handed on.
     fn finish(&mut self, id: CallId, outcome: Result<Value, BridgeError>) {
-        if let Some(call) = self.calls.remove(&id) {
-            if let Phase::InFlight { wire, .. } = call.phase {
-                self.wire.remove(&wire);
-            }
-            self.reply(id, outcome);
+        let Some(call) = self.calls.remove(&id) else {
+            return;
+        };
+        if let Phase::InFlight { wire, .. } = call.phase {
+            self.wire.remove(&wire);
         }
+        let outcome = outcome.map_err(|error| {
+            let sent = call.sends > 0;
+            let unreachable = match error {
+                BridgeError::Shutdown => false,
+                BridgeError::Timeout(_) => call.request.access == Access::Read,
+                ref e => e.is_unreachable(),
+            };
+            let fallback = call.request.fallback
+                && unreachable
+                && (call.request.access == Access::Read || !sent);
+            Failure {
+                error,
+                sent,
+                fallback,
+            }
+        });
+        self.actions.push_back(Action::Reply(id, outcome));
     }
 
-    fn reply(&mut self, id: CallId, outcome: Result<Value, BridgeError>) {
-        self.actions.push_back(Action::Reply(id, outcome));
+    /// Answer a call that never entered the table.
+    fn refuse(&mut self, id: CallId, error: BridgeError) {
+        self.actions
+            .push_back(Action::Reply(id, Err(Failure::detached(error))));
+    }
+
+    /// How long a call arriving (or put back to wait) at `now` waits for a
+    /// connection. The full connect wait, except for a call its caller can
+    /// answer another way: that one waits only the fallback wait, unless a
+    /// connection was lost less than a connect wait ago, when the daemon
+    /// is presumed to be restarting and the call waits until the connect
+    /// wait has passed since the loss, to get the daemon's own answer.
+    fn wait_deadline(&self, request: &Request, now: Instant) -> Instant {
+        let timings = self.policy.timings();
+        if !request.fallback {
+            return now + timings.connect_wait;
+        }
+        let quick = now + timings.fallback_wait.min(timings.connect_wait);
+        match self.lost_at {
+            Some(lost) => quick.max(lost + timings.connect_wait),
+            None => quick,
+        }
     }
 }
 
@@ -639,6 +758,7 @@ mod tests {
         let timings = Timings {
             reconnect_delay: DELAY,
             connect_wait: Duration::from_secs(10),
+            fallback_wait: Duration::from_secs(1),
             call_timeout: Duration::from_secs(60),
             backoff: Backoff::new(Duration::from_millis(50), Duration::from_secs(2))
                 .expect("valid"),
@@ -656,12 +776,22 @@ mod tests {
             .collect()
     }
 
-    fn req(method: &str, replay_safe: bool) -> Request {
+    fn req(method: &str, read: bool) -> Request {
         Request {
             method: method.into(),
             params: json!({}),
-            replay_safe,
+            access: if read { Access::Read } else { Access::Write },
+            fallback: false,
         }
+    }
+
+    /// A failure as the bridge reports it for a call without a fallback.
+    fn failed(error: BridgeError, sent: bool) -> Result<Value, Failure> {
+        Err(Failure {
+            error,
+            sent,
+            fallback: false,
+        })
     }
 
     fn wire_id(line: &[u8]) -> u64 {
@@ -722,7 +852,10 @@ mod tests {
         b.call(CallId(2), req("topology", true), now);
         assert_eq!(
             drain(&mut b),
-            vec![Action::Reply(CallId(2), Err(BridgeError::NotConnected))]
+            vec![Action::Reply(
+                CallId(2),
+                failed(BridgeError::NotConnected, false)
+            )]
         );
         b.handle_timeout(now + DELAY);
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
@@ -734,7 +867,10 @@ mod tests {
         b.call(CallId(3), req("topology", true), now + DELAY * 10);
         assert_eq!(
             drain(&mut b),
-            vec![Action::Reply(CallId(3), Err(BridgeError::NotConnected))]
+            vec![Action::Reply(
+                CallId(3),
+                failed(BridgeError::NotConnected, false)
+            )]
         );
     }
 
@@ -768,7 +904,10 @@ mod tests {
         b.closed(ConnId(1), now);
         assert_eq!(
             drain(&mut b),
-            vec![Action::Reply(CallId(3), Err(BridgeError::SocketClosed))]
+            vec![Action::Reply(
+                CallId(3),
+                failed(BridgeError::SocketClosed, true)
+            )]
         );
         b.handle_timeout(now + DELAY);
         drain(&mut b);
@@ -785,7 +924,10 @@ mod tests {
         b.closed(ConnId(2), now + DELAY);
         assert_eq!(
             drain(&mut b),
-            vec![Action::Reply(CallId(2), Err(BridgeError::SocketClosed))]
+            vec![Action::Reply(
+                CallId(2),
+                failed(BridgeError::SocketClosed, true)
+            )]
         );
     }
 
@@ -806,7 +948,10 @@ mod tests {
         b.line(ConnId(1), b"noise");
         assert_eq!(
             drain(&mut b),
-            vec![Action::Reply(CallId(2), Err(BridgeError::ParseStreak(4)))]
+            vec![Action::Reply(
+                CallId(2),
+                failed(BridgeError::ParseStreak(4), true)
+            )]
         );
     }
 
@@ -873,7 +1018,7 @@ mod tests {
             drain(&mut b),
             vec![Action::Reply(
                 CallId(2),
-                Err(BridgeError::Timeout(Duration::from_secs(60)))
+                failed(BridgeError::Timeout(Duration::from_secs(60)), true)
             )]
         );
         assert_eq!(b.connection(), Some(ConnId(1)), "the connection is kept");
@@ -894,7 +1039,7 @@ mod tests {
             t = next;
             b.handle_timeout(t);
             let actions = drain(&mut b);
-            if let [Action::Reply(CallId(1), Err(e))] = &actions[..] {
+            if let [Action::Reply(CallId(1), Err(Failure { error: e, .. }))] = &actions[..] {
                 assert!(matches!(e, BridgeError::ConnectWait { .. }));
                 assert!(e.to_string().contains("/tmp/t.sock"));
                 break;
@@ -944,13 +1089,16 @@ mod tests {
             drain(&mut b),
             vec![
                 Action::Close(ConnId(1)),
-                Action::Reply(CallId(2), Err(BridgeError::Shutdown))
+                Action::Reply(CallId(2), failed(BridgeError::Shutdown, true))
             ]
         );
         b.call(CallId(3), req("topology", true), now);
         assert_eq!(
             drain(&mut b),
-            vec![Action::Reply(CallId(3), Err(BridgeError::Shutdown))]
+            vec![Action::Reply(
+                CallId(3),
+                failed(BridgeError::Shutdown, false)
+            )]
         );
     }
 
@@ -961,7 +1109,8 @@ mod tests {
             &Request {
                 method: "memory_capture".into(),
                 params: json!({"text": "a\nb"}),
-                replay_safe: false,
+                access: Access::Write,
+                fallback: false,
             },
         );
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);

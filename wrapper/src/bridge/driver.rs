@@ -7,7 +7,6 @@
 //! dead" is one more event handled in order, never a data race.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -15,21 +14,20 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-use tokio::net::UnixStream;
-use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
-use super::core::{Action, Bridge, CallId, ConnId, Event, Request};
+use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, Request};
 use super::error::BridgeError;
 use crate::codec::{Frame, LineCodec};
+use crate::transport::{DaemonStream, Endpoint, WriteHalf};
 
 /// I/O settings of the driver (the decisions live in the policy).
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
-    /// The daemon socket to dial.
-    pub socket_path: PathBuf,
+    /// Where the daemon listens.
+    pub endpoint: Endpoint,
     /// Limit for one connect attempt after the first (contract: 5 s).
     pub connect_timeout: Duration,
     /// Limit for the very first attempt, which doubles as the boot probe
@@ -51,7 +49,7 @@ pub struct LinkStatus {
 }
 
 enum Command {
-    Call(CallId, Request, oneshot::Sender<Result<Value, BridgeError>>),
+    Call(CallId, Request, oneshot::Sender<Result<Value, Failure>>),
     Cancel(CallId),
     Shutdown(oneshot::Sender<()>),
 }
@@ -78,18 +76,20 @@ impl BridgeHandle {
     /// Make `request` through the daemon and wait for its outcome. Dropping
     /// the returned future cancels the call: the bridge forgets it and its
     /// response, if one comes, is ignored.
-    pub async fn call(&self, request: Request) -> Result<Value, BridgeError> {
+    pub async fn call(&self, request: Request) -> Result<Value, Failure> {
         let id = CallId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Command::Call(id, request, tx)).is_err() {
-            return Err(BridgeError::Shutdown);
+            return Err(Failure::detached(BridgeError::Shutdown));
         }
         let mut guard = CancelOnDrop {
             tx: &self.tx,
             id,
             armed: true,
         };
-        let outcome = rx.await.unwrap_or(Err(BridgeError::Shutdown));
+        let outcome = rx
+            .await
+            .unwrap_or_else(|_| Err(Failure::detached(BridgeError::Shutdown)));
         guard.armed = false;
         outcome
     }
@@ -137,7 +137,7 @@ pub fn spawn(bridge: Bridge, config: DriverConfig) -> (BridgeHandle, JoinHandle<
 }
 
 enum ConnEvent {
-    ConnectDone(ConnId, Result<UnixStream, String>),
+    ConnectDone(ConnId, Result<DaemonStream, String>),
     Frame(ConnId, Frame),
     Closed(ConnId),
 }
@@ -152,7 +152,7 @@ struct Driver {
     core: Bridge,
     config: DriverConfig,
     status: watch::Sender<LinkStatus>,
-    replies: HashMap<CallId, oneshot::Sender<Result<Value, BridgeError>>>,
+    replies: HashMap<CallId, oneshot::Sender<Result<Value, Failure>>>,
     events_tx: mpsc::UnboundedSender<ConnEvent>,
     events_rx: mpsc::UnboundedReceiver<ConnEvent>,
     live: Option<Live>,
@@ -361,14 +361,10 @@ impl Driver {
         } else {
             self.config.connect_timeout
         };
-        let path = self.config.socket_path.clone();
+        let endpoint = self.config.endpoint.clone();
         let events = self.events_tx.clone();
         let task = tokio::spawn(async move {
-            let outcome = match tokio::time::timeout(limit, UnixStream::connect(&path)).await {
-                Ok(Ok(stream)) => Ok(stream),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err(format!("connect timed out after {limit:?}")),
-            };
+            let outcome = endpoint.connect(limit).await.map_err(|e| e.to_string());
             let _ = events.send(ConnEvent::ConnectDone(conn, outcome));
         });
         if let Some((_, old)) = self.attempt.replace((conn, task)) {
@@ -376,7 +372,7 @@ impl Driver {
         }
     }
 
-    fn install(&mut self, conn: ConnId, stream: UnixStream) {
+    fn install(&mut self, conn: ConnId, stream: DaemonStream) {
         let (read, write) = stream.into_split();
         let events = self.events_tx.clone();
         let max = self.config.max_line_bytes;
@@ -412,7 +408,7 @@ impl Driver {
             task.abort();
         }
         for (_, reply) in self.replies.drain() {
-            let _ = reply.send(Err(BridgeError::Shutdown));
+            let _ = reply.send(Err(Failure::detached(BridgeError::Shutdown)));
         }
     }
 }
@@ -420,7 +416,7 @@ impl Driver {
 /// Writes queued lines, coalescing whatever is queued into one write.
 async fn write_lines(
     conn: ConnId,
-    mut socket: OwnedWriteHalf,
+    mut socket: WriteHalf,
     mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
     events: mpsc::UnboundedSender<ConnEvent>,
 ) {

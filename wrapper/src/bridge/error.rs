@@ -23,13 +23,13 @@ pub enum BridgeError {
     NotConnected,
     /// No connection could be made within the connect wait.
     #[error(
-        "daemon_unreachable: no connection to the iai-mcp daemon at {socket} within {:.1} s{} (code -32002); start the daemon, or point IAI_DAEMON_SOCKET_PATH at the socket it listens on",
+        "daemon_unreachable: no connection to the iai-mcp daemon at {endpoint} within {:.1} s{} (code -32002); start the daemon, or point IAI_DAEMON_SOCKET_PATH (or IAI_DAEMON_TCP_PORT) at where it listens",
         waited.as_secs_f64(),
         last_error.as_deref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
     )]
     ConnectWait {
-        /// The socket path that was dialled.
-        socket: String,
+        /// Where the daemon was dialled (socket path or TCP address).
+        endpoint: String,
         /// How long the call waited.
         waited: Duration,
         /// The most recent connect error, if any.
@@ -83,7 +83,7 @@ mod tests {
             BridgeError::NotConnected,
             BridgeError::Shutdown,
             BridgeError::ConnectWait {
-                socket: "/tmp/d.sock".into(),
+                endpoint: "/tmp/d.sock".into(),
                 waited: Duration::from_secs(10),
                 last_error: Some("connection refused".into()),
             },
@@ -95,7 +95,7 @@ mod tests {
             assert!(text.contains("(code -32002)"), "{text}");
         }
         let wait = BridgeError::ConnectWait {
-            socket: "/tmp/d.sock".into(),
+            endpoint: "/tmp/d.sock".into(),
             waited: Duration::from_secs(10),
             last_error: None,
         }

@@ -6,7 +6,7 @@ pub mod driver;
 pub mod error;
 pub mod policy;
 
-pub use self::core::{Action, Bridge, CallId, ConnId, Event, Request};
+pub use self::core::{Access, Action, Bridge, CallId, ConnId, Event, Failure, Request};
 pub use driver::{BridgeHandle, DriverConfig, LinkStatus, spawn};
 pub use error::{BridgeError, DAEMON_UNREACHABLE_CODE};
 pub use policy::{Backoff, BridgeMode, Policy, PolicyError, Timings};

@@ -137,6 +137,11 @@ pub struct Timings {
     /// How long a call may wait for a connection before it fails with
     /// `daemon_unreachable`.
     pub connect_wait: Duration,
+    /// How long a call that can be answered another way (degraded mode)
+    /// waits for a daemon that is down before it is handed on; a daemon
+    /// that was connected less than `connect_wait` ago is presumed to be
+    /// restarting and is waited for in full.
+    pub fallback_wait: Duration,
     /// How long a call may wait for the daemon's response once sent.
     pub call_timeout: Duration,
     /// Spacing of connect attempts while the daemon stays down.
@@ -147,6 +152,9 @@ impl Default for Timings {
     /// - `connect_wait` 10 s: the real daemon needs 7-8 s from a cold start
     ///   (embedder load and store open), so a call made while it restarts
     ///   should ride that out rather than fail.
+    /// - `fallback_wait` 1 s: a user whose daemon is down gets the degraded
+    ///   answer about a second (plus the CLI's own run time) after asking,
+    ///   while a daemon that is reachable answers in well under that.
     /// - `call_timeout` 120 s: consolidation and structural recall over a
     ///   large store can legitimately take tens of seconds; the deadline is
     ///   there to end waits on a hung daemon, not to cut slow work short.
@@ -157,6 +165,7 @@ impl Default for Timings {
         Timings {
             reconnect_delay: Duration::ZERO,
             connect_wait: Duration::from_secs(10),
+            fallback_wait: Duration::from_secs(1),
             call_timeout: Duration::from_secs(120),
             backoff: Backoff {
                 initial: Duration::from_millis(50),

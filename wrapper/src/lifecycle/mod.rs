@@ -1,7 +1,8 @@
 //! What the wrapper does around the MCP traffic for the daemon's lifecycle
-//! machinery: the heartbeat file, waking a stopped daemon, and the warm-up
-//! messages after the first connection.
+//! machinery: the heartbeat file, waking a stopped daemon, the warm-up
+//! messages after the first connection, and the doctor probe and auto-heal.
 
+pub mod doctor;
 pub mod files;
 pub mod heartbeat;
 pub mod wake;

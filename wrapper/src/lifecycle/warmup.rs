@@ -1,20 +1,21 @@
 //! The warm-up that lets the daemon prepare for a session: a `session_open`
 //! control message on a separate short-lived connection right after the
 //! first successful connect, then one `session_start_payload` call once the
-//! MCP session is initialized. Both are best effort.
+//! MCP session is initialized; and, once initialized, the `iai-mcp doctor`
+//! probe. All best effort, none on the path of an MCP answer.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UnixStream;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::doctor::{self, DoctorConfig};
 use super::now_iso8601;
-use crate::bridge::{BridgeHandle, Request};
+use crate::bridge::{Access, BridgeHandle, Request};
 use crate::mcp::server::WarmupTrigger;
+use crate::transport::Endpoint;
 
 /// How long the `session_open` side connection may take in all.
 pub const SESSION_OPEN_BUDGET: Duration = Duration::from_secs(2);
@@ -30,16 +31,31 @@ impl WarmupTrigger for Initialized {
     }
 }
 
-/// Start the warm-up task; returns the trigger the MCP loop calls.
-pub fn spawn(bridge: BridgeHandle, socket_path: PathBuf, session: Uuid) -> Initialized {
+/// Start the warm-up tasks (and the doctor probe, when `doctor` is on);
+/// returns the trigger the MCP loop calls.
+pub fn spawn(
+    bridge: BridgeHandle,
+    endpoint: Endpoint,
+    session: Uuid,
+    doctor: &DoctorConfig,
+) -> Initialized {
     let (tx, rx) = watch::channel(false);
-    tokio::spawn(run(bridge, socket_path, session, rx));
+    if doctor.enabled {
+        let doctor = doctor.clone();
+        let mut initialized = rx.clone();
+        tokio::spawn(async move {
+            if initialized.wait_for(|done| *done).await.is_ok() {
+                doctor::probe(&doctor).await;
+            }
+        });
+    }
+    tokio::spawn(run(bridge, endpoint, session, rx));
     Initialized(tx)
 }
 
 async fn run(
     bridge: BridgeHandle,
-    socket_path: PathBuf,
+    endpoint: Endpoint,
     session: Uuid,
     mut initialized: watch::Receiver<bool>,
 ) {
@@ -47,7 +63,7 @@ async fn run(
     if status.wait_for(|s| s.connects > 0).await.is_err() {
         return;
     }
-    match tokio::time::timeout(SESSION_OPEN_BUDGET, session_open(&socket_path, session)).await {
+    match tokio::time::timeout(SESSION_OPEN_BUDGET, session_open(&endpoint, session)).await {
         Ok(Ok(())) => tracing::debug!("session_open sent"),
         Ok(Err(e)) => tracing::debug!(error = %e, "session_open failed"),
         Err(_) => tracing::debug!("session_open timed out"),
@@ -59,7 +75,8 @@ async fn run(
         .call(Request {
             method: "session_start_payload".into(),
             params: json!({ "session_id": session.to_string() }),
-            replay_safe: false,
+            access: Access::Write,
+            fallback: false,
         })
         .await;
     if let Err(e) = outcome {
@@ -67,8 +84,11 @@ async fn run(
     }
 }
 
-async fn session_open(socket_path: &PathBuf, session: Uuid) -> std::io::Result<()> {
-    let mut stream = UnixStream::connect(socket_path).await?;
+async fn session_open(endpoint: &Endpoint, session: Uuid) -> std::io::Result<()> {
+    let mut stream = endpoint
+        .connect(SESSION_OPEN_BUDGET)
+        .await
+        .map_err(std::io::Error::other)?;
     let mut line = json!({
         "type": "session_open",
         "session_id": session.to_string(),

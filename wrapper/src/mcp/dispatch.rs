@@ -405,10 +405,17 @@ mod tests {
         assert_eq!(r["result"]["protocolVersion"], "2025-03-26");
         assert_eq!(r["result"]["serverInfo"]["name"], "iai-mcp");
         assert_eq!(r["result"]["capabilities"], json!({"tools": {}}));
-        let instructions: Value =
-            serde_json::from_str(r["result"]["instructions"].as_str().expect("string"))
-                .expect("instructions are JSON");
-        assert_eq!(instructions["hot_tools"].as_array().map(Vec::len), Some(12));
+        let text = r["result"]["instructions"].as_str().expect("string");
+        assert!(text.starts_with(protocol::GUIDANCE), "{text}");
+        let config = protocol::instructions_config(text).expect("a config block");
+        let hot: Vec<&str> = config["hot_tools"]
+            .as_array()
+            .expect("hot tools")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(hot, tools::names().collect::<Vec<_>>());
+        assert_eq!(config["context_editing"]["trigger"]["value"], 30000);
         let r = reply(
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2099-01-01"}}"#,
         );
@@ -424,7 +431,10 @@ mod tests {
         assert_eq!(r["result"]["resultType"], "complete");
         assert_eq!(r["result"]["cacheScope"], "public");
         assert!(r["result"]["ttlMs"].is_u64());
-        assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(12));
+        assert_eq!(
+            r["result"]["tools"].as_array(),
+            tools::list_json().as_array()
+        );
         assert_eq!(
             r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
             "iai-mcp"

@@ -64,20 +64,38 @@ pub fn server_info() -> Value {
     json!({ "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") })
 }
 
-/// The `instructions` string: a JSON document the iai-mcp client side
-/// reads for context-editing settings and the hot tool list.
+/// How the model should use the memory, in a few sentences: ask it first
+/// for decisions and their reasons, never instead of reading the code, and
+/// treat what it returns as history.
+pub const GUIDANCE: &str = "When a question is about what was decided, preferred or discussed before, \
+or why something is the way it is, call memory_recall before searching the repository: that answer \
+is in past conversations, not in the files, and one recall within its token budget saves a search of \
+several steps. Recall comes before file search but never replaces it: for what the code does now, \
+read the code. Memories carry timestamps and valid_from/valid_to; anything they say about the code \
+is history until the current tree confirms it.";
+
+/// The `instructions` string: the [`GUIDANCE`], then `config: ` and a JSON
+/// document the iai-mcp client side reads for its context-editing
+/// settings and the hot tool list.
 pub fn instructions() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
     TEXT.get_or_init(|| {
-        json!({
+        let config = json!({
             "context_editing": {
                 "type": "clear_tool_uses_20250919",
                 "trigger": { "type": "input_tokens", "value": 30000 }
             },
             "hot_tools": tools::names().collect::<Vec<_>>(),
-        })
-        .to_string()
+        });
+        format!("{GUIDANCE}\n\nconfig: {config}")
     })
+}
+
+/// The config block of the [`instructions`], parsed back (for clients and
+/// tests that read it).
+pub fn instructions_config(instructions: &str) -> Option<Value> {
+    let (_, config) = instructions.rsplit_once("config: ")?;
+    serde_json::from_str(config).ok()
 }
 
 /// The capabilities object: tools only.

@@ -17,7 +17,8 @@ use tokio_util::codec::FramedRead;
 
 use super::dispatch::{self, Inbound, ToolCall};
 use super::protocol::{self, Era};
-use crate::bridge::{BridgeHandle, Request};
+use crate::bridge::BridgeError;
+use crate::call::Caller;
 use crate::codec::{Frame, LineCodec};
 
 /// Calls forwarded to the daemon at once; past this the loop stops reading
@@ -74,7 +75,7 @@ struct CallOutput {
 pub async fn serve<R, W, S, T>(
     input: R,
     output: W,
-    bridge: BridgeHandle,
+    caller: Caller,
     warmup: T,
     config: ServerConfig,
     stop: S,
@@ -89,7 +90,7 @@ where
     let mut writer = tokio::spawn(write_output(output, out_rx));
     let mut frames = FramedRead::new(input, LineCodec::new(config.max_line_bytes));
     let mut calls: JoinSet<CallOutput> = JoinSet::new();
-    let mut live: HashMap<u64, (Value, AbortHandle)> = HashMap::new();
+    let mut live: HashMap<u64, Live> = HashMap::new();
     let mut next_seq = 0u64;
     tokio::pin!(stop);
 
@@ -121,14 +122,15 @@ where
                         next_seq += 1;
                         let seq = next_seq;
                         let id = call.id.clone();
-                        let handle = calls.spawn(run_call(seq, call, bridge.clone()));
-                        live.insert(seq, (id, handle));
+                        let era = call.era;
+                        let handle = calls.spawn(run_call(seq, call, caller.clone()));
+                        live.insert(seq, Live { id, era, handle });
                     }
                     Inbound::Cancel(id) => {
-                        live.retain(|_, (call_id, handle)| {
-                            let cancelled = *call_id == id;
+                        live.retain(|_, call| {
+                            let cancelled = call.id == id;
                             if cancelled {
-                                handle.abort();
+                                call.handle.abort();
                             }
                             !cancelled
                         });
@@ -146,17 +148,19 @@ where
         }
     };
 
-    // Drain: calls in flight get the grace period, then the bridge fails
-    // whatever is left, so every one of them is still answered.
+    // Drain: calls in flight get the grace period; then the bridge fails
+    // whatever waits on the daemon and any CLI run still going is killed,
+    // and every one of them is still answered.
     let grace = tokio::time::sleep(config.shutdown_grace);
     tokio::pin!(grace);
-    let mut bridge_stopped = false;
+    let mut stopped = false;
     while !calls.is_empty() {
         tokio::select! {
             Some(done) = calls.join_next() => deliver(done, &mut live, &out),
-            () = &mut grace, if !bridge_stopped => {
-                bridge_stopped = true;
-                bridge.shutdown().await;
+            () = &mut grace, if !stopped => {
+                stopped = true;
+                caller.shutdown().await;
+                calls.abort_all();
             }
         }
     }
@@ -221,11 +225,15 @@ impl Output {
     }
 }
 
-fn deliver(
-    done: Result<CallOutput, JoinError>,
-    live: &mut HashMap<u64, (Value, AbortHandle)>,
-    out: &Output,
-) {
+/// A call in progress: its request id and era (to answer it however it
+/// ends) and its task.
+struct Live {
+    id: Value,
+    era: Era,
+    handle: AbortHandle,
+}
+
+fn deliver(done: Result<CallOutput, JoinError>, live: &mut HashMap<u64, Live>, out: &Output) {
     match done {
         // A call cancelled by the client was removed from `live`; its
         // output, if it finished anyway, is dropped.
@@ -234,45 +242,47 @@ fn deliver(
                 out.send(output.line);
             }
         }
-        // A call task that panicked still owes its client an answer.
-        Err(e) if e.is_panic() => {
+        // A call task that panicked, or was stopped at exit, still owes
+        // its client an answer.
+        Err(e) => {
             let task = e.id();
             let seq = live
                 .iter()
-                .find(|(_, (_, handle))| handle.id() == task)
+                .find(|(_, call)| call.handle.id() == task)
                 .map(|(seq, _)| *seq);
-            if let Some((id, _)) = seq.and_then(|seq| live.remove(&seq)) {
+            let Some(call) = seq.and_then(|seq| live.remove(&seq)) else {
+                return;
+            };
+            let message = if e.is_panic() {
                 tracing::error!("a tool call task panicked");
-                out.send(protocol::encode(&protocol::error_response(
-                    id,
+                protocol::error_response(
+                    call.id,
                     protocol::INTERNAL_ERROR,
                     "internal error in the wrapper",
                     None,
-                )));
-            }
+                )
+            } else {
+                protocol::response(
+                    call.id,
+                    protocol::finish_result(
+                        call.era,
+                        protocol::tool_result(Err(BridgeError::Shutdown.to_string())),
+                    ),
+                )
+            };
+            out.send(protocol::encode(&message));
         }
-        Err(_) => {}
     }
 }
 
-async fn run_call(seq: u64, call: ToolCall, bridge: BridgeHandle) -> CallOutput {
+async fn run_call(seq: u64, call: ToolCall, caller: Caller) -> CallOutput {
     let ToolCall {
         id,
         era,
         tool,
         arguments,
     } = call;
-    let outcome = match tool.daemon_request(arguments) {
-        Ok((method, params)) => bridge
-            .call(Request {
-                method: method.to_owned(),
-                params,
-                replay_safe: tool.replay_safe(),
-            })
-            .await
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
-    };
+    let outcome = caller.call(tool, arguments).await;
     let result = protocol::finish_result(era, protocol::tool_result(outcome));
     CallOutput {
         seq,

@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use iai_mcp_wrapper::bridge::{
-    Action, Backoff, Bridge, BridgeError, BridgeMode, CallId, ConnId, Policy, Request, Timings,
+    Access, Action, Backoff, Bridge, BridgeError, BridgeMode, CallId, ConnId, Failure, Policy,
+    Request, Timings,
 };
 use serde_json::{Value, json};
 
@@ -39,8 +40,13 @@ pub enum Step {
     Timer,
 }
 
-/// The calls made, in order: index, whether replay-safe.
-pub const SCRIPT: [bool; 3] = [true, false, true];
+/// The calls made, in order: whether each reads (else writes) and whether
+/// its caller can answer it another way (degraded mode).
+pub const SCRIPT: [(Access, bool); 3] = [
+    (Access::Read, true),
+    (Access::Write, true),
+    (Access::Read, false),
+];
 
 /// Why a run broke an invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +73,7 @@ pub struct World {
     calls_made: usize,
     script_len: usize,
     /// Replies per call index.
-    replies: BTreeMap<usize, Vec<Result<Value, BridgeError>>>,
+    replies: BTreeMap<usize, Vec<Result<Value, Failure>>>,
     /// Sends per call index.
     sends: BTreeMap<usize, usize>,
     sent: Vec<Sent>,
@@ -92,6 +98,7 @@ pub fn policy(mode: BridgeMode) -> Policy {
     let timings = Timings {
         reconnect_delay: Duration::from_millis(1000),
         connect_wait: Duration::from_secs(10),
+        fallback_wait: Duration::from_millis(700),
         call_timeout: Duration::from_secs(120),
         backoff: Backoff::new(Duration::from_millis(50), Duration::from_secs(2))
             .expect("valid backoff"),
@@ -199,19 +206,19 @@ impl World {
             Step::Call => {
                 let index = self.calls_made;
                 self.calls_made += 1;
-                let replay_safe = SCRIPT[index % SCRIPT.len()];
+                let (access, fallback) = SCRIPT[index % SCRIPT.len()];
                 let window = self.in_reconnect_window();
                 self.bridge.call(
                     CallId(index as u64),
                     Request {
-                        method: if replay_safe {
-                            "topology"
-                        } else {
-                            "memory_capture"
+                        method: match access {
+                            Access::Read => "memory_recall",
+                            Access::Write => "memory_capture",
                         }
                         .into(),
                         params: json!({ "call": index }),
-                        replay_safe,
+                        access,
+                        fallback,
                     },
                     now,
                 );
@@ -222,7 +229,10 @@ impl World {
                         r.iter().any(|o| {
                             matches!(
                                 o,
-                                Err(BridgeError::NotConnected | BridgeError::SocketClosed)
+                                Err(Failure {
+                                    error: BridgeError::NotConnected | BridgeError::SocketClosed,
+                                    ..
+                                })
                             )
                         })
                     }) {
@@ -361,13 +371,53 @@ impl World {
             }
         }
         for (call, &n) in &self.sends {
-            let replay_safe = SCRIPT[call % SCRIPT.len()];
-            let limit = if replay_safe { 2 } else { 1 };
+            let (access, _) = SCRIPT[call % SCRIPT.len()];
+            let limit = if access == Access::Read { 2 } else { 1 };
             if n > limit {
                 return Err(self.violation(
-                    "no call that is not replay-safe is sent twice",
-                    format!("call {call} (replay-safe: {replay_safe}) sent {n} times"),
+                    "no write is sent twice, no read more than twice",
+                    format!("call {call} ({access:?}) sent {n} times"),
                 ));
+            }
+        }
+        for (call, replies) in &self.replies {
+            let (access, fallback) = SCRIPT[call % SCRIPT.len()];
+            let sent = self.sends.get(call).copied().unwrap_or(0);
+            for reply in replies {
+                let Err(failure) = reply else { continue };
+                if failure.sent != (sent > 0) {
+                    return Err(self.violation(
+                        "a failure says truly whether its call was sent",
+                        format!(
+                            "call {call} sent {sent} times, reported sent={}",
+                            failure.sent
+                        ),
+                    ));
+                }
+                let unreachable = matches!(
+                    failure.error,
+                    BridgeError::NotConnected
+                        | BridgeError::SocketClosed
+                        | BridgeError::ConnectWait { .. }
+                );
+                let allowed = fallback && (access == Access::Read || sent == 0);
+                if unreachable && allowed && !failure.fallback {
+                    return Err(self.violation(
+                        "a call the daemon could not take is handed on when that is safe",
+                        format!(
+                            "call {call} ({access:?}) failed with {} and was not handed on",
+                            failure.error
+                        ),
+                    ));
+                }
+                if failure.fallback && (!fallback || (access == Access::Write && sent > 0)) {
+                    return Err(self.violation(
+                        "no write is both sent to the daemon and handed to the CLI",
+                        format!(
+                            "call {call} ({access:?}, fallback asked: {fallback}) sent {sent} times, handed on"
+                        ),
+                    ));
+                }
             }
         }
         if let Some(conn) = self.current {

@@ -1,0 +1,204 @@
+//! Degraded mode: answering memory tools through the iai CLI while the
+//! daemon cannot be reached.
+//!
+//! iai-mcp ships CLIs that read and write the store directly. While the
+//! daemon is down, five tools can still be answered through them:
+//! `memory_recall` (`iai recall`, then `iai-mcp bank-recall`),
+//! `memory_capture` (`iai capture`), `episodes_recent` (`iai last`),
+//! `memory_search` (`iai search`) and `memory_temporal_recall`
+//! (`iai temporal-recall`). [`plan`] turns a call's arguments into those
+//! commands, keeping every argument the CLI can take; [`answer`] runs them
+//! and shapes the output as the tool's result, marked with `_source`.
+//!
+//! When a call may be answered here is not decided here: the bridge core
+//! decides it ([`crate::bridge::Failure::fallback`]), because only it knows
+//! whether a write ever reached the daemon. A capture that did is never
+//! handed to the CLI, which would store it a second time (the CLI skips the
+//! daemon's near-duplicate check).
+
+mod plan;
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+pub use plan::{Plan, Shape, Step, plan, serves as plan_serves};
+
+use crate::process::{self, RunError};
+
+/// Settings of degraded mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DegradedConfig {
+    /// Whether degraded mode is on.
+    pub enabled: bool,
+    /// The `iai` program.
+    pub cli: OsString,
+    /// The `iai-mcp` program (bank-recall).
+    pub admin_cli: OsString,
+    /// Whether recall may use `iai-mcp bank-recall` after `iai recall`.
+    pub bank_fallback: bool,
+    /// Longest run of one command.
+    pub limit: Duration,
+    /// Variables set for every command (store and socket, when configured).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl Default for DegradedConfig {
+    fn default() -> Self {
+        DegradedConfig {
+            enabled: true,
+            cli: "iai".into(),
+            admin_cli: "iai-mcp".into(),
+            bank_fallback: true,
+            limit: Duration::from_secs(10),
+            env: Vec::new(),
+        }
+    }
+}
+
+impl DegradedConfig {
+    /// Whether a call of `tool` can be answered in degraded mode.
+    pub fn serves(&self, tool: &str) -> bool {
+        self.enabled && plan::serves(tool)
+    }
+}
+
+/// Why degraded mode could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum DegradedError {
+    /// The arguments leave nothing the CLI could do (e.g. no cue).
+    #[error("{0}")]
+    Unusable(String),
+    /// Every command was tried and none gave an answer.
+    #[error("{}", .0.join("; "))]
+    Failed(Vec<String>),
+    /// A write ran past its limit and was killed: it may or may not have
+    /// been stored, and is not tried again.
+    #[error("`{command}` was killed after {limit:?}; it may have been stored")]
+    Unknown {
+        /// The command, for the message.
+        command: String,
+        /// The limit it ran past.
+        limit: Duration,
+    },
+    /// The store refused the request outright (embedder misconfiguration):
+    /// no other command can answer it either.
+    #[error("`{command}` refused: {message}")]
+    Refused {
+        /// The command, for the message.
+        command: String,
+        /// The CLI's reason.
+        message: String,
+    },
+}
+
+/// JSON-RPC code iai-mcp uses for "the embedder refused": the store is
+/// misconfigured, and no degraded path can answer.
+pub const EMBEDDER_REFUSAL: i64 = -32011;
+
+/// Answer a call of `tool` with `arguments` through the CLI.
+pub async fn answer(
+    config: &DegradedConfig,
+    tool: &str,
+    arguments: &Map<String, Value>,
+) -> Result<Value, DegradedError> {
+    let plan = plan(config, tool, arguments).map_err(DegradedError::Unusable)?;
+    let mut failures = Vec::new();
+    for step in &plan.steps {
+        let shown = step.command.display();
+        let output = match process::run(&step.command).await {
+            Ok(output) => output,
+            Err(RunError::TimedOut(..)) if plan.writes => {
+                return Err(DegradedError::Unknown {
+                    command: shown,
+                    limit: step.command.limit,
+                });
+            }
+            Err(e) => {
+                failures.push(format!("`{shown}`: {e}"));
+                continue;
+            }
+        };
+        let parsed = parse_json(&output.stdout);
+        if !output.status.success() {
+            if let Some(message) = parsed.as_ref().and_then(refusal) {
+                return Err(DegradedError::Refused {
+                    command: shown,
+                    message,
+                });
+            }
+            let why = if output.stderr_tail.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", last_line(&output.stderr_tail))
+            };
+            failures.push(format!("`{shown}` failed ({}){why}", output.status));
+            continue;
+        }
+        match parsed {
+            Some(Value::Object(result)) => {
+                tracing::info!(tool, command = %shown, elapsed = ?output.elapsed, "answered in degraded mode");
+                return Ok(step.shape.apply(result, &plan.not_applied));
+            }
+            _ => failures.push(format!("`{shown}` printed no JSON object")),
+        }
+    }
+    Err(DegradedError::Failed(failures))
+}
+
+/// The CLI's JSON answer: the whole output, or else its last line that is
+/// a JSON value (a stray log line before the answer is tolerated).
+fn parse_json(stdout: &[u8]) -> Option<Value> {
+    if let Ok(value) = serde_json::from_slice(stdout) {
+        return Some(value);
+    }
+    stdout
+        .split(|b| *b == b'\n')
+        .rev()
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .find_map(|line| serde_json::from_slice(line).ok())
+}
+
+/// The refusal message, if the CLI reported an embedder refusal.
+fn refusal(doc: &Value) -> Option<String> {
+    (doc.get("error_code").and_then(Value::as_i64) == Some(EMBEDDER_REFUSAL)).then(|| {
+        doc.get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("embedder refused")
+            .to_owned()
+    })
+}
+
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_is_taken_whole_or_from_the_last_json_line() {
+        assert_eq!(parse_json(b"{\"a\":1}\n"), Some(json!({"a": 1})));
+        assert_eq!(
+            parse_json(b"loading model...\n{\"a\":2}\n\n"),
+            Some(json!({"a": 2}))
+        );
+        assert_eq!(parse_json(b"no json here\n"), None);
+        assert_eq!(parse_json(b""), None);
+    }
+
+    #[test]
+    fn refusals_are_recognised_by_code() {
+        assert_eq!(
+            refusal(&json!({"error_code": -32011, "error": "identity mismatch"})),
+            Some("identity mismatch".into())
+        );
+        assert_eq!(refusal(&json!({"error_code": -32001})), None);
+    }
+}

@@ -1,0 +1,234 @@
+//! `iai-mcp doctor`: a health probe when the session starts, and the
+//! auto-heal that restarts a daemon that stays down.
+//!
+//! On Linux without systemd nothing else brings a stopped daemon back:
+//! `iai-mcp doctor --auto` does, by starting it in a session of its own.
+//! The wrapper runs it once the daemon has been unreachable for
+//! [`DoctorConfig::heal_after`], after checking that the endpoint it
+//! actually dials still does not answer, and at most once per
+//! [`HEAL_COOLDOWN`] across every wrapper sharing the state directory (a
+//! stamp file under an exclusive lock), so that many sessions do not all
+//! restart the daemon. Neither the probe nor the heal ever delays an MCP
+//! answer: both run as background tasks.
+
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::watch;
+
+use crate::bridge::LinkStatus;
+use crate::process::{self, CliCommand, RunError};
+use crate::transport::Endpoint;
+
+/// Longest run of `iai-mcp doctor` (the health probe).
+pub const PROBE_LIMIT: Duration = Duration::from_secs(5);
+/// Longest run of `iai-mcp doctor --auto`.
+pub const HEAL_LIMIT: Duration = Duration::from_secs(60);
+/// Least time between two auto-heals started by wrappers sharing a state
+/// directory (the same damping `doctor --auto` applies to itself).
+pub const HEAL_COOLDOWN: Duration = Duration::from_secs(6 * 3600);
+/// How long the pre-heal probe of the endpoint may take.
+pub const HEAL_PROBE_LIMIT: Duration = Duration::from_secs(1);
+
+/// Settings of the doctor probe and the auto-heal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DoctorConfig {
+    /// Whether either runs at all.
+    pub enabled: bool,
+    /// The `iai-mcp` program.
+    pub admin_cli: OsString,
+    /// How long the daemon must stay unreachable before a heal.
+    pub heal_after: Duration,
+    /// Variables set for the commands (store and socket, when configured).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+impl DoctorConfig {
+    fn command(&self, args: &[&str], limit: Duration) -> CliCommand {
+        CliCommand {
+            program: self.admin_cli.clone(),
+            args: args.iter().map(OsString::from).collect(),
+            env: self.env.clone(),
+            limit,
+        }
+    }
+}
+
+/// The stamp file that spaces auto-heals out.
+pub fn stamp_path(state_dir: &Path) -> PathBuf {
+    state_dir.join("doctor-auto.stamp")
+}
+
+/// Run `iai-mcp doctor` once; on a failing verdict, write one warning line
+/// to stderr. A missing program or a run past the limit is only logged.
+pub async fn probe(config: &DoctorConfig) {
+    let command = config.command(&["doctor"], PROBE_LIMIT);
+    match process::run(&command).await {
+        Ok(out) if out.status.success() => tracing::debug!("iai-mcp doctor: healthy"),
+        Ok(out) => {
+            let code = out
+                .status
+                .code()
+                .map_or_else(|| out.status.to_string(), |c| c.to_string());
+            eprintln!(
+                "iai-mcp-wrapper: warning: `{}` reports a problem (exit {code}); run it for details. Memory tools may answer in degraded mode.",
+                command.display()
+            );
+        }
+        Err(e @ RunError::NotFound(_)) => tracing::info!(error = %e, "doctor probe skipped"),
+        Err(e) => tracing::warn!(error = %e, "doctor probe did not complete"),
+    }
+}
+
+/// Watch the connection and heal the daemon when it stays down; runs until
+/// the wrapper exits.
+pub async fn heal_when_down(
+    config: DoctorConfig,
+    state_dir: PathBuf,
+    endpoint: Endpoint,
+    mut status: watch::Receiver<LinkStatus>,
+) {
+    // Failed attempts already counted when the daemon was last seen up.
+    let mut seen = 0;
+    loop {
+        // A down episode starts with a failed attempt while disconnected.
+        if status
+            .wait_for(|s| !s.connected && s.failed_attempts > seen)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let mut reconnected = status.clone();
+        let still_down = tokio::select! {
+            () = tokio::time::sleep(config.heal_after) => true,
+            _ = reconnected.wait_for(|s| s.connected) => false,
+        };
+        if still_down {
+            heal(&config, &state_dir, &endpoint).await;
+        }
+        let Ok(up) = status
+            .wait_for(|s| s.connected)
+            .await
+            .map(|s| s.failed_attempts)
+        else {
+            return;
+        };
+        seen = up;
+    }
+}
+
+/// One heal attempt: probe, claim the cooldown, run `doctor --auto`.
+async fn heal(config: &DoctorConfig, state_dir: &Path, endpoint: &Endpoint) {
+    if endpoint.connect(HEAL_PROBE_LIMIT).await.is_ok() {
+        tracing::info!(%endpoint, "daemon answers again; no heal needed");
+        return;
+    }
+    let stamp = stamp_path(state_dir);
+    let claimed = {
+        let stamp = stamp.clone();
+        tokio::task::spawn_blocking(move || claim(&stamp, HEAL_COOLDOWN, SystemTime::now()))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+    };
+    match claimed {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::info!(stamp = %stamp.display(), "auto-heal ran recently (or is running); skipped");
+            return;
+        }
+        Err(e) => {
+            tracing::warn!(stamp = %stamp.display(), error = %e, "auto-heal stamp unusable; skipped");
+            return;
+        }
+    }
+    let command = config.command(&["doctor", "--auto"], HEAL_LIMIT);
+    tracing::warn!(%endpoint, after = ?config.heal_after, "daemon still unreachable; running `{}`", command.display());
+    match process::run(&command).await {
+        Ok(out) if out.status.success() => {
+            tracing::info!(elapsed = ?out.elapsed, "auto-heal finished")
+        }
+        Ok(out) => {
+            tracing::warn!(status = %out.status, stderr = %out.stderr_tail, "auto-heal failed")
+        }
+        Err(e) => tracing::warn!(error = %e, "auto-heal did not run"),
+    }
+}
+
+/// Take the right to heal now: under an exclusive lock on the stamp file,
+/// check that the last heal it records is older than `cooldown`, and
+/// record `now`. `Ok(false)` when another wrapper holds the lock or the
+/// last heal is recent.
+pub fn claim(stamp: &Path, cooldown: Duration, now: SystemTime) -> std::io::Result<bool> {
+    use nix::fcntl::{Flock, FlockArg};
+    #[cfg(unix)]
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if let Some(dir) = stamp.parent() {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        builder.mode(0o700);
+        builder.create(dir)?;
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let file = options.open(stamp)?;
+    let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => locked,
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(false),
+        Err((_, e)) => return Err(e.into()),
+    };
+    let mut text = String::new();
+    file.read_to_string(&mut text)?;
+    let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    if let Ok(last) = text.trim().parse::<u64>()
+        && secs(now).saturating_sub(last) < cooldown.as_secs()
+    {
+        return Ok(false);
+    }
+    file.set_len(0)?;
+    file.rewind()?;
+    writeln!(file, "{}", secs(now))?;
+    file.sync_data()?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cooldown_allows_one_heal_per_period() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stamp = stamp_path(&dir.path().join("state"));
+        let t0 = UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let hour = Duration::from_secs(3600);
+        assert!(claim(&stamp, HEAL_COOLDOWN, t0).expect("claim"));
+        assert!(!claim(&stamp, HEAL_COOLDOWN, t0 + hour).expect("claim"));
+        assert!(claim(&stamp, HEAL_COOLDOWN, t0 + 7 * hour).expect("claim"));
+        std::fs::write(&stamp, "garbage").expect("write");
+        assert!(claim(&stamp, HEAL_COOLDOWN, t0).expect("an unreadable stamp does not block"));
+    }
+
+    #[test]
+    fn a_held_lock_means_another_wrapper_is_healing() {
+        use nix::fcntl::{Flock, FlockArg};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let stamp = stamp_path(dir.path());
+        std::fs::write(&stamp, "").expect("create");
+        let held = Flock::lock(
+            std::fs::File::open(&stamp).expect("open"),
+            FlockArg::LockExclusive,
+        )
+        .map_err(|(_, e)| e)
+        .expect("lock");
+        assert!(!claim(&stamp, HEAL_COOLDOWN, SystemTime::now()).expect("claim"));
+        drop(held);
+        assert!(claim(&stamp, HEAL_COOLDOWN, SystemTime::now()).expect("claim"));
+    }
+}

@@ -1,0 +1,288 @@
+//! Running one CLI command as a child process, safely.
+//!
+//! The command is an argv (never a shell line), its standard input is
+//! empty, its output is captured (standard output up to a bound, for
+//! parsing; the tail of standard error, for messages) and never reaches the
+//! wrapper's own stdout. It runs in its own process group and is killed,
+//! group and all, when it outlives its limit or when the caller stops
+//! waiting for it (the wrapper exiting, a cancelled call).
+
+use std::ffi::OsString;
+use std::io;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+/// Most standard output kept from one run; a CLI answer is far smaller.
+pub const MAX_STDOUT: usize = 8 * 1024 * 1024;
+/// Bytes of standard error kept (the end of it) for messages.
+pub const STDERR_TAIL: usize = 2048;
+
+/// One command to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliCommand {
+    /// The program (looked up on `PATH` when it has no slash).
+    pub program: OsString,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// Variables set for it on top of the wrapper's environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Longest run allowed.
+    pub limit: Duration,
+}
+
+impl CliCommand {
+    /// The command as one line, for messages and logs (quoting is for
+    /// reading, not for a shell: nothing here is ever run by one).
+    pub fn display(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(&self.args)
+            .map(|a| {
+                let a = a.to_string_lossy();
+                if a.is_empty() || a.contains(char::is_whitespace) {
+                    format!("{a:?}")
+                } else {
+                    a.into_owned()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// What a finished run produced.
+#[derive(Debug, Clone)]
+pub struct CliOutput {
+    /// How it exited.
+    pub status: ExitStatus,
+    /// Its standard output (at most [`MAX_STDOUT`] bytes).
+    pub stdout: Vec<u8>,
+    /// The end of its standard error.
+    pub stderr_tail: String,
+    /// How long it ran.
+    pub elapsed: Duration,
+}
+
+/// Why a run produced no output to use.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The program does not exist (or is not on `PATH`).
+    #[error("{0} was not found")]
+    NotFound(String),
+    /// The program could not be started.
+    #[error("{program} could not be started: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The cause.
+        source: io::Error,
+    },
+    /// It ran past its limit and was killed: whatever it was doing may or
+    /// may not have happened.
+    #[error("{0} did not finish within {1:?} and was killed")]
+    TimedOut(String, Duration),
+    /// Its output could not be read.
+    #[error("reading the output of {program} failed: {source}")]
+    Read {
+        /// The program.
+        program: String,
+        /// The cause.
+        source: io::Error,
+    },
+}
+
+/// Run `command` to completion (or to its limit).
+pub async fn run(command: &CliCommand) -> Result<CliOutput, RunError> {
+    let program = command.program.to_string_lossy().into_owned();
+    let mut cmd = Command::new(&command.program);
+    cmd.args(&command.args)
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => RunError::NotFound(program.clone()),
+        _ => RunError::Spawn {
+            program: program.clone(),
+            source,
+        },
+    })?;
+    let mut group = GroupGuard::new(child.id());
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let finished = async {
+        let (out, err) = tokio::join!(read_bounded(stdout), read_tail(stderr));
+        let status = child.wait().await;
+        (out, err, status)
+    };
+    let (stdout, stderr_tail, status) = match tokio::time::timeout(command.limit, finished).await {
+        Ok(done) => done,
+        Err(_) => {
+            // The guard kills the whole group as it drops; the child itself
+            // is killed and reaped by tokio (kill_on_drop).
+            return Err(RunError::TimedOut(program, command.limit));
+        }
+    };
+    let status = status.map_err(|source| RunError::Read {
+        program: program.clone(),
+        source,
+    })?;
+    // The leader exited by itself: leave anything it started on purpose
+    // (a daemon it spawned in its own session) alone.
+    group.disarm();
+    let stdout = stdout.map_err(|source| RunError::Read {
+        program: program.clone(),
+        source,
+    })?;
+    Ok(CliOutput {
+        status,
+        stdout,
+        stderr_tail,
+        elapsed: started.elapsed(),
+    })
+}
+
+async fn read_bounded(pipe: Option<impl AsyncRead + Unpin>) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let Some(pipe) = pipe else {
+        return Ok(out);
+    };
+    let mut limited = pipe.take(MAX_STDOUT as u64);
+    limited.read_to_end(&mut out).await?;
+    // Drain the rest so the child never blocks on a full pipe.
+    let mut rest = limited.into_inner();
+    let mut sink = [0u8; 8192];
+    while rest.read(&mut sink).await? > 0 {}
+    Ok(out)
+}
+
+async fn read_tail(pipe: Option<impl AsyncRead + Unpin>) -> String {
+    let Some(mut pipe) = pipe else {
+        return String::new();
+    };
+    let mut tail: Vec<u8> = Vec::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = pipe.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+    }
+    String::from_utf8_lossy(&tail).trim().to_owned()
+}
+
+/// Kills the child's process group when dropped while armed.
+struct GroupGuard {
+    #[cfg_attr(not(unix), allow(dead_code))]
+    pid: Option<u32>,
+}
+
+impl GroupGuard {
+    fn new(pid: Option<u32>) -> Self {
+        GroupGuard { pid }
+    }
+
+    fn disarm(&mut self) {
+        self.pid = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
+            use nix::sys::signal::{Signal, killpg};
+            use nix::unistd::Pid;
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, limit: Duration) -> CliCommand {
+        CliCommand {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![("IAI_TEST_VALUE".into(), "from-env".into())],
+            limit,
+        }
+    }
+
+    #[tokio::test]
+    async fn captures_stdout_and_the_end_of_stderr() {
+        let out = run(&sh(
+            "echo \"$IAI_TEST_VALUE\"; echo oops >&2; exit 3",
+            Duration::from_secs(10),
+        ))
+        .await
+        .expect("ran");
+        assert_eq!(out.stdout, b"from-env\n");
+        assert_eq!(out.stderr_tail, "oops");
+        assert_eq!(out.status.code(), Some(3));
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_reported_by_name() {
+        let err = run(&CliCommand {
+            program: "/nonexistent/iai".into(),
+            args: vec![],
+            env: vec![],
+            limit: Duration::from_secs(1),
+        })
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(err, RunError::NotFound(ref p) if p == "/nonexistent/iai"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_run_past_its_limit_is_killed_with_its_children() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("held");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("mkfifo");
+        // A grandchild holds the FIFO open for writing until it dies: the
+        // reader sees end of file exactly when the whole group is gone.
+        let script = format!("sleep 1000 > {} & wait", fifo.display());
+        let reader = tokio::task::spawn_blocking(move || {
+            use std::io::Read;
+            let mut held = std::fs::File::open(&fifo).expect("open fifo");
+            let mut sink = Vec::new();
+            held.read_to_end(&mut sink).expect("read fifo");
+        });
+        let err = run(&sh(&script, Duration::from_millis(300)))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RunError::TimedOut(..)), "{err}");
+        // Bounded only so that a broken kill fails instead of hanging.
+        tokio::time::timeout(Duration::from_secs(60), reader)
+            .await
+            .expect("the grandchild was killed with its group")
+            .expect("reader");
+    }
+
+    #[test]
+    fn display_quotes_words_with_spaces() {
+        let c = CliCommand {
+            program: "iai".into(),
+            args: vec!["recall".into(), "two words".into()],
+            env: vec![],
+            limit: Duration::from_secs(1),
+        };
+        assert_eq!(c.display(), "iai recall \"two words\"");
+    }
+}

@@ -1,0 +1,520 @@
+//! Where the daemon listens and how to reach it: a Unix socket, or loopback
+//! TCP with a token.
+//!
+//! The daemon of iai-mcp 3.3.0 listens on a Unix socket where the platform
+//! has them and on loopback TCP elsewhere; on TCP every connection must
+//! first send the token the daemon wrote at start-up. [`Endpoint::select`]
+//! applies 3.3.0's selection rules (plus the port and token files the
+//! daemon writes beside a custom socket path), and [`Endpoint::connect`]
+//! makes one connection ready for JSON-RPC, token sent. Every part of the
+//! wrapper that dials the daemon (bridge, warm-up, `--check`) goes through
+//! here, so they all reach the same place the same way.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+
+/// File name of the daemon's socket under its base directory.
+pub const SOCKET_FILE: &str = ".daemon.sock";
+/// File name of the port file under the base directory (TCP daemons).
+pub const PORT_FILE: &str = ".daemon.port";
+/// File name of the token file under the base directory (TCP daemons).
+pub const TOKEN_FILE: &str = ".daemon.token";
+/// Host dialled for TCP when none is configured.
+pub const DEFAULT_TCP_HOST: &str = "127.0.0.1";
+
+/// Largest port or token file read; both hold one short line.
+const MAX_SMALL_FILE: u64 = 4096;
+
+/// Where the TCP port comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Port {
+    /// A port given in the configuration.
+    Fixed(u16),
+    /// The port the daemon wrote to this file; read at every connect,
+    /// because a restarted daemon listens on a new port.
+    File(PathBuf),
+}
+
+/// The daemon endpoint the wrapper dials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A Unix socket.
+    Unix(PathBuf),
+    /// Loopback TCP; the token file's content is sent as the first line of
+    /// every connection (read at every connect: the daemon writes a new
+    /// token each time it starts).
+    Tcp {
+        /// Host to dial.
+        host: String,
+        /// Port, or where to read it.
+        port: Port,
+        /// The token file.
+        token: PathBuf,
+    },
+}
+
+/// The endpoint-related settings, as configured (flag or environment).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EndpointSettings {
+    /// `IAI_DAEMON_SOCKET_PATH`.
+    pub socket_path: Option<PathBuf>,
+    /// `IAI_DAEMON_TCP_HOST`.
+    pub tcp_host: Option<String>,
+    /// `IAI_DAEMON_TCP_PORT`.
+    pub tcp_port: Option<u16>,
+    /// `IAI_DAEMON_TOKEN_PATH`.
+    pub token_path: Option<PathBuf>,
+}
+
+/// Why no endpoint could be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EndpointError {
+    /// A default path needs the daemon's base directory (`$HOME/.iai-mcp`)
+    /// and `HOME` is not set.
+    #[error("HOME is not set: set IAI_DAEMON_SOCKET_PATH (or --socket-path)")]
+    NoHome,
+}
+
+/// Why one connection could not be made ready.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The port file is missing, unreadable or holds no valid port.
+    #[error("no daemon port in {}: {why} (the daemon writes it when it starts)", path.display())]
+    PortFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The token file is missing, unreadable or empty.
+    #[error("daemon token file {} {why}; the daemon writes it when it starts (restart it, or set IAI_DAEMON_TOKEN_PATH)", path.display())]
+    Token {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// Connecting (or sending the token) failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The attempt took longer than allowed.
+    #[error("connect timed out after {0:?}")]
+    TimedOut(Duration),
+}
+
+impl Endpoint {
+    /// The endpoint 3.3.0 would dial, given the settings, the daemon's base
+    /// directory (`$HOME/.iai-mcp`, if `HOME` is known), and whether this
+    /// platform has Unix sockets:
+    ///
+    /// 1. a configured socket path wins: dialled as a Unix socket, or where
+    ///    there are none, over TCP with the port and token files the
+    ///    daemon writes beside it (`<path>.port`, `<path>.token`);
+    /// 2. then a configured TCP port (host default 127.0.0.1);
+    /// 3. then, where there are no Unix sockets, the default port file;
+    /// 4. else the default socket.
+    ///
+    /// A configured token path always wins over the default token file.
+    pub fn select(
+        settings: &EndpointSettings,
+        base: Option<&Path>,
+        unix_sockets: bool,
+    ) -> Result<Self, EndpointError> {
+        let base = || base.ok_or(EndpointError::NoHome);
+        let token = |default: PathBuf| settings.token_path.clone().unwrap_or(default);
+        let host = || {
+            settings
+                .tcp_host
+                .clone()
+                .unwrap_or_else(|| DEFAULT_TCP_HOST.to_owned())
+        };
+        if let Some(path) = &settings.socket_path {
+            if unix_sockets {
+                return Ok(Endpoint::Unix(path.clone()));
+            }
+            return Ok(Endpoint::Tcp {
+                host: DEFAULT_TCP_HOST.to_owned(),
+                port: Port::File(with_suffix(path, ".port")),
+                token: token(with_suffix(path, ".token")),
+            });
+        }
+        if let Some(port) = settings.tcp_port {
+            return Ok(Endpoint::Tcp {
+                host: host(),
+                port: Port::Fixed(port),
+                token: token(base()?.join(TOKEN_FILE)),
+            });
+        }
+        if !unix_sockets {
+            return Ok(Endpoint::Tcp {
+                host: DEFAULT_TCP_HOST.to_owned(),
+                port: Port::File(base()?.join(PORT_FILE)),
+                token: token(base()?.join(TOKEN_FILE)),
+            });
+        }
+        Ok(Endpoint::Unix(base()?.join(SOCKET_FILE)))
+    }
+
+    /// What to tell a user who cannot reach the daemon here.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Endpoint::Unix(_) => {
+                "start the daemon, or point IAI_DAEMON_SOCKET_PATH at the socket it listens on"
+            }
+            Endpoint::Tcp { .. } => {
+                "start the daemon, or set IAI_DAEMON_TCP_PORT and IAI_DAEMON_TOKEN_PATH to where it listens"
+            }
+        }
+    }
+
+    /// Connect within `limit` and make the connection ready for JSON-RPC
+    /// (on TCP: the token line written first).
+    pub async fn connect(&self, limit: Duration) -> Result<DaemonStream, ConnectError> {
+        match tokio::time::timeout(limit, self.connect_unbounded()).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(ConnectError::TimedOut(limit)),
+        }
+    }
+
+    async fn connect_unbounded(&self) -> Result<DaemonStream, ConnectError> {
+        match self {
+            Endpoint::Unix(path) => connect_unix(path).await,
+            Endpoint::Tcp { host, port, token } => {
+                let port = match port {
+                    Port::Fixed(port) => *port,
+                    Port::File(path) => read_port(path)?,
+                };
+                // Read before dialling: a missing token is reported as
+                // such, and the daemon never sees a connection that cannot
+                // authenticate.
+                let token = read_token(token)?;
+                let mut stream = TcpStream::connect((host.as_str(), port)).await?;
+                stream.set_nodelay(true)?;
+                let mut line = token.into_bytes();
+                line.push(b'\n');
+                stream.write_all(&line).await?;
+                Ok(DaemonStream::Tcp(stream))
+            }
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Unix(path) => write!(f, "{}", path.display()),
+            Endpoint::Tcp {
+                host,
+                port: Port::Fixed(port),
+                ..
+            } => write!(f, "tcp://{host}:{port}"),
+            Endpoint::Tcp {
+                host,
+                port: Port::File(path),
+                ..
+            } => write!(f, "tcp://{host} (port from {})", path.display()),
+        }
+    }
+}
+
+/// `path` with `suffix` appended to its file name (`d.sock` + `.port`).
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The first line of a small file, trimmed.
+fn read_small(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_SMALL_FILE)
+        .read_to_string(&mut text)?;
+    Ok(text.trim().to_owned())
+}
+
+fn read_port(path: &Path) -> Result<u16, ConnectError> {
+    let why = |why: String| ConnectError::PortFile {
+        path: path.to_owned(),
+        why,
+    };
+    let text = read_small(path).map_err(|e| why(e.to_string()))?;
+    match text.parse::<u16>() {
+        Ok(port) if port > 0 => Ok(port),
+        _ => Err(why(format!("{text:?} is not a port number"))),
+    }
+}
+
+fn read_token(path: &Path) -> Result<String, ConnectError> {
+    let why = |why: String| ConnectError::Token {
+        path: path.to_owned(),
+        why,
+    };
+    match read_small(path) {
+        Ok(token) if token.is_empty() => Err(why("is empty".into())),
+        Ok(token) if token.contains(['\n', '\r']) => Err(why("holds more than one line".into())),
+        Ok(token) => Ok(token),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(why("is missing".into())),
+        Err(e) => Err(why(format!("cannot be read: {e}"))),
+    }
+}
+
+#[cfg(unix)]
+async fn connect_unix(path: &Path) -> Result<DaemonStream, ConnectError> {
+    Ok(DaemonStream::Unix(
+        tokio::net::UnixStream::connect(path).await?,
+    ))
+}
+
+#[cfg(not(unix))]
+async fn connect_unix(path: &Path) -> Result<DaemonStream, ConnectError> {
+    Err(ConnectError::Io(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "{} is a Unix socket, and this platform has none",
+            path.display()
+        ),
+    )))
+}
+
+/// One connection to the daemon, over either transport.
+#[derive(Debug)]
+pub enum DaemonStream {
+    /// A Unix socket connection.
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
+    /// A TCP connection (token already sent).
+    Tcp(TcpStream),
+}
+
+/// The reading half of a [`DaemonStream`].
+pub type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
+/// The writing half of a [`DaemonStream`].
+pub type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
+
+impl DaemonStream {
+    /// Split into halves that a reader task and a writer task can own.
+    pub fn into_split(self) -> (ReadHalf, WriteHalf) {
+        match self {
+            #[cfg(unix)]
+            DaemonStream::Unix(s) => {
+                let (r, w) = s.into_split();
+                (Box::new(r), Box::new(w))
+            }
+            DaemonStream::Tcp(s) => {
+                let (r, w) = s.into_split();
+                (Box::new(r), Box::new(w))
+            }
+        }
+    }
+}
+
+impl AsyncRead for DaemonStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            #[cfg(unix)]
+            DaemonStream::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            DaemonStream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for DaemonStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            #[cfg(unix)]
+            DaemonStream::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            DaemonStream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            #[cfg(unix)]
+            DaemonStream::Unix(s) => Pin::new(s).poll_flush(cx),
+            DaemonStream::Tcp(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            #[cfg(unix)]
+            DaemonStream::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            DaemonStream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    fn settings() -> EndpointSettings {
+        EndpointSettings::default()
+    }
+
+    const BASE: &str = "/h/.iai-mcp";
+
+    fn select(s: &EndpointSettings, unix: bool) -> Endpoint {
+        Endpoint::select(s, Some(Path::new(BASE)), unix).expect("an endpoint")
+    }
+
+    fn tcp(host: &str, port: Port, token: &str) -> Endpoint {
+        Endpoint::Tcp {
+            host: host.into(),
+            port,
+            token: token.into(),
+        }
+    }
+
+    #[test]
+    fn default_is_the_socket_under_home_or_the_port_file_without_unix_sockets() {
+        assert_eq!(
+            select(&settings(), true),
+            Endpoint::Unix("/h/.iai-mcp/.daemon.sock".into())
+        );
+        assert_eq!(
+            select(&settings(), false),
+            tcp(
+                "127.0.0.1",
+                Port::File("/h/.iai-mcp/.daemon.port".into()),
+                "/h/.iai-mcp/.daemon.token"
+            )
+        );
+        assert_eq!(
+            Endpoint::select(&settings(), None, true),
+            Err(EndpointError::NoHome)
+        );
+    }
+
+    #[test]
+    fn a_socket_path_wins_over_tcp_settings() {
+        let s = EndpointSettings {
+            socket_path: Some("/run/d.sock".into()),
+            tcp_port: Some(4000),
+            ..settings()
+        };
+        assert_eq!(select(&s, true), Endpoint::Unix("/run/d.sock".into()));
+        // Without Unix sockets the daemon writes its port and token beside
+        // the configured path.
+        assert_eq!(
+            select(&s, false),
+            tcp(
+                "127.0.0.1",
+                Port::File("/run/d.sock.port".into()),
+                "/run/d.sock.token"
+            )
+        );
+        assert_eq!(
+            Endpoint::select(&s, None, true),
+            Ok(Endpoint::Unix("/run/d.sock".into()))
+        );
+    }
+
+    #[test]
+    fn a_tcp_port_comes_next_with_the_default_or_given_host_and_token() {
+        let s = EndpointSettings {
+            tcp_port: Some(4000),
+            ..settings()
+        };
+        assert_eq!(
+            select(&s, true),
+            tcp("127.0.0.1", Port::Fixed(4000), "/h/.iai-mcp/.daemon.token")
+        );
+        let s = EndpointSettings {
+            tcp_port: Some(4000),
+            tcp_host: Some("::1".into()),
+            token_path: Some("/t/tok".into()),
+            ..settings()
+        };
+        assert_eq!(select(&s, true), tcp("::1", Port::Fixed(4000), "/t/tok"));
+        let s = EndpointSettings {
+            socket_path: Some("/run/d.sock".into()),
+            token_path: Some("/t/tok".into()),
+            ..settings()
+        };
+        assert_eq!(
+            select(&s, false),
+            tcp("127.0.0.1", Port::File("/run/d.sock.port".into()), "/t/tok")
+        );
+    }
+
+    #[tokio::test]
+    async fn tcp_sends_the_token_line_first_and_reads_port_and_token_at_each_connect() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let port_file = dir.path().join("d.sock.port");
+        let token_file = dir.path().join("d.sock.token");
+        let endpoint = Endpoint::Tcp {
+            host: "127.0.0.1".into(),
+            port: Port::File(port_file.clone()),
+            token: token_file.clone(),
+        };
+
+        let missing = endpoint.connect(Duration::from_secs(5)).await.unwrap_err();
+        assert!(missing.to_string().contains("d.sock.port"), "{missing}");
+        std::fs::write(&port_file, format!("{port}\n")).expect("port");
+        let missing = endpoint.connect(Duration::from_secs(5)).await.unwrap_err();
+        let text = missing.to_string();
+        assert!(
+            text.contains("d.sock.token") && text.contains("missing"),
+            "{text}"
+        );
+        std::fs::write(&token_file, "").expect("token");
+        let empty = endpoint.connect(Duration::from_secs(5)).await.unwrap_err();
+        assert!(empty.to_string().contains("empty"), "{empty}");
+
+        for token in ["first-token", "second-token"] {
+            std::fs::write(&token_file, format!("{token}\n")).expect("token");
+            let mut stream = endpoint
+                .connect(Duration::from_secs(5))
+                .await
+                .expect("connect");
+            stream.write_all(b"{\"id\":1}\n").await.expect("write");
+            let (accepted, _) = listener.accept().await.expect("accept");
+            let mut lines = BufReader::new(accepted).lines();
+            assert_eq!(
+                lines.next_line().await.expect("read").as_deref(),
+                Some(token)
+            );
+            assert_eq!(
+                lines.next_line().await.expect("read").as_deref(),
+                Some("{\"id\":1}")
+            );
+        }
+    }
+
+    #[test]
+    fn endpoints_display_where_they_dial() {
+        assert_eq!(Endpoint::Unix("/s".into()).to_string(), "/s");
+        assert_eq!(
+            tcp("127.0.0.1", Port::Fixed(9), "/t").to_string(),
+            "tcp://127.0.0.1:9"
+        );
+        assert!(
+            tcp("127.0.0.1", Port::File("/p".into()), "/t")
+                .to_string()
+                .contains("/p")
+        );
+    }
+}
