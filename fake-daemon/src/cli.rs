@@ -65,6 +65,7 @@ where
     let mut socket_path: Option<OsString> = None;
     let mut max_line_bytes = DEFAULT_MAX_LINE_BYTES;
     let mut journal_bytes = DEFAULT_JOURNAL_BYTES;
+    let mut tcp = false;
     let mut options_done = false;
     while let Some(arg) = args.next() {
         let text = arg.to_string_lossy();
@@ -77,6 +78,7 @@ where
                 "--" if inline.is_none() => options_done = true,
                 "-h" | "--help" => return Ok(Invocation::Help),
                 "-V" | "--version" => return Ok(Invocation::Version),
+                "--tcp" if inline.is_none() => tcp = true,
                 "--max-line-bytes" => {
                     max_line_bytes = byte_count("--max-line-bytes", inline, &mut args, 1)?;
                 }
@@ -96,6 +98,7 @@ where
     check_socket_path(&socket_path)?;
     Ok(Invocation::Run(Config {
         socket_path,
+        tcp,
         max_line_bytes,
         journal_bytes,
     }))
@@ -161,7 +164,14 @@ Control messages (an object without \"jsonrpc\" whose \"type\" is a string:
 status, user_initiated_sleep, force_wake, force_rem, pause, resume,
 session_open) are counted and recorded and get no reply.
 
+With --tcp, listens on loopback TCP instead, as iai-mcp does where there
+are no Unix sockets: an ephemeral port (kept across DOWN/UP), written to
+<socket-path>.port, and a fresh random token written to <socket-path>.token
+(mode 0600) at every bind. Every connection must send the token as its first
+line; others are closed (STATS counts them as refused).
+
 OPTIONS:
+    --tcp                 listen on loopback TCP with a token (see above)
     --max-line-bytes <N>  longest accepted request line [default: {max_line}]
     --journal-bytes <N>   memory kept for SEEN and LOG; beyond it the oldest
                           entries are forgotten and both reports add
@@ -204,7 +214,7 @@ which close everything, remove the socket file and exit 0.
 
 EXIT STATUS:
     0  after QUIT, SIGTERM or SIGINT (or --help, --version)
-    1  the socket could not be bound
+    1  the socket (or TCP port) could not be bound
     2  bad arguments, including a socket path longer than {MAX_SOCKET_PATH_BYTES} bytes
 "
     );

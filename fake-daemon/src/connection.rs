@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::UnixStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -68,8 +68,8 @@ pub(crate) enum ConnCommand {
 /// Serves one accepted connection until it closes, fails, is cut, or the
 /// daemon drops it (by aborting this task or closing `commands`). Removes
 /// itself from the daemon's table of live connections on the way out.
-pub(crate) async fn serve(
-    mut stream: UnixStream,
+pub(crate) async fn serve<S: Socket>(
+    mut stream: S,
     shared: Arc<Shared>,
     id: u64,
     mut commands: mpsc::UnboundedReceiver<ConnCommand>,
@@ -79,7 +79,7 @@ pub(crate) async fn serve(
         id,
     };
     let mut conn = Connection::new(&shared);
-    let (mut reader, mut writer) = stream.split();
+    let (mut reader, mut writer) = stream.halves();
     loop {
         if conn.finished() {
             break;
@@ -118,8 +118,9 @@ pub(crate) async fn serve(
             () = wait_until(due), if due.is_some() => conn.release_due(),
         }
     }
+    drop((reader, writer));
     if conn.cut {
-        discard_unread(&stream);
+        discard_unread(|buf| stream.try_read(buf));
     }
 }
 
@@ -133,13 +134,53 @@ async fn wait_until(due: Option<Instant>) {
 
 /// Reads and drops what the client already sent, so that closing a cut
 /// connection shows the client a plain end of file rather than a reset.
-fn discard_unread(stream: &UnixStream) {
+fn discard_unread(mut try_read: impl FnMut(&mut [u8]) -> std::io::Result<usize>) {
     let mut scratch = [0_u8; 8192];
     for _ in 0..128 {
-        match stream.try_read(&mut scratch) {
+        match try_read(&mut scratch) {
             Ok(n) if n > 0 => {}
             _ => break,
         }
+    }
+}
+
+/// A stream socket a connection can be served on: a Unix socket, or a TCP
+/// connection that has passed the token check. Borrowed halves keep reading
+/// and writing independent without a lock.
+pub(crate) trait Socket: Send + 'static {
+    /// The reading half.
+    type Read<'a>: tokio::io::AsyncRead + Unpin + Send
+    where
+        Self: 'a;
+    /// The writing half.
+    type Write<'a>: tokio::io::AsyncWrite + Unpin + Send
+    where
+        Self: 'a;
+    /// Both halves, borrowed.
+    fn halves(&mut self) -> (Self::Read<'_>, Self::Write<'_>);
+    /// Read what is already available, without waiting.
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
+}
+
+impl Socket for UnixStream {
+    type Read<'a> = tokio::net::unix::ReadHalf<'a>;
+    type Write<'a> = tokio::net::unix::WriteHalf<'a>;
+    fn halves(&mut self) -> (Self::Read<'_>, Self::Write<'_>) {
+        self.split()
+    }
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        UnixStream::try_read(self, buf)
+    }
+}
+
+impl Socket for TcpStream {
+    type Read<'a> = tokio::net::tcp::ReadHalf<'a>;
+    type Write<'a> = tokio::net::tcp::WriteHalf<'a>;
+    fn halves(&mut self) -> (Self::Read<'_>, Self::Write<'_>) {
+        self.split()
+    }
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        TcpStream::try_read(self, buf)
     }
 }
 

@@ -17,6 +17,7 @@
 pub mod cli;
 pub mod commands;
 mod connection;
+pub mod fake_cli;
 mod faults;
 mod journal;
 pub mod listener;

@@ -1,13 +1,21 @@
-//! The socket file: checking the path, binding it like the real daemon does
-//! (stale socket removed first, mode 0600) and removing it again on the way
-//! out, but only while it is still the socket this process created.
+//! Where the daemon listens, bound like the real daemon binds it:
+//!
+//! - a Unix socket: the path checked, a stale socket removed first, mode
+//!   0600, and the file removed again on the way out (only while it is
+//!   still the socket this process created);
+//! - loopback TCP, as iai-mcp listens where there are no Unix sockets: an
+//!   ephemeral port (the same one again after `DOWN`/`UP`), its number
+//!   written to `<path>.port` and a fresh random token to `<path>.token`
+//!   (mode 0600) at every bind, both removed on the way out. Every TCP
+//!   connection must send the token as its first line.
 
-use std::io;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
-use tokio::net::UnixListener;
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 
 /// Longest socket path the system accepts, in bytes: `sun_path` holds 108
 /// bytes on Linux and 104 on the BSDs and macOS, including the final NUL.
@@ -56,6 +64,14 @@ pub enum BindError {
     #[error("cannot bind {}: {source}", path.display())]
     Bind {
         /// The socket path.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The port or token file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    WriteFile {
+        /// The file.
         path: PathBuf,
         /// The cause.
         source: io::Error,
@@ -142,6 +158,125 @@ pub(crate) fn bind(path: &Path) -> Result<(UnixListener, BoundSocket), BindError
         });
     }
     Ok((listener, bound))
+}
+
+/// A bound listener of either kind.
+#[derive(Debug)]
+pub(crate) enum Listener {
+    /// A Unix socket.
+    Unix(UnixListener),
+    /// Loopback TCP.
+    Tcp(TcpListener),
+}
+
+/// An accepted connection of either kind.
+#[derive(Debug)]
+pub(crate) enum Accepted {
+    /// On the Unix socket.
+    Unix(UnixStream),
+    /// On TCP, token not yet checked.
+    Tcp(TcpStream),
+}
+
+impl Listener {
+    /// The next connection.
+    pub(crate) async fn accept(&self) -> io::Result<Accepted> {
+        match self {
+            Listener::Unix(l) => l.accept().await.map(|(s, _)| Accepted::Unix(s)),
+            Listener::Tcp(l) => l.accept().await.map(|(s, _)| {
+                let _ = s.set_nodelay(true);
+                Accepted::Tcp(s)
+            }),
+        }
+    }
+}
+
+/// The files a TCP listener published.
+#[derive(Debug)]
+pub(crate) struct TcpFiles {
+    port_file: PathBuf,
+    token_file: PathBuf,
+}
+
+impl TcpFiles {
+    /// Removes the port and token files.
+    pub(crate) fn unlink(&self) {
+        for path in [&self.port_file, &self.token_file] {
+            if let Err(err) = std::fs::remove_file(path).or_else(ignore_not_found) {
+                eprintln!("fake-daemon: cannot remove {}: {err}", path.display());
+            }
+        }
+    }
+}
+
+/// What was bound, for removal on the way out.
+#[derive(Debug)]
+pub(crate) enum Bound {
+    /// The Unix socket file.
+    Unix(BoundSocket),
+    /// The TCP port and token files.
+    Tcp(TcpFiles),
+}
+
+impl Bound {
+    /// Removes what the bind created.
+    pub(crate) fn unlink(&self) {
+        match self {
+            Bound::Unix(socket) => socket.unlink(),
+            Bound::Tcp(files) => files.unlink(),
+        }
+    }
+}
+
+/// `path` with `suffix` appended (`d.sock` + `.port`).
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Binds loopback TCP on `port` (0: any free port), writes `<base>.port`
+/// and a fresh token to `<base>.token`; returns the listener, its address,
+/// the files and the token. Must run inside a Tokio runtime.
+pub(crate) fn bind_tcp(
+    base: &Path,
+    port: u16,
+) -> Result<(TcpListener, SocketAddr, TcpFiles, String), BindError> {
+    let bind_err = |source| BindError::Bind {
+        path: base.to_owned(),
+        source,
+    };
+    let std_listener = std::net::TcpListener::bind(("127.0.0.1", port)).map_err(bind_err)?;
+    std_listener.set_nonblocking(true).map_err(bind_err)?;
+    let listener = TcpListener::from_std(std_listener).map_err(bind_err)?;
+    let addr = listener.local_addr().map_err(bind_err)?;
+    let token: String = (0..32)
+        .map(|_| format!("{:02x}", fastrand::u8(..)))
+        .collect();
+    let files = TcpFiles {
+        port_file: with_suffix(base, ".port"),
+        token_file: with_suffix(base, ".token"),
+    };
+    write_private(&files.token_file, &token)?;
+    write_private(&files.port_file, &addr.port().to_string())?;
+    Ok((listener, addr, files, token))
+}
+
+/// Writes `text` to `path` with mode 0600, replacing it whole.
+fn write_private(path: &Path, text: &str) -> Result<(), BindError> {
+    let tmp = with_suffix(path, ".tmp");
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    written.map_err(|source| BindError::WriteFile {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 fn ignore_not_found(err: io::Error) -> io::Result<()> {

@@ -12,15 +12,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::net::{UnixListener, UnixStream};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::commands::Command;
-use crate::connection::{self, ConnCommand};
+use crate::connection::{self, ConnCommand, Socket};
 use crate::faults::{Faults, OneShots};
 use crate::journal::{DEFAULT_JOURNAL_BYTES, Journal};
-use crate::listener::{self, BindError, BoundSocket};
+use crate::listener::{self, Accepted, BindError, Bound, Listener};
 use crate::lock;
 use crate::protocol;
 use crate::stats::{Counters, StatsSnapshot};
@@ -33,11 +34,21 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// How long a TCP connection may take to send its token line.
+pub const TOKEN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Longest token line accepted.
+const MAX_TOKEN_LINE: usize = 256;
+
 /// How to run a [`FakeDaemon`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
-    /// Where to bind the Unix socket.
+    /// Where to bind the Unix socket; with [`Config::tcp`], the base of the
+    /// port and token files (`<path>.port`, `<path>.token`).
     pub socket_path: PathBuf,
+    /// Listen on loopback TCP with a token instead of a Unix socket, as
+    /// iai-mcp does where there are no Unix sockets.
+    pub tcp: bool,
     /// Longest accepted request line, in bytes.
     pub max_line_bytes: usize,
     /// Memory budget for what `SEEN` and `LOG` report; 0 records nothing
@@ -50,6 +61,7 @@ impl Config {
     pub fn new(socket_path: impl Into<PathBuf>) -> Self {
         Config {
             socket_path: socket_path.into(),
+            tcp: false,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             journal_bytes: DEFAULT_JOURNAL_BYTES,
         }
@@ -74,6 +86,8 @@ pub(crate) struct Shared {
     pub(crate) faults: Faults,
     pub(crate) journal: Mutex<Journal>,
     connections: Mutex<Connections>,
+    /// The token TCP connections must send first (`None` on a Unix socket).
+    token: Mutex<Option<String>>,
 }
 
 /// The live accepted connections.
@@ -91,7 +105,7 @@ struct ConnectionHandle {
 
 impl Shared {
     /// Registers a freshly accepted connection and starts serving it.
-    fn adopt(self: &Arc<Self>, stream: UnixStream) {
+    fn adopt<S: Socket>(self: &Arc<Self>, stream: S) {
         self.counters.connection_accepted();
         let (commands, receiver) = mpsc::unbounded_channel();
         // Spawning under the lock: the task cannot deregister itself before
@@ -153,18 +167,47 @@ impl Shared {
 #[derive(Debug)]
 struct Listening {
     accept: JoinHandle<()>,
-    socket: BoundSocket,
+    bound: Bound,
 }
 
-async fn accept_loop(listener: UnixListener, shared: Arc<Shared>) {
+async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
     loop {
         match listener.accept().await {
-            Ok((stream, _)) => shared.adopt(stream),
+            Ok(Accepted::Unix(stream)) => shared.adopt(stream),
+            Ok(Accepted::Tcp(stream)) => {
+                tokio::spawn(authenticate(stream, Arc::clone(&shared)));
+            }
             Err(err) => {
                 eprintln!("fake-daemon: accept failed: {err}");
                 tokio::time::sleep(ACCEPT_BACKOFF).await;
             }
         }
+    }
+}
+
+/// Admits a TCP connection whose first line is the current token; closes
+/// any other (counted as refused).
+async fn authenticate(mut stream: TcpStream, shared: Arc<Shared>) {
+    let expected = lock(&shared.token).clone();
+    let line = tokio::time::timeout(TOKEN_TIMEOUT, read_token_line(&mut stream)).await;
+    match (line, expected) {
+        (Ok(Some(line)), Some(token)) if line.trim() == token => shared.adopt(stream),
+        _ => shared.counters.connection_refused(),
+    }
+}
+
+/// Reads one line, byte by byte so that nothing after it is consumed.
+async fn read_token_line(stream: &mut TcpStream) -> Option<String> {
+    let mut line = Vec::new();
+    loop {
+        let byte = stream.read_u8().await.ok()?;
+        if byte == b'\n' {
+            return String::from_utf8(line).ok();
+        }
+        if line.len() >= MAX_TOKEN_LINE {
+            return None;
+        }
+        line.push(byte);
     }
 }
 
@@ -179,6 +222,9 @@ async fn accept_loop(listener: UnixListener, shared: Arc<Shared>) {
 pub struct FakeDaemon {
     shared: Arc<Shared>,
     socket_path: PathBuf,
+    tcp: bool,
+    /// The TCP port, kept across `DOWN`/`UP` (0 before the first bind).
+    port: u16,
     listening: Option<Listening>,
 }
 
@@ -192,19 +238,28 @@ impl FakeDaemon {
             faults: Faults::default(),
             journal: Mutex::new(Journal::new(config.journal_bytes)),
             connections: Mutex::new(Connections::default()),
+            token: Mutex::new(None),
         });
         let mut daemon = FakeDaemon {
             shared,
             socket_path: config.socket_path,
+            tcp: config.tcp,
+            port: 0,
             listening: None,
         };
         daemon.up()?;
         Ok(daemon)
     }
 
-    /// The socket path the daemon binds.
+    /// The socket path the daemon binds (with TCP: the base of its port
+    /// and token files).
     pub fn socket_path(&self) -> &Path {
         &self.socket_path
+    }
+
+    /// The TCP port listened on, when listening on TCP.
+    pub fn tcp_port(&self) -> Option<u16> {
+        (self.tcp && self.port != 0).then_some(self.port)
     }
 
     /// The current counters (what `STATS` reports).
@@ -324,7 +379,7 @@ impl FakeDaemon {
             listening.accept.abort();
             // Unlink before awaiting: if a signal cancels this command at
             // the await, the socket file is already gone.
-            listening.socket.unlink();
+            listening.bound.unlink();
             let _ = listening.accept.await;
         }
         self.drop_connections().await;
@@ -335,9 +390,17 @@ impl FakeDaemon {
         if self.listening.is_some() {
             return Ok(());
         }
-        let (listener, socket) = listener::bind(&self.socket_path)?;
+        let (listener, bound) = if self.tcp {
+            let (listener, addr, files, token) = listener::bind_tcp(&self.socket_path, self.port)?;
+            self.port = addr.port();
+            *lock(&self.shared.token) = Some(token);
+            (Listener::Tcp(listener), Bound::Tcp(files))
+        } else {
+            let (listener, socket) = listener::bind(&self.socket_path)?;
+            (Listener::Unix(listener), Bound::Unix(socket))
+        };
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&self.shared)));
-        self.listening = Some(Listening { accept, socket });
+        self.listening = Some(Listening { accept, bound });
         Ok(())
     }
 }
@@ -346,7 +409,7 @@ impl Drop for FakeDaemon {
     fn drop(&mut self) {
         if let Some(listening) = self.listening.take() {
             listening.accept.abort();
-            listening.socket.unlink();
+            listening.bound.unlink();
         }
         self.shared.abort_connections();
     }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     accepted: AtomicU64,
+    refused: AtomicU64,
     requests: AtomicU64,
     controls: AtomicU64,
 }
@@ -15,6 +16,11 @@ impl Counters {
     /// Counts one accepted connection.
     pub(crate) fn connection_accepted(&self) {
         self.accepted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts one TCP connection closed for a missing or wrong token.
+    pub(crate) fn connection_refused(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts one JSON-RPC request answered with a result.
@@ -32,6 +38,7 @@ impl Counters {
         StatsSnapshot {
             conns,
             accepted: self.accepted.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
             controls: self.controls.load(Ordering::Relaxed),
         }
@@ -39,13 +46,15 @@ impl Counters {
 }
 
 /// The daemon's counters at one moment; displays as the `STATS` reply
-/// `STATS conns=<n> accepted=<n> requests=<n> controls=<n>`.
+/// `STATS conns=<n> accepted=<n> requests=<n> controls=<n> refused=<n>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatsSnapshot {
     /// Accepted connections that are still open.
     pub conns: usize,
-    /// Connections accepted since start.
+    /// Connections accepted since start (on TCP: that sent the token).
     pub accepted: u64,
+    /// TCP connections closed for a missing or wrong token.
+    pub refused: u64,
     /// JSON-RPC requests answered with a result (counted when the answer is
     /// queued for writing, so held or delayed requests count once released;
     /// error replies do not count).
@@ -58,8 +67,8 @@ impl fmt::Display for StatsSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "STATS conns={} accepted={} requests={} controls={}",
-            self.conns, self.accepted, self.requests, self.controls
+            "STATS conns={} accepted={} requests={} controls={} refused={}",
+            self.conns, self.accepted, self.requests, self.controls, self.refused
         )
     }
 }
@@ -77,7 +86,7 @@ mod tests {
         counters.control_received();
         assert_eq!(
             counters.snapshot(1).to_string(),
-            "STATS conns=1 accepted=2 requests=1 controls=1"
+            "STATS conns=1 accepted=2 requests=1 controls=1 refused=0"
         );
     }
 }

@@ -3,7 +3,7 @@
 //! Lookup order for each binary, done at most once per process:
 //!
 //! 1. an explicit path in an environment variable (`IAI_WRAPPER_BIN`,
-//!    `FAKE_DAEMON_BIN`), so a caller that has just built the binaries (for
+//!    `FAKE_DAEMON_BIN`, `FAKE_IAI_BIN`), so a caller that has just built the binaries (for
 //!    example `cargo xtask race --release`) decides exactly what runs;
 //! 2. the target directory of the current executable (tests run from
 //!    `target/<profile>/deps`, the harness binary from `target/<profile>`).
@@ -52,6 +52,13 @@ pub const FAKE_DAEMON: WorkspaceBin = WorkspaceBin {
     env_override: "FAKE_DAEMON_BIN",
 };
 
+/// The stand-in for the `iai` and `iai-mcp` CLIs.
+pub const FAKE_CLI: WorkspaceBin = WorkspaceBin {
+    package: "fake-daemon",
+    bin: "fake-iai",
+    env_override: "FAKE_IAI_BIN",
+};
+
 /// A cargo build profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Profile {
@@ -96,6 +103,12 @@ pub fn wrapper_bin() -> PathBuf {
 /// neither found nor built. Meant for tests; see [`try_fake_daemon_bin`].
 pub fn fake_daemon_bin() -> PathBuf {
     try_fake_daemon_bin().unwrap_or_else(|e| panic!("{}", error_chain(&e)))
+}
+
+/// Path of the `fake-iai` CLI stand-in; panics with an explanation when it
+/// can be neither found nor built. Meant for tests.
+pub fn fake_cli_bin() -> PathBuf {
+    locate(&FAKE_CLI).unwrap_or_else(|e| panic!("{}", error_chain(&e)))
 }
 
 /// Path of the wrapper binary, found or built as described in the module

@@ -27,13 +27,89 @@ pub const BIND_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for the acknowledgement of a command.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How the fake daemon listens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// A Unix socket (the daemon's own choice where there are Unix
+    /// sockets).
+    #[default]
+    Unix,
+    /// Loopback TCP with a token (the daemon's choice elsewhere), with its
+    /// port and token files beside the socket path.
+    Tcp,
+}
+
+impl Transport {
+    /// The spelling on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::Unix => "unix",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Transport {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "unix" => Ok(Transport::Unix),
+            "tcp" => Ok(Transport::Tcp),
+            other => Err(format!(
+                "unknown transport {other:?} (expected unix or tcp)"
+            )),
+        }
+    }
+}
+
+/// Where a wrapper finds a daemon, in the terms of the wrapper's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DaemonEndpoint {
+    /// `IAI_DAEMON_SOCKET_PATH`.
+    Unix(PathBuf),
+    /// `IAI_DAEMON_TCP_PORT` and `IAI_DAEMON_TOKEN_PATH`.
+    Tcp {
+        /// The port.
+        port: u16,
+        /// The token file.
+        token_path: PathBuf,
+    },
+}
+
+impl DaemonEndpoint {
+    /// How the wrapper of this workspace names the endpoint in messages.
+    pub fn label(&self) -> String {
+        match self {
+            DaemonEndpoint::Unix(path) => path.display().to_string(),
+            DaemonEndpoint::Tcp { port, .. } => format!("tcp://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Default for DaemonEndpoint {
+    fn default() -> Self {
+        DaemonEndpoint::Unix(PathBuf::new())
+    }
+}
+
 /// The counters reported by the `STATS` command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct DaemonStats {
     /// Client connections open right now.
     pub conns: u32,
-    /// Connections accepted since start.
+    /// Connections accepted since start (on TCP: that sent the token).
     pub accepted: u64,
+    /// TCP connections closed for a missing or wrong token (0 when the
+    /// daemon does not report it).
+    pub refused: u64,
     /// JSON-RPC requests the daemon has answered with a result since start
     /// (error replies and requests still held by HANG or DELAY not counted).
     pub requests: u64,
@@ -47,6 +123,7 @@ impl DaemonStats {
     pub fn parse(line: &str) -> Option<Self> {
         let mut fields = line.strip_prefix("STATS")?.split_whitespace();
         let (mut conns, mut accepted, mut requests, mut controls) = (None, None, None, None);
+        let mut refused = 0;
         fields.try_for_each(|field| {
             let (key, value) = field.split_once('=')?;
             match key {
@@ -54,6 +131,7 @@ impl DaemonStats {
                 "accepted" => accepted = Some(value.parse().ok()?),
                 "requests" => requests = Some(value.parse().ok()?),
                 "controls" => controls = Some(value.parse().ok()?),
+                "refused" => refused = value.parse().ok()?,
                 _ => {}
             }
             Some(())
@@ -61,6 +139,7 @@ impl DaemonStats {
         Some(Self {
             conns: conns?,
             accepted: accepted?,
+            refused,
             requests: requests?,
             controls: controls?,
         })
@@ -86,6 +165,7 @@ struct Control {
 #[derive(Debug)]
 pub struct FakeDaemon {
     socket_path: PathBuf,
+    endpoint: DaemonEndpoint,
     control: Mutex<Control>,
     child: Mutex<ChildGuard>,
     stderr: CapturedOutput,
@@ -101,8 +181,23 @@ impl FakeDaemon {
     /// Starts the fake daemon binary `program` on `socket_path` and waits
     /// until it prints `BOUND`.
     pub fn spawn_with(program: &Path, socket_path: &Path) -> Result<Self, HarnessError> {
+        Self::spawn_on(program, socket_path, Transport::Unix)
+    }
+
+    /// Starts the fake daemon binary `program` listening on `transport`
+    /// (for TCP, `socket_path` is the base of its port and token files) and
+    /// waits until it prints `BOUND`.
+    pub fn spawn_on(
+        program: &Path,
+        socket_path: &Path,
+        transport: Transport,
+    ) -> Result<Self, HarnessError> {
+        let mut command = Command::new(program);
+        if transport == Transport::Tcp {
+            command.arg("--tcp");
+        }
         let mut guard = ChildGuard::spawn(
-            Command::new(program)
+            command
                 .arg(socket_path)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
@@ -125,8 +220,9 @@ impl FakeDaemon {
                 }
             })
             .map_err(|e| HarnessError::io("starting the fake daemon's stdout reader", e))?;
-        let daemon = Self {
+        let mut daemon = Self {
             socket_path: socket_path.to_path_buf(),
+            endpoint: DaemonEndpoint::Unix(socket_path.to_path_buf()),
             control: Mutex::new(Control {
                 stdin,
                 lines,
@@ -142,7 +238,28 @@ impl FakeDaemon {
                 ack: first,
             });
         }
+        if transport == Transport::Tcp {
+            let port_file = with_suffix(socket_path, ".port");
+            let text = std::fs::read_to_string(&port_file)
+                .map_err(|e| HarnessError::io(format!("reading {}", port_file.display()), e))?;
+            let port = text
+                .trim()
+                .parse()
+                .map_err(|_| HarnessError::DaemonOutput {
+                    command: "(start)".to_owned(),
+                    line: format!("port file {} holds {text:?}", port_file.display()),
+                })?;
+            daemon.endpoint = DaemonEndpoint::Tcp {
+                port,
+                token_path: with_suffix(socket_path, ".token"),
+            };
+        }
         Ok(daemon)
+    }
+
+    /// Where a wrapper finds this daemon.
+    pub fn endpoint(&self) -> &DaemonEndpoint {
+        &self.endpoint
     }
 
     /// The socket the daemon listens on.
@@ -376,6 +493,13 @@ impl FakeDaemon {
     }
 }
 
+/// `path` with `suffix` appended to its file name.
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
 /// Parses `line` as a JSON object and returns its field `key`.
 fn json_field(line: &str, key: &str) -> Option<Value> {
     let mut value: Value = serde_json::from_str(line).ok()?;
@@ -394,6 +518,7 @@ mod tests {
             DaemonStats {
                 conns: 1,
                 accepted: 3,
+                refused: 0,
                 requests: 7,
                 controls: 1
             }

@@ -29,7 +29,7 @@ pub mod tempdir;
 pub mod wrapper;
 
 pub use client::{ClientError, McpClient};
-pub use daemon::{DaemonStats, FakeDaemon};
+pub use daemon::{DaemonEndpoint, DaemonStats, FakeDaemon, Transport};
 pub use error::HarnessError;
 pub use process::{ChildGuard, Signal};
 pub use scenario::down_up::{DownUpConfig, DownUpReport, run_down_up};

@@ -20,6 +20,7 @@ use tempfile::TempDir;
 
 use crate::bins;
 use crate::client::McpClient;
+use crate::daemon::{DaemonEndpoint, FakeDaemon};
 use crate::error::HarnessError;
 use crate::process::{CapturedOutput, ChildGuard, Signal};
 use crate::tempdir::short_tempdir;
@@ -220,11 +221,15 @@ fn unterminated(what: &str, line: &str) -> HarnessError {
 /// directory (`HOME=<scratch>/home`, state `<scratch>/home/.iai-mcp`, store
 /// `<scratch>/store`). `mode` and `reconnect_delay_ms` left at `None` remove
 /// the variable from the inherited environment, so the wrapper's own default
-/// applies rather than whatever the developer's shell exports.
+/// applies rather than whatever the developer's shell exports. `cli` left
+/// at `None` points the iai CLIs (`IAI_MCP_CLI`, `IAI_MCP_ADMIN_CLI`) at a
+/// program that does not exist, so no run ever starts the developer's own
+/// iai-mcp tools.
 #[derive(Debug, Clone, Default)]
 pub struct WrapperOptions {
-    /// `IAI_DAEMON_SOCKET_PATH`: the daemon socket to dial.
-    pub socket_path: PathBuf,
+    /// Where the daemon listens (`IAI_DAEMON_SOCKET_PATH`, or
+    /// `IAI_DAEMON_TCP_PORT` and `IAI_DAEMON_TOKEN_PATH`).
+    pub endpoint: DaemonEndpoint,
     /// `IAI_MCP_BRIDGE_MODE`.
     pub mode: Option<BridgeMode>,
     /// `IAI_MCP_RECONNECT_TEST_DELAY_MS`: widens the reconnect race window.
@@ -236,6 +241,9 @@ pub struct WrapperOptions {
     /// `IAI_MCP_STORE` (accepted and ignored by the Rust wrapper; set like
     /// the seed test does).
     pub store_dir: Option<PathBuf>,
+    /// The program both `IAI_MCP_CLI` and `IAI_MCP_ADMIN_CLI` name (for
+    /// example the `fake-iai` stand-in).
+    pub cli: Option<PathBuf>,
     /// More environment variables, set last (they win over everything).
     pub extra_env: Vec<(OsString, OsString)>,
 }
@@ -243,10 +251,27 @@ pub struct WrapperOptions {
 impl WrapperOptions {
     /// Options for a wrapper dialling `socket_path`, everything else default.
     pub fn new(socket_path: impl Into<PathBuf>) -> Self {
+        Self::at(DaemonEndpoint::Unix(socket_path.into()))
+    }
+
+    /// Options for a wrapper dialling `endpoint`, everything else default.
+    pub fn at(endpoint: DaemonEndpoint) -> Self {
         Self {
-            socket_path: socket_path.into(),
+            endpoint,
             ..Self::default()
         }
+    }
+
+    /// Options for a wrapper dialling `daemon`, over whichever transport it
+    /// listens on.
+    pub fn for_daemon(daemon: &FakeDaemon) -> Self {
+        Self::at(daemon.endpoint().clone())
+    }
+
+    /// Points both iai CLIs at `program`.
+    pub fn cli(mut self, program: impl Into<PathBuf>) -> Self {
+        self.cli = Some(program.into());
+        self
     }
 
     /// Sets the bridge mode.
@@ -299,7 +324,12 @@ impl WrapperProcess {
             .store_dir
             .clone()
             .unwrap_or_else(|| scratch.path().join("store"));
-        let mut command = isolated_command(cmd, &opts.socket_path, &home, &state_dir, &store_dir)?;
+        let mut command = isolated_command(cmd, &opts.endpoint, &home, &state_dir, &store_dir)?;
+        if let Some(cli) = &opts.cli {
+            command
+                .env("IAI_MCP_CLI", cli)
+                .env("IAI_MCP_ADMIN_CLI", cli);
+        }
         set_or_remove(
             &mut command,
             "IAI_MCP_BRIDGE_MODE",
@@ -408,12 +438,13 @@ impl DerefMut for WrapperProcess {
 
 /// Creates `home`, `state_dir` and `store_dir`, and returns a command
 /// starting `cmd` (its program and arguments; not its `env`) with piped
-/// stdio, dialling `socket`, with its state, `HOME` and store in those
-/// directories and `python3` as its Python, and no other inherited `IAI_*`
-/// variable.
+/// stdio, dialling `endpoint`, with its state, `HOME` and store in those
+/// directories, `python3` as its Python, its iai CLIs naming a program that
+/// does not exist (so that nothing of the developer's installation runs),
+/// and no other inherited `IAI_*` variable.
 pub(crate) fn isolated_command(
     cmd: &WrapperCommand,
-    socket: &Path,
+    endpoint: &DaemonEndpoint,
     home: &Path,
     state_dir: &Path,
     store_dir: &Path,
@@ -436,11 +467,22 @@ pub(crate) fn isolated_command(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env("IAI_DAEMON_SOCKET_PATH", socket)
         .env("IAI_MCP_STATE_DIR", state_dir)
         .env("HOME", home)
         .env("IAI_MCP_STORE", store_dir)
-        .env("IAI_MCP_PYTHON", "python3");
+        .env("IAI_MCP_PYTHON", "python3")
+        .env("IAI_MCP_CLI", home.join("no-iai-cli"))
+        .env("IAI_MCP_ADMIN_CLI", home.join("no-iai-cli"));
+    match endpoint {
+        DaemonEndpoint::Unix(socket) => {
+            command.env("IAI_DAEMON_SOCKET_PATH", socket);
+        }
+        DaemonEndpoint::Tcp { port, token_path } => {
+            command
+                .env("IAI_DAEMON_TCP_PORT", port.to_string())
+                .env("IAI_DAEMON_TOKEN_PATH", token_path);
+        }
+    }
     Ok(command)
 }
 

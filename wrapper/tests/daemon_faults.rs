@@ -6,28 +6,9 @@
 
 mod common;
 
-use common::{REPLY, eventually, pair};
+use common::{REPLY, error_text, eventually, ok_method, pair, topology};
 use harness::WrapperProcess;
 use serde_json::{Value, json};
-
-fn ok_method(r: &Value) -> &str {
-    assert!(
-        r["result"].get("isError").is_none(),
-        "expected success: {r}"
-    );
-    r["result"]["structuredContent"]["method"]
-        .as_str()
-        .expect("method")
-}
-
-fn error_text(r: &Value) -> &str {
-    assert_eq!(r["result"]["isError"], true, "expected a tool error: {r}");
-    r["result"]["content"][0]["text"].as_str().expect("text")
-}
-
-fn topology(w: &mut WrapperProcess) -> Value {
-    w.call_tool("topology", json!({}), REPLY).expect("reply")
-}
 
 fn send_call(w: &mut WrapperProcess, id: &str, tool: &str, arguments: Value) {
     w.send_request_with_id(

@@ -20,6 +20,7 @@ use tempfile::TempDir;
 use super::transport::{RequestTemplate, RequestWriter, Response, ResponseReader};
 use super::watchdog::{Abort, Watchdog};
 use crate::client::ClientError;
+use crate::daemon::DaemonEndpoint;
 use crate::error::HarnessError;
 use crate::process::{CapturedOutput, ChildGuard};
 use crate::tempdir::short_tempdir;
@@ -149,7 +150,8 @@ impl WrapperEnv {
         let home = scratch.path().join("home");
         let state_dir = home.join(".iai-mcp");
         let store_dir = scratch.path().join("store");
-        let mut command = isolated_command(cmd, socket, &home, &state_dir, &store_dir)?;
+        let endpoint = DaemonEndpoint::Unix(socket.to_path_buf());
+        let mut command = isolated_command(cmd, &endpoint, &home, &state_dir, &store_dir)?;
         for key in REMOVED_ENV {
             command.env_remove(key);
         }

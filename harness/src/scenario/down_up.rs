@@ -31,6 +31,7 @@ use serde_json::json;
 use super::live::{LiveSession, PROBE_TOOL, Problems, count_occurrences, env_ms, problems_text};
 use super::outcome::CallOutcome;
 use super::{format_ms, serialize_ms, serialize_opt_ms};
+use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
@@ -70,6 +71,8 @@ pub struct DownUpConfig {
     /// The fake daemon binary; `None` finds it with
     /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
     pub fake_daemon_bin: Option<PathBuf>,
+    /// How the fake daemon listens (and so how the wrapper dials it).
+    pub transport: Transport,
 }
 
 impl Default for DownUpConfig {
@@ -86,6 +89,7 @@ impl Default for DownUpConfig {
             recovery_timeout: Duration::from_secs(10),
             settle: Duration::from_millis(250),
             fake_daemon_bin: None,
+            transport: Transport::Unix,
         }
     }
 }
@@ -256,8 +260,14 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
     if let Some(ms) = cfg.backoff_max_ms {
         env.push(("IAI_MCP_BACKOFF_MAX_MS", ms.to_string()));
     }
-    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
-    let socket_path = session.socket_path().display().to_string();
+    let mut session = LiveSession::start(
+        cmd,
+        cfg.mode,
+        cfg.fake_daemon_bin.as_deref(),
+        cfg.transport,
+        &env,
+    )?;
+    let socket_path = session.endpoint_label();
     let logged = |session: &LiveSession| {
         count_occurrences(&session.wrapper.stderr_text(), CONNECT_FAILED_LOG)
     };

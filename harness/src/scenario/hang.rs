@@ -26,6 +26,7 @@ use serde_json::json;
 use super::live::{LiveSession, PROBE_TOOL, Problems, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
 use super::{format_ms, serialize_ms};
+use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
@@ -44,6 +45,8 @@ pub struct HangConfig {
     /// The fake daemon binary; `None` finds it with
     /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
     pub fake_daemon_bin: Option<PathBuf>,
+    /// How the fake daemon listens (and so how the wrapper dials it).
+    pub transport: Transport,
 }
 
 impl Default for HangConfig {
@@ -54,6 +57,7 @@ impl Default for HangConfig {
             call_grace: Duration::from_secs(10),
             settle: Duration::from_millis(250),
             fake_daemon_bin: None,
+            transport: Transport::Unix,
         }
     }
 }
@@ -174,7 +178,13 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         ("IAI_MCP_LOG", "info".to_owned()),
         env_ms("IAI_MCP_CALL_TIMEOUT_MS", cfg.call_timeout),
     ];
-    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
+    let mut session = LiveSession::start(
+        cmd,
+        cfg.mode,
+        cfg.fake_daemon_bin.as_deref(),
+        cfg.transport,
+        &env,
+    )?;
     let bound = cfg.call_timeout + cfg.call_grace;
     let before = session.daemon.stats()?;
 

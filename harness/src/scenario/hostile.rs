@@ -782,7 +782,13 @@ fn run(
         ("IAI_MCP_MAX_LINE_BYTES", cfg.max_line_bytes.to_string()),
         env_ms("IAI_MCP_CALL_TIMEOUT_MS", CALL_TIMEOUT),
     ];
-    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
+    let mut session = LiveSession::start(
+        cmd,
+        cfg.mode,
+        cfg.fake_daemon_bin.as_deref(),
+        crate::daemon::Transport::Unix,
+        &env,
+    )?;
     let pid = session.wrapper.pid();
     let in_flight = cfg.in_flight.max(1);
     let mut tally = Tally {

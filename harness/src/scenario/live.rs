@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -14,7 +14,7 @@ use super::outcome::CallOutcome;
 use super::race::PROTOCOL_VERSION;
 use crate::bins::{self, error_chain};
 use crate::client::ClientError;
-use crate::daemon::FakeDaemon;
+use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
 use crate::tempdir::{short_tempdir, socket_path_in};
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
@@ -42,7 +42,6 @@ const BASELINE_TIMEOUT: Duration = Duration::from_secs(20);
 pub(crate) struct LiveSession {
     pub(crate) wrapper: WrapperProcess,
     pub(crate) daemon: FakeDaemon,
-    socket: PathBuf,
     _dir: TempDir,
 }
 
@@ -56,6 +55,7 @@ impl LiveSession {
         cmd: &WrapperCommand,
         mode: Option<BridgeMode>,
         fake_daemon_bin: Option<&Path>,
+        transport: Transport,
         env: &[(&str, String)],
     ) -> Result<Self, HarnessError> {
         let dir = short_tempdir()?;
@@ -64,10 +64,10 @@ impl LiveSession {
             Some(path) => path.to_path_buf(),
             None => bins::try_fake_daemon_bin()?,
         };
-        let daemon = FakeDaemon::spawn_with(&daemon_bin, &socket)?;
+        let daemon = FakeDaemon::spawn_on(&daemon_bin, &socket, transport)?;
         let mut opts = WrapperOptions {
             mode,
-            ..WrapperOptions::new(&socket)
+            ..WrapperOptions::for_daemon(&daemon)
         };
         opts.extra_env.extend(
             env.iter()
@@ -78,7 +78,6 @@ impl LiveSession {
         let mut session = Self {
             wrapper,
             daemon,
-            socket,
             _dir: dir,
         };
         session
@@ -95,9 +94,10 @@ impl LiveSession {
         Ok(session)
     }
 
-    /// The daemon's socket path, as given to the wrapper.
-    pub(crate) fn socket_path(&self) -> &Path {
-        &self.socket
+    /// How this workspace's wrapper names the daemon's endpoint in its
+    /// messages (the socket path, or the TCP address).
+    pub(crate) fn endpoint_label(&self) -> String {
+        self.daemon.endpoint().label()
     }
 
     /// Calls `tool` and waits up to `timeout`; returns how it ended and how

@@ -33,6 +33,7 @@ use serde_json::Value;
 
 use super::sweep::run_race_until_stopped;
 use super::{format_ms, serialize_ms, serialize_opt_ms};
+use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
@@ -64,6 +65,8 @@ pub struct RaceConfig {
     /// The fake daemon binary; `None` finds it with
     /// [`bins::try_fake_daemon_bin`].
     pub fake_daemon_bin: Option<PathBuf>,
+    /// How the fake daemon listens (and so how the wrapper dials it).
+    pub transport: Transport,
 }
 
 impl Default for RaceConfig {
@@ -76,6 +79,7 @@ impl Default for RaceConfig {
             settle: Duration::from_millis(250),
             recovery_timeout: Duration::from_secs(10),
             fake_daemon_bin: None,
+            transport: Transport::Unix,
         }
     }
 }

@@ -15,10 +15,10 @@
 //!    rate stays near `concurrency / delay`, which keeps the daemon's request
 //!    journal complete for minutes); keep [`SoakConfig::concurrency`] calls
 //!    in flight, pipelined with ids of our own: reads (`topology`, `schema_list`, `events_query`,
-//!    `memory_recall`, `curiosity_pending`, `camouflaging_status`) and, about
+//!    `memory_recall`, `curiosity_pending`, `episodes_recent`) and, about
 //!    one in [`SoakConfig::write_every`], a `memory_capture` write, every
 //!    call tagged `soak-<n>` in its arguments (except `topology` and
-//!    `camouflaging_status`, which take none that fit);
+//!    `episodes_recent`, which take none that fit);
 //! 3. meanwhile, from a seeded schedule, one fault episode at a time
 //!    ([`FaultKind`]): `DROP`; `DELAY <ms>` then back to the base delay;
 //!    `HANG` then `RESUME` (shorter than the call timeout); `GARBAGE <n>`;
@@ -89,7 +89,7 @@ const READS: [(&str, Option<&str>); 6] = [
     ("events_query", Some("kind")),
     ("memory_recall", Some("cue")),
     ("curiosity_pending", Some("session_id")),
-    ("camouflaging_status", None),
+    ("episodes_recent", None),
 ];
 
 /// Parameters of a soak.
@@ -472,7 +472,7 @@ fn call_for(rng: &mut Rng, n: usize, write_every: u32) -> (&'static str, Value, 
             arguments.insert(field.to_owned(), Value::String(tag(n)));
             (tool, Value::Object(arguments), false, true)
         }
-        ("camouflaging_status", None) => (tool, json!({"window_size": 5}), false, false),
+        ("episodes_recent", None) => (tool, json!({"n": 5}), false, false),
         _ => (tool, json!({}), false, false),
     }
 }
@@ -660,7 +660,13 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         ),
         ("IAI_MCP_BACKOFF_MAX_MS", cfg.backoff_max_ms.to_string()),
     ];
-    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
+    let mut session = LiveSession::start(
+        cmd,
+        cfg.mode,
+        cfg.fake_daemon_bin.as_deref(),
+        crate::daemon::Transport::Unix,
+        &env,
+    )?;
     session.daemon.delay(cfg.daemon_delay_ms)?;
     let concurrency = cfg.concurrency.max(1);
     let started = Instant::now();

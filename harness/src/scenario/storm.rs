@@ -39,6 +39,7 @@ use super::outcome::CallOutcome;
 use super::{format_ms, serialize_ms};
 use crate::bins::error_chain;
 use crate::client::ClientError;
+use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
@@ -80,6 +81,8 @@ pub struct StormConfig {
     /// The fake daemon binary; `None` finds it with
     /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
     pub fake_daemon_bin: Option<PathBuf>,
+    /// How the fake daemon listens (and so how the wrapper dials it).
+    pub transport: Transport,
 }
 
 impl Default for StormConfig {
@@ -94,6 +97,7 @@ impl Default for StormConfig {
             drain_timeout: Duration::from_secs(10),
             settle: Duration::from_millis(250),
             fake_daemon_bin: None,
+            transport: Transport::Unix,
         }
     }
 }
@@ -359,7 +363,13 @@ impl Storm<'_> {
 /// Runs the drop storm once against the wrapper started by `cmd`.
 pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport, HarnessError> {
     let env = [("IAI_MCP_LOG", "info".to_owned())];
-    let mut session = LiveSession::start(cmd, cfg.mode, cfg.fake_daemon_bin.as_deref(), &env)?;
+    let mut session = LiveSession::start(
+        cmd,
+        cfg.mode,
+        cfg.fake_daemon_bin.as_deref(),
+        cfg.transport,
+        &env,
+    )?;
     session.daemon.delay(cfg.daemon_delay_ms)?;
 
     let mut storm = Storm {

@@ -114,3 +114,36 @@ pub fn heartbeats(state_dir: &std::path::Path) -> Vec<PathBuf> {
 pub fn read_json(path: &std::path::Path) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
+
+/// The daemon method echoed by a successful fake-daemon result.
+pub fn ok_method(r: &Value) -> &str {
+    assert!(
+        r["result"].get("isError").is_none(),
+        "expected success: {r}"
+    );
+    r["result"]["structuredContent"]["method"]
+        .as_str()
+        .expect("method")
+}
+
+/// The text of a tool error result.
+pub fn error_text(r: &Value) -> &str {
+    assert_eq!(r["result"]["isError"], true, "expected a tool error: {r}");
+    r["result"]["content"][0]["text"].as_str().expect("text")
+}
+
+/// Calls `topology` and waits for the reply.
+pub fn topology(w: &mut WrapperProcess) -> Value {
+    w.call_tool("topology", json!({}), REPLY).expect("reply")
+}
+
+/// Whether process `pid` has ended (gone, or a zombie awaiting its reaper).
+pub fn process_ended(pid: i64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}

@@ -338,7 +338,7 @@ impl LineGen {
         let tag = self.tag();
         let (name, arguments) = match self.rng.below(6) {
             0 => ("topology", json!({})),
-            1 => ("camouflaging_status", json!({"window_size": 5})),
+            1 => ("episodes_recent", json!({"n": 5})),
             2 => (
                 "memory_capture",
                 json!({"text": format!("hostile run note {tag}")}),

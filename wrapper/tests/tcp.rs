@@ -1,0 +1,141 @@
+//! The daemon over loopback TCP with a token, through the real binaries:
+//! the fake daemon listens as iai-mcp does where there are no Unix sockets
+//! (ephemeral port, fresh token at every start), and everything the bridge
+//! guarantees on a Unix socket holds there too.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{error_text, ok_method, topology, wrapper_cmd};
+use harness::tempdir::{short_tempdir, socket_path_in};
+use harness::{
+    BridgeMode, DaemonEndpoint, DownUpConfig, FakeDaemon, RaceConfig, RaceOutcome, StormConfig,
+    Transport, WrapperOptions, WrapperProcess, run_down_up, run_race, run_storm,
+};
+
+fn tcp_daemon(dir: &std::path::Path) -> FakeDaemon {
+    FakeDaemon::spawn_on(
+        &harness::bins::fake_daemon_bin(),
+        &socket_path_in(dir),
+        Transport::Tcp,
+    )
+    .expect("fake daemon on TCP")
+}
+
+#[test]
+fn the_race_over_tcp_fails_before_the_fix_and_passes_after_it() {
+    for (mode, expected) in [
+        (BridgeMode::Fixed, RaceOutcome::Ok),
+        (BridgeMode::Prefix, RaceOutcome::DaemonUnreachable),
+    ] {
+        let report = run_race(
+            &wrapper_cmd(),
+            &RaceConfig {
+                mode: Some(mode),
+                transport: Transport::Tcp,
+                ..RaceConfig::default()
+            },
+        )
+        .expect("scenario ran");
+        assert_eq!(report.outcome, expected, "{mode}: {report:?}");
+        if mode == BridgeMode::Fixed {
+            assert_eq!(report.conns_after, Some(1), "{report:?}");
+        }
+        assert!(report.defects.is_empty(), "{:?}", report.defects);
+    }
+}
+
+#[test]
+fn a_drop_storm_over_tcp_loses_nothing_and_repeats_no_write() {
+    let report = run_storm(
+        &wrapper_cmd(),
+        &StormConfig {
+            mode: Some(BridgeMode::Fixed),
+            transport: Transport::Tcp,
+            ..StormConfig::default()
+        },
+    )
+    .expect("the storm runs");
+    assert_eq!(report.unanswered, 0, "{report}");
+    assert_eq!(report.answered_more_than_once, 0, "{report}");
+    assert_eq!(report.dup_writes, 0, "{report}");
+    assert_eq!(report.reads_failed, 0, "{report}");
+    assert_eq!(report.conns_after, 1, "{report}");
+    assert!(report.passed(), "{report}");
+}
+
+#[test]
+fn down_and_up_over_tcp_reads_the_new_token_and_recovers() {
+    let cfg = DownUpConfig {
+        mode: Some(BridgeMode::Fixed),
+        transport: Transport::Tcp,
+        rate_window: Duration::from_millis(500),
+        ..DownUpConfig::default()
+    };
+    let report = run_down_up(&wrapper_cmd(), &cfg).expect("down-up runs");
+    for call in &report.down_calls {
+        let text = call.outcome.error_text().expect("a failure has a text");
+        assert!(text.contains("tcp://127.0.0.1:"), "{text}");
+        assert!(text.contains("IAI_DAEMON_TCP_PORT"), "{text}");
+    }
+    // UP wrote a fresh token: recovering proves the wrapper read it anew.
+    assert!(report.up_to_success.is_some(), "{report}");
+    assert_eq!(report.conns_after, 1, "{report}");
+    assert!(report.passed(), "{report}");
+}
+
+#[test]
+fn a_missing_token_is_reported_naming_the_file_and_a_wrong_one_is_refused() {
+    let dir = short_tempdir().expect("tempdir");
+    let daemon = tcp_daemon(dir.path());
+    let DaemonEndpoint::Tcp { port, .. } = daemon.endpoint().clone() else {
+        panic!("a TCP daemon");
+    };
+    let short_wait = [("IAI_MCP_CONNECT_WAIT_MS", "300")];
+
+    let missing = dir.path().join("no-such.token");
+    let mut opts = WrapperOptions::at(DaemonEndpoint::Tcp {
+        port,
+        token_path: missing.clone(),
+    });
+    for (k, v) in short_wait {
+        opts = opts.env(k, v);
+    }
+    let mut w = WrapperProcess::spawn(&wrapper_cmd(), &opts).expect("spawn");
+    w.initialize("2025-06-18").expect("initialize");
+    let reply = topology(&mut w);
+    let text = error_text(&reply);
+    assert!(text.contains("daemon_unreachable"), "{text}");
+    assert!(
+        text.contains(&missing.display().to_string()) && text.contains("missing"),
+        "{text}"
+    );
+    drop(w);
+
+    let wrong = dir.path().join("wrong.token");
+    std::fs::write(&wrong, "not-the-token\n").expect("write");
+    let mut opts = WrapperOptions::at(DaemonEndpoint::Tcp {
+        port,
+        token_path: wrong,
+    });
+    for (k, v) in short_wait {
+        opts = opts.env(k, v);
+    }
+    let mut w = WrapperProcess::spawn(&wrapper_cmd(), &opts).expect("spawn");
+    w.initialize("2025-06-18").expect("initialize");
+    let reply = topology(&mut w);
+    let text = error_text(&reply);
+    assert!(text.contains("daemon_unreachable"), "{text}");
+    let stats = daemon.stats().expect("stats");
+    assert!(stats.refused >= 1, "{stats:?}");
+    assert_eq!(stats.accepted, 0, "{stats:?}");
+    drop(w);
+
+    let mut w =
+        WrapperProcess::spawn(&wrapper_cmd(), &WrapperOptions::for_daemon(&daemon)).expect("spawn");
+    w.initialize("2025-06-18").expect("initialize");
+    assert_eq!(ok_method(&topology(&mut w)), "topology");
+    let stats = daemon.stats().expect("stats");
+    assert!(stats.accepted >= 1, "{stats:?}");
+}
