@@ -174,8 +174,13 @@ enum Link {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Waiting for a connection until `deadline`.
-    Waiting { deadline: Instant, since: Instant },
+    /// Waiting for a connection until `deadline`; with `settle`, only until
+    /// the next connect attempt fails (the caller answers it another way).
+    Waiting {
+        deadline: Instant,
+        since: Instant,
+        settle: bool,
+    },
     /// Sent on `conn` as daemon request `wire`; the response is due by
     /// `deadline`.
     InFlight {
@@ -262,14 +267,14 @@ impl Bridge {
             return;
         }
         let call = Call {
-            phase: Phase::Waiting {
-                deadline: self.wait_deadline(&request, now),
-                since: now,
-            },
+            phase: self.waiting(&request, now),
             request,
             sends: 0,
         };
-        let Phase::Waiting { deadline, .. } = call.phase else {
+        let Phase::Waiting {
+            deadline, settle, ..
+        } = call.phase
+        else {
             unreachable!("a new call waits");
         };
         match self.link {
@@ -281,7 +286,7 @@ impl Bridge {
             // runs in the background and a call made meanwhile rides on it.
             _ if !self.ever_connected => {
                 self.calls.insert(id, call);
-                self.hurry(deadline);
+                self.hurry(deadline, settle);
             }
             Link::Stopped => {
                 self.calls.insert(id, call);
@@ -289,7 +294,7 @@ impl Bridge {
             }
             _ if self.policy.calls_wait_for_reconnect() => {
                 self.calls.insert(id, call);
-                self.hurry(deadline);
+                self.hurry(deadline, settle);
             }
             // The V3-05 bug, kept as a policy: disconnected means refused,
             // even though a reconnect is about to succeed.
@@ -367,6 +372,23 @@ impl Bridge {
         if self.link == Link::Stopped {
             self.fail_waiting(BridgeError::NotConnected);
         }
+        // Calls that only waited for this attempt are answered another way.
+        let settled: Vec<(CallId, Instant)> = self
+            .calls
+            .iter()
+            .filter_map(|(id, c)| match c.phase {
+                Phase::Waiting {
+                    settle: true,
+                    since,
+                    ..
+                } => Some((*id, since)),
+                _ => None,
+            })
+            .collect();
+        for (id, since) in settled {
+            let error = self.connect_wait_error(now.saturating_duration_since(since));
+            self.finish(id, Err(error));
+        }
     }
 
     /// The connection `conn` closed (EOF, read or write error).
@@ -410,12 +432,9 @@ impl Bridge {
                 self.wire.remove(&wire);
             }
             if self.policy.replays() && call.request.access == Access::Read && call.sends < 2 {
-                let deadline = self.wait_deadline(&call.request, now);
+                let phase = self.waiting(&call.request, now);
                 if let Some(call) = self.calls.get_mut(&id) {
-                    call.phase = Phase::Waiting {
-                        deadline,
-                        since: now,
-                    };
+                    call.phase = phase;
                 }
                 replayed += 1;
             } else {
@@ -585,11 +604,12 @@ impl Bridge {
     }
 
     /// A call now waits until `deadline`: if the next connect attempt is
-    /// due only after that, make it now, so that no call gives up on the
-    /// daemon without an attempt made while it waited.
-    fn hurry(&mut self, deadline: Instant) {
+    /// due only after that (or the call waits for the next attempt only,
+    /// `settle`), make it now, so that no call gives up on the daemon
+    /// without an attempt made while it waited.
+    fn hurry(&mut self, deadline: Instant, settle: bool) {
         if let Link::Retrying(at) = self.link
-            && at > deadline
+            && (settle || at > deadline)
             && !self.shut
         {
             self.dial();
@@ -703,21 +723,36 @@ impl Bridge {
             .push_back(Action::Reply(id, Err(Failure::detached(error))));
     }
 
-    /// How long a call arriving (or put back to wait) at `now` waits for a
-    /// connection. The full connect wait, except for a call its caller can
-    /// answer another way: that one waits only the fallback wait, unless a
-    /// connection was lost less than a connect wait ago, when the daemon
-    /// is presumed to be restarting and the call waits until the connect
-    /// wait has passed since the loss, to get the daemon's own answer.
-    fn wait_deadline(&self, request: &Request, now: Instant) -> Instant {
+    /// How a call arriving (or put back to wait) at `now` waits for a
+    /// connection. Without a fallback: the full connect wait. With one:
+    /// if a connection was lost less than a connect wait ago the daemon is
+    /// presumed to be restarting, and the call waits until the connect wait
+    /// has passed since the loss, to get the daemon's own answer; otherwise
+    /// the daemon is presumed down, and the call waits for one fresh connect
+    /// attempt only (at most the fallback wait), so that a user whose
+    /// daemon is down is answered at once.
+    fn waiting(&self, request: &Request, now: Instant) -> Phase {
         let timings = self.policy.timings();
+        let since = now;
         if !request.fallback {
-            return now + timings.connect_wait;
+            return Phase::Waiting {
+                deadline: now + timings.connect_wait,
+                since,
+                settle: false,
+            };
         }
         let quick = now + timings.fallback_wait.min(timings.connect_wait);
         match self.lost_at {
-            Some(lost) => quick.max(lost + timings.connect_wait),
-            None => quick,
+            Some(lost) if now < lost + timings.connect_wait => Phase::Waiting {
+                deadline: quick.max(lost + timings.connect_wait),
+                since,
+                settle: false,
+            },
+            _ => Phase::Waiting {
+                deadline: quick,
+                since,
+                settle: true,
+            },
         }
     }
 }
@@ -1100,6 +1135,80 @@ mod tests {
                 failed(BridgeError::Shutdown, false)
             )]
         );
+    }
+
+    fn degradable(method: &str, read: bool) -> Request {
+        Request {
+            fallback: true,
+            ..req(method, read)
+        }
+    }
+
+    #[test]
+    fn a_call_that_can_fall_back_is_handed_on_when_the_next_attempt_fails() {
+        let (mut b, now) = bridge(BridgeMode::Fixed);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(1))]);
+        b.call(CallId(1), degradable("memory_capture", false), now);
+        assert!(drain(&mut b).is_empty(), "it waits for the attempt under way");
+        b.connect_failed(ConnId(1), "No such file or directory".into(), now);
+        let actions = drain(&mut b);
+        let [Action::Reply(CallId(1), Err(failure))] = &actions[..] else {
+            panic!("expected a failure: {actions:?}");
+        };
+        assert!(failure.fallback && !failure.sent, "{failure:?}");
+        assert!(failure.error.is_unreachable());
+        // The next one makes a fresh attempt at once instead of waiting for
+        // the backoff.
+        b.call(CallId(2), degradable("memory_recall", true), now);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
+        b.connected(ConnId(2), now);
+        let actions = drain(&mut b);
+        assert!(matches!(actions[..], [Action::Send(ConnId(2), _)]), "{actions:?}");
+    }
+
+    #[test]
+    fn while_restarting_a_call_that_can_fall_back_waits_for_the_daemon() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.closed(ConnId(1), now);
+        b.call(CallId(2), degradable("memory_recall", true), now);
+        b.handle_timeout(now + DELAY);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
+        b.connect_failed(ConnId(2), "refused".into(), now + DELAY);
+        assert!(drain(&mut b).is_empty(), "a restart is waited out");
+        // A connect wait after the loss, the daemon counts as down.
+        let until = b.poll_timeout().expect("a retry");
+        assert!(until < now + Duration::from_secs(10));
+        b.handle_timeout(until);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(3))]);
+        b.connected(ConnId(3), until);
+        let actions = drain(&mut b);
+        assert!(matches!(actions[..], [Action::Send(ConnId(3), _)]), "{actions:?}");
+    }
+
+    #[test]
+    fn a_write_lost_after_sending_is_never_handed_on_but_a_read_is() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.call(CallId(2), degradable("memory_capture", false), now);
+        b.call(CallId(3), degradable("memory_recall", true), now);
+        drain(&mut b);
+        b.closed(ConnId(1), now);
+        let actions = drain(&mut b);
+        let [Action::Reply(CallId(2), Err(failure))] = &actions[..] else {
+            panic!("expected the write to fail: {actions:?}");
+        };
+        assert_eq!(failure.error, BridgeError::SocketClosed);
+        assert!(failure.sent && !failure.fallback, "{failure:?}");
+        // The read waits out the restart, then may be answered elsewhere.
+        let deadline = now + Duration::from_secs(10);
+        b.handle_timeout(deadline);
+        let actions: Vec<Action> = drain(&mut b)
+            .into_iter()
+            .filter(|a| matches!(a, Action::Reply(..)))
+            .collect();
+        let [Action::Reply(CallId(3), Err(failure))] = &actions[..] else {
+            panic!("expected the read to give up: {actions:?}");
+        };
+        assert!(failure.sent && failure.fallback, "{failure:?}");
     }
 
     #[test]
