@@ -59,6 +59,7 @@ class Run:
         emit({
             "case": case,
             "tool": tool,
+            "text": args.get("text") if tool == "memory_capture" else None,
             "ok": error is None,
             "error": error,
             "source": (structured or {}).get("_source") if isinstance(structured, dict) else None,

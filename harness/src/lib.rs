@@ -22,6 +22,7 @@ pub mod bench;
 pub mod bins;
 pub mod client;
 pub mod daemon;
+pub mod e2e;
 pub mod error;
 pub mod process;
 pub mod scenario;

@@ -3,6 +3,7 @@
 
 mod all;
 mod bench;
+mod e2e;
 mod race;
 mod soak;
 mod sweep;
@@ -38,6 +39,11 @@ enum Task {
     /// report; exits 0 only if no call was lost or answered twice, no write
     /// ran twice, descriptors and memory stayed flat and the wrapper lived.
     Soak(soak::SoakArgs),
+    /// Check the wrapper against the real iai-mcp 3.3.0 daemon: creates a
+    /// Python venv under target/e2e with iai-pme 3.3.0 and the MCP SDK
+    /// (needs Python 3.11+, Node.js and the package registry), runs the
+    /// daemon offline and prints a table; exits 0 only if every check holds.
+    E2e(e2e::E2eArgs),
 }
 
 fn main() -> Result<ExitCode> {
@@ -45,5 +51,6 @@ fn main() -> Result<ExitCode> {
         Task::Race(args) => race::run(&args),
         Task::Bench(args) => bench::run(&args, &bench::workspace_root()),
         Task::Soak(args) => soak::run(&args),
+        Task::E2e(args) => e2e::run(&args, &bench::workspace_root()),
     }
 }

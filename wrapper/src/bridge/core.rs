@@ -1149,7 +1149,10 @@ mod tests {
         let (mut b, now) = bridge(BridgeMode::Fixed);
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(1))]);
         b.call(CallId(1), degradable("memory_capture", false), now);
-        assert!(drain(&mut b).is_empty(), "it waits for the attempt under way");
+        assert!(
+            drain(&mut b).is_empty(),
+            "it waits for the attempt under way"
+        );
         b.connect_failed(ConnId(1), "No such file or directory".into(), now);
         let actions = drain(&mut b);
         let [Action::Reply(CallId(1), Err(failure))] = &actions[..] else {
@@ -1163,7 +1166,10 @@ mod tests {
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
         b.connected(ConnId(2), now);
         let actions = drain(&mut b);
-        assert!(matches!(actions[..], [Action::Send(ConnId(2), _)]), "{actions:?}");
+        assert!(
+            matches!(actions[..], [Action::Send(ConnId(2), _)]),
+            "{actions:?}"
+        );
     }
 
     #[test]
@@ -1182,7 +1188,10 @@ mod tests {
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(3))]);
         b.connected(ConnId(3), until);
         let actions = drain(&mut b);
-        assert!(matches!(actions[..], [Action::Send(ConnId(3), _)]), "{actions:?}");
+        assert!(
+            matches!(actions[..], [Action::Send(ConnId(3), _)]),
+            "{actions:?}"
+        );
     }
 
     #[test]

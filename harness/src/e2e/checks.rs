@@ -1,0 +1,573 @@
+//! The checks of the end-to-end kit, each against the real daemon.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use serde_json::{Value, json};
+
+use super::daemon::RealDaemon;
+use super::listing;
+use super::proxy::HoldingProxy;
+use super::pyenv::PyEnv;
+use super::{Row, Verdict};
+use crate::bins::error_chain;
+use crate::error::HarnessError;
+use crate::scenario::race::{RaceOutcome, classify};
+use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
+
+/// Bound on any single reply (a safety net, not a measurement).
+const REPLY: Duration = Duration::from_secs(60);
+
+/// The protocol revision the kit's MCP clients ask for.
+const PROTOCOL: &str = "2025-06-18";
+
+const SDK_CHECK: &str = include_str!("../../e2e/sdk_check.py");
+
+/// What every check needs.
+#[derive(Debug)]
+pub struct Kit<'a> {
+    /// The Python environment.
+    pub py: &'a PyEnv,
+    /// The wrapper binary under test.
+    pub wrapper: &'a Path,
+    /// Node.js, for 3.3.0's own wrapper.
+    pub node: &'a Path,
+}
+
+/// One `sdk_check.py` line.
+#[derive(Debug, Clone)]
+struct SdkCall {
+    case: String,
+    tool: String,
+    ok: bool,
+    error: Option<String>,
+    source: Option<String>,
+    text: Option<String>,
+    ms: f64,
+}
+
+impl Kit<'_> {
+    /// This workspace's wrapper in the daemon's environment, initialized.
+    fn ours(
+        &self,
+        real: &RealDaemon,
+        endpoint: Option<PathBuf>,
+        env: &[(&str, &str)],
+        mode: Option<BridgeMode>,
+        reconnect_delay_ms: Option<u64>,
+    ) -> Result<WrapperProcess, HarnessError> {
+        let mut opts = real.wrapper_options(endpoint, self.py);
+        opts.mode = mode;
+        opts.reconnect_delay_ms = reconnect_delay_ms;
+        for (k, v) in env {
+            opts = opts.env(k, v);
+        }
+        let mut w = WrapperProcess::spawn(&WrapperCommand::new(self.wrapper), &opts)?;
+        w.initialize(PROTOCOL)?;
+        Ok(w)
+    }
+
+    /// 3.3.0's own Node wrapper in the daemon's environment, initialized.
+    /// Its degraded mode uses the real `iai`; `iai-mcp` is kept off its
+    /// `PATH` so that its own auto-heal never restarts the kit's daemon.
+    fn theirs(
+        &self,
+        real: &RealDaemon,
+        endpoint: Option<PathBuf>,
+    ) -> Result<WrapperProcess, HarnessError> {
+        let index = self.py.bundled_wrapper()?;
+        let mut opts = real.wrapper_options(endpoint, self.py);
+        opts.cli = None;
+        opts.extra_env
+            .retain(|(k, _)| k != "PATH" && k != "IAI_MCP_ADMIN_CLI");
+        opts = opts.env("IAI_MCP_CLI", self.py.program("iai"));
+        let cmd = WrapperCommand {
+            program: self.node.into(),
+            args: vec![index.into()],
+            env: Vec::new(),
+        };
+        let mut w = WrapperProcess::spawn(&cmd, &opts)?;
+        w.initialize(PROTOCOL)?;
+        Ok(w)
+    }
+
+    /// The tool listing, property by property, against 3.3.0's own.
+    pub fn listing(&self, real: &RealDaemon) -> Row {
+        let check = "tools/list matches 3.3.0's own wrapper";
+        let listings = (|| -> Result<(Vec<Value>, Vec<Value>), HarnessError> {
+            let tools = |w: &mut WrapperProcess| -> Result<Vec<Value>, HarnessError> {
+                let list = w.request("tools/list", json!({}), REPLY)?;
+                Ok(list["result"]["tools"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default())
+            };
+            let ours = tools(&mut self.ours(real, None, &[], None, None)?)?;
+            let theirs = tools(&mut self.theirs(real, None)?)?;
+            Ok((ours, theirs))
+        })();
+        match listings {
+            Ok((ours, theirs)) => {
+                let diffs = listing::compare(&ours, &theirs);
+                let detail = if diffs.is_empty() {
+                    format!(
+                        "{} tools, same order; every parameter's type, default, enum, format and items, required lists and annotations equal",
+                        ours.len()
+                    )
+                } else {
+                    diffs.join("\n")
+                };
+                Row::judged(check, diffs.is_empty() && !ours.is_empty(), detail)
+            }
+            Err(e) => Row::judged(check, false, error_chain(&e)),
+        }
+    }
+
+    /// `--check` against the live daemon.
+    pub fn check_flag(&self, real: &RealDaemon) -> Row {
+        let check = "--check against the live daemon";
+        let output = Command::new(self.wrapper)
+            .arg("--check")
+            .envs(self.wrapper_env(real))
+            .stdin(Stdio::null())
+            .output();
+        match output {
+            Ok(out) => {
+                let text = String::from_utf8_lossy(&out.stdout);
+                let ok = out.status.success() && text.contains("[ok] daemon at");
+                let first = text.lines().nth(1).unwrap_or("").to_owned();
+                Row::judged(
+                    check,
+                    ok,
+                    if ok {
+                        first
+                    } else {
+                        format!("{}: {text}", out.status)
+                    },
+                )
+            }
+            Err(e) => Row::judged(check, false, e.to_string()),
+        }
+    }
+
+    /// The environment for a wrapper started by another program (the SDK,
+    /// `--check`): what [`RealDaemon::wrapper_options`] sets.
+    fn wrapper_env(&self, real: &RealDaemon) -> Vec<(OsString, OsString)> {
+        let mut env = real.env().to_vec();
+        env.extend([
+            ("IAI_MCP_STATE_DIR".into(), real.store().into()),
+            ("IAI_MCP_CLI".into(), self.py.program("iai").into()),
+            (
+                "IAI_MCP_ADMIN_CLI".into(),
+                self.py.program("iai-mcp").into(),
+            ),
+            ("IAI_MCP_DOCTOR".into(), "off".into()),
+        ]);
+        env
+    }
+
+    /// Runs `sdk_check.py MODE` against the wrapper.
+    fn sdk(&self, real: &RealDaemon, mode: &str) -> Result<(Vec<SdkCall>, Vec<String>), String> {
+        let script = real.scratch().join("sdk_check.py");
+        std::fs::write(&script, SDK_CHECK).map_err(|e| e.to_string())?;
+        let output = Command::new(self.py.program("python"))
+            .arg(&script)
+            .arg(mode)
+            .arg(self.wrapper)
+            .envs(self.wrapper_env(real))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        let mut calls = Vec::new();
+        let mut listed = None;
+        for line in String::from_utf8_lossy(&output.stdout).lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if v["summary"] == true {
+                listed = Some(
+                    v["tools"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|t| t.as_str().map(str::to_owned))
+                        .collect(),
+                );
+                continue;
+            }
+            let text = |k: &str| v[k].as_str().map(str::to_owned);
+            calls.push(SdkCall {
+                case: text("case").unwrap_or_default(),
+                tool: text("tool").unwrap_or_default(),
+                ok: v["ok"] == true,
+                error: text("error"),
+                source: text("source"),
+                text: text("text"),
+                ms: v["ms"].as_f64().unwrap_or(0.0),
+            });
+        }
+        match listed {
+            Some(listed) => Ok((calls, listed)),
+            None => {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let tail: Vec<&str> = stderr.lines().rev().take(8).collect();
+                Err(format!(
+                    "the SDK run did not finish ({}): {}",
+                    output.status,
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                ))
+            }
+        }
+    }
+
+    /// Every tool called through the official SDK, results validated.
+    pub fn sdk_live(&self, real: &RealDaemon) -> Vec<Row> {
+        let check = "SDK calls every tool, results validate";
+        let (calls, listed) = match self.sdk(real, "live") {
+            Ok(found) => found,
+            Err(e) => return vec![Row::judged(check, false, e)],
+        };
+        let failed: Vec<String> = calls
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| {
+                format!(
+                    "{} ({}): {}",
+                    c.case,
+                    c.tool,
+                    c.error.as_deref().unwrap_or("")
+                )
+            })
+            .collect();
+        let uncalled: Vec<&String> = listed
+            .iter()
+            .filter(|t| !calls.iter().any(|c| &c.tool == *t))
+            .collect();
+        let ok = failed.is_empty() && uncalled.is_empty() && !calls.is_empty();
+        let detail = if ok {
+            format!(
+                "mcp {}: listed {} tools; {} calls, every structuredContent valid (SDK and jsonschema)",
+                super::pyenv::MCP_SDK.trim_start_matches("mcp=="),
+                listed.len(),
+                calls.len()
+            )
+        } else {
+            let mut lines = failed;
+            if !uncalled.is_empty() {
+                lines.push(format!("never called: {uncalled:?}"));
+            }
+            lines.join("\n")
+        };
+        vec![Row::judged(check, ok, detail)]
+    }
+
+    /// A call after the daemon restarted under a connected wrapper.
+    pub fn restart(&self, real: &mut RealDaemon) -> Row {
+        let check = "daemon restart mid-session, next call answered";
+        let mut run = || -> Result<String, HarnessError> {
+            let mut w = self.ours(real, None, &[], None, None)?;
+            ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
+            let back = real.restart()?;
+            let sent = Instant::now();
+            let reply = w.call_tool("memory_recall", json!({"cue": "billing"}), REPLY)?;
+            let result = ok_result(&reply)?;
+            if result.get("_source").is_some() {
+                return Err(HarnessError::Scenario(format!(
+                    "answered by the CLI, not the daemon: {result}"
+                )));
+            }
+            Ok(format!(
+                "daemon back in {:.1} s; memory_recall answered by it {:.0} ms later",
+                back.as_secs_f64(),
+                sent.elapsed().as_secs_f64() * 1000.0
+            ))
+        };
+        outcome_row(check, run())
+    }
+
+    /// The V3-05 race with a daemon restart as the drop.
+    pub fn race(&self, real: &mut RealDaemon) -> Vec<Row> {
+        [BridgeMode::Fixed, BridgeMode::Prefix]
+            .into_iter()
+            .map(|mode| {
+                let check = format!("V3-05 race, daemon restart as the drop ({mode})");
+                let outcome = self.race_once(real, mode);
+                let expected = match mode {
+                    BridgeMode::Fixed => RaceOutcome::Ok,
+                    BridgeMode::Prefix => RaceOutcome::DaemonUnreachable,
+                };
+                match outcome {
+                    Ok((outcome, latency)) => Row::judged(
+                        check,
+                        outcome == expected,
+                        format!(
+                            "racing call 50 ms after the drop: {outcome} after {:.0} ms (expected {})",
+                            latency.as_secs_f64() * 1000.0,
+                            expected.label()
+                        ),
+                    ),
+                    Err(e) => Row::judged(check, false, error_chain(&e)),
+                }
+            })
+            .collect()
+    }
+
+    fn race_once(
+        &self,
+        real: &mut RealDaemon,
+        mode: BridgeMode,
+    ) -> Result<(RaceOutcome, Duration), HarnessError> {
+        let mut w = self.ours(real, None, &[], Some(mode), Some(1000))?;
+        ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
+        real.signal(Signal::SIGTERM);
+        // The drop is when the wrapper sees its connection close.
+        let deadline = Instant::now() + REPLY;
+        while !w.stderr_text().contains("daemon connection closed") {
+            if Instant::now() > deadline {
+                return Err(HarnessError::Scenario(
+                    "the wrapper never saw the connection close".into(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        w.send_request_with_id(
+            json!("race"),
+            "tools/call",
+            json!({"name": "topology", "arguments": {}}),
+        )?;
+        let sent = Instant::now();
+        real.wait_stopped();
+        real.spawn_daemon()?;
+        let reply = w.wait_response(&json!("race"), REPLY);
+        let latency = sent.elapsed();
+        real.wait_ready(super::daemon::READY_TIMEOUT)?;
+        Ok((
+            reply.map_or(RaceOutcome::Timeout, |r| classify(&r)),
+            latency,
+        ))
+    }
+
+    /// A capture the daemon stored but whose reply was lost when it died:
+    /// stored once by this wrapper, and (for reference) how often by
+    /// 3.3.0's own.
+    pub fn capture_once(&self, real: &mut RealDaemon) -> Vec<Row> {
+        let mut rows = Vec::new();
+        for ours in [true, false] {
+            let (check, run) = if ours {
+                (
+                    "capture stored, reply lost, daemon killed: stored once",
+                    self.lost_reply(real, true),
+                )
+            } else {
+                (
+                    "same, 3.3.0's own wrapper (reference)",
+                    self.lost_reply(real, false),
+                )
+            };
+            rows.push(match run {
+                Ok((copies, answer)) if ours => Row::judged(
+                    check,
+                    copies == 1 && answer.contains("may have stored it"),
+                    format!("stored {copies}x; the wrapper answered: {answer}"),
+                ),
+                Ok((copies, answer)) => Row::info(
+                    check,
+                    format!("stored {copies}x; its wrapper answered: {answer}"),
+                ),
+                Err(e) => Row {
+                    check: check.into(),
+                    verdict: if ours { Verdict::Fail } else { Verdict::Info },
+                    detail: error_chain(&e),
+                },
+            });
+        }
+        rows
+    }
+
+    fn lost_reply(
+        &self,
+        real: &mut RealDaemon,
+        ours: bool,
+    ) -> Result<(usize, String), HarnessError> {
+        let proxy_path = real
+            .scratch()
+            .join(if ours { "p1.sock" } else { "p2.sock" });
+        let proxy = HoldingProxy::start(&proxy_path, real.socket())?;
+        let mut w = if ours {
+            self.ours(real, Some(proxy_path.clone()), &[], None, None)?
+        } else {
+            self.theirs(real, Some(proxy_path.clone()))?
+        };
+        ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
+        let text = format!(
+            "The deploy of release {} waits for the database migration.",
+            unique()
+        );
+        proxy.hold();
+        w.send_request_with_id(
+            json!("capture"),
+            "tools/call",
+            json!({"name": "memory_capture", "arguments": {"text": text}}),
+        )?;
+        let deadline = Instant::now() + REPLY;
+        while stored(real, &text)? == 0 || proxy.held() == 0 {
+            if Instant::now() > deadline {
+                return Err(HarnessError::Scenario(
+                    "the daemon never stored the capture".into(),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        real.kill()?;
+        proxy.shutdown();
+        let reply = w.wait_response(&json!("capture"), REPLY)?;
+        let answer = match ok_result(&reply) {
+            Ok(result) => format!(
+                "success, _source {}",
+                result["_source"].as_str().unwrap_or("(none)")
+            ),
+            Err(_) => reply["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned(),
+        };
+        drop(w);
+        real.start_daemon()?;
+        Ok((stored(real, &text)?, answer))
+    }
+
+    /// The degraded answers with the daemon stopped, and the capture made
+    /// then stored once.
+    pub fn degraded(&self, real: &mut RealDaemon) -> Vec<Row> {
+        let check = "daemon stopped: CLI answers, results validate";
+        if let Err(e) = real.stop() {
+            return vec![Row::judged(check, false, error_chain(&e))];
+        }
+        let (calls, _) = match self.sdk(real, "degraded") {
+            Ok(found) => found,
+            Err(e) => return vec![Row::judged(check, false, e)],
+        };
+        let bad: Vec<String> = calls
+            .iter()
+            .filter(|c| !c.ok || c.source.is_none())
+            .map(|c| {
+                format!(
+                    "{}: {}",
+                    c.tool,
+                    c.error.as_deref().unwrap_or("no _source marker")
+                )
+            })
+            .collect();
+        let times: Vec<String> = calls
+            .iter()
+            .map(|c| format!("{} {:.2} s", c.tool, c.ms / 1000.0))
+            .collect();
+        let mut rows = vec![Row::judged(
+            check,
+            bad.is_empty() && calls.len() == 5,
+            if bad.is_empty() {
+                format!("5 tools answered with _source; {}", times.join(", "))
+            } else {
+                bad.join("\n")
+            },
+        )];
+        let check = "capture made while stopped stored once";
+        let text = calls.iter().find_map(|c| c.text.clone());
+        rows.push(match (text, real.start_daemon()) {
+            (Some(text), Ok(_)) => match stored(real, &text) {
+                Ok(n) => Row::judged(
+                    check,
+                    n == 1,
+                    format!("stored {n}x, seen by the restarted daemon"),
+                ),
+                Err(e) => Row::judged(check, false, error_chain(&e)),
+            },
+            (None, _) => Row::judged(check, false, "no capture was made"),
+            (_, Err(e)) => Row::judged(check, false, error_chain(&e)),
+        });
+        rows
+    }
+
+    /// The auto-heal: the daemon stopped, the wrapper's `doctor --auto`
+    /// brings it back; the doctor probe warns once meanwhile.
+    pub fn heal(&self, real: &mut RealDaemon) -> Row {
+        let check = "doctor warns, doctor --auto restarts the daemon";
+        let mut run = || -> Result<String, HarnessError> {
+            real.stop()?;
+            let stopped = Instant::now();
+            let mut w = self.ours(
+                real,
+                None,
+                &[("IAI_MCP_DOCTOR", "on"), ("IAI_MCP_HEAL_AFTER_MS", "2000")],
+                None,
+                None,
+            )?;
+            let deadline = Instant::now() + REPLY;
+            while !real.answers() {
+                if Instant::now() > deadline {
+                    return Err(HarnessError::Scenario(format!(
+                        "the daemon never came back; wrapper stderr: {}",
+                        w.stderr_tail(800)
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let healed = stopped.elapsed();
+            ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
+            let warnings = w
+                .stderr_text()
+                .lines()
+                .filter(|l| l.contains("reports a problem"))
+                .count();
+            if warnings != 1 {
+                return Err(HarnessError::Scenario(format!(
+                    "{warnings} doctor warnings on stderr (expected 1)"
+                )));
+            }
+            Ok(format!(
+                "one doctor warning; daemon answering {:.1} s after the stop (heal after 2 s); next call succeeded",
+                healed.as_secs_f64()
+            ))
+        };
+        outcome_row(check, run())
+    }
+}
+
+fn outcome_row(check: &str, outcome: Result<String, HarnessError>) -> Row {
+    match outcome {
+        Ok(detail) => Row::judged(check, true, detail),
+        Err(e) => Row::judged(check, false, error_chain(&e)),
+    }
+}
+
+/// The `structuredContent` of a successful `tools/call` response.
+fn ok_result(reply: &Value) -> Result<Value, HarnessError> {
+    let result = &reply["result"];
+    if result.is_object() && result.get("isError") != Some(&Value::Bool(true)) {
+        Ok(result["structuredContent"].clone())
+    } else {
+        Err(HarnessError::Scenario(format!("the call failed: {reply}")))
+    }
+}
+
+/// How many of the store's recent user turns carry exactly `text`.
+fn stored(real: &RealDaemon, text: &str) -> Result<usize, HarnessError> {
+    let recent = real
+        .rpc("episodes_recent", json!({"n": 500}))
+        .map_err(|e| HarnessError::Scenario(format!("episodes_recent failed: {e}")))?;
+    Ok(recent["turns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["literal_surface"] == text)
+        .count())
+}
+
+/// A short token unique to this run.
+fn unique() -> String {
+    format!("{:08x}", fastrand::u32(..))
+}

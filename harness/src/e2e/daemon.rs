@@ -1,0 +1,369 @@
+//! The real iai-mcp 3.3.0 daemon, run offline: its own `HOME` and store in a
+//! short temporary directory, its encryption key created with the
+//! package's own CLI, and a deterministic embedding server on loopback.
+//!
+//! Every process started here is stopped when the handle drops, including
+//! a daemon that `iai-mcp doctor --auto` respawned on its own (found
+//! through the pid the daemon records in its store).
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+use super::pyenv::PyEnv;
+use crate::daemon::DaemonEndpoint;
+use crate::error::HarnessError;
+use crate::process::ChildGuard;
+use crate::tempdir::short_tempdir;
+use crate::wrapper::WrapperOptions;
+
+/// Dimension of the stub's vectors (the native model's).
+pub const EMBED_DIM: u32 = 384;
+/// The model id the stub and the daemon agree on.
+pub const EMBED_MODEL: &str = "e2e-hash-384";
+/// How long a starting daemon may take to answer.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a stopping daemon may take before it is killed.
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+
+const EMBED_STUB: &str = include_str!("../../e2e/embed_stub.py");
+
+/// A real daemon and everything it needs.
+#[derive(Debug)]
+pub struct RealDaemon {
+    env: Vec<(OsString, OsString)>,
+    python: PathBuf,
+    home: PathBuf,
+    socket: PathBuf,
+    store: PathBuf,
+    log: PathBuf,
+    daemon: Option<Child>,
+    _stub: ChildGuard,
+    dir: TempDir,
+}
+
+impl RealDaemon {
+    /// Prepares a fresh store (key created by `iai-mcp crypto init`),
+    /// starts the embedding stub and the daemon, and waits until it answers.
+    pub fn start(py: &PyEnv) -> Result<Self, HarnessError> {
+        let dir = short_tempdir()?;
+        let home = dir.path().join("h");
+        let store = home.join(".iai-mcp");
+        std::fs::create_dir_all(&store)
+            .map_err(|e| HarnessError::io(format!("creating {}", store.display()), e))?;
+        let stub_path = dir.path().join("embed_stub.py");
+        std::fs::write(&stub_path, EMBED_STUB)
+            .map_err(|e| HarnessError::io("writing the embedding stub", e))?;
+        let python = py.program("python");
+        let mut stub = ChildGuard::spawn(
+            Command::new(&python)
+                .arg(&stub_path)
+                .arg(EMBED_MODEL)
+                .arg(EMBED_DIM.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null()),
+        )?;
+        let mut first = String::new();
+        let stdout = stub.child_mut().stdout.take().expect("piped");
+        BufReader::new(stdout)
+            .read_line(&mut first)
+            .map_err(|e| HarnessError::io("reading the stub's port", e))?;
+        let port = first
+            .trim()
+            .strip_prefix("PORT ")
+            .and_then(|p| p.parse::<u16>().ok())
+            .ok_or_else(|| HarnessError::Scenario(format!("embedding stub said {first:?}")))?;
+        let socket = store.join(".daemon.sock");
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut search = OsString::from(py.bin());
+        search.push(":");
+        search.push(path);
+        let env: Vec<(OsString, OsString)> = [
+            ("HOME", home.clone().into_os_string()),
+            ("IAI_MCP_STORE", store.clone().into_os_string()),
+            ("IAI_DAEMON_SOCKET_PATH", socket.clone().into_os_string()),
+            ("IAI_MCP_EMBED_PROVIDER", "http".into()),
+            (
+                "IAI_MCP_EMBED_URL",
+                format!("http://127.0.0.1:{port}/embed").into(),
+            ),
+            ("IAI_MCP_EMBED_DIM", EMBED_DIM.to_string().into()),
+            ("IAI_MCP_EMBED_MODEL_ID", EMBED_MODEL.into()),
+            ("IAI_MCP_VERSION_CHECK", "0".into()),
+            ("PATH", search),
+        ]
+        .into_iter()
+        .map(|(k, v)| (OsString::from(k), v))
+        .collect();
+        let mut daemon = Self {
+            env,
+            python,
+            log: dir.path().join("daemon.log"),
+            home,
+            socket,
+            store,
+            daemon: None,
+            _stub: stub,
+            dir,
+        };
+        let init = Command::new(py.program("iai-mcp"))
+            .args(["crypto", "init"])
+            .envs(daemon.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| HarnessError::io("running iai-mcp crypto init", e))?;
+        if !init.status.success() {
+            return Err(HarnessError::Scenario(format!(
+                "iai-mcp crypto init failed: {}",
+                String::from_utf8_lossy(&init.stderr)
+            )));
+        }
+        daemon.start_daemon()?;
+        Ok(daemon)
+    }
+
+    /// The environment the daemon and its CLIs run with.
+    pub fn env(&self) -> &[(OsString, OsString)] {
+        &self.env
+    }
+
+    /// The daemon's socket.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The store directory (also the wrappers' state directory).
+    pub fn store(&self) -> &Path {
+        &self.store
+    }
+
+    /// A directory for the run's own files.
+    pub fn scratch(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The end of the daemon's log.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    }
+
+    /// Options for a wrapper in this daemon's environment: the same `HOME`,
+    /// store and state directory, the real CLIs, dialling `endpoint` (the
+    /// daemon's socket unless given), the doctor off (steps that want it
+    /// turn it on).
+    pub fn wrapper_options(&self, endpoint: Option<PathBuf>, py: &PyEnv) -> WrapperOptions {
+        let mut opts = WrapperOptions::at(DaemonEndpoint::Unix(
+            endpoint.unwrap_or_else(|| self.socket.clone()),
+        ));
+        opts.home = Some(self.home.clone());
+        opts.state_dir = Some(self.store.clone());
+        opts.store_dir = Some(self.store.clone());
+        opts.cli = Some(py.program("iai"));
+        opts.extra_env = self.env.clone();
+        opts.extra_env
+            .retain(|(k, _)| k != "IAI_DAEMON_SOCKET_PATH");
+        opts.extra_env
+            .push(("IAI_MCP_ADMIN_CLI".into(), py.program("iai-mcp").into()));
+        opts.extra_env.push(("IAI_MCP_DOCTOR".into(), "off".into()));
+        opts
+    }
+
+    /// Starts the daemon (if not running) and waits until it answers;
+    /// returns how long that took.
+    pub fn start_daemon(&mut self) -> Result<Duration, HarnessError> {
+        let started = Instant::now();
+        self.spawn_daemon()?;
+        self.wait_ready(READY_TIMEOUT)?;
+        Ok(started.elapsed())
+    }
+
+    /// Starts the daemon without waiting for it.
+    pub fn spawn_daemon(&mut self) -> Result<(), HarnessError> {
+        if self.daemon.is_some() {
+            return Ok(());
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| HarnessError::io("opening the daemon log", e))?;
+        let err = log
+            .try_clone()
+            .map_err(|e| HarnessError::io("opening the daemon log", e))?;
+        let child = Command::new(&self.python)
+            .args(["-m", "iai_mcp.daemon"])
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            .process_group(0)
+            .spawn()
+            .map_err(|source| HarnessError::Spawn {
+                program: "python -m iai_mcp.daemon".into(),
+                source,
+            })?;
+        self.daemon = Some(child);
+        Ok(())
+    }
+
+    /// Waits until the daemon answers a `topology` call.
+    pub fn wait_ready(&self, timeout: Duration) -> Result<(), HarnessError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.rpc("topology", json!({})).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(HarnessError::Scenario(format!(
+                    "the daemon did not answer within {timeout:?}; its log ends:\n{}",
+                    self.log_tail()
+                )));
+            }
+            // Nothing to wait on but the socket itself.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Whether something answers on the socket now.
+    pub fn answers(&self) -> bool {
+        self.rpc("topology", json!({})).is_ok()
+    }
+
+    /// One JSON-RPC call on a connection of its own; the result, or the
+    /// error object as an `Err`.
+    pub fn rpc(&self, method: &str, params: Value) -> Result<Value, String> {
+        let mut stream = UnixStream::connect(&self.socket).map_err(|e| e.to_string())?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        writeln!(stream, "{request}").map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        BufReader::new(stream.take(64 << 20))
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        let response: Value = serde_json::from_str(&line).map_err(|e| e.to_string())?;
+        match response.get("result") {
+            Some(result) => Ok(result.clone()),
+            None => Err(response["error"].to_string()),
+        }
+    }
+
+    /// Stops the daemon with SIGTERM, as a service manager would, and
+    /// waits for it (and any daemon `doctor --auto` started) to exit.
+    pub fn stop(&mut self) -> Result<(), HarnessError> {
+        self.end(Signal::SIGTERM)
+    }
+
+    /// Kills the daemon with SIGKILL: a crash.
+    pub fn kill(&mut self) -> Result<(), HarnessError> {
+        self.end(Signal::SIGKILL)
+    }
+
+    /// Stops the daemon, then starts it again; returns how long until it
+    /// answered.
+    pub fn restart(&mut self) -> Result<Duration, HarnessError> {
+        self.stop()?;
+        self.start_daemon()
+    }
+
+    /// Sends `signal` to the daemon (and any daemon `doctor --auto`
+    /// started) without waiting.
+    pub fn signal(&self, signal: Signal) {
+        if let Some(child) = &self.daemon {
+            let _ = killpg(Pid::from_raw(child.id() as i32), signal);
+        }
+        for pid in self.adopted_daemons() {
+            let _ = kill(pid, signal);
+        }
+    }
+
+    /// Waits until every daemon of the store has exited, killing any that
+    /// takes longer than [`STOP_TIMEOUT`].
+    pub fn wait_stopped(&mut self) {
+        if let Some(mut child) = self.daemon.take() {
+            let group = Pid::from_raw(child.id() as i32);
+            let deadline = Instant::now() + STOP_TIMEOUT;
+            loop {
+                match child.try_wait() {
+                    Ok(Some(_)) => break,
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    _ => {
+                        let _ = killpg(group, Signal::SIGKILL);
+                        let _ = child.wait();
+                        break;
+                    }
+                }
+            }
+        }
+        for pid in self.adopted_daemons() {
+            let deadline = Instant::now() + STOP_TIMEOUT;
+            while is_daemon(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if is_daemon(pid) {
+                let _ = kill(pid, Signal::SIGKILL);
+            }
+        }
+    }
+
+    fn end(&mut self, signal: Signal) -> Result<(), HarnessError> {
+        self.signal(signal);
+        self.wait_stopped();
+        Ok(())
+    }
+
+    /// Daemons of this store that are not our child (respawned by
+    /// `doctor --auto`), from the pids the daemon records.
+    fn adopted_daemons(&self) -> Vec<Pid> {
+        let own = self.daemon.as_ref().map(|c| Pid::from_raw(c.id() as i32));
+        let mut pids = Vec::new();
+        for (file, key) in [(".daemon-state.json", "daemon_pid"), (".locked", "pid")] {
+            let pid = std::fs::read_to_string(self.store.join(file))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .and_then(|v| v[key].as_i64())
+                .and_then(|p| i32::try_from(p).ok())
+                .map(Pid::from_raw);
+            if let Some(pid) = pid.filter(|p| is_daemon(*p) && !pids.contains(p) && Some(*p) != own)
+            {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+}
+
+/// Whether `pid` is a live iai-mcp daemon (checked by its command line, so
+/// a reused pid is never signalled).
+fn is_daemon(pid: Pid) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let zombie = stat
+        .rsplit(')')
+        .next()
+        .is_some_and(|rest| rest.trim_start().starts_with('Z'));
+    !zombie && String::from_utf8_lossy(&cmdline).contains("iai_mcp.daemon")
+}
+
+impl Drop for RealDaemon {
+    fn drop(&mut self) {
+        let _ = self.end(Signal::SIGTERM);
+    }
+}

@@ -1,0 +1,165 @@
+//! The Python side of the end-to-end kit: a virtual environment under the
+//! work directory with the pinned iai-mcp release and the official MCP SDK,
+//! installed from the package registry once and reused while the pins hold.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::HarnessError;
+
+/// The release the wrapper is checked against.
+pub const IAI_PME: &str = "iai-pme==3.3.0";
+/// The official MCP Python SDK used as a client.
+pub const MCP_SDK: &str = "mcp==2.3.0";
+
+/// Python versions iai-pme 3.3.0 supports.
+const SUPPORTED: [&str; 2] = ["3.11", "3.12"];
+
+/// A ready virtual environment.
+#[derive(Debug, Clone)]
+pub struct PyEnv {
+    /// The environment's directory.
+    pub root: PathBuf,
+    /// How long installing took (`None`: reused as it was).
+    pub installed_in: Option<Duration>,
+    /// Its size on disk, in bytes.
+    pub size: u64,
+}
+
+impl PyEnv {
+    /// The environment's `bin` directory.
+    pub fn bin(&self) -> PathBuf {
+        self.root.join("bin")
+    }
+
+    /// A program of the environment (`python`, `iai`, `iai-mcp`).
+    pub fn program(&self, name: &str) -> PathBuf {
+        self.bin().join(name)
+    }
+
+    /// The Node wrapper bundled with the installed iai-mcp.
+    pub fn bundled_wrapper(&self) -> Result<PathBuf, HarnessError> {
+        let output = Command::new(self.program("python"))
+            .args([
+                "-c",
+                "import iai_mcp, os; print(os.path.dirname(iai_mcp.__file__))",
+            ])
+            .output()
+            .map_err(|e| HarnessError::io("asking python where iai_mcp lives", e))?;
+        let dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        let path = Path::new(&dir).join("_wrapper").join("index.js");
+        if output.status.success() && path.is_file() {
+            Ok(path)
+        } else {
+            Err(HarnessError::Scenario(format!(
+                "the installed iai_mcp has no bundled wrapper at {}",
+                path.display()
+            )))
+        }
+    }
+}
+
+/// The environment at `work_dir/venv`, created and installed if missing or
+/// installed with other pins. `python` overrides the interpreter search
+/// (`python3.12`, `python3.11`, `python3`, the first of a supported version).
+pub fn ensure(work_dir: &Path, python: Option<&Path>) -> Result<PyEnv, HarnessError> {
+    let root = work_dir.join("venv");
+    let marker = root.join(".iai-e2e-pins");
+    let pins = format!("{IAI_PME}\n{MCP_SDK}\n");
+    let mut installed_in = None;
+    if std::fs::read_to_string(&marker).ok().as_deref() != Some(pins.as_str()) {
+        let started = Instant::now();
+        let interpreter = match python {
+            Some(p) => p.to_path_buf(),
+            None => find_python()?,
+        };
+        if root.exists() {
+            std::fs::remove_dir_all(&root)
+                .map_err(|e| HarnessError::io(format!("removing {}", root.display()), e))?;
+        }
+        run(
+            Command::new(&interpreter).args(["-m", "venv"]).arg(&root),
+            "creating the virtual environment",
+        )?;
+        run(
+            Command::new(root.join("bin/python")).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                IAI_PME,
+                MCP_SDK,
+            ]),
+            "installing iai-pme and the MCP SDK",
+        )?;
+        std::fs::write(&marker, pins)
+            .map_err(|e| HarnessError::io(format!("writing {}", marker.display()), e))?;
+        installed_in = Some(started.elapsed());
+    }
+    Ok(PyEnv {
+        size: dir_size(&root),
+        root,
+        installed_in,
+    })
+}
+
+/// The first interpreter on `PATH` of a version iai-pme supports.
+fn find_python() -> Result<PathBuf, HarnessError> {
+    for name in ["python3.12", "python3.11", "python3"] {
+        let Ok(output) = Command::new(name)
+            .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+            .output()
+        else {
+            continue;
+        };
+        let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        if output.status.success() && SUPPORTED.contains(&version.as_str()) {
+            return Ok(PathBuf::from(name));
+        }
+    }
+    Err(HarnessError::Scenario(format!(
+        "no Python {} on PATH (iai-pme 3.3.0 needs one); pass --python",
+        SUPPORTED.join(" or ")
+    )))
+}
+
+fn run(command: &mut Command, what: &str) -> Result<(), HarnessError> {
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| HarnessError::io(what.to_owned(), e))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail: String = stderr
+        .lines()
+        .rev()
+        .take(15)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n");
+    Err(HarnessError::Scenario(format!(
+        "{what} failed ({}):\n{tail}",
+        output.status
+    )))
+}
+
+/// Bytes of the regular files under `dir`.
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|entry| match entry.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&entry.path()),
+            Ok(t) if t.is_file() => entry.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
