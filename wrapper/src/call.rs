@@ -10,6 +10,10 @@ use crate::bridge::{Access, BridgeError, BridgeHandle, Failure, Request};
 use crate::degraded::{self, DegradedConfig, DegradedError};
 use crate::tools::Tool;
 
+/// JSON-RPC "method not found": what an older daemon answers for a tool
+/// it does not have.
+const METHOD_NOT_FOUND: i64 = -32601;
+
 /// What a tool call needs besides its arguments.
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -68,6 +72,16 @@ impl Caller {
 /// asked to: for a write that reached the daemon, say that it may have
 /// been stored (it is never re-run, so it is never stored twice).
 fn daemon_failure(failure: &Failure, access: Access) -> String {
+    if let BridgeError::Daemon {
+        code: METHOD_NOT_FOUND,
+        ..
+    } = failure.error
+    {
+        return format!(
+            "{}; this daemon does not know the tool (it needs iai-mcp 3.3 or newer)",
+            failure.error
+        );
+    }
     let unknown = access == Access::Write
         && failure.sent
         && matches!(
@@ -134,6 +148,16 @@ mod tests {
         };
         let text = daemon_failure(&failure(daemon, true), Access::Write);
         assert_eq!(text, "missing required param: 'text' (code -32602)");
+    }
+
+    #[test]
+    fn a_tool_an_old_daemon_lacks_says_so() {
+        let old = BridgeError::Daemon {
+            code: -32601,
+            message: "unknown method 'memory_search'".into(),
+        };
+        let text = daemon_failure(&failure(old, true), Access::Read);
+        assert!(text.contains("needs iai-mcp 3.3 or newer"), "{text}");
     }
 
     #[test]

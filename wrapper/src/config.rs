@@ -250,8 +250,8 @@ pub struct Args {
     )]
     pub cli_timeout_ms: u64,
 
-    /// The store the CLI reads and writes in degraded mode (passed on to it
-    /// as IAI_MCP_STORE).
+    /// The store the CLI reads and writes in degraded mode, passed on to it
+    /// as IAI_MCP_STORE [default: $HOME/.iai-mcp].
     #[arg(
         long,
         env = "IAI_MCP_STORE",
@@ -401,7 +401,9 @@ impl Args {
         // What the CLI children need to find the same daemon and store as
         // the wrapper, whether the wrapper got them from flags or the
         // environment.
-        let store = given(self.store);
+        // `iai capture` writes to the store directly only when it is told
+        // where the store is: by default, where the daemon keeps it.
+        let store = given(self.store).or_else(base);
         let mut child_env = Vec::new();
         if let Some(store) = &store {
             child_env.push((OsString::from("IAI_MCP_STORE"), store.clone().into()));
@@ -473,9 +475,13 @@ mod tests {
         assert!(c.degraded.enabled && c.degraded.bank_fallback && c.doctor.enabled);
         assert_eq!(c.degraded.cli, "iai");
         assert_eq!(c.doctor.admin_cli, "iai-mcp");
-        assert!(
-            c.degraded.env.is_empty(),
-            "nothing configured, nothing passed on"
+        assert_eq!(
+            c.degraded.env,
+            [(
+                OsString::from("IAI_MCP_STORE"),
+                OsString::from("/home/u/.iai-mcp")
+            )],
+            "the default store is passed on"
         );
         assert_eq!(c.state_dir, PathBuf::from("/home/u/.iai-mcp"));
         assert_eq!(c.policy.mode(), BridgeMode::Fixed);
@@ -595,10 +601,16 @@ mod tests {
         assert_eq!(c.endpoint, Endpoint::Unix("/run/d.sock".into()));
         assert_eq!(
             c.doctor.env,
-            [(
-                OsString::from("IAI_DAEMON_SOCKET_PATH"),
-                OsString::from("/run/d.sock")
-            )]
+            [
+                (
+                    OsString::from("IAI_MCP_STORE"),
+                    OsString::from("/h/.iai-mcp")
+                ),
+                (
+                    OsString::from("IAI_DAEMON_SOCKET_PATH"),
+                    OsString::from("/run/d.sock")
+                )
+            ]
         );
         for bad in [
             ["--tcp-port", "0"],

@@ -53,8 +53,8 @@ fn lifecycle_files_are_private_and_their_directory_too() {
 }
 
 #[test]
-fn the_wrapper_never_starts_a_process_and_never_touches_the_socket_file() {
-    let mut p = pair(&[]);
+fn with_the_daemon_up_and_the_doctor_off_no_process_is_started_and_the_socket_is_untouched() {
+    let mut p = pair(&[("IAI_MCP_DOCTOR", "off")]);
     let socket = p.daemon.socket_path().to_path_buf();
     let before = std::fs::metadata(&socket)
         .expect("socket")

@@ -139,3 +139,24 @@ fn a_missing_token_is_reported_naming_the_file_and_a_wrong_one_is_refused() {
     let stats = daemon.stats().expect("stats");
     assert!(stats.accepted >= 1, "{stats:?}");
 }
+
+#[test]
+fn the_token_never_reaches_the_logs() {
+    let dir = short_tempdir().expect("tempdir");
+    let daemon = tcp_daemon(dir.path());
+    let DaemonEndpoint::Tcp { token_path, .. } = daemon.endpoint().clone() else {
+        panic!("a TCP daemon");
+    };
+    let token = std::fs::read_to_string(&token_path).expect("token");
+    let opts = WrapperOptions::for_daemon(&daemon).env("IAI_MCP_LOG", "trace");
+    let mut w = WrapperProcess::spawn(&wrapper_cmd(), &opts).expect("spawn");
+    w.initialize("2025-06-18").expect("initialize");
+    assert_eq!(ok_method(&topology(&mut w)), "topology");
+    daemon.drop_connections().expect("drop");
+    assert_eq!(ok_method(&topology(&mut w)), "topology");
+    w.close_stdin();
+    w.wait_exit(common::REPLY).expect("exit");
+    let log = w.stderr_text();
+    assert!(!log.is_empty(), "trace logging produced nothing");
+    assert!(!log.contains(token.trim()), "token in the log:\n{log}");
+}

@@ -72,6 +72,7 @@ pub fn run(
             &StormConfig {
                 mode: fault_mode,
                 fake_daemon_bin: fake_daemon_bin(),
+                transport: base.transport,
                 ..StormConfig::default()
             },
         )
@@ -82,6 +83,7 @@ pub fn run(
             &DownUpConfig {
                 mode: fault_mode,
                 fake_daemon_bin: fake_daemon_bin(),
+                transport: base.transport,
                 ..DownUpConfig::default()
             },
         )
@@ -92,6 +94,7 @@ pub fn run(
             &HangConfig {
                 mode: fault_mode,
                 fake_daemon_bin: fake_daemon_bin(),
+                transport: base.transport,
                 ..HangConfig::default()
             },
         )

@@ -39,6 +39,15 @@ pub struct RaceArgs {
     /// Build and run the release binaries.
     #[arg(long)]
     pub(crate) release: bool,
+    /// How the fake daemon listens: a Unix socket, or loopback TCP with a
+    /// token (as iai-mcp does where there are no Unix sockets).
+    #[arg(
+        long,
+        default_value = "unix",
+        value_name = "unix|tcp",
+        conflicts_with = "sweep"
+    )]
+    pub(crate) transport: harness::Transport,
     /// Also run the live fault scenarios (storm, down-up, hang) in fixed
     /// mode, and print one table with a row per scenario and mode; exit 0
     /// only if every row passes. With --wrapper-cmd every scenario runs
@@ -101,6 +110,7 @@ pub fn run(args: &RaceArgs) -> Result<ExitCode> {
         delay_ms: args.delay_ms,
         offset_ms: args.offset_ms,
         fake_daemon_bin: Some(fake_daemon),
+        transport: args.transport,
         ..RaceConfig::default()
     };
 
