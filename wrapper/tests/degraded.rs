@@ -173,12 +173,7 @@ fn a_down_daemon_is_answered_through_the_cli_with_every_argument_it_takes() {
 #[test]
 fn a_capture_lost_after_reaching_the_daemon_is_never_handed_to_the_cli() {
     let dir = short_tempdir().expect("tempdir");
-    let daemon = FakeDaemon::spawn_on(
-        &harness::bins::fake_daemon_bin(),
-        &socket_path_in(dir.path()),
-        harness::Transport::Unix,
-    )
-    .expect("daemon");
+    let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).expect("daemon");
     let mut s = start(Some(&daemon), &[("IAI_MCP_CONNECT_WAIT_MS", "500")]);
     // Warm-up answered, then the daemon stops answering: the capture is
     // written to it and held.
@@ -331,12 +326,7 @@ fn degraded_mode_off_leaves_the_cli_alone() {
 #[test]
 fn a_restarting_daemon_answers_instead_of_the_cli() {
     let dir = short_tempdir().expect("tempdir");
-    let daemon = FakeDaemon::spawn_on(
-        &harness::bins::fake_daemon_bin(),
-        &socket_path_in(dir.path()),
-        harness::Transport::Unix,
-    )
-    .expect("daemon");
+    let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).expect("daemon");
     let mut s = start(
         Some(&daemon),
         &[

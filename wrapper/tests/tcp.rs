@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{error_text, ok_method, topology, wrapper_cmd};
@@ -92,18 +93,17 @@ fn a_missing_token_is_reported_naming_the_file_and_a_wrong_one_is_refused() {
     let DaemonEndpoint::Tcp { port, .. } = daemon.endpoint().clone() else {
         panic!("a TCP daemon");
     };
-    let short_wait = [("IAI_MCP_CONNECT_WAIT_MS", "300")];
+
+    let with_token = |token_path: PathBuf| {
+        let opts = WrapperOptions::at(DaemonEndpoint::Tcp { port, token_path })
+            .env("IAI_MCP_CONNECT_WAIT_MS", "300");
+        let mut w = WrapperProcess::spawn(&wrapper_cmd(), &opts).expect("spawn");
+        w.initialize("2025-06-18").expect("initialize");
+        w
+    };
 
     let missing = dir.path().join("no-such.token");
-    let mut opts = WrapperOptions::at(DaemonEndpoint::Tcp {
-        port,
-        token_path: missing.clone(),
-    });
-    for (k, v) in short_wait {
-        opts = opts.env(k, v);
-    }
-    let mut w = WrapperProcess::spawn(&wrapper_cmd(), &opts).expect("spawn");
-    w.initialize("2025-06-18").expect("initialize");
+    let mut w = with_token(missing.clone());
     let reply = topology(&mut w);
     let text = error_text(&reply);
     assert!(text.contains("daemon_unreachable"), "{text}");
@@ -115,15 +115,7 @@ fn a_missing_token_is_reported_naming_the_file_and_a_wrong_one_is_refused() {
 
     let wrong = dir.path().join("wrong.token");
     std::fs::write(&wrong, "not-the-token\n").expect("write");
-    let mut opts = WrapperOptions::at(DaemonEndpoint::Tcp {
-        port,
-        token_path: wrong,
-    });
-    for (k, v) in short_wait {
-        opts = opts.env(k, v);
-    }
-    let mut w = WrapperProcess::spawn(&wrapper_cmd(), &opts).expect("spawn");
-    w.initialize("2025-06-18").expect("initialize");
+    let mut w = with_token(wrong);
     let reply = topology(&mut w);
     let text = error_text(&reply);
     assert!(text.contains("daemon_unreachable"), "{text}");
