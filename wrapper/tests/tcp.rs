@@ -39,6 +39,7 @@ fn the_race_over_tcp_fails_before_the_fix_and_passes_after_it() {
             },
         )
         .expect("scenario ran");
+        assert!(report.endpoint.starts_with("tcp://"), "{}", report.endpoint);
         assert_eq!(report.outcome, expected, "{mode}: {report:?}");
         if mode == BridgeMode::Fixed {
             assert_eq!(report.conns_after, Some(1), "{report:?}");

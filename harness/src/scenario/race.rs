@@ -23,6 +23,8 @@
 //!    wrapper scheduled on the drop has happened), read `STATS conns` from
 //!    the daemon: the number of connections the wrapper holds.
 
+mod steps;
+
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -31,11 +33,12 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::sweep::run_race_until_stopped;
 use super::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::wrapper::{BridgeMode, WrapperCommand};
+
+pub use steps::{POLL, run_race_until_stopped};
 
 /// The protocol revision the seed test initializes with.
 pub const PROTOCOL_VERSION: &str = "2025-03-26";
@@ -150,6 +153,9 @@ pub fn classify(response: &Value) -> RaceOutcome {
 pub struct RaceReport {
     /// The bridge mode the wrapper ran in (`None`: not set).
     pub mode: Option<BridgeMode>,
+    /// Where the fake daemon listened, as the wrapper names it (a socket
+    /// path, or `tcp://host:port`).
+    pub endpoint: String,
     /// How the racing call ended.
     pub outcome: RaceOutcome,
     /// Time from sending the racing call to its response (or to the
@@ -338,6 +344,7 @@ mod tests {
     fn report(outcome: RaceOutcome, latency_ms: u64, conns: Option<u32>) -> RaceReport {
         RaceReport {
             mode: None,
+            endpoint: "/tmp/d.sock".into(),
             outcome,
             racing_latency: Duration::from_millis(latency_ms),
             racing_response: None,

@@ -35,7 +35,6 @@
 
 mod progress;
 mod report;
-mod run;
 pub mod svg;
 
 use std::collections::BTreeSet;
@@ -56,9 +55,8 @@ pub use report::{
     PointReport, REPORT_FORMAT, REPORT_VERSION, ReportFiles, RunRecord, SubjectInfo, SweepReport,
     SweepSettings, default_out_dir,
 };
-pub use run::{POLL, run_race_until_stopped};
 
-use super::race::{RaceConfig, RaceOutcome, RaceReport};
+use super::race::{POLL, RaceConfig, RaceOutcome, RaceReport, run_race_until_stopped};
 use crate::bins::{self, error_chain};
 use crate::error::HarnessError;
 use crate::wrapper::{BridgeMode, WrapperCommand};

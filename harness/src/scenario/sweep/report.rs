@@ -539,6 +539,7 @@ pub(crate) mod tests {
     fn run(outcome: RaceOutcome, latency_ms: u64) -> Option<super::super::RunResult> {
         Some(Ok(RaceReport {
             mode: None,
+            endpoint: "/tmp/d.sock".into(),
             outcome,
             racing_latency: Duration::from_millis(latency_ms),
             racing_response: None,

@@ -19,13 +19,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::{PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, TOOL, classify};
 use crate::bins::{self, error_chain};
 use crate::client::ClientError;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
-use crate::scenario::race::{
-    PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, TOOL, classify,
-};
 use crate::tempdir::{short_tempdir, socket_path_in};
 use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
 
@@ -163,11 +161,12 @@ fn race(
         Some(path) => path.clone(),
         None => bins::try_fake_daemon_bin()?,
     };
-    let daemon = FakeDaemon::spawn_with(&daemon_bin, &socket)?;
+    let daemon = FakeDaemon::spawn_on(&daemon_bin, &socket, cfg.transport)?;
+    let endpoint = daemon.endpoint().label();
     let opts = WrapperOptions {
         mode: cfg.mode,
         reconnect_delay_ms: Some(cfg.delay_ms),
-        ..WrapperOptions::new(&socket)
+        ..WrapperOptions::for_daemon(&daemon)
     };
     let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
     let mut requests = Requests {
@@ -252,6 +251,7 @@ fn race(
 
     Ok(Some(RaceReport {
         mode: cfg.mode,
+        endpoint,
         outcome,
         racing_latency,
         racing_response,
