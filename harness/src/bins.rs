@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::HarnessError;
-use crate::process::lock;
+use crate::sync::lock;
 
 /// A binary target of this workspace, and the environment variable that may
 /// override where it is found.

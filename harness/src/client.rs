@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::process::lock;
+use crate::sync::lock;
 
 /// Default time to wait for a reply in helpers that take no timeout
 /// ([`McpClient::initialize`]); the seed regression test uses the same.

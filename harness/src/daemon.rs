@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use crate::bins;
 use crate::error::HarnessError;
-use crate::process::{CapturedOutput, ChildGuard, Signal, lock};
+use crate::process::{CapturedOutput, ChildGuard, Signal};
+use crate::sync::lock;
 
 /// How long to wait for `BOUND` after starting the daemon.
 pub const BIND_TIMEOUT: Duration = Duration::from_secs(10);

@@ -24,8 +24,13 @@ pub mod client;
 pub mod daemon;
 pub mod e2e;
 pub mod error;
+pub mod footprint;
+pub mod format;
 pub mod process;
+pub mod random;
 pub mod scenario;
+mod sync;
+pub mod table;
 pub mod tempdir;
 pub mod wrapper;
 

@@ -9,7 +9,7 @@
 
 use std::io::{self, Read, Write};
 use std::process::{Child, Command, ExitStatus};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,6 +17,7 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 
 use crate::error::HarnessError;
+use crate::sync::lock;
 
 /// Unix signals, re-exported so callers need not depend on `nix`.
 pub use nix::sys::signal::Signal;
@@ -227,10 +228,4 @@ fn drain(mut source: impl Read, shared: &(Mutex<CaptureState>, Condvar), label: 
     }
     lock(&shared.0).eof = true;
     shared.1.notify_all();
-}
-
-/// Locks a mutex, ignoring poisoning: the data guarded in this crate stays
-/// consistent even if a holder panicked.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -31,7 +31,6 @@
 //! wrappers and the floor), `watchdog` (bounding blocking reads) and
 //! `procfs` (peak RSS and CPU time).
 
-mod procfs;
 pub mod report;
 mod runner;
 mod scenarios;
@@ -44,7 +43,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub use procfs::CpuShare;
+pub use crate::footprint::CpuShare;
 pub use report::{
     BenchReport, ColdStartStats, HostInfo, RecoveryStats, SequentialStats, Settings, SubjectKind,
     SubjectReport, Target, TargetRow, ThroughputStats, Verdict,

@@ -11,9 +11,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::procfs::CpuShare;
 use super::scenarios::{PipelineRun, RecoveryRun, SequentialRun};
 use super::stats::{Summary, nanos};
+use crate::footprint::CpuShare;
+use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
 
 /// The target: wrapper p50 latency at most this multiple of the floor's.
 pub const MAX_P50_RATIO: f64 = 2.0;
@@ -797,44 +798,6 @@ fn cell_text(text: &str) -> String {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// A duration in a readable unit: `850 ns`, `12.3 µs`, `4.56 ms`, `1.23 s`.
-pub fn format_ns(ns: u64) -> String {
-    let ns_f = ns as f64;
-    if ns < 1_000 {
-        format!("{ns} ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1} µs", ns_f / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2} ms", ns_f / 1e6)
-    } else {
-        format!("{:.2} s", ns_f / 1e9)
-    }
-}
-
-/// A rate with thousands separators: `45,678 calls/s`.
-pub fn format_rate(per_sec: f64) -> String {
-    let whole = per_sec.round().max(0.0) as u64;
-    let digits = whole.to_string();
-    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
-    for (k, c) in digits.chars().enumerate() {
-        if k > 0 && (digits.len() - k).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    format!("{grouped} calls/s")
-}
-
-/// A ratio: `1.96×`.
-pub fn format_ratio(ratio: f64) -> String {
-    format!("{ratio:.2}×")
-}
-
-/// Bytes in decimal megabytes: `4.2 MB`.
-pub fn format_bytes(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 fn format_cpu(cpu: Option<CpuShare>) -> String {

@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use super::procfs::{CpuSnapshot, CpuUsage, peak_rss_kib};
 use super::report::{
     ColdStartStats, RecoveryStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats,
 };
@@ -33,6 +32,7 @@ use super::{BenchConfig, FLOOR_NAME, TOOL, WRAPPER_NAME};
 use crate::bins::error_chain;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
+use crate::footprint::{CpuSnapshot, CpuUsage, peak_rss_kib};
 use crate::tempdir::{short_tempdir, socket_path_in};
 use crate::wrapper::WrapperCommand;
 

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 
 use crate::error::HarnessError;
-use crate::process::lock;
+use crate::sync::lock;
 
 #[derive(Debug, Default)]
 struct State {

@@ -30,9 +30,9 @@ use serde_json::json;
 
 use super::live::{LiveSession, PROBE_TOOL, Problems, count_occurrences, env_ms, problems_text};
 use super::outcome::CallOutcome;
-use super::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::daemon::Transport;
 use crate::error::HarnessError;
+use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 /// The wrapper's stderr line for one failed connect attempt (`IAI_MCP_LOG=info`).

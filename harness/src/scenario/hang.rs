@@ -25,9 +25,9 @@ use serde_json::json;
 
 use super::live::{LiveSession, PROBE_TOOL, Problems, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
-use super::{format_ms, serialize_ms};
 use crate::daemon::Transport;
 use crate::error::HarnessError;
+use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 /// Parameters of the hang scenario.

@@ -40,7 +40,6 @@ mod lines;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::fs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -48,10 +47,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::live::{LiveSession, Problems, env_ms, problems_text};
-use super::{format_ms, serialize_ms};
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::error::HarnessError;
+use crate::footprint::{Footprint, growth};
+use crate::format::{format_growth, format_kib, format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 pub use lines::LineKind;
@@ -268,106 +268,6 @@ fn string_end(s: &[u8], start: usize) -> Option<usize> {
 fn trim_start(s: &[u8]) -> &[u8] {
     let skip = s.iter().take_while(|b| b.is_ascii_whitespace()).count();
     &s[skip..]
-}
-
-/// A small, fast, seedable random number generator (SplitMix64), so runs
-/// are replayable from their seed without a dependency.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
-
-    /// An index in `0..n` (0 when `n` is 0).
-    pub fn index(&mut self, n: usize) -> usize {
-        self.below(n as u64) as usize
-    }
-
-    /// A number in `lo..=hi` (`lo` when `hi <= lo`).
-    pub fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.below(hi.saturating_sub(lo).saturating_add(1))
-    }
-
-    /// True with probability `percent` / 100.
-    pub fn percent(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    /// One item of a non-empty slice.
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.index(items.len())]
-    }
-}
-
-/// Resident memory and open file descriptors of a process, read from
-/// `/proc` (Linux). Elsewhere, or when the process is gone, the figures are
-/// `None` and the checks built on them are reported as not made.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Footprint {
-    /// `VmRSS` of `/proc/<pid>/status`, in KiB.
-    pub rss_kib: Option<u64>,
-    /// Entries of `/proc/<pid>/fd`.
-    pub fds: Option<u64>,
-}
-
-impl Footprint {
-    /// Samples process `pid` now.
-    pub fn sample(pid: u32) -> Self {
-        let rss_kib = fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|status| parse_vm_rss(&status));
-        let fds = fs::read_dir(format!("/proc/{pid}/fd"))
-            .ok()
-            .map(|entries| entries.filter(Result::is_ok).count() as u64);
-        Self { rss_kib, fds }
-    }
-}
-
-/// Extracts `VmRSS:   1234 kB` from the text of `/proc/<pid>/status`.
-fn parse_vm_rss(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let mut words = line["VmRSS:".len()..].split_whitespace();
-    let value = words.next()?.parse().ok()?;
-    matches!(words.next(), Some("kB") | None).then_some(value)
-}
-
-/// Growth from `start` to `end` in KiB (negative when it shrank), if both
-/// are known.
-pub(crate) fn growth(start: Option<u64>, end: Option<u64>) -> Option<i64> {
-    Some(i64::try_from(end?).ok()? - i64::try_from(start?).ok()?)
-}
-
-/// Formats KiB as MiB with one decimal, or `n/a`.
-pub(crate) fn format_kib(kib: Option<u64>) -> String {
-    kib.map_or_else(
-        || "n/a".to_owned(),
-        |k| format!("{:.1} MiB", k as f64 / 1024.0),
-    )
-}
-
-/// Formats a signed KiB growth as MiB with one decimal and a sign, or `n/a`.
-pub(crate) fn format_growth(kib: Option<i64>) -> String {
-    kib.map_or_else(
-        || "n/a".to_owned(),
-        |k| format!("{:+.1} MiB", k as f64 / 1024.0),
-    )
 }
 
 /// What a hostile run measured.
@@ -1013,39 +913,5 @@ mod tests {
             Expect::Exactly(json!(3)),
             "at the cap the line is parsed whole"
         );
-    }
-
-    #[test]
-    fn rng_is_deterministic_and_in_range() {
-        let mut a = Rng::new(7);
-        let mut b = Rng::new(7);
-        for _ in 0..1000 {
-            assert_eq!(a.next_u64(), b.next_u64());
-            let x = a.between(3, 9);
-            assert!((3..=9).contains(&x));
-            b.between(3, 9);
-        }
-        assert_eq!(Rng::new(1).below(0), 0);
-        assert_ne!(Rng::new(1).next_u64(), Rng::new(2).next_u64());
-    }
-
-    #[test]
-    fn parses_vm_rss() {
-        let status = "Name:\tx\nVmHWM:\t  9000 kB\nVmRSS:\t  8123 kB\n";
-        assert_eq!(parse_vm_rss(status), Some(8123));
-        assert_eq!(parse_vm_rss("VmRSS: 12 MB"), None);
-        assert_eq!(parse_vm_rss("Name: x"), None);
-        assert_eq!(growth(Some(10), Some(4)), Some(-6));
-        assert_eq!(growth(None, Some(4)), None);
-        assert_eq!(format_growth(Some(1536)), "+1.5 MiB");
-    }
-
-    #[test]
-    fn footprint_of_this_process_is_readable_on_linux() {
-        let me = Footprint::sample(std::process::id());
-        if cfg!(target_os = "linux") {
-            assert!(me.rss_kib.is_some_and(|k| k > 0), "{me:?}");
-            assert!(me.fds.is_some_and(|n| n >= 3), "{me:?}");
-        }
     }
 }

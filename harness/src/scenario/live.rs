@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::hostile::{format_growth, format_kib};
 use super::outcome::CallOutcome;
 use super::race::PROTOCOL_VERSION;
 use crate::bins::{self, error_chain};
 use crate::client::ClientError;
 use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
+use crate::format::{format_growth, format_kib};
 use crate::tempdir::{short_tempdir, socket_path_in};
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 

@@ -33,9 +33,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::daemon::Transport;
 use crate::error::HarnessError;
+use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 pub use steps::{POLL, run_race_until_stopped};

@@ -56,13 +56,15 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::hostile::{Footprint, Rng, format_growth, format_kib, growth};
 use super::live::{LiveSession, Problems, answered_call, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
-use super::{format_ms, serialize_ms};
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::error::HarnessError;
+use crate::footprint::{Footprint, growth};
+use crate::format::{format_growth, format_kib};
+use crate::format::{format_ms, serialize_ms};
+use crate::random::Rng;
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 pub use faults::FaultKind;

@@ -36,11 +36,11 @@ use serde_json::{Value, json};
 
 use super::live::{LiveSession, Problems, answered_call, is_response, problems_text};
 use super::outcome::CallOutcome;
-use super::{format_ms, serialize_ms};
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::daemon::Transport;
 use crate::error::HarnessError;
+use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 /// Read-only, idempotent tools the storm calls, each with a parameter that

@@ -13,7 +13,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::Rng;
+use crate::random::Rng;
 
 /// What kind of line the generator made, for the report's counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
-use crate::scenario::hostile::Rng;
+use crate::random::Rng;
 
 /// The faults the soak injects, one fake daemon command (or pair) each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -44,8 +44,9 @@ use serde::Serialize;
 
 use super::{Grid, Point, Subject, SweepConfig, Tally, format_offsets, svg};
 use crate::bins;
+use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::scenario::race::{ConnsRange, RaceConfig, RaceOutcome, RaceSummary};
-use crate::scenario::{Align, format_ms, serialize_ms, serialize_opt_ms, table_lines};
+use crate::table::{Align, table_lines};
 
 /// The `format` field of the JSON report.
 pub const REPORT_FORMAT: &str = "iai-mcp-race-sweep";

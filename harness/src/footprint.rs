@@ -1,12 +1,13 @@
-//! Process figures read from `/proc` (Linux only; elsewhere every figure is
-//! `None` and the report says "n/a").
+//! What a process costs, read from `/proc` (Linux only; elsewhere every
+//! figure is `None` and reports say "n/a").
 //!
-//! - Peak resident memory: `VmHWM` of `/proc/<pid>/status`, the high-water
-//!   mark of the resident set since the process started.
+//! - [`Footprint`]: resident memory (`VmRSS`) and open descriptors now, for
+//!   the checks that a wrapper stays flat over a hostile run or a soak.
+//! - [`peak_rss_kib`]: the resident high-water mark (`VmHWM`), for the
+//!   benchmarks.
 //! - CPU time: `utime + stime` of `/proc/<pid>/stat` (all threads), in
-//!   clock ticks, so a phase can report how busy the client, the subject
-//!   and the fake daemon were: a daemon far from 100% of a core is not what
-//!   limits the subject.
+//!   clock ticks, so a benchmark phase can report how busy the client, the
+//!   subject and the fake daemon were.
 
 use std::fs;
 use std::time::{Duration, Instant};
@@ -14,16 +15,52 @@ use std::time::{Duration, Instant};
 use nix::unistd::{SysconfVar, sysconf};
 use serde::Serialize;
 
-/// `VmHWM` of `pid` in KiB, if readable.
-pub fn peak_rss_kib(pid: u32) -> Option<u64> {
-    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    parse_vm_hwm(&status)
+/// Resident memory and open file descriptors of a process, read from
+/// `/proc` (Linux). Elsewhere, or when the process is gone, the figures are
+/// `None` and the checks built on them are reported as not made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Footprint {
+    /// `VmRSS` of `/proc/<pid>/status`, in KiB.
+    pub rss_kib: Option<u64>,
+    /// Entries of `/proc/<pid>/fd`.
+    pub fds: Option<u64>,
 }
 
-/// Extracts `VmHWM:   1234 kB` from the text of `/proc/<pid>/status`.
-fn parse_vm_hwm(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let mut words = line["VmHWM:".len()..].split_whitespace();
+impl Footprint {
+    /// Samples process `pid` now.
+    pub fn sample(pid: u32) -> Self {
+        let rss_kib = status_kib(pid, "VmRSS:");
+        let fds = fs::read_dir(format!("/proc/{pid}/fd"))
+            .ok()
+            .map(|entries| entries.filter(Result::is_ok).count() as u64);
+        Self { rss_kib, fds }
+    }
+}
+
+/// Growth from `start` to `end` in KiB (negative when it shrank), if both
+/// are known.
+pub(crate) fn growth(start: Option<u64>, end: Option<u64>) -> Option<i64> {
+    Some(i64::try_from(end?).ok()? - i64::try_from(start?).ok()?)
+}
+
+/// `VmHWM` of `pid` in KiB, if readable.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
+/// The KiB figure of the `field` line (`VmRSS:`, `VmHWM:`) of
+/// `/proc/<pid>/status`, if readable.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    parse_status_kib(
+        &fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
+        field,
+    )
+}
+
+/// Extracts `<field>   1234 kB` from the text of `/proc/<pid>/status`.
+fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let mut words = line[field.len()..].split_whitespace();
     let value: u64 = words.next()?.parse().ok()?;
     match words.next() {
         Some("kB") | None => Some(value),
@@ -148,11 +185,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_vm_hwm() {
+    fn parses_status_fields() {
         let status = "Name:\tx\nVmPeak:\t  9000 kB\nVmHWM:\t    4321 kB\nVmRSS:\t 4000 kB\n";
-        assert_eq!(parse_vm_hwm(status), Some(4321));
-        assert_eq!(parse_vm_hwm("Name:\tx\n"), None);
-        assert_eq!(parse_vm_hwm("VmHWM:\t12 MB\n"), None);
+        assert_eq!(parse_status_kib(status, "VmHWM:"), Some(4321));
+        assert_eq!(parse_status_kib(status, "VmRSS:"), Some(4000));
+        assert_eq!(parse_status_kib("Name:\tx\n", "VmHWM:"), None);
+        assert_eq!(parse_status_kib("VmHWM:\t12 MB\n", "VmHWM:"), None);
     }
 
     #[test]
@@ -178,6 +216,21 @@ mod tests {
         assert_eq!(total.subject, None);
         assert_eq!(total.daemon, Some(2));
         assert!(CpuUsage::default().share().is_none());
+    }
+
+    #[test]
+    fn footprint_of_this_process_is_readable_on_linux() {
+        let me = Footprint::sample(std::process::id());
+        if cfg!(target_os = "linux") {
+            assert!(me.rss_kib.is_some_and(|k| k > 0), "{me:?}");
+            assert!(me.fds.is_some_and(|n| n >= 3), "{me:?}");
+        }
+    }
+
+    #[test]
+    fn growth_is_signed() {
+        assert_eq!(growth(Some(10), Some(4)), Some(-6));
+        assert_eq!(growth(None, Some(4)), None);
     }
 
     #[cfg(target_os = "linux")]
