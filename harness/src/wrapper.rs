@@ -51,6 +51,12 @@ impl fmt::Display for BridgeMode {
     }
 }
 
+/// A bridge mode for a table: its name, or `(unset)` when a run leaves it
+/// to the wrapper.
+pub fn mode_label(mode: Option<BridgeMode>) -> String {
+    mode.map_or_else(|| "(unset)".to_owned(), |m| m.to_string())
+}
+
 /// The error of parsing a [`BridgeMode`] from text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid bridge mode {0:?}: expected `fixed` or `prefix`")]

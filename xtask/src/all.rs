@@ -10,7 +10,8 @@ use harness::scenario::storm::{StormConfig, StormReport, run_storm};
 use harness::scenario::{Align, format_ms, table_lines};
 use harness::{BridgeMode, HarnessError, WrapperCommand};
 
-use crate::race::{mode_label, run_mode};
+use crate::progress::run_mode;
+use harness::wrapper::mode_label;
 
 /// One row of the `--all` table.
 struct Row {

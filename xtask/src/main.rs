@@ -4,6 +4,7 @@
 mod all;
 mod bench;
 mod e2e;
+mod progress;
 mod race;
 mod soak;
 mod sweep;

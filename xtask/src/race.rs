@@ -3,14 +3,16 @@
 //! prints a table and a verdict; `--all` and `--sweep` hand over to
 //! [`all`](crate::all) and [`sweep`](crate::sweep).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use harness::bins::{self, Profile};
-use harness::scenario::race::{RaceConfig, RaceSummary, run_race};
-use harness::scenario::sweep::{self, Subject};
+use harness::scenario::race::{RaceConfig, RaceSummary};
+use harness::wrapper::mode_label;
+
+use crate::progress::run_mode;
+use harness::scenario::sweep::Subject;
 use harness::scenario::{Align, format_ms, table_lines};
 use harness::{BridgeMode, WrapperCommand};
 
@@ -61,27 +63,9 @@ pub struct RaceArgs {
     /// (130 when interrupted by Ctrl-C, after writing the partial report).
     #[arg(long, conflicts_with = "all")]
     pub(crate) sweep: bool,
-    /// With --sweep: the first offset.
-    #[arg(long, default_value_t = 0, value_name = "MS", requires = "sweep")]
-    pub(crate) from_ms: u64,
-    /// With --sweep: the last offset [default: the delay plus 200 ms].
-    #[arg(long, value_name = "MS", requires = "sweep")]
-    pub(crate) to_ms: Option<u64>,
-    /// With --sweep: the step between offsets.
-    #[arg(long, default_value_t = sweep::DEFAULT_STEP_MS, value_name = "MS",
-          requires = "sweep", value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) step_ms: u64,
-    /// With --sweep: runs at once [default: the available parallelism].
-    #[arg(long, value_name = "N", requires = "sweep",
-          value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) jobs: Option<u64>,
-    /// With --sweep: seed of the (shuffled, reproducible) run order.
-    #[arg(long, default_value_t = sweep::DEFAULT_SEED, requires = "sweep")]
-    pub(crate) seed: u64,
-    /// With --sweep: where to write sweep.json and sweep.svg [default:
-    /// target/race-report].
-    #[arg(long, value_name = "DIR", requires = "sweep")]
-    pub(crate) out_dir: Option<PathBuf>,
+    /// The sweep's own options.
+    #[command(flatten)]
+    pub(crate) sweep_opts: crate::sweep::SweepOpts,
 }
 
 /// Runs per mode of the race when --runs is not given.
@@ -120,7 +104,7 @@ pub fn run(args: &RaceArgs) -> Result<ExitCode> {
             (None, Some(cmd)) => Subject::modes(cmd, &[BridgeMode::Prefix, BridgeMode::Fixed]),
             (None, None) => unreachable!("the wrapper is built when no command is given"),
         };
-        return crate::sweep::run(args, subjects, base);
+        return crate::sweep::run(&args.sweep_opts, args.runs, subjects, base);
     }
 
     let runs = args.runs.unwrap_or(DEFAULT_RACE_RUNS);
@@ -201,33 +185,6 @@ pub fn run(args: &RaceArgs) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-/// Runs the race `runs` times in `mode`, reporting progress on stderr.
-pub(crate) fn run_mode(
-    cmd: &WrapperCommand,
-    base: &RaceConfig,
-    mode: Option<BridgeMode>,
-    runs: u32,
-) -> Result<RaceSummary> {
-    let cfg = RaceConfig {
-        mode,
-        ..base.clone()
-    };
-    let label = mode_label(mode);
-    let mut reports = Vec::new();
-    for run in 1..=runs {
-        let report =
-            run_race(cmd, &cfg).with_context(|| format!("{label} race run {run}/{runs}"))?;
-        eprintln!("{label} run {run}/{runs}: {report}");
-        reports.push(report);
-    }
-    Ok(RaceSummary::from_reports(mode, &reports))
-}
-
-/// A bridge mode for a table: its name, or `(unset)`.
-pub(crate) fn mode_label(mode: Option<BridgeMode>) -> String {
-    mode.map_or_else(|| "(unset)".to_owned(), |m| m.to_string())
 }
 
 /// Prints the race table: a row per mode, and which modes saw stdout

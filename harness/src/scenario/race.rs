@@ -204,6 +204,28 @@ pub fn run_race(cmd: &WrapperCommand, cfg: &RaceConfig) -> Result<RaceReport, Ha
         .ok_or_else(|| HarnessError::Scenario("race run abandoned".to_owned()))
 }
 
+/// Runs the race `runs` times in `mode` (each run from `base`), calling
+/// `each` with every report as it comes, and sums them up.
+pub fn run_races(
+    cmd: &WrapperCommand,
+    base: &RaceConfig,
+    mode: Option<BridgeMode>,
+    runs: u32,
+    mut each: impl FnMut(u32, &RaceReport),
+) -> Result<RaceSummary, HarnessError> {
+    let cfg = RaceConfig {
+        mode,
+        ..base.clone()
+    };
+    let mut reports = Vec::new();
+    for run in 1..=runs {
+        let report = run_race(cmd, &cfg)?;
+        each(run, &report);
+        reports.push(report);
+    }
+    Ok(RaceSummary::from_reports(mode, &reports))
+}
+
 /// The range of `conns_after` values over several runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct ConnsRange {

@@ -33,6 +33,7 @@
 //! returns the runs completed so far as a report marked
 //! [`partial`](SweepReport::partial).
 
+mod files;
 mod progress;
 mod report;
 pub mod svg;
@@ -50,10 +51,10 @@ use std::time::Instant;
 use anyhow::Context;
 use serde::Serialize;
 
+pub use files::{ReportFiles, default_out_dir};
 pub use progress::{SweepObserver, TerminalProgress};
 pub use report::{
-    PointReport, REPORT_FORMAT, REPORT_VERSION, ReportFiles, RunRecord, SubjectInfo, SweepReport,
-    SweepSettings, default_out_dir,
+    PointReport, REPORT_FORMAT, REPORT_VERSION, RunRecord, SubjectInfo, SweepReport, SweepSettings,
 };
 
 use super::race::{POLL, RaceConfig, RaceOutcome, RaceReport, run_race_until_stopped};

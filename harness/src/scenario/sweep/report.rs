@@ -1,5 +1,5 @@
 //! The sweep's report: the data (serialized as the JSON file), the terminal
-//! table, one summary line per subject, and writing the files.
+//! table and one summary line per subject.
 //!
 //! # JSON structure
 //!
@@ -35,15 +35,11 @@
 //! and `error` (the harness could not carry the run out; `detail` says why,
 //! as it does for `other_error`).
 
-use std::fs;
-use std::io;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Grid, Point, Subject, SweepConfig, Tally, format_offsets, svg};
-use crate::bins;
+use super::{Grid, Point, Subject, SweepConfig, Tally, format_offsets};
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::scenario::race::{ConnsRange, RaceConfig, RaceOutcome, RaceSummary};
 use crate::table::{Align, table_lines};
@@ -207,32 +203,6 @@ pub struct RunRecord {
     pub stdout_defects: usize,
 }
 
-/// Where [`SweepReport::write_files`] put the report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReportFiles {
-    /// The JSON report (absolute path).
-    pub json: PathBuf,
-    /// The SVG chart (absolute path).
-    pub svg: PathBuf,
-}
-
-/// The default report directory: `race-report` in the workspace's target
-/// directory (`$CARGO_TARGET_DIR` when set, else `target/` next to the
-/// workspace manifest).
-pub fn default_out_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map_or_else(
-            || {
-                bins::workspace_manifest()
-                    .parent()
-                    .map_or_else(|| PathBuf::from("target"), |root| root.join("target"))
-            },
-            PathBuf::from,
-        );
-    target.join("race-report")
-}
-
 impl SweepReport {
     pub(super) fn new(
         cfg: &SweepConfig,
@@ -294,25 +264,6 @@ impl SweepReport {
     /// this module's documentation).
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a sweep report always serializes")
-    }
-
-    /// The SVG chart (see [`svg::chart`]).
-    pub fn to_svg(&self) -> String {
-        svg::chart(self)
-    }
-
-    /// Writes `sweep.json` and `sweep.svg` into `dir` (created if need be)
-    /// and returns their absolute paths.
-    pub fn write_files(&self, dir: &Path) -> io::Result<ReportFiles> {
-        fs::create_dir_all(dir)?;
-        let dir = dir.canonicalize()?;
-        let files = ReportFiles {
-            json: dir.join("sweep.json"),
-            svg: dir.join("sweep.svg"),
-        };
-        write_replacing(&files.json, self.to_json().as_bytes())?;
-        write_replacing(&files.svg, self.to_svg().as_bytes())?;
-        Ok(files)
     }
 
     /// The terminal table: one row per subject, delay and offset.
@@ -459,14 +410,6 @@ impl SweepReport {
 
 /// Writes `bytes` to a temporary file beside `path`, then renames it over
 /// `path`, so a reader never sees half a report.
-fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    fs::write(&tmp, bytes)?;
-    fs::rename(&tmp, path)
-}
-
 fn point_report(
     subject: &Subject,
     point: Point,
