@@ -32,7 +32,7 @@ use tokio::time::Instant;
 use crate::faults::OneShots;
 use crate::lock;
 use crate::protocol::{self, INVALID_REQUEST, Incoming, PARSE_ERROR};
-use crate::server::Shared;
+use crate::shared::{ConnCommand, Shared};
 
 /// First read size; grows while reads fill the buffer.
 const READ_MIN: usize = 16 * 1024;
@@ -45,25 +45,6 @@ const OUT_HIGH_WATER: usize = 16 * 1024 * 1024;
 const OUT_COMPACT_AT: usize = 1024 * 1024;
 /// Release an emptied buffer that grew larger than this (e.g. `OVERSIZE`).
 const KEEP_CAPACITY: usize = 4 * 1024 * 1024;
-
-/// What the daemon asks of a live connection. `done` is sent once the
-/// effect's bytes are written to the socket (dropped if the connection ends
-/// first), so the stdin acknowledgement can wait for the effect.
-#[derive(Debug)]
-pub(crate) enum ConnCommand {
-    /// Write these bytes now (`GARBAGE`, `STRAY`).
-    Inject {
-        /// The lines to write.
-        bytes: Arc<[u8]>,
-        /// Signalled once they are written.
-        done: oneshot::Sender<()>,
-    },
-    /// Write the held replies now (`RESUME`).
-    Resume {
-        /// Signalled once they are written.
-        done: oneshot::Sender<()>,
-    },
-}
 
 /// Serves one accepted connection until it closes, fails, is cut, or the
 /// daemon drops it (by aborting this task or closing `commands`). Removes

@@ -23,6 +23,7 @@ mod journal;
 pub mod listener;
 mod protocol;
 pub mod server;
+mod shared;
 pub mod stats;
 pub mod stdio;
 

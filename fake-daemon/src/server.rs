@@ -7,24 +7,24 @@
 //! has happened (connections closed, bytes written) before they return, so an
 //! acknowledgement printed afterwards can be relied upon.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::commands::Command;
-use crate::connection::{self, ConnCommand, Socket};
-use crate::faults::{Faults, OneShots};
-use crate::journal::{DEFAULT_JOURNAL_BYTES, Journal};
+use crate::connection::{self, Socket};
+use crate::faults::OneShots;
+use crate::journal::DEFAULT_JOURNAL_BYTES;
 use crate::listener::{self, Accepted, BindError, Bound, Listener};
 use crate::lock;
 use crate::protocol;
-use crate::stats::{Counters, StatsSnapshot};
+use crate::shared::{ConnCommand, Shared};
+use crate::stats::StatsSnapshot;
 
 /// Default longest request line (16 MiB); longer lines get an error reply
 /// and are skipped up to their newline, so memory stays bounded.
@@ -78,89 +78,14 @@ pub enum Outcome {
     Quit,
 }
 
-/// State shared by the daemon handle, the accept loop and the connections.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) max_line_bytes: usize,
-    pub(crate) counters: Counters,
-    pub(crate) faults: Faults,
-    pub(crate) journal: Mutex<Journal>,
-    connections: Mutex<Connections>,
-    /// The token TCP connections must send first (`None` on a Unix socket).
-    token: Mutex<Option<String>>,
-}
-
-/// The live accepted connections.
-#[derive(Debug, Default)]
-struct Connections {
-    next_id: u64,
-    live: HashMap<u64, ConnectionHandle>,
-}
-
-#[derive(Debug)]
-struct ConnectionHandle {
-    task: JoinHandle<()>,
-    commands: mpsc::UnboundedSender<ConnCommand>,
-}
-
-impl Shared {
-    /// Registers a freshly accepted connection and starts serving it.
-    fn adopt<S: Socket>(self: &Arc<Self>, stream: S) {
-        self.counters.connection_accepted();
-        let (commands, receiver) = mpsc::unbounded_channel();
-        // Spawning under the lock: the task cannot deregister itself before
-        // it is registered.
-        let mut connections = lock(&self.connections);
-        let id = connections.next_id;
-        connections.next_id += 1;
-        let task = tokio::spawn(connection::serve(stream, Arc::clone(self), id, receiver));
-        connections
-            .live
-            .insert(id, ConnectionHandle { task, commands });
-    }
-
-    /// Removes a connection from the table (its task is ending).
-    pub(crate) fn forget_connection(&self, id: u64) {
-        lock(&self.connections).live.remove(&id);
-    }
-
-    /// Takes every live connection out of the table (so they stop counting
-    /// at once) and stops their tasks without waiting.
-    fn abort_connections(&self) -> Vec<JoinHandle<()>> {
-        let drained: Vec<ConnectionHandle> = lock(&self.connections)
-            .live
-            .drain()
-            .map(|(_, handle)| handle)
-            .collect();
-        drained
-            .into_iter()
-            .map(|handle| {
-                handle.task.abort();
-                handle.task
-            })
-            .collect()
-    }
-
-    /// Sends a command made by `make` to every live connection and waits
-    /// until each has carried it out (or has closed).
-    async fn broadcast(&self, make: impl Fn(oneshot::Sender<()>) -> ConnCommand) {
-        let senders: Vec<_> = lock(&self.connections)
-            .live
-            .values()
-            .map(|handle| handle.commands.clone())
-            .collect();
-        let mut pending = Vec::with_capacity(senders.len());
-        for sender in senders {
-            let (done, finished) = oneshot::channel();
-            if sender.send(make(done)).is_ok() {
-                pending.push(finished);
-            }
-        }
-        for finished in pending {
-            // An error means the connection closed first: nothing to wait for.
-            let _ = finished.await;
-        }
-    }
+/// Registers a freshly accepted connection and starts serving it.
+fn adopt<S: Socket>(shared: &Arc<Shared>, stream: S) {
+    shared.counters.connection_accepted();
+    let (commands, receiver) = mpsc::unbounded_channel();
+    shared.register(
+        |id| tokio::spawn(connection::serve(stream, Arc::clone(shared), id, receiver)),
+        commands,
+    );
 }
 
 /// The accepting side while the daemon is up.
@@ -173,9 +98,12 @@ struct Listening {
 async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
     loop {
         match listener.accept().await {
-            Ok(Accepted::Unix(stream)) => shared.adopt(stream),
+            Ok(Accepted::Unix(stream)) => adopt(&shared, stream),
             Ok(Accepted::Tcp(stream)) => {
-                tokio::spawn(authenticate(stream, Arc::clone(&shared)));
+                let task = tokio::spawn(authenticate(stream, Arc::clone(&shared)));
+                let mut pending = lock(&shared.authenticating);
+                pending.retain(|t| !t.is_finished());
+                pending.push(task);
             }
             Err(err) => {
                 eprintln!("fake-daemon: accept failed: {err}");
@@ -191,7 +119,7 @@ async fn authenticate(mut stream: TcpStream, shared: Arc<Shared>) {
     let expected = lock(&shared.token).clone();
     let line = tokio::time::timeout(TOKEN_TIMEOUT, read_token_line(&mut stream)).await;
     match (line, expected) {
-        (Ok(Some(line)), Some(token)) if line.trim() == token => shared.adopt(stream),
+        (Ok(Some(line)), Some(token)) if line.trim() == token => adopt(&shared, stream),
         _ => shared.counters.connection_refused(),
     }
 }
@@ -232,14 +160,7 @@ impl FakeDaemon {
     /// Binds the socket (a stale socket file is removed first, the new one
     /// gets mode 0600) and starts accepting connections.
     pub async fn bind(config: Config) -> Result<Self, BindError> {
-        let shared = Arc::new(Shared {
-            max_line_bytes: config.max_line_bytes,
-            counters: Counters::default(),
-            faults: Faults::default(),
-            journal: Mutex::new(Journal::new(config.journal_bytes)),
-            connections: Mutex::new(Connections::default()),
-            token: Mutex::new(None),
-        });
+        let shared = Arc::new(Shared::new(config.max_line_bytes, config.journal_bytes));
         let mut daemon = FakeDaemon {
             shared,
             socket_path: config.socket_path,
@@ -264,8 +185,12 @@ impl FakeDaemon {
 
     /// The current counters (what `STATS` reports).
     pub fn stats(&self) -> StatsSnapshot {
-        let conns = lock(&self.shared.connections).live.len();
-        self.shared.counters.snapshot(conns)
+        let conns = self.shared.live_connections();
+        let pending = lock(&self.shared.authenticating)
+            .iter()
+            .filter(|t| !t.is_finished())
+            .count();
+        self.shared.counters.snapshot(conns, pending)
     }
 
     /// Carries out one stdin command and returns its acknowledgement once
@@ -366,6 +291,11 @@ impl FakeDaemon {
     /// Closes every accepted connection and waits until their sockets are
     /// closed; the listener is untouched.
     async fn drop_connections(&self) {
+        let pending: Vec<JoinHandle<()>> = lock(&self.shared.authenticating).drain(..).collect();
+        for task in pending {
+            task.abort();
+            let _ = task.await;
+        }
         for task in self.shared.abort_connections() {
             // The task was aborted: the join error says just that.
             let _ = task.await;

@@ -34,9 +34,10 @@ impl Counters {
     }
 
     /// The counters together with the current number of live connections.
-    pub(crate) fn snapshot(&self, conns: usize) -> StatsSnapshot {
+    pub(crate) fn snapshot(&self, conns: usize, pending: usize) -> StatsSnapshot {
         StatsSnapshot {
             conns,
+            pending,
             accepted: self.accepted.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
@@ -46,11 +47,14 @@ impl Counters {
 }
 
 /// The daemon's counters at one moment; displays as the `STATS` reply
-/// `STATS conns=<n> accepted=<n> requests=<n> controls=<n> refused=<n>`.
+/// `STATS conns=<n> accepted=<n> requests=<n> controls=<n> refused=<n>
+/// pending=<n>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatsSnapshot {
     /// Accepted connections that are still open.
     pub conns: usize,
+    /// TCP connections accepted and still to send their token.
+    pub pending: usize,
     /// Connections accepted since start (on TCP: that sent the token).
     pub accepted: u64,
     /// TCP connections closed for a missing or wrong token.
@@ -67,8 +71,8 @@ impl fmt::Display for StatsSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "STATS conns={} accepted={} requests={} controls={} refused={}",
-            self.conns, self.accepted, self.requests, self.controls, self.refused
+            "STATS conns={} accepted={} requests={} controls={} refused={} pending={}",
+            self.conns, self.accepted, self.requests, self.controls, self.refused, self.pending
         )
     }
 }
@@ -85,8 +89,8 @@ mod tests {
         counters.request_answered();
         counters.control_received();
         assert_eq!(
-            counters.snapshot(1).to_string(),
-            "STATS conns=1 accepted=2 requests=1 controls=1 refused=0"
+            counters.snapshot(1, 0).to_string(),
+            "STATS conns=1 accepted=2 requests=1 controls=1 refused=0 pending=0"
         );
     }
 }

@@ -336,7 +336,7 @@ fn refused_commands_get_err_and_change_nothing() {
             "BOUND\nERR unknown command: BOGUS\nERR unknown command: bogus\n\
              ERR DELAY needs a whole number from 0 to 86400000, not 'x'\nERR DELAY needs <ms>\n\
              ERR DROP takes no argument\nERR empty command\n\
-             STATS conns=0 accepted=0 requests=0 controls=0 refused=0\n",
+             STATS conns=0 accepted=0 requests=0 controls=0 refused=0 pending=0\n",
         );
 }
 
@@ -481,7 +481,7 @@ fn control_messages_get_no_reply_and_are_counted() {
     client.round_trip(1, "topology");
     assert_eq!(
         daemon.stats(),
-        "STATS conns=1 accepted=1 requests=1 controls=2 refused=0"
+        "STATS conns=1 accepted=1 requests=1 controls=2 refused=0 pending=0"
     );
 }
 
@@ -560,12 +560,12 @@ fn drop_closes_every_connection_and_keeps_listening() {
     second.round_trip(2, "topology");
     assert_eq!(
         daemon.stats(),
-        "STATS conns=2 accepted=2 requests=2 controls=0 refused=0"
+        "STATS conns=2 accepted=2 requests=2 controls=0 refused=0 pending=0"
     );
     assert_eq!(daemon.cmd("DROP"), "DROPPED");
     assert_eq!(
         daemon.stats(),
-        "STATS conns=0 accepted=2 requests=2 controls=0 refused=0"
+        "STATS conns=0 accepted=2 requests=2 controls=0 refused=0 pending=0"
     );
     assert!(first.rest().is_empty());
     assert!(second.rest().is_empty());
@@ -573,7 +573,7 @@ fn drop_closes_every_connection_and_keeps_listening() {
     third.round_trip(3, "topology");
     assert_eq!(
         daemon.stats(),
-        "STATS conns=1 accepted=3 requests=3 controls=0 refused=0"
+        "STATS conns=1 accepted=3 requests=3 controls=0 refused=0 pending=0"
     );
 }
 
@@ -631,7 +631,7 @@ fn down_unlinks_and_closes_up_binds_again() {
     assert!(client.rest().is_empty());
     assert_eq!(
         daemon.stats(),
-        "STATS conns=0 accepted=1 requests=1 controls=0 refused=0"
+        "STATS conns=0 accepted=1 requests=1 controls=0 refused=0 pending=0"
     );
     assert_eq!(daemon.cmd("DOWN"), "OK DOWN");
     assert_eq!(daemon.cmd("UP"), "OK UP");
@@ -659,7 +659,7 @@ fn hang_holds_replies_and_resume_releases_them() {
     daemon.wait_until_seen("held_two");
     assert_eq!(
         daemon.stats(),
-        "STATS conns=1 accepted=1 requests=1 controls=0 refused=0"
+        "STATS conns=1 accepted=1 requests=1 controls=0 refused=0 pending=0"
     );
     assert!(client.nothing_waiting());
     assert_eq!(daemon.cmd("RESUME"), "OK RESUME");
@@ -685,7 +685,7 @@ fn delay_postpones_replies_without_blocking_other_connections() {
     assert!(slow.nothing_waiting());
     assert_eq!(
         daemon.stats(),
-        "STATS conns=2 accepted=2 requests=2 controls=0 refused=0"
+        "STATS conns=2 accepted=2 requests=2 controls=0 refused=0 pending=0"
     );
     // A short delay: the reply does arrive.
     assert_eq!(daemon.cmd("DELAY 20"), "OK DELAY 20");
@@ -778,7 +778,7 @@ fn stray_sends_a_reply_nobody_asked_for() {
     client.round_trip(2, "topology");
     assert_eq!(
         daemon.stats(),
-        "STATS conns=1 accepted=1 requests=2 controls=0 refused=0"
+        "STATS conns=1 accepted=1 requests=2 controls=0 refused=0 pending=0"
     );
 }
 
@@ -824,7 +824,7 @@ fn tcp_publishes_port_and_token_checks_the_token_and_renews_it_on_up() {
     assert!(rest.is_empty(), "a wrong token gets nothing");
     assert_eq!(
         daemon.stats(),
-        "STATS conns=1 accepted=1 requests=1 controls=0 refused=1"
+        "STATS conns=1 accepted=1 requests=1 controls=0 refused=1 pending=0"
     );
 
     assert_eq!(daemon.cmd("DOWN"), "OK DOWN");
@@ -840,4 +840,34 @@ fn tcp_publishes_port_and_token_checks_the_token_and_renews_it_on_up() {
     let mut line = String::new();
     BufReader::new(&again).read_line(&mut line).expect("reply");
     assert_eq!(line, reply(3, "topology"));
+}
+
+#[test]
+fn a_tcp_connection_still_checking_its_token_is_dropped_too() {
+    let mut daemon = Daemon::start_with(&["--tcp"]);
+    let port: u16 = read_file(&daemon.path.with_file_name("d.sock.port"))
+        .parse()
+        .expect("a port");
+    let token = read_file(&daemon.path.with_file_name("d.sock.token"));
+    let mut early = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    early.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let deadline = Instant::now() + PATIENCE;
+    while !daemon.stats().ends_with("pending=1") {
+        assert!(Instant::now() < deadline, "the daemon never accepted");
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(daemon.cmd("DROP"), "DROPPED");
+    // The connection is closed: writing may fail, reading finds the end.
+    let _ = writeln!(early, "{token}");
+    let _ = early.write_all(request(1, "topology").as_bytes());
+    let mut rest = Vec::new();
+    let _ = early.read_to_end(&mut rest);
+    assert!(
+        rest.is_empty(),
+        "a connection from before DROP got an answer"
+    );
+    assert_eq!(
+        daemon.stats(),
+        "STATS conns=0 accepted=0 requests=0 controls=0 refused=0 pending=0"
+    );
 }

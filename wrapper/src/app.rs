@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::bridge::{self, Bridge, DriverConfig};
 use crate::call::Caller;
 use crate::config::Config;
+use crate::degraded::Degraded;
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, wake, warmup};
 use crate::mcp::server::{self, ServerConfig, StopReason};
 use crate::stdio;
@@ -70,7 +71,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     let reason = server::serve(
         stdio::input(),
         stdio::output(),
-        Caller::new(bridge.clone(), config.degraded.clone()),
+        Caller::new(bridge.clone(), Degraded::new(config.degraded.clone())),
         trigger,
         ServerConfig {
             max_line_bytes: config.max_line_bytes,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::bridge::{Access, BridgeError, BridgeHandle, Failure, Request};
-use crate::degraded::{self, DegradedConfig, DegradedError};
+use crate::degraded::{Degraded, DegradedError};
 use crate::tools::Tool;
 
 /// JSON-RPC "method not found": what an older daemon answers for a tool
@@ -18,12 +18,12 @@ const METHOD_NOT_FOUND: i64 = -32601;
 #[derive(Debug, Clone)]
 pub struct Caller {
     bridge: BridgeHandle,
-    degraded: Arc<DegradedConfig>,
+    degraded: Arc<Degraded>,
 }
 
 impl Caller {
     /// Calls through `bridge`, falling back to the CLI as `degraded` says.
-    pub fn new(bridge: BridgeHandle, degraded: DegradedConfig) -> Self {
+    pub fn new(bridge: BridgeHandle, degraded: Degraded) -> Self {
         Caller {
             bridge,
             degraded: Arc::new(degraded),
@@ -58,11 +58,11 @@ impl Caller {
             Err(failure) => failure,
         };
         match kept {
-            Some(arguments) if failure.fallback => {
-                degraded::answer(&self.degraded, &tool.name, &arguments)
-                    .await
-                    .map_err(|e| degraded_failure(&failure, access, &e))
-            }
+            Some(arguments) if failure.fallback => self
+                .degraded
+                .answer(&tool.name, &arguments)
+                .await
+                .map_err(|e| degraded_failure(&failure, access, &e)),
             _ => Err(daemon_failure(&failure, access)),
         }
     }
@@ -90,7 +90,7 @@ fn daemon_failure(failure: &Failure, access: Access) -> String {
         );
     if unknown {
         format!(
-            "{}; the daemon may have stored it before the connection was lost (it was not retried, so it cannot be stored twice)",
+            "{}; the daemon may have stored it (it was not retried, so it cannot be stored twice)",
             failure.error
         )
     } else {

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::config::Config;
-use crate::degraded;
+use crate::degraded::Degraded;
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, wake};
 use crate::mcp::protocol;
 use crate::tools;
@@ -120,13 +120,21 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
     } else {
         writeln!(out, "doctor: off")?;
     }
+    let cli = Degraded::new(config.degraded.clone());
+    if d.enabled && !cli.serves("memory_recall") {
+        writeln!(
+            out,
+            "       {:?} was not found: degraded mode is off until it is installed or IAI_MCP_CLI names it",
+            d.cli
+        )?;
+    }
     writeln!(out, "tools ({}):", tools::all().len())?;
     for tool in tools::all() {
         let kind = match tool.access() {
             crate::bridge::Access::Read => "reads",
             crate::bridge::Access::Write => "writes",
         };
-        let degraded = if degraded::plan_serves(&tool.name) {
+        let degraded = if cli.serves(&tool.name) {
             ", CLI answers it while the daemon is down"
         } else {
             ""

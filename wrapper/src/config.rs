@@ -116,7 +116,8 @@ pub struct Args {
 
     /// Reconnect behaviour. `prefix` reproduces the pre-fix V3-05 race (a
     /// call made during a reconnect fails with daemon_unreachable) and exists
-    /// only to demonstrate and test it; never use it in production.
+    /// only to demonstrate and test it; never use it in production. It turns
+    /// degraded mode off.
     #[arg(
         long,
         env = "IAI_MCP_BRIDGE_MODE",
@@ -361,12 +362,15 @@ impl Args {
         let base = || home.as_ref().map(|h| h.join(".iai-mcp"));
         let given = |v: Option<String>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
         let socket_path = given(self.socket_path);
+        let tcp_host = self.tcp_host.filter(|h| !h.is_empty());
+        let tcp_port = self.tcp_port.and_then(|p| p.0);
+        let token_path = given(self.token_path);
         let endpoint = Endpoint::select(
             &EndpointSettings {
                 socket_path: socket_path.clone(),
-                tcp_host: self.tcp_host.filter(|h| !h.is_empty()),
-                tcp_port: self.tcp_port.and_then(|p| p.0),
-                token_path: given(self.token_path),
+                tcp_host: tcp_host.clone(),
+                tcp_port,
+                token_path: token_path.clone(),
             },
             base().as_deref(),
             cfg!(unix),
@@ -415,7 +419,9 @@ impl Args {
             ));
         }
         let degraded = DegradedConfig {
-            enabled: self.degraded.0,
+            // The pre-fix mode exists to show V3-05: no call may be rescued
+            // by the CLI there.
+            enabled: self.degraded.0 && self.bridge_mode == BridgeMode::Fixed,
             cli: program(self.cli, "iai"),
             admin_cli: program(self.admin_cli.clone(), "iai-mcp"),
             bank_fallback: self.bank_fallback.0,

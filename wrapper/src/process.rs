@@ -3,9 +3,12 @@
 //! The command is an argv (never a shell line), its standard input is
 //! empty, its output is captured (standard output up to a bound, for
 //! parsing; the tail of standard error, for messages) and never reaches the
-//! wrapper's own stdout. It runs in its own process group and is killed,
-//! group and all, when it outlives its limit or when the caller stops
-//! waiting for it (the wrapper exiting, a cancelled call).
+//! wrapper's own stdout. It is killed when it outlives its limit or when the
+//! caller stops waiting for it (the wrapper exiting, a cancelled call). It
+//! stays in the wrapper's process group, so a client that ends its server's
+//! group ends it too. A run is over when the program exits: output still
+//! unread then gets [`DRAIN_GRACE`] to arrive, so a descendant the program
+//! left holding its pipes (a daemon it started) never holds up the answer.
 
 use std::ffi::OsString;
 use std::io;
@@ -17,6 +20,8 @@ use tokio::process::Command;
 
 /// Most standard output kept from one run; a CLI answer is far smaller.
 pub const MAX_STDOUT: usize = 8 * 1024 * 1024;
+/// How long output may keep arriving after the program exited.
+pub const DRAIN_GRACE: Duration = Duration::from_millis(200);
 /// Bytes of standard error kept (the end of it) for messages.
 pub const STDERR_TAIL: usize = 2048;
 
@@ -96,77 +101,73 @@ pub enum RunError {
 /// Run `command` to completion (or to its limit).
 pub async fn run(command: &CliCommand) -> Result<CliOutput, RunError> {
     let program = command.program.to_string_lossy().into_owned();
-    let mut cmd = Command::new(&command.program);
-    cmd.args(&command.args)
+    let started = Instant::now();
+    let mut child = Command::new(&command.program)
+        .args(&command.args)
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
-    let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound => RunError::NotFound(program.clone()),
-        _ => RunError::Spawn {
-            program: program.clone(),
-            source,
-        },
-    })?;
-    let mut group = GroupGuard::new(child.id());
-    let stdout = child.stdout.take();
-    let stderr = child.stderr.take();
-    let finished = async {
-        let (out, err) = tokio::join!(read_bounded(stdout), read_tail(stderr));
-        let status = child.wait().await;
-        (out, err, status)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => RunError::NotFound(program.clone()),
+            _ => RunError::Spawn {
+                program: program.clone(),
+                source,
+            },
+        })?;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let mut out = Vec::new();
+    let mut tail = Vec::new();
+    let status = {
+        let mut reading = std::pin::pin!(async {
+            tokio::join!(read_bounded(stdout, &mut out), read_tail(stderr, &mut tail))
+        });
+        let exited = async {
+            let mut drained = false;
+            let status = tokio::select! {
+                status = child.wait() => status,
+                _ = &mut reading => {
+                    drained = true;
+                    child.wait().await
+                }
+            };
+            if !drained {
+                let _ = tokio::time::timeout(DRAIN_GRACE, &mut reading).await;
+            }
+            status
+        };
+        tokio::time::timeout(command.limit, exited).await
     };
-    let (stdout, stderr_tail, status) = match tokio::time::timeout(command.limit, finished).await {
-        Ok(done) => done,
-        Err(_) => {
-            // The guard kills the whole group as it drops; the child itself
-            // is killed and reaped by tokio (kill_on_drop).
-            return Err(RunError::TimedOut(program, command.limit));
-        }
-    };
-    let status = status.map_err(|source| RunError::Read {
-        program: program.clone(),
-        source,
-    })?;
-    // The leader exited by itself: leave anything it started on purpose
-    // (a daemon it spawned in its own session) alone.
-    group.disarm();
-    let stdout = stdout.map_err(|source| RunError::Read {
-        program: program.clone(),
-        source,
-    })?;
+    // Dropping `child` on the way out kills it (kill_on_drop) if it still runs.
+    let status = status
+        .map_err(|_| RunError::TimedOut(program.clone(), command.limit))?
+        .map_err(|source| RunError::Read { program, source })?;
     Ok(CliOutput {
         status,
-        stdout,
-        stderr_tail,
+        stdout: out,
+        stderr_tail: String::from_utf8_lossy(&tail).trim().to_owned(),
         elapsed: started.elapsed(),
     })
 }
 
-async fn read_bounded(pipe: Option<impl AsyncRead + Unpin>) -> io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    let Some(pipe) = pipe else {
-        return Ok(out);
-    };
+/// Reads `pipe` into `out`, keeping at most [`MAX_STDOUT`] bytes and
+/// discarding the rest so that the child never blocks on a full pipe.
+async fn read_bounded(pipe: Option<impl AsyncRead + Unpin>, out: &mut Vec<u8>) {
+    let Some(pipe) = pipe else { return };
     let mut limited = pipe.take(MAX_STDOUT as u64);
-    limited.read_to_end(&mut out).await?;
-    // Drain the rest so the child never blocks on a full pipe.
+    if limited.read_to_end(out).await.is_err() {
+        return;
+    }
     let mut rest = limited.into_inner();
     let mut sink = [0u8; 8192];
-    while rest.read(&mut sink).await? > 0 {}
-    Ok(out)
+    while rest.read(&mut sink).await.is_ok_and(|n| n > 0) {}
 }
 
-async fn read_tail(pipe: Option<impl AsyncRead + Unpin>) -> String {
-    let Some(mut pipe) = pipe else {
-        return String::new();
-    };
-    let mut tail: Vec<u8> = Vec::new();
+/// Reads `pipe`, keeping its last [`STDERR_TAIL`] bytes in `tail`.
+async fn read_tail(pipe: Option<impl AsyncRead + Unpin>, tail: &mut Vec<u8>) {
+    let Some(mut pipe) = pipe else { return };
     let mut buf = [0u8; 4096];
     while let Ok(n) = pipe.read(&mut buf).await {
         if n == 0 {
@@ -175,34 +176,6 @@ async fn read_tail(pipe: Option<impl AsyncRead + Unpin>) -> String {
         tail.extend_from_slice(&buf[..n]);
         if tail.len() > STDERR_TAIL {
             tail.drain(..tail.len() - STDERR_TAIL);
-        }
-    }
-    String::from_utf8_lossy(&tail).trim().to_owned()
-}
-
-/// Kills the child's process group when dropped while armed.
-struct GroupGuard {
-    #[cfg_attr(not(unix), allow(dead_code))]
-    pid: Option<u32>,
-}
-
-impl GroupGuard {
-    fn new(pid: Option<u32>) -> Self {
-        GroupGuard { pid }
-    }
-
-    fn disarm(&mut self) {
-        self.pid = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) {
-            use nix::sys::signal::{Signal, killpg};
-            use nix::unistd::Pid;
-            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
         }
     }
 }
@@ -250,14 +223,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_run_past_its_limit_is_killed_with_its_children() {
+    async fn a_run_past_its_limit_is_killed() {
         let dir = tempfile::tempdir().expect("tempdir");
         let fifo = dir.path().join("held");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
             .expect("mkfifo");
-        // A grandchild holds the FIFO open for writing until it dies: the
-        // reader sees end of file exactly when the whole group is gone.
-        let script = format!("sleep 1000 > {} & wait", fifo.display());
+        // The program holds the FIFO open for writing until it dies: the
+        // reader sees end of file exactly when it is gone.
+        let script = format!("exec sleep 1000 > {}", fifo.display());
         let reader = tokio::task::spawn_blocking(move || {
             use std::io::Read;
             let mut held = std::fs::File::open(&fifo).expect("open fifo");
@@ -271,8 +244,27 @@ mod tests {
         // Bounded only so that a broken kill fails instead of hanging.
         tokio::time::timeout(Duration::from_secs(60), reader)
             .await
-            .expect("the grandchild was killed with its group")
+            .expect("the program was killed")
             .expect("reader");
+    }
+
+    #[tokio::test]
+    async fn a_descendant_holding_the_pipes_does_not_hold_up_the_answer() {
+        // The descendant outlives any limit: only the program's own exit
+        // can end the run in time.
+        let out = run(&sh(
+            "sleep 1000 & echo $! >&2; echo '{\"ok\":true}'",
+            Duration::from_secs(10),
+        ))
+        .await
+        .expect("answered when the program exited");
+        let descendant: i32 = out.stderr_tail.parse().expect("its pid");
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(descendant),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        assert_eq!(out.stdout, b"{\"ok\":true}\n");
+        assert!(out.status.success());
     }
 
     #[test]

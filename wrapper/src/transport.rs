@@ -78,7 +78,9 @@ pub struct EndpointSettings {
 pub enum EndpointError {
     /// A default path needs the daemon's base directory (`$HOME/.iai-mcp`)
     /// and `HOME` is not set.
-    #[error("HOME is not set: set IAI_DAEMON_SOCKET_PATH (or --socket-path)")]
+    #[error(
+        "HOME is not set: set IAI_DAEMON_SOCKET_PATH, or IAI_DAEMON_TCP_PORT and IAI_DAEMON_TOKEN_PATH"
+    )]
     NoHome,
 }
 
@@ -128,7 +130,12 @@ impl Endpoint {
         unix_sockets: bool,
     ) -> Result<Self, EndpointError> {
         let base = || base.ok_or(EndpointError::NoHome);
-        let token = |default: PathBuf| settings.token_path.clone().unwrap_or(default);
+        let default_token = || -> Result<PathBuf, EndpointError> {
+            match &settings.token_path {
+                Some(path) => Ok(path.clone()),
+                None => Ok(base()?.join(TOKEN_FILE)),
+            }
+        };
         let host = || {
             settings
                 .tcp_host
@@ -142,21 +149,24 @@ impl Endpoint {
             return Ok(Endpoint::Tcp {
                 host: DEFAULT_TCP_HOST.to_owned(),
                 port: Port::File(with_suffix(path, ".port")),
-                token: token(with_suffix(path, ".token")),
+                token: settings
+                    .token_path
+                    .clone()
+                    .unwrap_or_else(|| with_suffix(path, ".token")),
             });
         }
         if let Some(port) = settings.tcp_port {
             return Ok(Endpoint::Tcp {
                 host: host(),
                 port: Port::Fixed(port),
-                token: token(base()?.join(TOKEN_FILE)),
+                token: default_token()?,
             });
         }
         if !unix_sockets {
             return Ok(Endpoint::Tcp {
                 host: DEFAULT_TCP_HOST.to_owned(),
                 port: Port::File(base()?.join(PORT_FILE)),
-                token: token(base()?.join(TOKEN_FILE)),
+                token: default_token()?,
             });
         }
         Ok(Endpoint::Unix(base()?.join(SOCKET_FILE)))
@@ -189,12 +199,12 @@ impl Endpoint {
             Endpoint::Tcp { host, port, token } => {
                 let port = match port {
                     Port::Fixed(port) => *port,
-                    Port::File(path) => read_port(path)?,
+                    Port::File(path) => read_port(path).await?,
                 };
                 // Read before dialling: a missing token is reported as
                 // such, and the daemon never sees a connection that cannot
                 // authenticate.
-                let token = read_token(token)?;
+                let token = read_token(token).await?;
                 let mut stream = TcpStream::connect((host.as_str(), port)).await?;
                 stream.set_nodelay(true)?;
                 let mut line = token.into_bytes();
@@ -231,34 +241,40 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The first line of a small file, trimmed.
-fn read_small(path: &Path) -> io::Result<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(MAX_SMALL_FILE)
-        .read_to_string(&mut text)?;
-    Ok(text.trim().to_owned())
+/// A small file's content, trimmed, read off the runtime thread (a port or
+/// token file on a slow or hung file system must not stall the wrapper).
+async fn read_small(path: &Path) -> io::Result<String> {
+    let path = path.to_owned();
+    tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let mut text = String::new();
+        std::fs::File::open(path)?
+            .take(MAX_SMALL_FILE)
+            .read_to_string(&mut text)?;
+        Ok(text.trim().to_owned())
+    })
+    .await
+    .map_err(io::Error::other)?
 }
 
-fn read_port(path: &Path) -> Result<u16, ConnectError> {
+async fn read_port(path: &Path) -> Result<u16, ConnectError> {
     let why = |why: String| ConnectError::PortFile {
         path: path.to_owned(),
         why,
     };
-    let text = read_small(path).map_err(|e| why(e.to_string()))?;
+    let text = read_small(path).await.map_err(|e| why(e.to_string()))?;
     match text.parse::<u16>() {
         Ok(port) if port > 0 => Ok(port),
         _ => Err(why(format!("{text:?} is not a port number"))),
     }
 }
 
-fn read_token(path: &Path) -> Result<String, ConnectError> {
+async fn read_token(path: &Path) -> Result<String, ConnectError> {
     let why = |why: String| ConnectError::Token {
         path: path.to_owned(),
         why,
     };
-    match read_small(path) {
+    match read_small(path).await {
         Ok(token) if token.is_empty() => Err(why("is empty".into())),
         Ok(token) if token.contains(['\n', '\r']) => Err(why("holds more than one line".into())),
         Ok(token) => Ok(token),
@@ -445,6 +461,11 @@ mod tests {
             ..settings()
         };
         assert_eq!(select(&s, true), tcp("::1", Port::Fixed(4000), "/t/tok"));
+        // A token path given makes HOME unnecessary.
+        assert_eq!(
+            Endpoint::select(&s, None, true),
+            Ok(tcp("::1", Port::Fixed(4000), "/t/tok"))
+        );
         let s = EndpointSettings {
             socket_path: Some("/run/d.sock".into()),
             token_path: Some("/t/tok".into()),

@@ -354,3 +354,58 @@ fn a_restarting_daemon_answers_instead_of_the_cli() {
     assert_eq!(structured(&reply)["fake_daemon"], true, "{reply}");
     assert_eq!(runs_of(&s.log, "recall"), 0, "no stale fallback");
 }
+
+#[test]
+fn without_a_cli_calls_wait_for_the_daemon_as_before() {
+    let dir = short_tempdir().expect("tempdir");
+    let opts = WrapperOptions::new(socket_path_in(dir.path()))
+        .cli(dir.path().join("no-such-iai"))
+        .env("IAI_MCP_CONNECT_WAIT_MS", "400")
+        .env("IAI_MCP_DOCTOR", "off");
+    let mut w = WrapperProcess::spawn(&wrapper_cmd(), &opts).expect("spawn");
+    w.initialize("2025-06-18").expect("initialize");
+    let reply = w
+        .call_tool("memory_recall", json!({"cue": "x"}), REPLY)
+        .expect("reply");
+    let text = error_text(&reply);
+    assert!(
+        text.contains("within 0.4 s"),
+        "waited the connect wait: {text}"
+    );
+    assert!(!text.contains("degraded mode"), "{text}");
+}
+
+#[test]
+fn a_capture_cut_short_by_exit_may_have_been_stored() {
+    let mut s = start(
+        None,
+        &[
+            ("FAKE_IAI_HANG", "capture"),
+            ("IAI_MCP_CLI_TIMEOUT_MS", "60000"),
+        ],
+    );
+    s.wrapper
+        .send_request_with_id(
+            json!("cap"),
+            "tools/call",
+            json!({"name": "memory_capture", "arguments": {"text": "cut short by the exit"}}),
+        )
+        .expect("send");
+    eventually("the CLI capture started", || {
+        (runs_of(&s.log, "capture") == 1).then_some(())
+    });
+    s.wrapper.close_stdin();
+    let reply = s
+        .wrapper
+        .wait_response(&json!("cap"), REPLY)
+        .expect("reply");
+    let text = error_text(&reply);
+    assert!(
+        text.contains("shutting down") && text.contains("may have been stored"),
+        "{text}"
+    );
+    let pid = runs(&s.log)[0]["pid"].as_i64().expect("pid");
+    eventually("the CLI ended with the wrapper", || {
+        process_ended(pid).then_some(())
+    });
+}

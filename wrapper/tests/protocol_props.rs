@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use iai_mcp_wrapper::bridge::{self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings};
 use iai_mcp_wrapper::call::Caller;
-use iai_mcp_wrapper::degraded::DegradedConfig;
+use iai_mcp_wrapper::degraded::{Degraded, DegradedConfig};
 use iai_mcp_wrapper::mcp::server::{ServerConfig, serve};
 use iai_mcp_wrapper::transport::Endpoint;
 use proptest::prelude::*;
@@ -195,10 +195,10 @@ fn run(lines: &[Vec<u8>]) -> Vec<Value> {
             out_writer,
             Caller::new(
                 handle.clone(),
-                DegradedConfig {
+                Degraded::new(DegradedConfig {
                     enabled: false,
                     ..DegradedConfig::default()
-                },
+                }),
             ),
             (),
             config,

@@ -8,8 +8,18 @@ use std::process::ExitCode;
 use fake_daemon::fake_cli::{self, Behaviour};
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let env: HashMap<String, String> = std::env::vars().collect();
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let env: HashMap<String, String> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
     if let Some(path) = env.get("FAKE_IAI_LOG") {
         let logged = std::fs::OpenOptions::new()
             .create(true)

@@ -320,7 +320,15 @@ impl Kit<'_> {
         real: &mut RealDaemon,
         mode: BridgeMode,
     ) -> Result<(RaceOutcome, Duration), HarnessError> {
-        let mut w = self.ours(real, None, &[], Some(mode), Some(1000))?;
+        // A connect wait well past a cold start, so a slow restart cannot
+        // pass for the bug.
+        let mut w = self.ours(
+            real,
+            None,
+            &[("IAI_MCP_CONNECT_WAIT_MS", "30000")],
+            Some(mode),
+            Some(1000),
+        )?;
         ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
         real.signal(Signal::SIGTERM);
         // The drop is when the wrapper sees its connection close.

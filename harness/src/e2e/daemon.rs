@@ -73,11 +73,16 @@ impl RealDaemon {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null()),
         )?;
-        let mut first = String::new();
         let stdout = stub.child_mut().stdout.take().expect("piped");
-        BufReader::new(stdout)
-            .read_line(&mut first)
-            .map_err(|e| HarnessError::io("reading the stub's port", e))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut first = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut first);
+            let _ = tx.send(first);
+        });
+        let first = rx
+            .recv_timeout(READY_TIMEOUT)
+            .map_err(|_| HarnessError::Scenario("the embedding stub never said its port".into()))?;
         let port = first
             .trim()
             .strip_prefix("PORT ")
@@ -191,8 +196,11 @@ impl RealDaemon {
 
     /// Starts the daemon without waiting for it.
     pub fn spawn_daemon(&mut self) -> Result<(), HarnessError> {
-        if self.daemon.is_some() {
-            return Ok(());
+        if let Some(child) = &mut self.daemon {
+            if matches!(child.try_wait(), Ok(None)) {
+                return Ok(());
+            }
+            self.daemon = None;
         }
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -270,6 +278,16 @@ impl RealDaemon {
     /// Kills the daemon with SIGKILL: a crash.
     pub fn kill(&mut self) -> Result<(), HarnessError> {
         self.end(Signal::SIGKILL)
+    }
+
+    /// Starts the daemon again if nothing answers, so that one failed check
+    /// does not leave the next without a daemon.
+    pub fn ensure_running(&mut self) -> Result<(), HarnessError> {
+        if self.answers() {
+            return Ok(());
+        }
+        self.stop()?;
+        self.start_daemon().map(|_| ())
     }
 
     /// Stops the daemon, then starts it again; returns how long until it

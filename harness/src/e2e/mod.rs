@@ -185,9 +185,13 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     rows.push(kit.check_flag(&real));
     rows.extend(kit.sdk_live(&real));
     rows.push(kit.restart(&mut real));
+    real.ensure_running()?;
     rows.extend(kit.race(&mut real));
+    real.ensure_running()?;
     rows.extend(kit.capture_once(&mut real));
+    real.ensure_running()?;
     rows.extend(kit.degraded(&mut real));
+    real.ensure_running()?;
     rows.push(kit.heal(&mut real));
     Ok(E2eReport {
         rows,

@@ -174,12 +174,13 @@ enum Link {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Waiting for a connection until `deadline`; with `settle`, only until
-    /// the next connect attempt fails (the caller answers it another way).
+    /// Waiting for a connection until `deadline`; with `next_attempt_only`,
+    /// only until the next connect attempt fails (the caller answers it
+    /// another way).
     Waiting {
         deadline: Instant,
         since: Instant,
-        settle: bool,
+        next_attempt_only: bool,
     },
     /// Sent on `conn` as daemon request `wire`; the response is due by
     /// `deadline`.
@@ -272,7 +273,9 @@ impl Bridge {
             sends: 0,
         };
         let Phase::Waiting {
-            deadline, settle, ..
+            deadline,
+            next_attempt_only,
+            ..
         } = call.phase
         else {
             unreachable!("a new call waits");
@@ -286,7 +289,7 @@ impl Bridge {
             // runs in the background and a call made meanwhile rides on it.
             _ if !self.ever_connected => {
                 self.calls.insert(id, call);
-                self.hurry(deadline, settle);
+                self.hurry(deadline, next_attempt_only);
             }
             Link::Stopped => {
                 self.calls.insert(id, call);
@@ -294,7 +297,7 @@ impl Bridge {
             }
             _ if self.policy.calls_wait_for_reconnect() => {
                 self.calls.insert(id, call);
-                self.hurry(deadline, settle);
+                self.hurry(deadline, next_attempt_only);
             }
             // The V3-05 bug, kept as a policy: disconnected means refused,
             // even though a reconnect is about to succeed.
@@ -378,7 +381,7 @@ impl Bridge {
             .iter()
             .filter_map(|(id, c)| match c.phase {
                 Phase::Waiting {
-                    settle: true,
+                    next_attempt_only: true,
                     since,
                     ..
                 } => Some((*id, since)),
@@ -397,11 +400,15 @@ impl Bridge {
             return;
         }
         self.streak = 0;
-        self.lost_at = Some(now);
         let healthy = self.proven
             || self
                 .connected_at
                 .is_some_and(|at| now.saturating_duration_since(at) >= PROVEN_AFTER);
+        // Only a connection that worked suggests a daemon about to return;
+        // one that never did (accept-and-drop, a refused token) does not.
+        if healthy {
+            self.lost_at = Some(now);
+        }
         let retry_in = if healthy {
             self.failures = 0;
             self.policy.timings().reconnect_delay
@@ -604,12 +611,12 @@ impl Bridge {
     }
 
     /// A call now waits until `deadline`: if the next connect attempt is
-    /// due only after that (or the call waits for the next attempt only,
-    /// `settle`), make it now, so that no call gives up on the daemon
-    /// without an attempt made while it waited.
-    fn hurry(&mut self, deadline: Instant, settle: bool) {
+    /// due only after that (or the call waits for the next attempt only),
+    /// make it now, so that no call gives up on the daemon without an
+    /// attempt made while it waited.
+    fn hurry(&mut self, deadline: Instant, next_attempt_only: bool) {
         if let Link::Retrying(at) = self.link
-            && (settle || at > deadline)
+            && (next_attempt_only || at > deadline)
             && !self.shut
         {
             self.dial();
@@ -733,26 +740,21 @@ impl Bridge {
     /// daemon is down is answered at once.
     fn waiting(&self, request: &Request, now: Instant) -> Phase {
         let timings = self.policy.timings();
-        let since = now;
-        if !request.fallback {
-            return Phase::Waiting {
-                deadline: now + timings.connect_wait,
-                since,
-                settle: false,
-            };
-        }
-        let quick = now + timings.fallback_wait.min(timings.connect_wait);
-        match self.lost_at {
-            Some(lost) if now < lost + timings.connect_wait => Phase::Waiting {
-                deadline: quick.max(lost + timings.connect_wait),
-                since,
-                settle: false,
-            },
-            _ => Phase::Waiting {
-                deadline: quick,
-                since,
-                settle: true,
-            },
+        let (deadline, next_attempt_only) = if !request.fallback {
+            (now + timings.connect_wait, false)
+        } else {
+            let quick = now + timings.fallback_wait.min(timings.connect_wait);
+            match self.lost_at {
+                Some(lost) if now < lost + timings.connect_wait => {
+                    (quick.max(lost + timings.connect_wait), false)
+                }
+                _ => (quick, true),
+            }
+        };
+        Phase::Waiting {
+            deadline,
+            since: now,
+            next_attempt_only,
         }
     }
 }

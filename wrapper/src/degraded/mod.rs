@@ -19,11 +19,13 @@
 mod plan;
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
 
-pub use plan::{Plan, Shape, Step, plan, serves as plan_serves};
+pub use plan::{Plan, Shape, Step, plan};
 
 use crate::process::{self, RunError};
 
@@ -57,11 +59,64 @@ impl Default for DegradedConfig {
     }
 }
 
-impl DegradedConfig {
+/// Most CLI runs at once: each loads the store (and maybe an embedder), so
+/// a burst of calls while the daemon is down queues rather than forks a
+/// crowd of interpreters.
+pub const MAX_RUNS: usize = 4;
+
+/// Degraded mode as the wrapper runs it: the settings, whether the `iai`
+/// program can be found at all, and the limit on runs at once.
+#[derive(Debug)]
+pub struct Degraded {
+    config: DegradedConfig,
+    available: bool,
+    runs: Semaphore,
+}
+
+impl Degraded {
+    /// Degraded mode with `config`; when its `iai` program cannot be found
+    /// (not a file, not on `PATH`), it serves nothing, so calls wait for
+    /// the daemon as they would without it.
+    pub fn new(config: DegradedConfig) -> Self {
+        let available = config.enabled && findable(Path::new(&config.cli));
+        if config.enabled && !available {
+            tracing::info!(cli = ?config.cli, "degraded mode off: the iai CLI was not found");
+        }
+        Degraded {
+            config,
+            available,
+            runs: Semaphore::new(MAX_RUNS),
+        }
+    }
+
     /// Whether a call of `tool` can be answered in degraded mode.
     pub fn serves(&self, tool: &str) -> bool {
-        self.enabled && plan::serves(tool)
+        self.available && plan::serves(tool)
     }
+
+    /// Answer a call of `tool` with `arguments` through the CLI, once one
+    /// of the [`MAX_RUNS`] slots is free (waiting at most one run's limit).
+    pub async fn answer(
+        &self,
+        tool: &str,
+        arguments: &Map<String, Value>,
+    ) -> Result<Value, DegradedError> {
+        let Ok(Ok(_slot)) = tokio::time::timeout(self.config.limit, self.runs.acquire()).await
+        else {
+            return Err(DegradedError::Busy(MAX_RUNS));
+        };
+        answer(&self.config, tool, arguments).await
+    }
+}
+
+/// Whether `program` names an existing file, directly (it has a slash) or
+/// through `PATH`.
+fn findable(program: &Path) -> bool {
+    if program.components().count() > 1 {
+        return program.is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// Why degraded mode could not answer.
@@ -70,6 +125,9 @@ pub enum DegradedError {
     /// The arguments leave nothing the CLI could do (e.g. no cue).
     #[error("{0}")]
     Unusable(String),
+    /// Every run slot stayed taken for a whole run's limit.
+    #[error("{0} CLI runs already under way")]
+    Busy(usize),
     /// Every command was tried and none gave an answer.
     #[error("{}", .0.join("; "))]
     Failed(Vec<String>),
@@ -98,7 +156,7 @@ pub enum DegradedError {
 pub const EMBEDDER_REFUSAL: i64 = -32011;
 
 /// Answer a call of `tool` with `arguments` through the CLI.
-pub async fn answer(
+async fn answer(
     config: &DegradedConfig,
     tool: &str,
     arguments: &Map<String, Value>,

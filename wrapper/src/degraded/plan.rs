@@ -136,9 +136,9 @@ pub fn plan(
         "memory_recall" => {
             let cue = text(args, "cue").ok_or("memory_recall needs a non-empty cue")?;
             let limit = integer(args, "budget_tokens")
-                .map(|budget| (budget + TOKENS_PER_HIT - 1) / TOKENS_PER_HIT)
-                .unwrap_or(1500 / TOKENS_PER_HIT)
-                .max(1);
+                .unwrap_or(1500)
+                .clamp(1, 1_000_000);
+            let limit = (limit + TOKENS_PER_HIT - 1) / TOKENS_PER_HIT;
             let mut steps = vec![direct(iai(words([
                 "recall",
                 "--json",
@@ -331,6 +331,15 @@ mod tests {
         let p = plan(&no_bank, "memory_recall", &args(json!({"cue": "x"}))).expect("plan");
         assert_eq!(p.steps.len(), 1);
         assert_eq!(argv(&p, 0)[4], "5", "default budget 1500 is 5 hits");
+        for (budget, hits) in [(i64::MAX, "3334"), (-5, "1"), (0, "1")] {
+            let p = plan(
+                &no_bank,
+                "memory_recall",
+                &args(json!({"cue": "x", "budget_tokens": budget})),
+            )
+            .expect("plan");
+            assert_eq!(argv(&p, 0)[4], hits, "budget {budget}");
+        }
         assert!(plan(&config(), "memory_recall", &args(json!({"cue": "  "}))).is_err());
     }
 

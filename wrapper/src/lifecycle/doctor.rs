@@ -32,6 +32,10 @@ pub const HEAL_LIMIT: Duration = Duration::from_secs(60);
 pub const HEAL_COOLDOWN: Duration = Duration::from_secs(6 * 3600);
 /// How long the pre-heal probe of the endpoint may take.
 pub const HEAL_PROBE_LIMIT: Duration = Duration::from_secs(1);
+/// While the daemon stays down after a heal attempt (made here, skipped for
+/// the cooldown, or failed), how often to try again: a long session still
+/// heals a daemon that dies hours after the last heal.
+pub const HEAL_RETRY: Duration = Duration::from_secs(10 * 60);
 
 /// Settings of the doctor probe and the auto-heal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,13 +106,18 @@ pub async fn heal_when_down(
         {
             return;
         }
-        let mut reconnected = status.clone();
-        let still_down = tokio::select! {
-            () = tokio::time::sleep(config.heal_after) => true,
-            _ = reconnected.wait_for(|s| s.connected) => false,
-        };
-        if still_down {
+        let mut wait = config.heal_after;
+        loop {
+            let mut reconnected = status.clone();
+            let still_down = tokio::select! {
+                () = tokio::time::sleep(wait) => true,
+                _ = reconnected.wait_for(|s| s.connected) => false,
+            };
+            if !still_down {
+                break;
+            }
             heal(&config, &state_dir, &endpoint).await;
+            wait = HEAL_RETRY;
         }
         let Ok(up) = status
             .wait_for(|s| s.connected)
@@ -137,7 +146,7 @@ async fn heal(config: &DoctorConfig, state_dir: &Path, endpoint: &Endpoint) {
     match claimed {
         Ok(true) => {}
         Ok(false) => {
-            tracing::info!(stamp = %stamp.display(), "auto-heal ran recently (or is running); skipped");
+            tracing::info!(stamp = %stamp.display(), "auto-heal ran recently (or another wrapper is claiming it); skipped");
             return;
         }
         Err(e) => {
@@ -160,24 +169,25 @@ async fn heal(config: &DoctorConfig, state_dir: &Path, endpoint: &Endpoint) {
 
 /// Take the right to heal now: under an exclusive lock on the stamp file,
 /// check that the last heal it records is older than `cooldown`, and
-/// record `now`. `Ok(false)` when another wrapper holds the lock or the
-/// last heal is recent.
+/// record `now`. `Ok(false)` when another wrapper is claiming at this very
+/// moment or the last heal is recent. A stamp in the future (the clock was
+/// set back) counts as stale, so it cannot block heals for hours.
 pub fn claim(stamp: &Path, cooldown: Duration, now: SystemTime) -> std::io::Result<bool> {
     use nix::fcntl::{Flock, FlockArg};
-    #[cfg(unix)]
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(dir) = stamp.parent() {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        builder.mode(0o700);
-        builder.create(dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
-    let mut options = OpenOptions::new();
-    options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    options.mode(0o600);
-    let file = options.open(stamp)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(stamp)?;
     let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(locked) => locked,
         Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(false),
@@ -187,7 +197,8 @@ pub fn claim(stamp: &Path, cooldown: Duration, now: SystemTime) -> std::io::Resu
     file.read_to_string(&mut text)?;
     let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     if let Ok(last) = text.trim().parse::<u64>()
-        && secs(now).saturating_sub(last) < cooldown.as_secs()
+        && last <= secs(now)
+        && secs(now) - last < cooldown.as_secs()
     {
         return Ok(false);
     }
@@ -213,6 +224,12 @@ mod tests {
         assert!(claim(&stamp, HEAL_COOLDOWN, t0 + 7 * hour).expect("claim"));
         std::fs::write(&stamp, "garbage").expect("write");
         assert!(claim(&stamp, HEAL_COOLDOWN, t0).expect("an unreadable stamp does not block"));
+        // The clock set back: a stamp from the future does not block.
+        assert!(claim(&stamp, HEAL_COOLDOWN, t0 + 100 * hour).expect("claim"));
+        assert!(
+            claim(&stamp, HEAL_COOLDOWN, t0).expect("claim"),
+            "a stamp in the future is stale"
+        );
     }
 
     #[test]

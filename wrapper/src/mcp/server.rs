@@ -17,7 +17,7 @@ use tokio_util::codec::FramedRead;
 
 use super::dispatch::{self, Inbound, ToolCall};
 use super::protocol::{self, Era};
-use crate::bridge::BridgeError;
+use crate::bridge::{Access, BridgeError};
 use crate::call::Caller;
 use crate::codec::{Frame, LineCodec};
 
@@ -123,8 +123,9 @@ where
                         let seq = next_seq;
                         let id = call.id.clone();
                         let era = call.era;
+                        let writes = call.tool.access() == Access::Write;
                         let handle = calls.spawn(run_call(seq, call, caller.clone()));
-                        live.insert(seq, Live { id, era, handle });
+                        live.insert(seq, Live { id, era, writes, handle });
                     }
                     Inbound::Cancel(id) => {
                         live.retain(|_, call| {
@@ -230,6 +231,8 @@ impl Output {
 struct Live {
     id: Value,
     era: Era,
+    /// The tool may change the store: an interrupted call may have done so.
+    writes: bool,
     handle: AbortHandle,
 }
 
@@ -262,12 +265,13 @@ fn deliver(done: Result<CallOutput, JoinError>, live: &mut HashMap<u64, Live>, o
                     None,
                 )
             } else {
+                let mut text = BridgeError::Shutdown.to_string();
+                if call.writes {
+                    text.push_str("; it may have been stored");
+                }
                 protocol::response(
                     call.id,
-                    protocol::finish_result(
-                        call.era,
-                        protocol::tool_result(Err(BridgeError::Shutdown.to_string())),
-                    ),
+                    protocol::finish_result(call.era, protocol::tool_result(Err(text))),
                 )
             };
             out.send(protocol::encode(&message));
