@@ -2,12 +2,12 @@
 //! them: a wrapper child process (client on its stdin/stdout), or the fake
 //! daemon's socket directly (the floor).
 //!
-//! A wrapper runs in the environment [`WrapperProcess`](crate::WrapperProcess)
+//! A wrapper runs in the environment [`WrapperProcess`](crate::wrapper::WrapperProcess)
 //! gives it (scratch `HOME`, state and store directories, the daemon socket)
 //! with `IAI_MCP_BRIDGE_MODE`, `IAI_MCP_RECONNECT_TEST_DELAY_MS` and
 //! `IAI_MCP_LOG` removed, so each wrapper runs with its own defaults and no
 //! race widener. The bench spawns it itself because its transport, not
-//! [`McpClient`](crate::McpClient)'s reader thread, must own stdout.
+//! [`McpClient`](crate::client::McpClient)'s reader thread, must own stdout.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;

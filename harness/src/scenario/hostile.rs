@@ -31,10 +31,10 @@
 //! owe an answer are outstanding at any time, and the client's reader thread
 //! drains stdout all along, so neither pipe can fill up and deadlock.
 //!
-//! The lines come from a seeded generator ([`Rng`]), so a failing run is
+//! The lines come from a seeded generator ([`Rng`](crate::random::Rng)), so a failing run is
 //! replayed exactly with the same seed and line count.
 //!
-//! [`McpClient`]: crate::McpClient
+//! [`McpClient`]: crate::client::McpClient
 
 mod lines;
 

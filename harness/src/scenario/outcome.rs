@@ -61,7 +61,7 @@ impl CallOutcome {
         }
     }
 
-    /// Classifies what [`McpClient::call_tool`](crate::McpClient::call_tool)
+    /// Classifies what [`McpClient::call_tool`](crate::client::McpClient::call_tool)
     /// (or a wait for a response) returned.
     pub fn from_client(result: Result<Value, ClientError>) -> Self {
         match result {

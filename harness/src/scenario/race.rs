@@ -66,7 +66,7 @@ pub struct RaceConfig {
     /// before the run reports no recovery.
     pub recovery_timeout: Duration,
     /// The fake daemon binary; `None` finds it with
-    /// [`bins::try_fake_daemon_bin`].
+    /// [`try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
     pub fake_daemon_bin: Option<PathBuf>,
     /// How the fake daemon listens (and so how the wrapper dials it).
     pub transport: Transport,

@@ -7,7 +7,7 @@
 //! the offset, for recovery, for the connections to settle) is cut into
 //! slices of at most [`POLL`], and a raised flag ends the run at once. The
 //! wrapper and the fake daemon are then dropped, and their
-//! [`ChildGuard`](crate::ChildGuard)s kill and reap them, so an interrupted
+//! [`ChildGuard`](crate::process::ChildGuard)s kill and reap them, so an interrupted
 //! sweep leaves no process behind and never waits out a 20 s call timeout.
 //!
 //! Slicing costs no precision: a slice ends as soon as the awaited message
@@ -131,7 +131,7 @@ impl Requests<'_> {
         )
     }
 
-    /// The legacy handshake, as [`McpClient::initialize`](crate::McpClient::initialize)
+    /// The legacy handshake, as [`McpClient::initialize`](crate::client::McpClient::initialize)
     /// does it.
     fn initialize(&mut self, timeout: Duration) -> Result<(), Interrupted> {
         let params = json!({

@@ -115,7 +115,7 @@ pub struct SubjectInfo {
     /// The wrapper command line.
     pub wrapper: String,
     /// The bridge mode set (`null`: unset).
-    pub mode: Option<crate::BridgeMode>,
+    pub mode: Option<crate::wrapper::BridgeMode>,
 }
 
 /// What one subject's runs at one point measured.
@@ -124,7 +124,7 @@ pub struct PointReport {
     /// The subject's label.
     pub subject: String,
     /// The subject's bridge mode.
-    pub mode: Option<crate::BridgeMode>,
+    pub mode: Option<crate::wrapper::BridgeMode>,
     /// The reconnect delay.
     pub delay_ms: u64,
     /// The racing call's offset after the drop.
@@ -476,9 +476,9 @@ fn point_report(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::BridgeMode;
-    use crate::WrapperCommand;
     use crate::scenario::race::RaceReport;
+    use crate::wrapper::BridgeMode;
+    use crate::wrapper::WrapperCommand;
 
     fn run(outcome: RaceOutcome, latency_ms: u64) -> Option<super::super::RunResult> {
         Some(Ok(RaceReport {
