@@ -7,7 +7,7 @@
 //! `memory_capture` (`iai capture`), `episodes_recent` (`iai last`),
 //! `memory_search` (`iai search`) and `memory_temporal_recall`
 //! (`iai temporal-recall`). [`plan`] turns a call's arguments into those
-//! commands, keeping every argument the CLI can take; [`answer`] runs them
+//! commands, keeping every argument the CLI can take; [`Degraded::answer`] runs them
 //! and shapes the output as the tool's result, marked with `_source`.
 //!
 //! When a call may be answered here is not decided here: the bridge core
