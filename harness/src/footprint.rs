@@ -43,6 +43,18 @@ pub(crate) fn growth(start: Option<u64>, end: Option<u64>) -> Option<i64> {
     Some(i64::try_from(end?).ok()? - i64::try_from(start?).ok()?)
 }
 
+/// Whether process `pid` has ended: gone, or a zombie waiting for its
+/// parent to reap it.
+pub fn has_ended(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
 /// `VmHWM` of `pid` in KiB, if readable.
 pub fn peak_rss_kib(pid: u32) -> Option<u64> {
     status_kib(pid, "VmHWM:")
@@ -236,6 +248,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn reads_this_process() {
+        assert!(!has_ended(std::process::id()));
         assert!(peak_rss_kib(std::process::id()).is_some_and(|kib| kib > 0));
         assert!(cpu_ticks("self").is_some());
     }

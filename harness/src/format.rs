@@ -88,6 +88,13 @@ pub fn format_bytes(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
+/// The last `n` lines of `text`, joined with `separator` (for quoting the
+/// end of a log in a message).
+pub fn last_lines(text: &str, n: usize, separator: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join(separator)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +109,7 @@ mod tests {
         assert_eq!(format_growth(Some(-512)), "-0.5 MiB");
         assert_eq!(format_ns(850), "850 ns");
         assert_eq!(format_rate(45_678.4), "45,678 calls/s");
+        assert_eq!(last_lines("a\nb\nc\n", 2, " / "), "b / c");
+        assert_eq!(last_lines("a", 5, "\n"), "a");
     }
 }

@@ -6,18 +6,8 @@
 
 mod common;
 
-use common::{REPLY, error_text, eventually, ok_method, pair, topology};
-use harness::WrapperProcess;
-use serde_json::{Value, json};
-
-fn send_call(w: &mut WrapperProcess, id: &str, tool: &str, arguments: Value) {
-    w.send_request_with_id(
-        json!(id),
-        "tools/call",
-        json!({ "name": tool, "arguments": arguments }),
-    )
-    .expect("send");
-}
+use common::{REPLY, error_text, eventually, ok_method, pair, send_call, topology};
+use serde_json::json;
 
 fn daemon_holds(p: &common::Pair, method: &str, n: usize) {
     eventually("daemon received the calls", || {

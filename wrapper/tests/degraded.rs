@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{REPLY, error_text, eventually, process_ended, wrapper_cmd};
+use common::{REPLY, error_text, eventually, process_ended, send_call, wrapper_cmd};
 use harness::tempdir::{short_tempdir, socket_path_in};
 use harness::{FakeDaemon, WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};
@@ -181,13 +181,12 @@ fn a_capture_lost_after_reaching_the_daemon_is_never_handed_to_the_cli() {
         (daemon.stats().ok()?.requests >= 1).then_some(())
     });
     daemon.hang().expect("hang");
-    s.wrapper
-        .send_request_with_id(
-            json!("cap"),
-            "tools/call",
-            json!({"name": "memory_capture", "arguments": {"text": "a decision that must be stored once"}}),
-        )
-        .expect("send");
+    send_call(
+        &mut s.wrapper,
+        "cap",
+        "memory_capture",
+        json!({"text": "a decision that must be stored once"}),
+    );
     eventually("the daemon holds the capture", || {
         let log = daemon.request_log().ok()?;
         log.iter()
@@ -337,13 +336,12 @@ fn a_restarting_daemon_answers_instead_of_the_cli() {
     let first = call(&mut s, "memory_recall", json!({"cue": "before"}));
     assert_eq!(structured(&first)["fake_daemon"], true);
     daemon.down().expect("down");
-    s.wrapper
-        .send_request_with_id(
-            json!("during"),
-            "tools/call",
-            json!({"name": "memory_recall", "arguments": {"cue": "during the restart"}}),
-        )
-        .expect("send");
+    send_call(
+        &mut s.wrapper,
+        "during",
+        "memory_recall",
+        json!({"cue": "during the restart"}),
+    );
     // The restart takes several fallback waits: the period under test.
     std::thread::sleep(std::time::Duration::from_millis(600));
     daemon.up().expect("up");
@@ -384,13 +382,12 @@ fn a_capture_cut_short_by_exit_may_have_been_stored() {
             ("IAI_MCP_CLI_TIMEOUT_MS", "60000"),
         ],
     );
-    s.wrapper
-        .send_request_with_id(
-            json!("cap"),
-            "tools/call",
-            json!({"name": "memory_capture", "arguments": {"text": "cut short by the exit"}}),
-        )
-        .expect("send");
+    send_call(
+        &mut s.wrapper,
+        "cap",
+        "memory_capture",
+        json!({"text": "cut short by the exit"}),
+    );
     eventually("the CLI capture started", || {
         (runs_of(&s.log, "capture") == 1).then_some(())
     });

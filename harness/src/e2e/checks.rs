@@ -15,6 +15,7 @@ use super::pyenv::PyEnv;
 use super::{Row, Verdict};
 use crate::bins::error_chain;
 use crate::error::HarnessError;
+use crate::format::last_lines;
 use crate::scenario::race::{RaceOutcome, classify};
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
 
@@ -211,15 +212,11 @@ impl Kit<'_> {
         }
         match listed {
             Some(listed) => Ok((calls, listed)),
-            None => {
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                let tail: Vec<&str> = stderr.lines().rev().take(8).collect();
-                Err(format!(
-                    "the SDK run did not finish ({}): {}",
-                    output.status,
-                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                ))
-            }
+            None => Err(format!(
+                "the SDK run did not finish ({}): {}",
+                output.status,
+                last_lines(&String::from_utf8_lossy(&output.stderr), 8, " / ")
+            )),
         }
     }
 

@@ -22,6 +22,8 @@ use tempfile::TempDir;
 use super::pyenv::PyEnv;
 use crate::daemon::DaemonEndpoint;
 use crate::error::HarnessError;
+use crate::footprint::has_ended;
+use crate::format::last_lines;
 use crate::process::ChildGuard;
 use crate::tempdir::short_tempdir;
 use crate::wrapper::WrapperOptions;
@@ -159,9 +161,11 @@ impl RealDaemon {
 
     /// The end of the daemon's log.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(15)..].join("\n")
+        last_lines(
+            &std::fs::read_to_string(&self.log).unwrap_or_default(),
+            15,
+            "\n",
+        )
     }
 
     /// Options for a wrapper in this daemon's environment: the same `HOME`,
@@ -372,12 +376,8 @@ fn is_daemon(pid: Pid) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
     };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let zombie = stat
-        .rsplit(')')
-        .next()
-        .is_some_and(|rest| rest.trim_start().starts_with('Z'));
-    !zombie && String::from_utf8_lossy(&cmdline).contains("iai_mcp.daemon")
+    let live = u32::try_from(pid.as_raw()).is_ok_and(|pid| !has_ended(pid));
+    live && String::from_utf8_lossy(&cmdline).contains("iai_mcp.daemon")
 }
 
 impl Drop for RealDaemon {

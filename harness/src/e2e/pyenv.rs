@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::HarnessError;
+use crate::format::last_lines;
 
 /// The release the wrapper is checked against.
 pub const IAI_PME: &str = "iai-pme==3.3.0";
@@ -133,16 +134,7 @@ fn run(command: &mut Command, what: &str) -> Result<(), HarnessError> {
     if output.status.success() {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let tail: String = stderr
-        .lines()
-        .rev()
-        .take(15)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join("\n");
+    let tail = last_lines(&String::from_utf8_lossy(&output.stderr), 15, "\n");
     Err(HarnessError::Scenario(format!(
         "{what} failed ({}):\n{tail}",
         output.status

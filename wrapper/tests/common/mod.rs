@@ -137,13 +137,17 @@ pub fn topology(w: &mut WrapperProcess) -> Value {
     w.call_tool("topology", json!({}), REPLY).expect("reply")
 }
 
-/// Whether process `pid` has ended (gone, or a zombie awaiting its reaper).
+/// Whether process `pid` (as the fake CLI logs it) has ended.
 pub fn process_ended(pid: i64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
+    u32::try_from(pid).is_ok_and(harness::footprint::has_ended)
+}
+
+/// Sends a `tools/call` of `tool` with id `id`, without waiting.
+pub fn send_call(w: &mut WrapperProcess, id: &str, tool: &str, arguments: Value) {
+    w.send_request_with_id(
+        json!(id),
+        "tools/call",
+        json!({ "name": tool, "arguments": arguments }),
+    )
+    .expect("send");
 }
