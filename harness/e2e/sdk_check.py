@@ -3,8 +3,8 @@
 Usage: sdk_check.py MODE WRAPPER [ARG...]
 
 MODE is `live` (the daemon is up: list the tools, then call every one with
-valid arguments) or `degraded` (the daemon is down: call the five tools the
-CLI answers). The wrapper is started by the SDK's stdio client with this
+valid arguments), `degraded` (the daemon is down: call the five tools the
+CLI answers) or `list` (only start the server and list its tools). The wrapper is started by the SDK's stdio client with this
 process's environment. Every successful result is validated twice against
 the tool's outputSchema: by the SDK itself (ClientSession.call_tool raises
 on a mismatch) and explicitly with jsonschema's validator for the schema's
@@ -137,7 +137,9 @@ async def main():
             listed = await session.list_tools()
             schemas = {t.name: t.output_schema for t in listed.tools}
             run = Run(session, schemas)
-            await (live if mode == "live" else degraded)(run)
+            calls = {"live": live, "degraded": degraded}.get(mode)
+            if calls:
+                await calls(run)
             emit({"summary": True, "tools": [t.name for t in listed.tools], "failed": run.failed})
 
 

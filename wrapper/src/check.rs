@@ -8,6 +8,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::config::Config;
 use crate::degraded::Degraded;
+use crate::install;
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, wake};
 use crate::mcp::protocol;
 use crate::tools;
@@ -152,5 +153,39 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
         "wake signal (when the daemon is down at start): {}",
         wake::signal_path(&config.state_dir).display()
     )?;
+    hosts(out).await?;
     Ok(ok)
+}
+
+/// Which wrapper the MCP hosts' iai-mcp entries start, with a warning when
+/// it is not this binary (re-running iai-mcp's installer puts its own
+/// wrapper back).
+async fn hosts(out: &mut impl Write) -> std::io::Result<()> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    let (Some(home), Ok(exe)) = (
+        home,
+        std::env::current_exe().and_then(std::fs::canonicalize),
+    ) else {
+        return Ok(());
+    };
+    writeln!(out, "host configurations:")?;
+    let request = install::Request {
+        action: install::Action::Status,
+        hosts: Vec::new(),
+        dry_run: true,
+        exe,
+    };
+    let places = install::hosts::Places::from_env(std::path::Path::new(&home));
+    let mut listing = Vec::new();
+    let all_here = install::execute(&request, &places, &mut listing).await?;
+    for line in String::from_utf8_lossy(&listing).lines() {
+        writeln!(out, "  {line}")?;
+    }
+    if !all_here {
+        writeln!(
+            out,
+            "[warn] not every iai-mcp entry above starts this binary: run `iai-mcp-wrapper install` (again after each `iai-mcp capture-hooks install`)"
+        )?;
+    }
+    Ok(())
 }

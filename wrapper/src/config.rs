@@ -13,6 +13,7 @@ use thiserror::Error;
 
 use crate::bridge::{Backoff, BridgeMode, Policy, PolicyError, Timings};
 use crate::degraded::DegradedConfig;
+use crate::install::hosts::Host;
 use crate::lifecycle::doctor::DoctorConfig;
 use crate::transport::{Endpoint, EndpointError, EndpointSettings};
 
@@ -227,12 +228,14 @@ pub struct Args {
         default_value = "on", value_parser = or_default(Switch(true)))]
     pub degraded: Switch,
 
-    /// The `iai` CLI used in degraded mode (argv only, never a shell).
+    /// The `iai` CLI used in degraded mode (argv only, never a shell). The
+    /// bare name is looked up beside IAI_MCP_PYTHON first (the interpreter
+    /// of the iai-mcp installation), then on PATH.
     #[arg(long, env = "IAI_MCP_CLI", value_parser = any_text, value_name = "PROGRAM",
         default_value = "iai")]
     pub cli: String,
 
-    /// The `iai-mcp` CLI, for bank-recall and doctor.
+    /// The `iai-mcp` CLI, for bank-recall and doctor (looked up like --cli).
     #[arg(long, env = "IAI_MCP_ADMIN_CLI", value_parser = any_text, value_name = "PROGRAM",
         default_value = "iai-mcp")]
     pub admin_cli: String,
@@ -278,7 +281,9 @@ pub struct Args {
     )]
     pub heal_after_ms: u64,
 
-    /// Accepted for compatibility with existing configurations and ignored.
+    /// The Python of the iai-mcp installation, as iai-mcp's installer
+    /// writes it into host configurations: its directory is where the bare
+    /// `iai` and `iai-mcp` are looked for first. Python is never started.
     #[arg(
         long,
         env = "IAI_MCP_PYTHON",
@@ -293,6 +298,41 @@ pub struct Args {
     /// the daemon answered, 1 otherwise).
     #[arg(long)]
     pub check: bool,
+
+    /// Instead of serving: edit MCP hosts' configuration files.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What the binary can do besides serving MCP (which it does when no
+/// command is given, as MCP hosts start it).
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Point the iai-mcp entries in MCP hosts' configuration files at this
+    /// binary, keeping every other field; the file as it was is kept beside
+    /// it as FILE.iai-mcp-wrapper.bak
+    Install(HostChoice),
+    /// Give the entries switched by `install` back what they ran before,
+    /// from the backup
+    Uninstall(HostChoice),
+    /// List, per host, which wrapper each iai-mcp entry runs (exit 0 when
+    /// every entry runs this binary)
+    Status {
+        /// Only this host (repeat for several) [default: every host]
+        #[arg(long = "host", value_enum, value_name = "NAME")]
+        hosts: Vec<Host>,
+    },
+}
+
+/// Which hosts to edit, and whether to write.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HostChoice {
+    /// Only this host (repeat for several) [default: every host]
+    #[arg(long = "host", value_enum, value_name = "NAME")]
+    pub hosts: Vec<Host>,
+    /// Print, per file, the change that would be made; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// A setting that cannot be used.
@@ -399,8 +439,18 @@ impl Args {
             return Err(ConfigError::Zero("cli-timeout-ms"));
         }
         let ms = Duration::from_millis;
+        // A bare default name is looked for beside the installation's
+        // Python first: host entries written by iai-mcp's installer name
+        // that Python, and hosts rarely inherit the shell's PATH.
+        let python = given(self.python);
         let program = |p: String, default: &str| {
-            OsString::from(if p.is_empty() { default.to_owned() } else { p })
+            let name = if p.is_empty() { default.to_owned() } else { p };
+            let beside = python
+                .as_ref()
+                .filter(|_| name == default)
+                .map(|py| py.with_file_name(&name))
+                .filter(|candidate| candidate.is_file());
+            beside.map_or_else(|| OsString::from(&name), OsString::from)
         };
         // What the CLI children need to find the same daemon and store as
         // the wrapper, whether the wrapper got them from flags or the
@@ -645,5 +695,26 @@ mod tests {
             parse(&["--heartbeat-interval-ms", "0"]).resolve(Some("/h".into())),
             Err(ConfigError::Zero(_))
         ));
+    }
+
+    #[test]
+    fn the_installations_python_locates_the_bare_clis() {
+        let venv = tempfile::tempdir().expect("tempdir");
+        let python = venv.path().join("python3.11");
+        let iai = venv.path().join("iai");
+        std::fs::write(&iai, "").expect("write");
+        let python = python.to_string_lossy().into_owned();
+        let c = parse(&["--python", &python])
+            .resolve(Some("/h".into()))
+            .expect("valid");
+        assert_eq!(c.degraded.cli, iai.as_os_str(), "found beside the python");
+        assert_eq!(
+            c.degraded.admin_cli, "iai-mcp",
+            "absent there: left to PATH"
+        );
+        let c = parse(&["--python", &python, "--cli", "/elsewhere/iai"])
+            .resolve(Some("/h".into()))
+            .expect("valid");
+        assert_eq!(c.degraded.cli, "/elsewhere/iai", "a path given wins");
     }
 }

@@ -13,6 +13,8 @@
 //! token), [`degraded`] answers memory tools through the CLI (run by
 //! [`process`]) while the daemon is down, [`lifecycle`] handles heartbeat,
 //! wake-up, warm-up and the doctor, and [`app`] wires it all together.
+//! Beside serving, [`install`] points MCP hosts' iai-mcp entries at this
+//! binary and back, and [`check`] reports on a setup.
 
 #![deny(clippy::print_stdout)]
 
@@ -23,6 +25,7 @@ pub mod check;
 pub mod codec;
 pub mod config;
 pub mod degraded;
+pub mod install;
 pub mod lifecycle;
 pub mod mcp;
 pub mod process;

@@ -6,14 +6,26 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use iai_mcp_wrapper::{app, check, config::Args};
+use iai_mcp_wrapper::config::{Args, Command};
+use iai_mcp_wrapper::install::{self, Action, Request, hosts::Places};
+use iai_mcp_wrapper::{app, check};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let mut args = Args::parse();
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
+    if let Some(command) = args.command.take() {
+        return match edit_hosts(command, home) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("iai-mcp-wrapper: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let config = match args.resolve(home) {
         Ok(config) => config,
         Err(e) => {
@@ -40,6 +52,32 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `install`, `uninstall` or `status`; whether all that was asked was done.
+fn edit_hosts(command: Command, home: Option<PathBuf>) -> anyhow::Result<bool> {
+    let home = home.context("HOME is not set: it is where MCP hosts keep their configuration")?;
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("finding this binary's path")?;
+    let (action, hosts, dry_run) = match command {
+        Command::Install(c) => (Action::Install, c.hosts, c.dry_run),
+        Command::Uninstall(c) => (Action::Uninstall, c.hosts, c.dry_run),
+        Command::Status { hosts } => (Action::Status, hosts, false),
+    };
+    let request = Request {
+        action,
+        hosts,
+        dry_run,
+        exe,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let places = Places::from_env(&home);
+    let mut out = std::io::stdout().lock();
+    Ok(runtime.block_on(install::execute(&request, &places, &mut out))?)
 }
 
 fn run(config: iai_mcp_wrapper::config::Config) -> anyhow::Result<ExitCode> {

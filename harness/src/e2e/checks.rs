@@ -40,7 +40,7 @@ pub struct Kit<'a> {
 
 /// One `sdk_check.py` line.
 #[derive(Debug, Clone)]
-struct SdkCall {
+pub(super) struct SdkCall {
     case: String,
     tool: String,
     ok: bool,
@@ -172,13 +172,24 @@ impl Kit<'_> {
 
     /// Runs `sdk_check.py MODE` against the wrapper.
     fn sdk(&self, real: &RealDaemon, mode: &str) -> Result<(Vec<SdkCall>, Vec<String>), String> {
+        self.sdk_with(real, mode, &[self.wrapper.into()], self.wrapper_env(real))
+    }
+
+    /// Runs `sdk_check.py MODE` with the SDK starting `argv` in `env`.
+    pub(super) fn sdk_with(
+        &self,
+        real: &RealDaemon,
+        mode: &str,
+        argv: &[OsString],
+        env: Vec<(OsString, OsString)>,
+    ) -> Result<(Vec<SdkCall>, Vec<String>), String> {
         let script = real.scratch().join("sdk_check.py");
         std::fs::write(&script, SDK_CHECK).map_err(|e| e.to_string())?;
         let output = Command::new(self.py.program("python"))
             .arg(&script)
             .arg(mode)
-            .arg(self.wrapper)
-            .envs(self.wrapper_env(real))
+            .args(argv)
+            .envs(env)
             .stdin(Stdio::null())
             .output()
             .map_err(|e| e.to_string())?;
@@ -542,7 +553,7 @@ impl Kit<'_> {
     }
 }
 
-fn outcome_row(check: &str, outcome: Result<String, HarnessError>) -> Row {
+pub(super) fn outcome_row(check: &str, outcome: Result<String, HarnessError>) -> Row {
     match outcome {
         Ok(detail) => Row::judged(check, true, detail),
         Err(e) => Row::judged(check, false, error_chain(&e)),

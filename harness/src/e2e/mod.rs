@@ -15,12 +15,16 @@
 //!   stored once by this wrapper (and, for reference, by 3.3.0's own);
 //! - the degraded answers with the daemon stopped, validated too, and the
 //!   capture made then stored once;
-//! - the auto-heal: `iai-mcp doctor --auto` bringing the daemon back.
+//! - the auto-heal: `iai-mcp doctor --auto` bringing the daemon back;
+//! - `install` over what `iai-mcp capture-hooks install` wrote, the SDK
+//!   starting the switched entry, and `uninstall` restoring the bytes
+//!   ([`hosts`]).
 //!
 //! Each check is a [`Row`] of the [`E2eReport`] table.
 
 pub mod checks;
 pub mod daemon;
+pub mod hosts;
 pub mod listing;
 pub mod proxy;
 pub mod pyenv;
@@ -184,6 +188,7 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     rows.push(kit.listing(&real));
     rows.push(kit.check_flag(&real));
     rows.extend(kit.sdk_live(&real));
+    rows.push(kit.host_switch(&real));
     rows.push(kit.restart(&mut real));
     real.ensure_running()?;
     rows.extend(kit.race(&mut real));

@@ -1,0 +1,151 @@
+//! Switching an installation made by iai-mcp 3.3.0's own installer:
+//! `iai-mcp capture-hooks install` into a scratch HOME where the hosts'
+//! directories exist, then `iai-mcp-wrapper install`, the official SDK
+//! starting the command Claude Code's entry now names, and `uninstall`
+//! giving every file its bytes back.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use super::Row;
+use super::checks::{Kit, outcome_row};
+use super::daemon::RealDaemon;
+use crate::error::HarnessError;
+
+/// The files 3.3.0's installer writes a memory-server entry into, given
+/// their hosts' directories.
+const HOST_FILES: [&str; 3] = [
+    ".claude.json",
+    ".config/Claude/claude_desktop_config.json",
+    ".openclaw/openclaw.json",
+];
+
+impl Kit<'_> {
+    /// The install, status, SDK and uninstall round over the real
+    /// installer's output.
+    pub fn host_switch(&self, real: &RealDaemon) -> Row {
+        outcome_row(
+            "install/uninstall over `iai-mcp capture-hooks install`",
+            self.switch_hosts(real),
+        )
+    }
+
+    fn switch_hosts(&self, real: &RealDaemon) -> Result<String, HarnessError> {
+        let home = real.scratch().join("host-home");
+        for dir in [".config/Claude", ".openclaw", ".codex"] {
+            std::fs::create_dir_all(home.join(dir))
+                .map_err(|e| HarnessError::io("creating the hosts' directories", e))?;
+        }
+        std::fs::write(home.join(".claude.json"), "{}\n")
+            .map_err(|e| HarnessError::io("writing ~/.claude.json", e))?;
+        let env = self.host_env(real, &home);
+        let iai_mcp = self.py.program("iai-mcp");
+        run(
+            &iai_mcp,
+            &["capture-hooks", "install", "--target", "all"],
+            &env,
+        )?;
+        let read_all = || -> Result<Vec<String>, HarnessError> {
+            HOST_FILES
+                .iter()
+                .map(|f| {
+                    std::fs::read_to_string(home.join(f))
+                        .map_err(|e| HarnessError::io(format!("reading ~/{f}"), e))
+                })
+                .collect()
+        };
+        let installed_by_iai_mcp = read_all()?;
+        run(self.wrapper, &["install"], &env)?;
+        let status = run(self.wrapper, &["status"], &env)?;
+        let switched = status.matches(": this wrapper").count();
+        let claude: Value = serde_json::from_str(&read_all()?[0])
+            .map_err(|e| HarnessError::Scenario(format!("~/.claude.json: {e}")))?;
+        let entry = &claude["mcpServers"]["iai-mcp"];
+        let argv: Vec<OsString> = std::iter::once(&entry["command"])
+            .chain(entry["args"].as_array().into_iter().flatten())
+            .filter_map(|v| v.as_str().map(OsString::from))
+            .collect();
+        let mut sdk_env = env.clone();
+        for (k, v) in entry["env"].as_object().into_iter().flatten() {
+            if let Some(v) = v.as_str() {
+                sdk_env.push((k.into(), v.into()));
+            }
+        }
+        let (_, listed) = self
+            .sdk_with(real, "list", &argv, sdk_env)
+            .map_err(HarnessError::Scenario)?;
+        run(self.wrapper, &["uninstall"], &env)?;
+        let restored = read_all()?;
+        let changed: Vec<&str> = HOST_FILES
+            .iter()
+            .zip(restored.iter().zip(&installed_by_iai_mcp))
+            .filter(|(_, (now, then))| now != then)
+            .map(|(f, _)| *f)
+            .collect();
+        if switched != HOST_FILES.len() || listed.is_empty() || !changed.is_empty() {
+            return Err(HarnessError::Scenario(format!(
+                "{switched} entries switched, {} tools listed, not restored: {changed:?}; status:\n{status}",
+                listed.len()
+            )));
+        }
+        Ok(format!(
+            "{switched} entries switched (Claude Code, Claude Desktop, OpenClaw); the SDK started {:?} from ~/.claude.json and listed {} tools; uninstall gave every file its bytes back",
+            argv.first()
+                .map(|a| a.to_string_lossy())
+                .unwrap_or_default(),
+            listed.len()
+        ))
+    }
+
+    /// The daemon's environment with the scratch HOME, and a PATH with the
+    /// iai-mcp programs and Node (OpenClaw's installer wants `node`).
+    fn host_env(&self, real: &RealDaemon, home: &Path) -> Vec<(OsString, OsString)> {
+        let mut path = vec![self.py.bin()];
+        path.extend(self.node.parent().map(Path::to_owned));
+        path.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        let mut env: Vec<(OsString, OsString)> = real
+            .env()
+            .iter()
+            .filter(|(k, _)| k != "HOME" && k != "PATH")
+            .cloned()
+            .collect();
+        env.push(("HOME".into(), home.into()));
+        env.push((
+            "PATH".into(),
+            std::env::join_paths(path).unwrap_or_default(),
+        ));
+        env
+    }
+}
+
+/// Run a program to completion; its standard output, or why it failed.
+fn run(
+    program: &Path,
+    args: &[&str],
+    env: &[(OsString, OsString)],
+) -> Result<String, HarnessError> {
+    let output = Command::new(program)
+        .args(args)
+        .env_remove("XDG_CONFIG_HOME")
+        .envs(env.iter().cloned())
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| HarnessError::io(format!("running {}", program.display()), e))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if output.status.success() {
+        Ok(stdout)
+    } else {
+        Err(HarnessError::Scenario(format!(
+            "`{} {}` {}: {stdout}{}",
+            program.display(),
+            args.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        )))
+    }
+}
