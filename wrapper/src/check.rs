@@ -177,14 +177,15 @@ async fn hosts(out: &mut impl Write) -> std::io::Result<()> {
     };
     let places = install::hosts::Places::from_env(std::path::Path::new(&home));
     let mut listing = Vec::new();
-    let all_here = install::execute(&request, &places, &mut listing).await?;
+    let found = install::execute(&request, &places, &mut listing).await?;
     for line in String::from_utf8_lossy(&listing).lines() {
         writeln!(out, "  {line}")?;
     }
-    if !all_here {
+    if found.elsewhere > 0 {
         writeln!(
             out,
-            "[warn] not every iai-mcp entry above starts this binary: run `iai-mcp-wrapper install` (again after each `iai-mcp capture-hooks install`)"
+            "[warn] {} of {} iai-mcp entries above do not start this binary: run `iai-mcp-wrapper install` (again after each `iai-mcp capture-hooks install`)",
+            found.elsewhere, found.entries
         )?;
     }
     Ok(())

@@ -87,7 +87,7 @@ fn port(s: &str) -> Result<TcpPort, String> {
 /// instead of failing, and answering the memory tools through the `iai` CLI
 /// while the daemon is down.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "iai-mcp-wrapper", version, about, long_about = None)]
+#[command(name = "iai-mcp-wrapper", version, about, long_about = None, args_conflicts_with_subcommands = true)]
 pub struct Args {
     /// Daemon socket to dial [default: $HOME/.iai-mcp/.daemon.sock]. Wins
     /// over the TCP settings. Where there are no Unix sockets, the daemon's

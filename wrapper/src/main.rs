@@ -57,9 +57,7 @@ fn main() -> ExitCode {
 /// `install`, `uninstall` or `status`; whether all that was asked was done.
 fn edit_hosts(command: Command, home: Option<PathBuf>) -> anyhow::Result<bool> {
     let home = home.context("HOME is not set: it is where MCP hosts keep their configuration")?;
-    let exe = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
-        .context("finding this binary's path")?;
+    let exe = this_binary()?;
     let (action, hosts, dry_run) = match command {
         Command::Install(c) => (Action::Install, c.hosts, c.dry_run),
         Command::Uninstall(c) => (Action::Uninstall, c.hosts, c.dry_run),
@@ -77,7 +75,35 @@ fn edit_hosts(command: Command, home: Option<PathBuf>) -> anyhow::Result<bool> {
         .context("starting the async runtime")?;
     let places = Places::from_env(&home);
     let mut out = std::io::stdout().lock();
-    Ok(runtime.block_on(install::execute(&request, &places, &mut out))?)
+    Ok(runtime
+        .block_on(install::execute(&request, &places, &mut out))?
+        .done)
+}
+
+/// This binary's absolute path as it was invoked (a symbolic link such as
+/// a package manager's stays a link, so host entries survive upgrades),
+/// or the resolved path when the invocation names it no better.
+fn this_binary() -> anyhow::Result<PathBuf> {
+    let real = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .context("finding this binary's path")?;
+    let invoked = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|argv0| {
+            if argv0.components().count() > 1 {
+                std::path::absolute(&argv0).ok()
+            } else {
+                let dirs = std::env::var_os("PATH")?;
+                std::env::split_paths(&dirs)
+                    .map(|dir| dir.join(&argv0))
+                    .find(|p| p.is_file())
+                    .and_then(|p| std::path::absolute(p).ok())
+            }
+        });
+    Ok(invoked
+        .filter(|p| std::fs::canonicalize(p).is_ok_and(|c| c == real))
+        .unwrap_or(real))
 }
 
 fn run(config: iai_mcp_wrapper::config::Config) -> anyhow::Result<ExitCode> {

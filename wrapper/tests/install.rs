@@ -146,9 +146,15 @@ fn install_switches_every_host_and_uninstall_gives_back_the_same_bytes() {
         );
         let mode = fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{rel} keeps its permissions");
-        let backup = fs::read_to_string(home.path().join(format!("{rel}.iai-mcp-wrapper.bak")))
-            .expect("backup");
+        let backup_path = home.path().join(format!("{rel}.iai-mcp-wrapper.bak"));
+        let backup = fs::read_to_string(&backup_path).expect("backup");
         assert_eq!(&backup, before, "{rel}'s backup is the file as it was");
+        let mode = fs::metadata(&backup_path)
+            .expect("meta")
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600, "{rel}'s backup has the file's permissions");
     }
     let codex = fs::read_to_string(home.path().join(".codex/config.toml")).expect("read");
     assert!(
@@ -264,7 +270,8 @@ fn a_host_reinstalled_by_iai_mcp_shows_in_status_and_check() {
     run(home.path(), &["status"])
         .code(1)
         .stdout(contains("mcpServers.iai-mcp: this wrapper"))
-        .stdout(contains("mcpServers.iai-mcp: the Node wrapper"));
+        .stdout(contains("mcpServers.iai-mcp: the Node wrapper"))
+        .stdout(contains("switched before, then put back"));
     let socket = home.path().join("none.sock");
     run(
         home.path(),
@@ -273,7 +280,7 @@ fn a_host_reinstalled_by_iai_mcp_shows_in_status_and_check() {
     .code(1)
     .stdout(contains("host configurations:"))
     .stdout(contains(
-        "[warn] not every iai-mcp entry above starts this binary",
+        "[warn] 1 of 3 iai-mcp entries above do not start this binary",
     ));
     // Nothing to restore where iai-mcp already put its wrapper back.
     run(home.path(), &["uninstall"])
@@ -295,9 +302,109 @@ fn uninstall_without_a_backup_says_so_and_changes_nothing() {
     let home = home_with(&[(".cursor/mcp.json", text.clone())]);
     run(home.path(), &["uninstall"])
         .code(1)
-        .stdout(contains("holds no earlier entry to restore; left as is"));
+        .stdout(contains("there is no backup"));
     assert_eq!(
         fs::read_to_string(home.path().join(".cursor/mcp.json")).expect("read"),
         text
     );
+}
+
+#[test]
+fn installing_again_after_iai_mcp_put_one_entry_back_still_restores_every_entry() {
+    let fixtures = fixtures();
+    let home = home_with(&fixtures[..1]);
+    let claude = home.path().join(".claude.json");
+    run(home.path(), &["install"]).success();
+    // `iai-mcp capture-hooks install` rewrites the user-scope entry only;
+    // the per-project one still starts this wrapper.
+    let switched = fs::read_to_string(&claude).expect("read");
+    let user_entry_back = fixtures[0]
+        .1
+        .replace("\"numStartups\": 12", "\"numStartups\": 13");
+    let project_still_switched: String = {
+        let at = switched
+            .find("\"mcpServers\": {\n    \"github\"")
+            .expect("user scope");
+        let original_at = user_entry_back
+            .find("\"mcpServers\": {\n    \"github\"")
+            .expect("user scope");
+        format!("{}{}", &switched[..at], &user_entry_back[original_at..])
+            .replace("\"numStartups\": 12", "\"numStartups\": 13")
+    };
+    fs::write(&claude, &project_still_switched).expect("rewrite");
+    run(home.path(), &["install"]).success();
+    run(home.path(), &["uninstall"]).success();
+    assert_eq!(fs::read_to_string(&claude).expect("read"), user_entry_back);
+
+    // The same after installs by two builds at different paths.
+    let other = home.path().join("bin/iai-mcp-wrapper");
+    fs::create_dir_all(other.parent().expect("dir")).expect("mkdir");
+    fs::copy(this_binary(), &other).expect("copy");
+    run(home.path(), &["install"]).success();
+    let by_other = |args: &[&str]| {
+        Command::new(&other)
+            .args(args)
+            .env("HOME", home.path())
+            .env_remove("XDG_CONFIG_HOME")
+            .assert()
+    };
+    by_other(&["install"])
+        .success()
+        .stdout(contains("iai-mcp-wrapper ("));
+    by_other(&["uninstall"]).success();
+    assert_eq!(fs::read_to_string(&claude).expect("read"), user_entry_back);
+}
+
+#[test]
+fn a_key_given_twice_is_refused_untouched() {
+    let text = "{\"mcpServers\": {\"iai-mcp\": {\"command\": \"node\", \"args\": [\"/x/index.js\"]}, \"iai-mcp\": {\"command\": \"node\"}}}";
+    let home = home_with(&[(".claude.json", text.to_owned())]);
+    run(home.path(), &["install"])
+        .code(1)
+        .stdout(contains("appears twice in one object"));
+    assert_eq!(
+        fs::read_to_string(home.path().join(".claude.json")).expect("read"),
+        text
+    );
+}
+
+#[test]
+fn crlf_lines_and_dotted_toml_keys_round_trip() {
+    let toml = format!(
+        "mcp_servers.other.command = \"x\"\r\n[mcp_servers.iai-mcp]\r\ncommand = \"node\"\r\nargs = [\"{SCRIPT}\"]\r\n"
+    );
+    let json = format!(
+        "{{\r\n  \"mcpServers\": {{\r\n    \"iai-mcp\": {{ \"command\": \"node\", \"args\": [\"{SCRIPT}\"] }}\r\n  }}\r\n}}\r\n"
+    );
+    let files = [(".codex/config.toml", toml), (".cursor/mcp.json", json)];
+    let home = home_with(&files);
+    run(home.path(), &["install"]).success();
+    run(home.path(), &["status"]).success();
+    run(home.path(), &["uninstall"]).success();
+    for (rel, before) in &files {
+        assert_eq!(
+            &fs::read_to_string(home.path().join(rel)).expect("read"),
+            before
+        );
+    }
+}
+
+#[test]
+fn run_by_root_for_a_user_the_files_keep_their_owner() {
+    if !nix::unistd::geteuid().is_root() {
+        println!("skipped: changing a file's owner needs root");
+        return;
+    }
+    let home = home_with(&fixtures()[..1]);
+    let claude = home.path().join(".claude.json");
+    std::os::unix::fs::chown(&claude, Some(4242), Some(4343)).expect("chown");
+    run(home.path(), &["install"]).success();
+    for path in [
+        claude.clone(),
+        home.path().join(".claude.json.iai-mcp-wrapper.bak"),
+    ] {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::metadata(&path).expect("meta");
+        assert_eq!((meta.uid(), meta.gid()), (4242, 4343), "{}", path.display());
+    }
 }

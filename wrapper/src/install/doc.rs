@@ -103,26 +103,36 @@ fn json(text: &str) -> Result<Node, String> {
         .value
         .as_ref()
         .map(json_node)
-        .ok_or_else(|| "the file holds no value".to_owned())
+        .ok_or_else(|| "the file holds no value".to_owned())?
 }
 
-fn json_node(value: &ast::Value<'_>) -> Node {
+/// A JSON value as a [`Node`]. A key given twice in one object is refused:
+/// parsers disagree on which one counts (JavaScript's takes the last), so
+/// no edit could be sure to change what the host reads.
+fn json_node(value: &ast::Value<'_>) -> Result<Node, String> {
     let range = value.range();
     let kind = match value {
         ast::Value::StringLit(s) => Kind::Str(s.value.to_string()),
-        ast::Value::Array(a) => Kind::List(a.elements.iter().map(json_node).collect()),
-        ast::Value::Object(o) => Kind::Map(
-            o.properties
-                .iter()
-                .map(|p| (p.name.as_str().to_owned(), json_node(&p.value)))
-                .collect(),
-        ),
+        ast::Value::Array(a) => {
+            Kind::List(a.elements.iter().map(json_node).collect::<Result<_, _>>()?)
+        }
+        ast::Value::Object(o) => {
+            let mut entries: Vec<(String, Node)> = Vec::with_capacity(o.properties.len());
+            for p in &o.properties {
+                let key = p.name.as_str();
+                if entries.iter().any(|(k, _)| k == key) {
+                    return Err(format!("the key {key:?} appears twice in one object"));
+                }
+                entries.push((key.to_owned(), json_node(&p.value)?));
+            }
+            Kind::Map(entries)
+        }
         _ => Kind::Other,
     };
-    Node {
+    Ok(Node {
         span: range.start..range.end,
         kind,
-    }
+    })
 }
 
 fn toml_table(table: &dyn toml_edit::TableLike) -> Kind {
@@ -193,6 +203,13 @@ mod tests {
         let root = Format::Json.parse(text).expect("parses");
         let entry = root.get("s").and_then(|s| s.get("iai-mcp")).expect("entry");
         assert_eq!(fields(text, entry), ("\"node\"", "[\"/x/index.js\"]"));
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused() {
+        let text = r#"{"mcpServers": {"iai-mcp": {"command": "a", "command": "node"}}}"#;
+        let refused = Format::Json.parse(text).expect_err("refused");
+        assert!(refused.contains("\"command\" appears twice"), "{refused}");
     }
 
     #[test]

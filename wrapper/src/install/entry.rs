@@ -123,7 +123,7 @@ impl Entry<'_> {
     pub fn runs(&self) -> Runs {
         let Some(argv) = self.argv() else {
             return Runs::Other {
-                command: "(no command line)".to_owned(),
+                command: "(no command)".to_owned(),
             };
         };
         let program = argv[0].clone();
@@ -132,7 +132,11 @@ impl Entry<'_> {
             .map(|b| b.to_string_lossy().into_owned())
             .unwrap_or_default();
         let base = base.strip_suffix(".exe").unwrap_or(&base);
-        let script = argv[1..].iter().find(|a| a.ends_with("index.js"));
+        // iai-mcp's installer writes a placeholder script when its wrapper
+        // was not built: still its entry.
+        let script = argv[1..]
+            .iter()
+            .find(|a| a.ends_with("index.js") || a.starts_with("<run: "));
         match (base, script) {
             ("iai-mcp-wrapper", _) => Runs::Wrapper { program },
             ("iai-mcp-server", _) => Runs::Launcher { program },
@@ -148,11 +152,12 @@ impl Entry<'_> {
     /// The replacements that make the entry start `exe`, keeping every other
     /// field: the program is replaced, and the Node script (or launcher)
     /// arguments are dropped. An `iai-mcp-wrapper` elsewhere keeps its
-    /// arguments. `None` when the entry is not a known iai-mcp wrapper.
-    pub fn switch(&self, format: Format, exe: &str) -> Option<Vec<Edit>> {
+    /// arguments; one that is `exe` already (`is_exe`) needs nothing.
+    /// `None` when the entry is not a known iai-mcp wrapper.
+    pub fn switch(&self, format: Format, exe: &str, is_exe: bool) -> Option<Vec<Edit>> {
         let command = self.command?;
         let wrapper = match self.runs() {
-            Runs::Wrapper { program } if program == exe => return Some(Vec::new()),
+            Runs::Wrapper { .. } if is_exe => return Some(Vec::new()),
             Runs::Wrapper { .. } => true,
             Runs::Node { .. } | Runs::Launcher { .. } => false,
             Runs::Other { .. } => return None,
@@ -209,7 +214,9 @@ mod tests {
         let root = format.parse(text).expect("parses");
         let entries = find(&root, maps);
         assert_eq!(entries.len(), 1, "one entry in {text}");
-        let edits = entries[0].switch(format, EXE).expect("known wrapper");
+        let edits = entries[0]
+            .switch(format, EXE, false)
+            .expect("known wrapper");
         splice(text, &edits)
     }
 
@@ -263,7 +270,7 @@ mod tests {
             .expect("parses");
         assert!(
             find(&root, &[&["mcpServers"]])[0]
-                .switch(Format::Json, EXE)
+                .switch(Format::Json, EXE, false)
                 .is_none()
         );
     }

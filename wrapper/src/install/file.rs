@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
@@ -19,8 +19,8 @@ pub enum FileError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The file is not text.
-    #[error("{path} is not UTF-8 text; not changed")]
+    /// The file is not a regular file of UTF-8 text.
+    #[error("{path} is not a regular file of UTF-8 text; not changed")]
     NotText {
         /// The file.
         path: PathBuf,
@@ -77,6 +77,12 @@ pub fn load(path: &Path) -> Result<Option<Loaded>, FileError> {
             });
         }
     };
+    // A directory, FIFO or device is never a host's file (and reading a
+    // FIFO would block).
+    let regular = fs::metadata(&real).is_ok_and(|m| m.is_file());
+    if !regular {
+        return Err(FileError::NotText { path: real });
+    }
     let text = read_text(&real)?;
     Ok(Some(Loaded { path: real, text }))
 }
@@ -99,18 +105,19 @@ pub fn backup_of(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Replace the file's content with `text`. With `backup`, the content as
-/// read is first saved to [`backup_of`] the file. Refuses a read-only file
-/// and a file whose content is no longer what was read. The new content is
+/// Replace the file's content with `text`. With `backup`, that text is
+/// first written to [`backup_of`] the file. Refuses a read-only file and a
+/// file whose content is no longer what was read. Each new content is
 /// written to a temporary file in the same directory with the original's
-/// permissions, flushed, and renamed over it.
-pub fn replace(loaded: &Loaded, text: &str, backup: bool) -> Result<(), FileError> {
+/// permissions and owner, flushed, and renamed over its target.
+pub fn replace(loaded: &Loaded, text: &str, backup: Option<&str>) -> Result<(), FileError> {
     let path = &loaded.path;
     let meta = fs::metadata(path).map_err(|source| FileError::Read {
         path: path.clone(),
         source,
     })?;
     let mode = meta.permissions().mode() & 0o7777;
+    let owner = (meta.uid(), meta.gid());
     if mode & 0o200 == 0 || nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).is_err() {
         return Err(FileError::ReadOnly { path: path.clone() });
     }
@@ -122,23 +129,26 @@ pub fn replace(loaded: &Loaded, text: &str, backup: bool) -> Result<(), FileErro
         }
     };
     unchanged()?;
-    if backup {
-        write_beside(&backup_of(path), &loaded.text, mode, || Ok(()))?;
+    if let Some(saved) = backup {
+        write_beside(&backup_of(path), saved, (mode, owner), || Ok(()))?;
     }
     // Last look before the rename: a host that rewrote the file meanwhile
     // keeps its version.
-    write_beside(path, text, mode, unchanged)
+    write_beside(path, text, (mode, owner), unchanged)
 }
 
-/// Write `text` to a temporary file in `path`'s directory with `mode`,
-/// flush it, run `check`, and only then rename it over `path` (the
-/// temporary file is removed on every other path).
+/// Write `text` to a temporary file in `path`'s directory with the mode
+/// and owner of `like` (an owner differs only when run by root for
+/// another user, whose host must still read its file), flush it, run
+/// `check`, and only then rename it over `path` (the temporary file is
+/// removed on every other path).
 fn write_beside(
     path: &Path,
     text: &str,
-    mode: u32,
+    like: (u32, (u32, u32)),
     check: impl FnOnce() -> Result<(), FileError>,
 ) -> Result<(), FileError> {
+    let (mode, (uid, gid)) = like;
     let write_err = |source| FileError::Write {
         path: path.to_owned(),
         source,
@@ -151,6 +161,10 @@ fn write_beside(
     tmp.as_file()
         .set_permissions(fs::Permissions::from_mode(mode))
         .map_err(write_err)?;
+    let made = tmp.as_file().metadata().map_err(write_err)?;
+    if (made.uid(), made.gid()) != (uid, gid) {
+        std::os::unix::fs::fchown(tmp.as_file(), Some(uid), Some(gid)).map_err(write_err)?;
+    }
     tmp.write_all(text.as_bytes()).map_err(write_err)?;
     tmp.as_file().sync_all().map_err(write_err)?;
     check()?;
@@ -169,7 +183,7 @@ mod tests {
         fs::write(&path, "{}").expect("write");
         let loaded = load(&path).expect("read").expect("exists");
         fs::write(&path, "{\"host\": 1}").expect("the host writes meanwhile");
-        let refused = replace(&loaded, "{\"ours\": 1}", true);
+        let refused = replace(&loaded, "{\"ours\": 1}", Some("{}"));
         assert!(
             matches!(refused, Err(FileError::Changed { .. })),
             "{refused:?}"

@@ -4,11 +4,13 @@
 //!
 //! Only the text of an entry's `command` and `args` values changes; every
 //! other byte of the file is kept (other fields, `env`, comments, layout).
-//! The file as it was before is kept beside it ([`file::backup_of`]), and
-//! `uninstall` copies the entry's values back from there, so a round trip
-//! gives the same bytes. Files of hosts that are not there, and entries
-//! that start something this command does not know, are left alone.
+//! The file as it was before any entry was switched is kept beside it
+//! ([`file::backup_of`]); `uninstall` copies each entry's values back from
+//! there, so a round trip gives the same bytes. Files of hosts that are not
+//! there, and entries that start something this command does not know, are
+//! left alone.
 
+pub mod describe;
 pub mod doc;
 pub mod entry;
 pub mod file;
@@ -16,13 +18,11 @@ pub mod hosts;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use entry::{Entry, Runs};
+use describe::{brief, describe, is_this};
+use entry::{Edit, Entry, Runs};
 use file::{FileError, Loaded};
 use hosts::{Host, Places};
-
-use crate::process::{self, CliCommand};
 
 /// What to do with the hosts' entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,21 +48,33 @@ pub struct Request {
     pub exe: PathBuf,
 }
 
+/// What a run found and did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Everything asked for was done, and no file was refused.
+    pub done: bool,
+    /// iai-mcp entries found.
+    pub entries: usize,
+    /// Of those, entries that (after the run) do not start this binary.
+    pub elsewhere: usize,
+}
+
 /// Carry out `request` on the hosts' files under `places`, reporting to
-/// `out`. Returns whether everything asked for was done: for `status`,
-/// whether at least one entry exists and all of them run this binary.
+/// `out`.
 pub async fn execute(
     request: &Request,
     places: &Places,
     out: &mut impl Write,
-) -> std::io::Result<bool> {
+) -> std::io::Result<Summary> {
     let hosts = if request.hosts.is_empty() {
         Host::ALL.to_vec()
     } else {
         request.hosts.clone()
     };
-    let mut ok = true;
-    let mut entries_seen = 0;
+    let mut summary = Summary {
+        done: true,
+        ..Summary::default()
+    };
     for host in hosts {
         let path = host.config_file(places);
         write!(out, "{:<15} {}", host.name(), places.show(&path))?;
@@ -74,28 +86,48 @@ pub async fn execute(
             }
             Err(e) => {
                 writeln!(out, "\n  {e}")?;
-                ok = false;
+                summary.done = false;
                 continue;
             }
         };
         writeln!(out)?;
         let entries = entry::find(&root, host.server_maps());
-        entries_seen += entries.len();
         if entries.is_empty() {
             writeln!(out, "  no iai-mcp entry")?;
             continue;
         }
-        let done = match request.action {
-            Action::Status => status(&entries, &request.exe, out).await?,
-            Action::Install => install(host, &loaded, &entries, request, out)?,
-            Action::Uninstall => uninstall(host, &loaded, &entries, request, out)?,
+        let backup = file::backup_of(&loaded.path);
+        let saved = match read(host, &backup) {
+            Ok(saved) => saved,
+            Err(e) => {
+                writeln!(out, "  the backup cannot be used: {e}")?;
+                None
+            }
         };
-        ok &= done;
+        let work = FileWork {
+            host,
+            loaded: &loaded,
+            entries: &entries,
+            saved: saved.as_ref().map(|(l, root)| Saved {
+                text: &l.text,
+                entries: entry::find(root, host.server_maps()),
+            }),
+            backup,
+            request,
+        };
+        let (done, elsewhere) = match request.action {
+            Action::Status => work.status(out).await?,
+            Action::Install => work.install(out)?,
+            Action::Uninstall => work.uninstall(out)?,
+        };
+        summary.done &= done;
+        summary.entries += entries.len();
+        summary.elsewhere += elsewhere;
     }
-    if request.action == Action::Status && entries_seen == 0 {
-        ok = false;
+    if request.action == Action::Status {
+        summary.done &= summary.entries > 0 && summary.elsewhere == 0;
     }
-    Ok(ok)
+    Ok(summary)
 }
 
 fn read(host: Host, path: &Path) -> Result<Option<(Loaded, doc::Node)>, FileError> {
@@ -112,151 +144,167 @@ fn read(host: Host, path: &Path) -> Result<Option<(Loaded, doc::Node)>, FileErro
     Ok(Some((loaded, root)))
 }
 
-async fn status(entries: &[Entry<'_>], exe: &Path, out: &mut impl Write) -> std::io::Result<bool> {
-    let mut all_here = true;
-    for entry in entries {
-        let runs = entry.runs();
-        all_here &= is_this(&runs, exe);
-        writeln!(out, "  {}: {}", entry.dotted(), describe(&runs, exe).await)?;
-    }
-    Ok(all_here)
+/// The backup of a file: its text and its iai-mcp entries.
+struct Saved<'a> {
+    text: &'a str,
+    entries: Vec<Entry<'a>>,
 }
 
-fn install(
+/// One host file being worked on.
+struct FileWork<'a> {
     host: Host,
-    loaded: &Loaded,
-    entries: &[Entry<'_>],
-    request: &Request,
-    out: &mut impl Write,
-) -> std::io::Result<bool> {
-    let exe = request.exe.to_string_lossy();
-    let mut edits = Vec::new();
-    for entry in entries {
-        let runs = entry.runs();
-        match entry.switch(host.format(), &exe) {
-            None => writeln!(
-                out,
-                "  {}: starts {}; left alone",
-                entry.dotted(),
-                brief(&runs)
-            )?,
-            Some(e) if e.is_empty() => writeln!(out, "  {}: already this wrapper", entry.dotted())?,
-            Some(e) => {
-                writeln!(
-                    out,
-                    "  {}: {} -> this wrapper",
-                    entry.dotted(),
-                    brief(&runs)
-                )?;
-                show_edits(&loaded.text, &e, out)?;
-                edits.extend(e);
+    loaded: &'a Loaded,
+    entries: &'a [Entry<'a>],
+    saved: Option<Saved<'a>>,
+    backup: PathBuf,
+    request: &'a Request,
+}
+
+impl FileWork<'_> {
+    /// The edits that give `entry` back the version the backup holds from
+    /// before it was switched: `Err` says why there are none.
+    fn restore(&self, entry: &Entry<'_>) -> Result<Vec<Edit>, String> {
+        let Some(saved) = &self.saved else {
+            return Err(format!("there is no backup ({})", self.backup.display()));
+        };
+        let earlier = entry::at(&saved.entries, &entry.path)
+            .filter(|e| !matches!(e.runs(), Runs::Wrapper { .. }))
+            .ok_or_else(|| format!("{} holds no earlier entry", self.backup.display()))?;
+        entry.restore(earlier, saved.text).ok_or_else(|| {
+            format!(
+                "its fields changed shape since it was switched; restore it by hand from {}",
+                self.backup.display()
+            )
+        })
+    }
+
+    async fn status(&self, out: &mut impl Write) -> std::io::Result<(bool, usize)> {
+        let exe = &self.request.exe;
+        let mut elsewhere = 0;
+        for entry in self.entries {
+            let runs = entry.runs();
+            let here = is_this(&runs, exe);
+            elsewhere += usize::from(!here);
+            let mut line = describe(&runs, exe).await;
+            if !here && self.saved.is_some() && !matches!(runs, Runs::Other { .. }) {
+                line.push_str(
+                    "; switched before, then put back (by iai-mcp's installer?): run `iai-mcp-wrapper install` again",
+                );
+            }
+            writeln!(out, "  {}: {line}", entry.dotted())?;
+        }
+        Ok((true, elsewhere))
+    }
+
+    fn install(&self, out: &mut impl Write) -> std::io::Result<(bool, usize)> {
+        let exe = self.request.exe.to_string_lossy();
+        let mut edits = Vec::new();
+        let mut elsewhere = 0;
+        for entry in self.entries {
+            let runs = entry.runs();
+            let name = entry.dotted();
+            match entry.switch(self.host.format(), &exe, is_this(&runs, &self.request.exe)) {
+                None => {
+                    elsewhere += 1;
+                    writeln!(out, "  {name}: starts {}; left alone", brief(&runs))?;
+                }
+                Some(e) if e.is_empty() => writeln!(out, "  {name}: already this wrapper")?,
+                Some(e) => {
+                    writeln!(out, "  {name}: {} -> this wrapper", brief(&runs))?;
+                    if matches!(runs, Runs::Launcher { .. }) {
+                        writeln!(
+                            out,
+                            "      note: iai-mcp-server set IAI_MCP_PYTHON itself; if `iai` is not on the host's PATH, add IAI_MCP_CLI to the entry's env"
+                        )?;
+                    }
+                    show_edits(&self.loaded.text, &e, out)?;
+                    edits.extend(e);
+                }
             }
         }
+        // The backup keeps every entry as it was before its first switch:
+        // entries switched by an earlier install are taken from the old
+        // backup, not from this file.
+        let kept: Vec<Edit> = self
+            .entries
+            .iter()
+            .filter(|e| matches!(e.runs(), Runs::Wrapper { .. }))
+            .filter_map(|e| self.restore(e).ok())
+            .flatten()
+            .collect();
+        let backup_text = doc::splice(&self.loaded.text, &kept);
+        let done = self.commit(&edits, Some(&backup_text), out)?;
+        Ok((done, elsewhere))
     }
-    let backup = file::backup_of(&loaded.path);
-    commit(loaded, &edits, request.dry_run, Some(&backup), out)
-}
 
-fn uninstall(
-    host: Host,
-    loaded: &Loaded,
-    entries: &[Entry<'_>],
-    request: &Request,
-    out: &mut impl Write,
-) -> std::io::Result<bool> {
-    let backup_path = file::backup_of(&loaded.path);
-    let saved = match read(host, &backup_path) {
-        Ok(saved) => saved,
-        Err(e) => {
-            writeln!(out, "  backup unusable: {e}")?;
-            None
-        }
-    };
-    let saved_entries = saved
-        .as_ref()
-        .map(|(_, root)| entry::find(root, host.server_maps()))
-        .unwrap_or_default();
-    let mut ok = true;
-    let mut edits = Vec::new();
-    for entry in entries {
-        let name = entry.dotted();
-        if !matches!(entry.runs(), Runs::Wrapper { .. }) {
-            writeln!(
-                out,
-                "  {name}: starts {}; nothing to restore",
-                brief(&entry.runs())
-            )?;
-            continue;
-        }
-        let earlier = entry::at(&saved_entries, &entry.path)
-            .filter(|e| !matches!(e.runs(), Runs::Wrapper { .. }));
-        let restore = match (&saved, earlier) {
-            (Some((backup, _)), Some(earlier)) => entry.restore(earlier, &backup.text),
-            _ => {
-                writeln!(
-                    out,
-                    "  {name}: {} holds no earlier entry to restore; left as is",
-                    backup_path.display()
-                )?;
-                ok = false;
+    fn uninstall(&self, out: &mut impl Write) -> std::io::Result<(bool, usize)> {
+        let mut done = true;
+        let mut edits = Vec::new();
+        for entry in self.entries {
+            let name = entry.dotted();
+            let runs = entry.runs();
+            if !matches!(runs, Runs::Wrapper { .. }) {
+                writeln!(out, "  {name}: starts {}; nothing to restore", brief(&runs))?;
                 continue;
             }
-        };
-        let Some(restore) = restore else {
-            writeln!(
-                out,
-                "  {name}: its fields changed since it was switched; restore it by hand from {}",
-                backup_path.display()
-            )?;
-            ok = false;
-            continue;
-        };
-        let runs = earlier.map(Entry::runs).unwrap_or(Runs::Other {
-            command: String::new(),
-        });
-        writeln!(out, "  {name}: this wrapper -> {}", brief(&runs))?;
-        show_edits(&loaded.text, &restore, out)?;
-        edits.extend(restore);
-    }
-    Ok(commit(loaded, &edits, request.dry_run, None, out)? && ok)
-}
-
-/// Write the edited file (unless there is nothing to do or this is a dry
-/// run) and say what happened.
-fn commit(
-    loaded: &Loaded,
-    edits: &[entry::Edit],
-    dry_run: bool,
-    backup: Option<&Path>,
-    out: &mut impl Write,
-) -> std::io::Result<bool> {
-    if edits.is_empty() {
-        return Ok(true);
-    }
-    if dry_run {
-        writeln!(out, "  dry run: nothing written")?;
-        return Ok(true);
-    }
-    let text = doc::splice(&loaded.text, edits);
-    match file::replace(loaded, &text, backup.is_some()) {
-        Ok(()) => {
-            match backup {
-                Some(b) => writeln!(out, "  written; the previous file is in {}", b.display())?,
-                None => writeln!(out, "  written")?,
+            match self.restore(entry) {
+                Ok(restore) => {
+                    writeln!(out, "  {name}: {} -> as it was", brief(&runs))?;
+                    show_edits(&self.loaded.text, &restore, out)?;
+                    edits.extend(restore);
+                }
+                Err(why) => {
+                    writeln!(out, "  {name}: {why}; left as is")?;
+                    done = false;
+                }
             }
-            Ok(true)
         }
-        Err(e) => {
-            writeln!(out, "  {e}")?;
-            Ok(false)
+        let done = self.commit(&edits, None, out)? && done;
+        Ok((done, self.entries.len()))
+    }
+
+    /// Writes the edited file (unless there is nothing to do or this is a
+    /// dry run), and first the backup when one is given; says what
+    /// happened.
+    fn commit(
+        &self,
+        edits: &[Edit],
+        backup: Option<&str>,
+        out: &mut impl Write,
+    ) -> std::io::Result<bool> {
+        if edits.is_empty() {
+            return Ok(true);
+        }
+        if self.request.dry_run {
+            writeln!(out, "  dry run: nothing written")?;
+            return Ok(true);
+        }
+        let text = doc::splice(&self.loaded.text, edits);
+        match file::replace(self.loaded, &text, backup) {
+            Ok(()) if backup.is_some() => {
+                writeln!(
+                    out,
+                    "  written; the file as it was is in {}",
+                    self.backup.display()
+                )?;
+                Ok(true)
+            }
+            Ok(()) => {
+                writeln!(out, "  written")?;
+                Ok(true)
+            }
+            Err(e) => {
+                writeln!(out, "  {e}")?;
+                Ok(false)
+            }
         }
     }
 }
 
-fn show_edits(text: &str, edits: &[entry::Edit], out: &mut impl Write) -> std::io::Result<()> {
+fn show_edits(text: &str, edits: &[Edit], out: &mut impl Write) -> std::io::Result<()> {
+    // Values spread over lines are shown on one.
+    let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     for (span, new) in edits {
-        // Values spread over lines are shown on one.
-        let one_line = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         writeln!(
             out,
             "      {}  ->  {}",
@@ -265,90 +313,4 @@ fn show_edits(text: &str, edits: &[entry::Edit], out: &mut impl Write) -> std::i
         )?;
     }
     Ok(())
-}
-
-/// Whether `runs` is this very binary.
-pub fn is_this(runs: &Runs, exe: &Path) -> bool {
-    matches!(runs, Runs::Wrapper { program } if resolve(program).as_deref() == Some(exe))
-}
-
-/// A short name for what an entry starts, for one-line messages.
-fn brief(runs: &Runs) -> String {
-    match runs {
-        Runs::Wrapper { program } => format!("iai-mcp-wrapper ({program})"),
-        Runs::Node { .. } | Runs::Launcher { .. } => "the Node wrapper".to_owned(),
-        Runs::Other { command } => {
-            format!("`{command}`, not an iai-mcp wrapper this command knows")
-        }
-    }
-}
-
-/// What an entry starts, with versions where they can be found.
-pub async fn describe(runs: &Runs, exe: &Path) -> String {
-    match runs {
-        Runs::Wrapper { program } if is_this(runs, exe) => {
-            format!("this wrapper, {} ({program})", env!("CARGO_PKG_VERSION"))
-        }
-        Runs::Wrapper { program } => {
-            let version = version_of(program)
-                .await
-                .unwrap_or_else(|| "version unknown".into());
-            format!(
-                "another iai-mcp-wrapper, {version} ({program}), not this one ({})",
-                exe.display()
-            )
-        }
-        Runs::Node { script } => match node_release(Path::new(script)) {
-            Some(release) => format!("the Node wrapper of {release} ({script})"),
-            None => format!("the Node wrapper ({script})"),
-        },
-        Runs::Launcher { program } => format!("the Node wrapper, through {program}"),
-        Runs::Other { .. } => brief(runs),
-    }
-}
-
-/// The absolute path a program name stands for (searched on `PATH` when
-/// it has no slash), symbolic links followed.
-fn resolve(program: &str) -> Option<PathBuf> {
-    let path = Path::new(program);
-    if program.contains('/') {
-        return std::fs::canonicalize(path).ok();
-    }
-    let dirs = std::env::var_os("PATH")?;
-    std::env::split_paths(&dirs).find_map(|dir| std::fs::canonicalize(dir.join(path)).ok())
-}
-
-/// The `--version` line of another build, asked with a short limit.
-async fn version_of(program: &str) -> Option<String> {
-    let command = CliCommand {
-        program: program.into(),
-        args: vec!["--version".into()],
-        env: Vec::new(),
-        limit: Duration::from_secs(2),
-    };
-    let output = process::run(&command).await.ok()?;
-    let line = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    let version = line.rsplit(' ').next()?.to_owned();
-    (output.status.success() && !version.is_empty()).then_some(version)
-}
-
-/// Which iai-mcp release a Node wrapper script belongs to: the installed
-/// `iai_pme` distribution beside the package (3.x wheels), or the
-/// `package.json` of a source build (`mcp-wrapper/dist/index.js`).
-fn node_release(script: &Path) -> Option<String> {
-    let package_dir = script.parent()?.parent()?;
-    if let Ok(listing) = std::fs::read_dir(package_dir.parent()?) {
-        for item in listing.flatten() {
-            let name = item.file_name().to_string_lossy().into_owned();
-            if let Some(rest) = name.strip_prefix("iai_pme-")
-                && let Some(version) = rest.strip_suffix(".dist-info")
-            {
-                return Some(format!("iai-pme {version}"));
-            }
-        }
-    }
-    let manifest = std::fs::read_to_string(package_dir.join("package.json")).ok()?;
-    let manifest: serde_json::Value = serde_json::from_str(&manifest).ok()?;
-    let version = manifest.get("version")?.as_str()?;
-    Some(format!("iai-mcp {version}"))
 }
