@@ -59,6 +59,13 @@ pub const FAKE_CLI: WorkspaceBin = WorkspaceBin {
     env_override: "FAKE_IAI_BIN",
 };
 
+/// The `harness` binary itself, which `cargo xtask` builds and runs.
+pub const HARNESS: WorkspaceBin = WorkspaceBin {
+    package: "harness",
+    bin: "harness",
+    env_override: "HARNESS_BIN",
+};
+
 /// A cargo build profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Profile {
@@ -172,6 +179,20 @@ fn locate_uncached(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
         .into_iter()
         .next()
         .expect("cargo_build returns one path per binary"))
+}
+
+/// The workspace's `target` directory, where reports go: the parent of the
+/// profile directory the current executable runs from, else `target` beside
+/// the workspace manifest.
+pub fn target_dir() -> PathBuf {
+    target_dir_of_current_exe()
+        .and_then(|dir| dir.parent().map(Path::to_path_buf))
+        .filter(|dir| dir.file_name().is_some_and(|n| n == "target"))
+        .unwrap_or_else(|| {
+            workspace_manifest()
+                .parent()
+                .map_or_else(|| PathBuf::from("target"), |root| root.join("target"))
+        })
 }
 
 /// The manifest of the workspace this crate belongs to, found from the

@@ -95,6 +95,26 @@ pub fn last_lines(text: &str, n: usize, separator: &str) -> String {
     lines[lines.len().saturating_sub(n)..].join(separator)
 }
 
+/// Escapes `text` for XML and HTML character data and attribute values
+/// (`&`, `<`, `>`, `"`, `'`), and drops control characters XML 1.0 does
+/// not allow.
+pub fn escape_markup(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if c < ' ' || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

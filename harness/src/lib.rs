@@ -17,6 +17,8 @@
 //!   of the race over its timing with their table, JSON and SVG reports.
 //! - [`mod@bench`]: latency, throughput, cold start, memory and recovery
 //!   figures, side by side with the floor.
+//! - [`score`]: every scenario against each wrapper, as one table of
+//!   properties (contract and policy) by wrapper, with JSON and HTML.
 
 pub mod bench;
 pub mod bins;
@@ -29,6 +31,8 @@ pub mod format;
 pub mod process;
 pub mod random;
 pub mod scenario;
+pub mod schema;
+pub mod score;
 mod sync;
 pub mod table;
 pub mod tempdir;
@@ -42,6 +46,7 @@ pub use scenario::down_up::{DownUpConfig, DownUpReport, run_down_up};
 pub use scenario::hang::{HangConfig, HangReport, run_hang};
 pub use scenario::hostile::{HostileConfig, HostileReport, run_hostile};
 pub use scenario::outcome::CallOutcome;
+pub use scenario::property::{Cause, Check, Judged, Kind, Prop};
 pub use scenario::race::{RaceConfig, RaceOutcome, RaceReport, RaceSummary, run_race};
 pub use scenario::soak::{SoakConfig, SoakReport, run_soak};
 pub use scenario::storm::{StormConfig, StormReport, run_storm};

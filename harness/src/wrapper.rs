@@ -57,6 +57,43 @@ pub fn mode_label(mode: Option<BridgeMode>) -> String {
     mode.map_or_else(|| "(unset)".to_owned(), |m| m.to_string())
 }
 
+/// A wrapper under test: its command and the bridge mode it runs in (a
+/// line of the sweep's picture, a column of the scorecard).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subject {
+    /// The name in tables, the legend and the JSON report.
+    pub label: String,
+    /// The wrapper to start.
+    pub cmd: WrapperCommand,
+    /// `IAI_MCP_BRIDGE_MODE` (`None`: unset).
+    pub mode: Option<BridgeMode>,
+}
+
+impl Subject {
+    /// `cmd` in each of `modes`, labelled by the mode's name (`prefix`,
+    /// `fixed`): this workspace's wrapper.
+    pub fn modes(cmd: &WrapperCommand, modes: &[BridgeMode]) -> Vec<Self> {
+        modes
+            .iter()
+            .map(|&mode| Self {
+                label: mode.to_string(),
+                cmd: cmd.clone(),
+                mode: Some(mode),
+            })
+            .collect()
+    }
+
+    /// Another wrapper command, labelled by its command line (and the mode,
+    /// when one is set).
+    pub fn command(cmd: WrapperCommand, mode: Option<BridgeMode>) -> Self {
+        let label = match mode {
+            Some(mode) => format!("{} ({mode})", cmd.display()),
+            None => cmd.display(),
+        };
+        Self { label, cmd, mode }
+    }
+}
+
 /// The error of parsing a [`BridgeMode`] from text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid bridge mode {0:?}: expected `fixed` or `prefix`")]

@@ -6,7 +6,7 @@ use harness::scenario::hostile::{
     Expect, HostileConfig, LineKind, MAX_OVERSIZED_ID_BYTES, expected_reply, run_hostile,
     run_hostile_lines,
 };
-use harness::{BridgeMode, WrapperCommand};
+use harness::{BridgeMode, Judged, WrapperCommand};
 use serde_json::json;
 
 fn wrapper() -> WrapperCommand {

@@ -10,8 +10,8 @@ use std::time::Duration;
 use assert_cmd::Command;
 use harness::scenario::down_up::CONNECT_FAILED_LOG;
 use harness::{
-    BridgeMode, DownUpConfig, HangConfig, StormConfig, WrapperCommand, run_down_up, run_hang,
-    run_storm,
+    BridgeMode, DownUpConfig, HangConfig, Judged, StormConfig, WrapperCommand, run_down_up,
+    run_hang, run_storm,
 };
 use serde_json::Value;
 
@@ -97,7 +97,7 @@ fn hang_times_out_at_the_deadline_then_recovers_on_resume() {
         "failed before its deadline: {report}"
     );
     assert!(report.resumed_outcome.is_ok(), "{report}");
-    assert_eq!(report.late_responses, 0, "{report}");
+    assert_eq!(report.late_answers + report.unsolicited, 0, "{report}");
     assert_eq!(report.new_connections, 0, "{report}");
     assert_eq!(report.conns_after, 1, "{report}");
     assert!(report.defects.is_empty(), "{report}");
@@ -122,7 +122,13 @@ fn the_binary_runs_a_fault_scenario_and_prints_json() {
     let json: Value = serde_json::from_slice(&output.stdout).expect("stdout is one JSON document");
     assert_eq!(json["scenario"], "hang");
     assert_eq!(json["passed"], true, "{json:#}");
-    assert_eq!(json["problems"], serde_json::json!([]));
+    let checks = json["checks"].as_array().expect("checks");
+    assert!(!checks.is_empty(), "{json:#}");
+    assert!(checks.iter().all(|c| c["failure"].is_null()), "{json:#}");
+    assert!(
+        checks.iter().any(|c| c["prop"] == "call-deadline"),
+        "{json:#}"
+    );
     assert_eq!(json["report"]["mode"], "fixed");
     assert_eq!(json["report"]["call_timeout_ms"], 200.0);
     assert_eq!(json["report"]["resumed_outcome"]["kind"], "ok");

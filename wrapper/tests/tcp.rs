@@ -11,8 +11,8 @@ use std::time::Duration;
 use common::{error_text, ok_method, topology, wrapper_cmd};
 use harness::tempdir::{short_tempdir, socket_path_in};
 use harness::{
-    BridgeMode, DaemonEndpoint, DownUpConfig, FakeDaemon, RaceConfig, RaceOutcome, StormConfig,
-    Transport, WrapperOptions, WrapperProcess, run_down_up, run_race, run_storm,
+    BridgeMode, DaemonEndpoint, DownUpConfig, FakeDaemon, Judged, RaceConfig, RaceOutcome,
+    StormConfig, Transport, WrapperOptions, WrapperProcess, run_down_up, run_race, run_storm,
 };
 
 fn tcp_daemon(dir: &std::path::Path) -> FakeDaemon {

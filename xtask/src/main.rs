@@ -1,57 +1,79 @@
-//! `cargo xtask`: project automation. Thin: parses arguments and calls the
-//! `harness` library.
+//! `cargo xtask`: builds the workspace's binaries, then runs the `harness`
+//! binary with the task's arguments, so every option is declared once, by
+//! the harness (`cargo xtask race --help` prints its help).
+//!
+//! `--release` (any task) builds and runs the release binaries; `bench`
+//! always does.
 
-mod all;
-mod bench;
-mod e2e;
-mod progress;
-mod race;
-mod soak;
-mod sweep;
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitCode};
 
-use std::process::ExitCode;
+use harness::bins::{self, Profile};
 
-use anyhow::Result;
-use clap::{Parser, Subcommand};
+/// The main tasks, and what each is for (any harness command is accepted).
+const TASKS: [(&str, &str); 6] = [
+    (
+        "race",
+        "show the V3-05 race: prefix mode must fail, fixed mode must pass (--all: the scorecard of both)",
+    ),
+    (
+        "score",
+        "every scenario against each --wrapper-cmd (default: this wrapper in both modes)",
+    ),
+    ("sweep", "map the race window; writes target/race-report/"),
+    (
+        "soak",
+        "calls flowing while the fake daemon misbehaves on a seeded schedule",
+    ),
+    (
+        "bench",
+        "release builds, then figures next to the floor; writes target/bench/",
+    ),
+    (
+        "e2e",
+        "the wrapper against the real iai-mcp 3.3.0 daemon (Python 3.11+, Node.js)",
+    ),
+];
 
-/// Project automation for the iai-mcp wrapper workspace.
-#[derive(Debug, Parser)]
-#[command(bin_name = "cargo xtask")]
-struct Cli {
-    #[command(subcommand)]
-    task: Task,
-}
-
-/// The tasks.
-#[derive(Debug, Subcommand)]
-enum Task {
-    /// Show the V3-05 disconnect race live: run it against the wrapper in
-    /// prefix mode (must fail with daemon_unreachable every time) and in
-    /// fixed mode (must succeed every time, holding one daemon connection).
-    /// With --sweep, map the whole race window instead.
-    Race(race::RaceArgs),
-    /// Measure the wrapper (release build) against the floor of talking to
-    /// the fake daemon directly: cold start, latency, throughput, memory,
-    /// recovery. Prints a Markdown table; writes target/bench/.
-    Bench(bench::BenchArgs),
-    /// Soak the wrapper (fixed mode): calls keep flowing for --seconds while
-    /// the fake daemon drops, hangs, delays, garbles, slices, cuts, goes
-    /// down and up, strays and duplicates on a seeded schedule. Prints the
-    /// report; exits 0 only if no call was lost or answered twice, no write
-    /// ran twice, descriptors and memory stayed flat and the wrapper lived.
-    Soak(soak::SoakArgs),
-    /// Check the wrapper against the real iai-mcp 3.3.0 daemon: creates a
-    /// Python venv under target/e2e with iai-pme 3.3.0 and the MCP SDK
-    /// (needs Python 3.11+, Node.js and the package registry), runs the
-    /// daemon offline and prints a table; exits 0 only if every check holds.
-    E2e(e2e::E2eArgs),
-}
-
-fn main() -> Result<ExitCode> {
-    match Cli::parse().task {
-        Task::Race(args) => race::run(&args),
-        Task::Bench(args) => bench::run(&args, &bench::workspace_root()),
-        Task::Soak(args) => soak::run(&args),
-        Task::E2e(args) => e2e::run(&args, &bench::workspace_root()),
+fn main() -> ExitCode {
+    let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let Some(task) = args.first().and_then(|t| t.to_str()).map(str::to_owned) else {
+        return usage();
+    };
+    if task.starts_with('-') {
+        return usage();
     }
+    let release = task == "bench" || args.iter().any(|a| a == "--release");
+    args.retain(|a| a != "--release");
+    let profile = if release {
+        Profile::Release
+    } else {
+        Profile::Dev
+    };
+    let built = match bins::cargo_build(
+        &[bins::WRAPPER, bins::FAKE_DAEMON, bins::HARNESS],
+        &profile,
+        false,
+    ) {
+        Ok(built) => built,
+        Err(e) => {
+            eprintln!("cargo xtask: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let error = Command::new(&built[2]).args(&args).exec();
+    eprintln!("cargo xtask: cannot run {}: {error}", built[2].display());
+    ExitCode::FAILURE
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: cargo xtask TASK [--release] [OPTIONS]\n\ntasks:");
+    for (name, what) in TASKS {
+        eprintln!("  {name:<10} {what}");
+    }
+    eprintln!(
+        "  (any other harness command: storm, down-up, hang, hostile)\n\nOPTIONS are the harness's: cargo xtask TASK --help"
+    );
+    ExitCode::from(2)
 }

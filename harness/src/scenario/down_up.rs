@@ -28,8 +28,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::live::{LiveSession, PROBE_TOOL, Problems, count_occurrences, env_ms, problems_text};
+use super::live::{LiveSession, PROBE_TOOL, count_occurrences, env_ms, problems_text};
 use super::outcome::CallOutcome;
+use super::property::{Cause, Check, Checks, Judged, Prop};
 use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
@@ -146,57 +147,75 @@ pub struct DownUpReport {
     pub wrapper_stderr_tail: Option<String>,
 }
 
-impl DownUpReport {
-    /// The must-conditions this run violated, in words.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = Problems::default();
-        for (i, call) in self.down_calls.iter().enumerate() {
-            let n = i + 1;
-            if !call.outcome.is_daemon_unreachable() {
-                problems.push(format!(
-                    "down call {n} did not fail with daemon_unreachable: {}",
-                    call.outcome
-                ));
-            } else if !call.names_socket {
-                problems.push(format!(
-                    "down call {n}'s error does not name the socket {}",
-                    self.socket_path
-                ));
-            }
-            if call.latency < self.connect_wait {
-                problems.push(format!(
-                    "down call {n} ended after {}, before the connect wait of {}",
-                    format_ms(call.latency),
+impl Judged for DownUpReport {
+    fn checks(&self) -> Vec<Check> {
+        let mut checks = Checks::default();
+        let calls = self.down_calls.len();
+        let waited =
+            |c: &&DownCall| c.outcome.is_daemon_unreachable() && c.latency >= self.connect_wait;
+        let early = self.down_calls.iter().find(|c| !waited(c));
+        checks.judge(
+            Prop::ConnectWait,
+            early.map(|c| match c.outcome {
+                CallOutcome::Ok => Cause::Other,
+                ref outcome => Cause::of_call(outcome, false),
+            }),
+            match early {
+                None => format!(
+                    "{calls}/{calls} failed with daemon_unreachable after the connect wait of {}",
                     format_ms(self.connect_wait)
-                ));
-            }
-        }
-        match self.attempt_rate_per_s {
-            None => problems.push(format!(
-                "the wrapper logged no `{CONNECT_FAILED_LOG}` lines: connect attempts not measurable"
-            )),
-            Some(rate) if rate >= self.max_attempt_rate => problems.push(format!(
-                "{rate:.1} connect attempts/s while down (busy loop; limit {})",
-                self.max_attempt_rate
-            )),
-            Some(_) => {}
-        }
-        if self.up_to_success.is_none() {
-            problems.push(format!(
-                "no call succeeded after UP ({} tried)",
-                self.recovery_calls
-            ));
-        }
-        problems.one_connection(self.conns_after);
-        problems.must_be_zero(self.defects.len(), "stdout defects");
-        problems.into_vec()
+                ),
+                Some(c) => format!(
+                    "a call made while the daemon was down ended after {} (connect wait {}): {}",
+                    format_ms(c.latency),
+                    format_ms(self.connect_wait),
+                    c.outcome
+                ),
+            },
+        );
+        let unnamed = self
+            .down_calls
+            .iter()
+            .filter(|c| c.outcome.is_daemon_unreachable() && !c.names_socket)
+            .count();
+        checks.expect(
+            Prop::NamedSocket,
+            unnamed == 0,
+            Cause::Other,
+            format!(
+                "{unnamed} of {calls} failures do not name {}",
+                self.socket_path
+            ),
+        );
+        checks.expect(
+            Prop::BoundedAttempts,
+            self.attempt_rate_per_s
+                .is_some_and(|r| r < self.max_attempt_rate),
+            Cause::Other,
+            match self.attempt_rate_per_s {
+                None => format!("not measurable: the wrapper logs no `{CONNECT_FAILED_LOG}` lines"),
+                Some(rate) => format!(
+                    "{rate:.1} connect attempts/s while down (limit {})",
+                    self.max_attempt_rate
+                ),
+            },
+        );
+        checks.expect(
+            Prop::Recovers,
+            self.up_to_success.is_some(),
+            Cause::Died,
+            match self.up_to_success {
+                Some(after) => format!("a call succeeded {} after UP", format_ms(after)),
+                None => format!("no call succeeded after UP ({} tried)", self.recovery_calls),
+            },
+        );
+        checks.one_connection(self.conns_after);
+        checks.stdout_clean(&self.defects);
+        checks.into_vec()
     }
+}
 
-    /// Whether every must-condition held.
-    pub fn passed(&self) -> bool {
-        self.problems().is_empty()
-    }
-
+impl DownUpReport {
     /// The figures that matter, on one line.
     pub fn key_figures(&self) -> String {
         let calls = self.down_calls.len();
@@ -391,7 +410,7 @@ mod tests {
             |r| r.attempt_rate_per_s = None,
             |r| r.attempt_rate_per_s = Some(400.0),
             |r| r.up_to_success = None,
-            |r| r.conns_after = 0,
+            |r| r.conns_after = 2,
         ];
         for breakage in breakages {
             let mut report = clean_report();

@@ -23,8 +23,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::json;
 
-use super::live::{LiveSession, PROBE_TOOL, Problems, env_ms, is_response, problems_text};
+use super::live::{LiveSession, PROBE_TOOL, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
+use super::property::{Cause, Check, Checks, Judged, Prop};
 use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
@@ -81,9 +82,11 @@ pub struct HangReport {
     /// From sending that call to its answer.
     #[serde(rename = "resumed_latency_ms", serialize_with = "serialize_ms")]
     pub resumed_latency: Duration,
-    /// Responses nobody asked for that reached the client: the late answer
-    /// to the timed-out call, forwarded (must be 0).
-    pub late_responses: usize,
+    /// Answers to the call to the hung daemon that came after the harness
+    /// had given up on it: late, not unsolicited.
+    pub late_answers: usize,
+    /// Responses to no call at all (must be 0).
+    pub unsolicited: usize,
     /// Connections the daemon accepted after the baseline, other than
     /// session-open ones (must be 0: the hung connection is kept).
     pub new_connections: u64,
@@ -95,49 +98,59 @@ pub struct HangReport {
     pub wrapper_stderr_tail: Option<String>,
 }
 
-impl HangReport {
-    /// The must-conditions this run violated, in words.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = Problems::default();
-        if !self.hung_outcome.is_daemon_timeout() {
-            problems.push(format!(
-                "the call to the hung daemon did not fail with daemon_timeout: {}",
-                self.hung_outcome
-            ));
-        }
-        if self.hung_latency < self.call_timeout {
-            problems.push(format!(
-                "the call to the hung daemon ended after {}, before its deadline of {}",
+impl Judged for HangReport {
+    fn checks(&self) -> Vec<Check> {
+        let mut checks = Checks::default();
+        let on_time =
+            self.hung_outcome.is_daemon_timeout() && self.hung_latency >= self.call_timeout;
+        let late = if self.late_answers > 0 {
+            ", answered late (after the harness gave up)"
+        } else {
+            ""
+        };
+        checks.expect(
+            Prop::CallDeadline,
+            on_time,
+            Cause::of_call(&self.hung_outcome, true),
+            format!(
+                "the call to the hung daemon: {} after {} (deadline {}){late}",
+                self.hung_outcome,
                 format_ms(self.hung_latency),
                 format_ms(self.call_timeout)
-            ));
-        }
-        if !self.resumed_outcome.is_ok() {
-            problems.push(format!(
-                "the call after RESUME failed: {}",
-                self.resumed_outcome
-            ));
-        }
-        problems.must_be_zero(
-            self.late_responses,
-            "unsolicited responses reached the client",
+            ),
         );
-        if self.new_connections > 0 {
-            problems.push(format!(
-                "the wrapper opened {} new connections instead of keeping the hung one",
+        checks.expect(
+            Prop::CallDeadline,
+            self.new_connections == 0,
+            Cause::Other,
+            format!(
+                "{} new connections while the daemon hung",
                 self.new_connections
-            ));
-        }
-        problems.one_connection(self.conns_after);
-        problems.must_be_zero(self.defects.len(), "stdout defects");
-        problems.into_vec()
+            ),
+        );
+        checks.expect(
+            Prop::Recovers,
+            self.resumed_outcome.is_ok(),
+            Cause::of_call(&self.resumed_outcome, true),
+            format!(
+                "the call after RESUME: {} in {}",
+                self.resumed_outcome,
+                format_ms(self.resumed_latency)
+            ),
+        );
+        checks.zero(
+            Prop::AnsweredOnce,
+            self.unsolicited,
+            Cause::AnsweredTwice,
+            "answers to no call",
+        );
+        checks.one_connection(self.conns_after);
+        checks.stdout_clean(&self.defects);
+        checks.into_vec()
     }
+}
 
-    /// Whether every must-condition held.
-    pub fn passed(&self) -> bool {
-        self.problems().is_empty()
-    }
-
+impl HangReport {
     /// The figures that matter, on one line.
     pub fn key_figures(&self) -> String {
         let hung = if self.hung_outcome.is_daemon_timeout() {
@@ -146,12 +159,13 @@ impl HangReport {
             self.hung_outcome.label()
         };
         format!(
-            "{hung} after {} (deadline {}), after RESUME {} in {}, late answers {}, new conns {}, conns {}",
+            "{hung} after {} (deadline {}), after RESUME {} in {}, late answers {}, unsolicited {}, new conns {}, conns {}",
             format_ms(self.hung_latency),
             format_ms(self.call_timeout),
             self.resumed_outcome.label(),
             format_ms(self.resumed_latency),
-            self.late_responses,
+            self.late_answers,
+            self.unsolicited,
             self.new_connections,
             self.conns_after
         )
@@ -193,11 +207,15 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
     session.daemon.resume()?;
     let (resumed_outcome, resumed_latency) = session.call(PROBE_TOOL, json!({}), bound);
 
-    let late_responses = session
+    let responses = session
         .collect_unsolicited(cfg.settle)
         .iter()
         .filter(|m| is_response(m))
         .count();
+    // The only call the harness gave up on is the one to the hung daemon:
+    // an answer after that is its late answer.
+    let gave_up = usize::from(hung_outcome == CallOutcome::NoResponse);
+    let late_answers = responses.min(gave_up);
     let after = session.daemon.stats()?;
     let new_connections = after
         .accepted
@@ -211,7 +229,8 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         hung_latency,
         resumed_outcome,
         resumed_latency,
-        late_responses,
+        late_answers,
+        unsolicited: responses - late_answers,
         new_connections,
         conns_after: after.conns,
         defects: session.wrapper.defects(),
@@ -235,7 +254,8 @@ mod tests {
             hung_latency: Duration::from_millis(502),
             resumed_outcome: CallOutcome::Ok,
             resumed_latency: Duration::from_millis(2),
-            late_responses: 0,
+            late_answers: 0,
+            unsolicited: 0,
             new_connections: 0,
             conns_after: 1,
             defects: Vec::new(),
@@ -249,13 +269,13 @@ mod tests {
         assert!(report.passed(), "{report}");
         assert_eq!(
             report.key_figures(),
-            "daemon_timeout after 502 ms (deadline 500 ms), after RESUME ok in 2.0 ms, late answers 0, new conns 0, conns 1"
+            "daemon_timeout after 502 ms (deadline 500 ms), after RESUME ok in 2.0 ms, late answers 0, unsolicited 0, new conns 0, conns 1"
         );
         let breakages: [fn(&mut HangReport); 7] = [
             |r| r.hung_outcome = CallOutcome::NoResponse,
             |r| r.hung_latency = Duration::from_millis(499),
             |r| r.resumed_outcome = CallOutcome::NoResponse,
-            |r| r.late_responses = 1,
+            |r| r.unsolicited = 1,
             |r| r.new_connections = 1,
             |r| r.conns_after = 2,
             |r| r.defects.push("x".into()),

@@ -46,7 +46,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::live::{LiveSession, Problems, env_ms, problems_text};
+use super::live::{LiveSession, env_ms, problems_text};
+use super::property::{Cause, Check, Checks, Judged, Prop};
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::error::HarnessError;
@@ -341,42 +342,62 @@ pub struct HostileReport {
     pub wrapper_stderr_tail: Option<String>,
 }
 
-impl HostileReport {
-    /// The must-conditions this run violated, in words.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = Problems::default();
-        problems.must_be_zero(self.unanswered, "lines with a request id never answered");
-        problems.must_be_zero(
+impl Judged for HostileReport {
+    fn checks(&self) -> Vec<Check> {
+        let mut checks = Checks::default();
+        checks.zero(
+            Prop::AnsweredOnce,
+            self.unanswered,
+            Cause::NoAnswer,
+            "lines with a request id never answered",
+        );
+        checks.zero(
+            Prop::AnsweredOnce,
             self.answered_more_than_once,
+            Cause::AnsweredTwice,
             "lines answered more than once",
         );
-        problems.must_be_zero(self.valid_failed, "valid requests failed");
-        problems.must_be_zero(
-            self.null_id_results,
-            "id:null responses that are not errors",
+        checks.zero(
+            Prop::AnsweredOnce,
+            self.unknown_id_replies,
+            Cause::AnsweredTwice,
+            "responses to ids never sent",
         );
-        problems.must_be_zero(self.unknown_id_replies, "responses to ids never sent");
-        problems.must_be_zero(self.not_responses, "stdout messages that are not responses");
-        problems.must_be_zero(self.defects.len(), "stdout defects");
-        if self.null_id_errors > self.no_id_lines {
-            problems.push(format!(
+        checks.expect(
+            Prop::AnsweredOnce,
+            self.null_id_errors <= self.no_id_lines,
+            Cause::AnsweredTwice,
+            format!(
                 "{} id:null errors for {} lines without a recoverable id",
                 self.null_id_errors, self.no_id_lines
-            ));
-        }
-        problems.rss_flat(self.rss_growth_kib, self.rss_growth_limit_kib);
-        problems.wrapper_alive(self.wrapper_alive);
-        if let Some(why) = &self.stalled {
-            problems.push(format!("the run stalled: {why}"));
-        }
-        problems.into_vec()
+            ),
+        );
+        checks.zero(
+            Prop::StdoutJson,
+            self.null_id_results,
+            Cause::NotJson,
+            "id:null responses that are not errors",
+        );
+        checks.zero(
+            Prop::StdoutJson,
+            self.not_responses,
+            Cause::NotJson,
+            "stdout messages that are not responses",
+        );
+        checks.stdout_clean(&self.defects);
+        checks.zero(
+            Prop::StaysUp,
+            self.valid_failed,
+            Cause::Other,
+            "valid requests failed among the hostile lines",
+        );
+        checks.rss_flat(self.rss_growth_kib, self.rss_growth_limit_kib);
+        checks.alive(self.wrapper_alive, self.stalled.as_deref());
+        checks.into_vec()
     }
+}
 
-    /// Whether every must-condition held.
-    pub fn passed(&self) -> bool {
-        self.problems().is_empty()
-    }
-
+impl HostileReport {
     /// The figures that matter, on one line.
     pub fn key_figures(&self) -> String {
         format!(

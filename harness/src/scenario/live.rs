@@ -2,7 +2,6 @@
 //! together, handshaken, and proven to work before any fault is injected.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,7 +14,6 @@ use crate::bins::{self, error_chain};
 use crate::client::ClientError;
 use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
-use crate::format::{format_growth, format_kib};
 use crate::tempdir::{short_tempdir, socket_path_in};
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 
@@ -209,69 +207,4 @@ pub(crate) fn answered_call(message: &Value, sent: usize) -> Option<usize> {
 /// milliseconds (`IAI_MCP_CALL_TIMEOUT_MS` and the like).
 pub(crate) fn env_ms(name: &'static str, duration: Duration) -> (&'static str, String) {
     (name, duration.as_millis().to_string())
-}
-
-/// The must-conditions a run violated, in words, collected in the order
-/// they are checked.
-#[derive(Debug, Default)]
-pub(crate) struct Problems(Vec<String>);
-
-impl Problems {
-    /// Records a problem.
-    pub(crate) fn push(&mut self, problem: String) {
-        self.0.push(problem);
-    }
-
-    /// Records `{count} {what}` unless `count` is 0.
-    pub(crate) fn must_be_zero<T: fmt::Display + Default + PartialEq>(
-        &mut self,
-        count: T,
-        what: &str,
-    ) {
-        if count != T::default() {
-            self.push(format!("{count} {what}"));
-        }
-    }
-
-    /// Records that the daemon held other than one connection at the end.
-    pub(crate) fn one_connection(&mut self, conns_after: u32) {
-        if conns_after != 1 {
-            self.push(format!(
-                "the daemon held {conns_after} connections at the end, not 1"
-            ));
-        }
-    }
-
-    /// Records that the wrapper's `VmRSS` grew by `growth_kib` (if known) to
-    /// or beyond `limit_kib`.
-    pub(crate) fn rss_flat(&mut self, growth_kib: Option<i64>, limit_kib: u64) {
-        if let Some(growth) = growth_kib
-            && growth >= i64::try_from(limit_kib).unwrap_or(i64::MAX)
-        {
-            self.push(format!(
-                "wrapper RSS grew by {} (limit {})",
-                format_growth(Some(growth)),
-                format_kib(Some(limit_kib))
-            ));
-        }
-    }
-
-    /// Records that the wrapper had exited by the end.
-    pub(crate) fn wrapper_alive(&mut self, alive: bool) {
-        if !alive {
-            self.push("the wrapper is not running at the end".to_owned());
-        }
-    }
-
-    /// Records why the wrapper stopped talking, if it did.
-    pub(crate) fn wrapper_gone(&mut self, why: Option<&str>) {
-        if let Some(why) = why {
-            self.push(format!("the wrapper went away: {why}"));
-        }
-    }
-
-    /// The problems recorded.
-    pub(crate) fn into_vec(self) -> Vec<String> {
-        self.0
-    }
 }

@@ -10,6 +10,7 @@ pub mod hang;
 pub mod hostile;
 mod live;
 pub mod outcome;
+pub mod property;
 pub mod race;
 pub mod soak;
 pub mod storm;

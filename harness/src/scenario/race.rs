@@ -33,12 +33,13 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::property::{Cause, Check, Checks, Judged, Prop};
 use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
-pub use steps::{POLL, run_race_until_stopped};
+pub use steps::{EOF_EXIT_BOUND, POLL, run_race_until_stopped};
 
 /// The protocol revision the seed test initializes with.
 pub const PROTOCOL_VERSION: &str = "2025-03-26";
@@ -70,6 +71,9 @@ pub struct RaceConfig {
     pub fake_daemon_bin: Option<PathBuf>,
     /// How the fake daemon listens (and so how the wrapper dials it).
     pub transport: Transport,
+    /// After recovering from the first drop, drop again and race again
+    /// (the scorecard's second-drop property).
+    pub second_drop: bool,
 }
 
 impl Default for RaceConfig {
@@ -83,6 +87,7 @@ impl Default for RaceConfig {
             recovery_timeout: Duration::from_secs(10),
             fake_daemon_bin: None,
             transport: Transport::Unix,
+            second_drop: false,
         }
     }
 }
@@ -173,11 +178,149 @@ pub struct RaceReport {
     /// Connections the daemon held open after recovery (`STATS conns`);
     /// `None` when the wrapper did not recover.
     pub conns_after: Option<u32>,
+    /// The second drop, when the run made one.
+    pub second_drop: Option<SecondDrop>,
+    /// Successful results checked against the tool's `outputSchema`
+    /// (`None`: the wrapper lists none for it).
+    pub output_schema: Option<SchemaCheck>,
+    /// How long the wrapper took to exit once its stdin closed (`None`: it
+    /// had not exited after [`EOF_EXIT_BOUND`]).
+    #[serde(rename = "exit_after_eof_ms", serialize_with = "serialize_opt_ms")]
+    pub exit_after_eof: Option<Duration>,
     /// Stdout framing defects seen during the run.
     pub defects: Vec<String>,
     /// The end of the wrapper's stderr, kept when the racing call or the
     /// recovery failed.
     pub wrapper_stderr_tail: Option<String>,
+}
+
+/// Results checked against the tool's `outputSchema`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SchemaCheck {
+    /// Successful results checked.
+    pub validated: u32,
+    /// Why the first one that did not validate did not.
+    pub mismatch: Option<String>,
+}
+
+/// A second drop after the wrapper recovered from the first.
+#[derive(Debug, Clone, Serialize)]
+pub struct SecondDrop {
+    /// How the call racing the second reconnect ended.
+    pub outcome: RaceOutcome,
+    /// Its response, when there was one.
+    pub racing_response: Option<Value>,
+    /// Whether a call succeeded afterwards.
+    pub served_after: bool,
+    /// Connections the daemon held after that.
+    pub conns_after: Option<u32>,
+}
+
+impl RaceReport {
+    /// The cause of a failed racing call: a refusal is V3-05 (the daemon
+    /// was up all along), `socket closed` means the call was written to the
+    /// dying connection.
+    fn cause(outcome: &RaceOutcome, response: Option<&Value>) -> Cause {
+        match outcome {
+            RaceOutcome::Ok => Cause::Other,
+            RaceOutcome::Timeout => Cause::NoAnswer,
+            _ => Cause::of_text(&response.map(Value::to_string).unwrap_or_default(), true),
+        }
+    }
+}
+
+impl Judged for RaceReport {
+    fn checks(&self) -> Vec<Check> {
+        let mut checks = Checks::default();
+        let racing = format!(
+            "{} after {}",
+            racing_words(&self.outcome, self.racing_response.as_ref()),
+            format_ms(self.racing_latency)
+        );
+        checks.judge(
+            Prop::ReconnectCall,
+            (self.outcome != RaceOutcome::Ok)
+                .then(|| Self::cause(&self.outcome, self.racing_response.as_ref())),
+            racing,
+        );
+        checks.expect(
+            Prop::Recovers,
+            self.recovered_after.is_some(),
+            Cause::Died,
+            match self.recovered_after {
+                Some(after) => format!("answering again {} after the drop", format_ms(after)),
+                None => "no call succeeded after the drop".to_owned(),
+            },
+        );
+        if let Some(conns) = self.conns_after {
+            checks.one_connection(conns);
+        }
+        if let Some(second) = &self.second_drop {
+            let failure = match (&second.outcome, second.served_after) {
+                (_, false) => Some(Cause::Died),
+                (RaceOutcome::Ok, true) => None,
+                (outcome, true) => Some(Self::cause(outcome, second.racing_response.as_ref())),
+            };
+            let after = if second.served_after {
+                "served after it"
+            } else {
+                "no call succeeded after it"
+            };
+            checks.judge(
+                Prop::SecondDrop,
+                failure,
+                format!(
+                    "racing call: {}; {after}",
+                    racing_words(&second.outcome, second.racing_response.as_ref())
+                ),
+            );
+            if let Some(conns) = second.conns_after {
+                checks.one_connection(conns);
+            }
+        }
+        if let Some(schema) = &self.output_schema {
+            checks.judge(
+                Prop::OutputSchema,
+                schema.mismatch.as_ref().map(|_| Cause::SchemaMismatch),
+                match &schema.mismatch {
+                    None => format!(
+                        "{} {TOOL} results valid against its outputSchema",
+                        schema.validated
+                    ),
+                    Some(why) => format!("a {TOOL} result does not validate: {why}"),
+                },
+            );
+        }
+        checks.expect(
+            Prop::ExitsOnEof,
+            self.exit_after_eof.is_some(),
+            Cause::Other,
+            match self.exit_after_eof {
+                Some(after) => format!("exited {} after stdin closed", format_ms(after)),
+                None => format!(
+                    "still running {} after stdin closed",
+                    format_ms(steps::EOF_EXIT_BOUND)
+                ),
+            },
+        );
+        checks.stdout_clean(&self.defects);
+        checks.into_vec()
+    }
+}
+
+/// A racing call's end in words: `ok`, or the failure's own text.
+fn racing_words(outcome: &RaceOutcome, response: Option<&Value>) -> String {
+    let text = response.and_then(|r| {
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .map(str::to_owned)
+            .or_else(|| r.get("error").map(Value::to_string))
+    });
+    match (outcome, text) {
+        (RaceOutcome::Ok, _) => "ok".to_owned(),
+        (_, Some(text)) => text,
+        (outcome, None) => outcome.to_string(),
+    }
 }
 
 impl fmt::Display for RaceReport {
@@ -373,6 +516,9 @@ mod tests {
             recovery_calls: conns.map(|_| 1),
             recovered_after: None,
             conns_after: conns,
+            second_drop: None,
+            exit_after_eof: None,
+            output_schema: None,
             defects: Vec::new(),
             wrapper_stderr_tail: None,
         }

@@ -56,8 +56,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::live::{LiveSession, Problems, answered_call, env_ms, is_response, problems_text};
+use super::live::{LiveSession, answered_call, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
+use super::property::{Cause, Check, Checks, Judged, Prop};
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::error::HarnessError;
@@ -309,40 +310,58 @@ pub struct SoakReport {
     pub wrapper_stderr_tail: Option<String>,
 }
 
-impl SoakReport {
-    /// The must-conditions this run violated, in words.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = Problems::default();
-        problems.must_be_zero(self.lost, "calls lost (never answered)");
-        problems.must_be_zero(self.duplicate_replies, "calls answered more than once");
-        problems.must_be_zero(self.unexpected_messages, "messages answering no call");
-        problems.must_be_zero(
+impl Judged for SoakReport {
+    fn checks(&self) -> Vec<Check> {
+        let mut checks = Checks::default();
+        checks.zero(
+            Prop::AnsweredOnce,
+            self.lost,
+            Cause::NoAnswer,
+            "calls lost (never answered)",
+        );
+        checks.zero(
+            Prop::AnsweredOnce,
+            self.duplicate_replies,
+            Cause::AnsweredTwice,
+            "calls answered more than once",
+        );
+        checks.zero(
+            Prop::AnsweredOnce,
+            self.unexpected_messages,
+            Cause::AnsweredTwice,
+            "messages answering no call",
+        );
+        checks.zero(
+            Prop::NoWriteTwice,
             self.writes_seen_twice,
+            Cause::WrittenTwice,
             "writes received twice by the daemon",
         );
-        problems.must_be_zero(
+        checks.zero(
+            Prop::ReplaysReads,
             self.reads_seen_over_twice,
+            Cause::Other,
             "reads received more than twice by the daemon",
         );
-        problems.must_be_zero(self.defects.len(), "stdout defects");
-        if let (Some(start), Some(end)) = (self.start.fds, self.end.fds)
-            && end > start + self.fd_slack
-        {
-            problems.push(format!(
-                "the wrapper's open descriptors grew from {start} to {end}"
-            ));
+        checks.stdout_clean(&self.defects);
+        if let (Some(start), Some(end)) = (self.start.fds, self.end.fds) {
+            checks.expect(
+                Prop::StaysUp,
+                end <= start + self.fd_slack,
+                Cause::Leak,
+                format!(
+                    "open descriptors {start} -> {end} (slack {})",
+                    self.fd_slack
+                ),
+            );
         }
-        problems.rss_flat(self.rss_growth_kib, self.rss_growth_limit_kib);
-        problems.wrapper_alive(self.wrapper_alive);
-        problems.wrapper_gone(self.wrapper_gone.as_deref());
-        problems.into_vec()
+        checks.rss_flat(self.rss_growth_kib, self.rss_growth_limit_kib);
+        checks.alive(self.wrapper_alive, self.wrapper_gone.as_deref());
+        checks.into_vec()
     }
+}
 
-    /// Whether every must-condition held.
-    pub fn passed(&self) -> bool {
-        self.problems().is_empty()
-    }
-
+impl SoakReport {
     /// The report as pretty-printed JSON.
     pub fn to_json_pretty(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))

@@ -34,8 +34,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::live::{LiveSession, Problems, answered_call, is_response, problems_text};
+use super::live::{LiveSession, answered_call, is_response, problems_text};
 use super::outcome::CallOutcome;
+use super::property::{Cause, Check, Checks, Judged, Prop};
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::daemon::Transport;
@@ -124,13 +125,19 @@ pub struct StormReport {
     pub stray_responses: usize,
     /// Reads that succeeded.
     pub reads_ok: usize,
-    /// Reads that failed (must be 0).
+    /// Reads that failed other than by a refusal (must be 0).
     pub reads_failed: usize,
+    /// Calls refused while the wrapper reconnected: V3-05 (must be 0).
+    pub refused: usize,
+    /// The cause of the first failed read.
+    pub read_failure: Option<Cause>,
+    /// The cause of the first refused call or write failed otherwise.
+    pub call_failure: Option<Cause>,
     /// Writes that succeeded.
     pub writes_ok: usize,
     /// Writes that failed with `daemon_unreachable: socket closed`.
     pub writes_failed_socket_closed: usize,
-    /// Writes that failed any other way (must be 0).
+    /// Writes that failed any other way but a refusal (must be 0).
     pub writes_failed_other: usize,
     /// Writes reported failed although the daemon received them (the
     /// answer was lost with the connection): at most once, not exactly once.
@@ -160,37 +167,72 @@ pub struct StormReport {
     pub wrapper_stderr_tail: Option<String>,
 }
 
-impl StormReport {
-    /// The must-conditions this run violated, in words.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = Problems::default();
-        problems.must_be_zero(
+impl Judged for StormReport {
+    fn checks(&self) -> Vec<Check> {
+        let mut checks = Checks::default();
+        let (twice, never, stray) = (
             self.answered_more_than_once,
-            "calls answered more than once",
+            self.unanswered,
+            self.stray_responses,
         );
-        problems.must_be_zero(self.unanswered, "calls never answered");
-        problems.must_be_zero(self.stray_responses, "responses to unknown ids");
-        problems.must_be_zero(self.reads_failed, "reads failed");
-        problems.must_be_zero(
-            self.writes_failed_other,
-            "writes failed otherwise than `socket closed`",
+        checks.expect(
+            Prop::AnsweredOnce,
+            twice + never + stray == 0,
+            if never > 0 {
+                Cause::NoAnswer
+            } else {
+                Cause::AnsweredTwice
+            },
+            format!(
+                "{} calls: {twice} answered twice, {never} never, {stray} stray answers",
+                self.calls_sent
+            ),
         );
-        problems.must_be_zero(self.dup_writes, "writes received twice by the daemon");
-        problems.must_be_zero(
-            self.reads_received_over_twice,
-            "reads received more than twice by the daemon",
+        // Refusals by a wrapper that stopped reconnecting are its death
+        // (judged below), not the V3-05 race.
+        if self.conns_after > 0 {
+            checks.expect(
+                Prop::ReconnectCall,
+                self.refused + self.writes_failed_other == 0,
+            self.call_failure.unwrap_or(Cause::Other),
+            format!(
+                "{} calls refused while reconnecting, {} writes failed otherwise than `socket closed`",
+                self.refused, self.writes_failed_other
+            ),
+            );
+        }
+        checks.expect(
+            Prop::ReplaysReads,
+            self.reads_failed + self.reads_received_over_twice == 0,
+            self.read_failure.unwrap_or(Cause::Other),
+            format!(
+                "{} replays; {} reads lost, {} received over twice",
+                self.replays, self.reads_failed, self.reads_received_over_twice
+            ),
         );
-        problems.must_be_zero(self.defects.len(), "stdout defects");
-        problems.one_connection(self.conns_after);
-        problems.wrapper_gone(self.wrapper_gone.as_deref());
-        problems.into_vec()
+        checks.zero(
+            Prop::NoWriteTwice,
+            self.dup_writes,
+            Cause::WrittenTwice,
+            "writes received twice",
+        );
+        checks.one_connection(self.conns_after);
+        checks.expect(
+            Prop::SecondDrop,
+            self.wrapper_gone.is_none() && self.conns_after > 0,
+            Cause::Died,
+            match &self.wrapper_gone {
+                None if self.conns_after > 0 => format!("served through {} drops", self.drops),
+                None => format!("not connected to the daemon after {} drops", self.drops),
+                Some(why) => format!("went away during {} drops: {why}", self.drops),
+            },
+        );
+        checks.stdout_clean(&self.defects);
+        checks.into_vec()
     }
+}
 
-    /// Whether every must-condition held.
-    pub fn passed(&self) -> bool {
-        self.problems().is_empty()
-    }
-
+impl StormReport {
     /// The figures that matter, on one line.
     pub fn key_figures(&self) -> String {
         format!(
@@ -480,6 +522,9 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
         stray_responses: stray,
         reads_ok: 0,
         reads_failed: 0,
+        refused: 0,
+        read_failure: None,
+        call_failure: None,
         writes_ok: 0,
         writes_failed_socket_closed: 0,
         writes_failed_other: 0,
@@ -507,15 +552,26 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
         let Some(outcome) = &call.outcome else {
             continue;
         };
+        let cause = Cause::of_call(outcome, true);
         match (call.write, outcome.is_ok()) {
-            (false, true) => report.reads_ok += 1,
-            (false, false) => report.reads_failed += 1,
-            (true, true) => report.writes_ok += 1,
+            (_, true) if call.write => report.writes_ok += 1,
+            (_, true) => report.reads_ok += 1,
+            (_, false) if cause == Cause::V305 => {
+                report.refused += 1;
+                report.call_failure.get_or_insert(cause);
+            }
+            (false, false) => {
+                report.reads_failed += 1;
+                report.read_failure.get_or_insert(cause);
+            }
             (true, false) if outcome.is_socket_closed() => {
                 report.writes_failed_socket_closed += 1;
                 report.writes_failed_but_received += usize::from(seen > 0);
             }
-            (true, false) => report.writes_failed_other += 1,
+            (true, false) => {
+                report.writes_failed_other += 1;
+                report.call_failure.get_or_insert(cause);
+            }
         }
         if call.write {
             report.dup_writes += usize::from(seen > 1);
@@ -579,6 +635,9 @@ mod tests {
             stray_responses: 0,
             reads_ok: 60,
             reads_failed: 0,
+            refused: 0,
+            read_failure: None,
+            call_failure: None,
             writes_ok: 30,
             writes_failed_socket_closed: 10,
             writes_failed_other: 0,
@@ -604,13 +663,15 @@ mod tests {
             report.key_figures(),
             "drops 5, calls 100, replays 12, reads failed 0, writes failed 10, dup writes 0, conns 1"
         );
-        let breakages: [fn(&mut StormReport); 8] = [
+        let breakages: [fn(&mut StormReport); 10] = [
             |r| r.answered_more_than_once = 1,
             |r| r.unanswered = 1,
             |r| r.reads_failed = 1,
+            |r| r.refused = 1,
             |r| r.writes_failed_other = 1,
             |r| r.dup_writes = 1,
             |r| r.conns_after = 2,
+            |r| r.conns_after = 0,
             |r| r.defects.push("x".into()),
             |r| r.wrapper_gone = Some("eof".into()),
         ];

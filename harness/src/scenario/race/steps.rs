@@ -19,11 +19,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::{PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, TOOL, classify};
+use super::{
+    PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, SchemaCheck, SecondDrop, TOOL, classify,
+};
 use crate::bins::{self, error_chain};
 use crate::client::ClientError;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
+use crate::schema::OutputSchema;
 use crate::tempdir::{short_tempdir, socket_path_in};
 use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
 
@@ -186,6 +189,19 @@ fn race(
             ));
         }
     }
+    let listed = match requests.request("tools/list", json!({}), cfg.call_timeout) {
+        Ok(list) => list,
+        Err(Interrupted::Stopped) => return Ok(None),
+        Err(Interrupted::Client(e)) => {
+            return Err(precondition(
+                requests.wrapper,
+                "tools/list",
+                &error_chain(&e),
+            ));
+        }
+    };
+    let schema = OutputSchema::of_tool(&listed, TOOL)
+        .map_err(|e| precondition(requests.wrapper, "compiling the listed outputSchema", &e))?;
     let baseline = match requests.call_tool(cfg.call_timeout) {
         Ok(response) => response,
         Err(Interrupted::Stopped) => return Ok(None),
@@ -205,6 +221,92 @@ fn race(
         ));
     }
 
+    let Some(first) = round(&mut requests, &daemon, cfg)? else {
+        return Ok(None);
+    };
+    let second_drop = match (&first.recovery, cfg.second_drop) {
+        (Some(_), true) => match round(&mut requests, &daemon, cfg)? {
+            Some(second) => Some(SecondDrop {
+                outcome: second.outcome,
+                racing_response: second.racing_response,
+                served_after: second.recovery.is_some(),
+                conns_after: second.conns_after,
+            }),
+            None => return Ok(None),
+        },
+        _ => None,
+    };
+
+    let output_schema = schema.map(|schema| {
+        let results = std::iter::once(Some(&baseline))
+            .chain([first.racing_response.as_ref()])
+            .flatten()
+            .filter(|r| classify(r) == RaceOutcome::Ok);
+        let mut check = SchemaCheck::default();
+        for result in results {
+            check.validated += 1;
+            if let Err(why) = schema.check(result) {
+                check.mismatch.get_or_insert(why);
+            }
+        }
+        check
+    });
+    let defects = wrapper.defects();
+    // The end of the session, as a client ends it: stdin closes, and the
+    // wrapper must exit by itself (the guards kill it if it does not).
+    wrapper.close_stdin();
+    let closed_at = Instant::now();
+    let exit_after_eof = wrapper
+        .wait_exit(EOF_EXIT_BOUND)
+        .ok()
+        .map(|_| closed_at.elapsed());
+    let failed = first.outcome != RaceOutcome::Ok
+        || first.recovery.is_none()
+        || second_drop
+            .as_ref()
+            .is_some_and(|s| s.outcome != RaceOutcome::Ok);
+    let wrapper_stderr_tail = failed.then(|| wrapper.stderr_tail(STDERR_TAIL_BYTES));
+    let _ = daemon.quit();
+
+    Ok(Some(RaceReport {
+        mode: cfg.mode,
+        endpoint,
+        outcome: first.outcome,
+        racing_latency: first.racing_latency,
+        racing_response: first.racing_response,
+        recovery_calls: first.recovery.map(|(calls, _)| calls),
+        recovered_after: first.recovery.map(|(_, after)| after),
+        conns_after: first.conns_after,
+        second_drop,
+        exit_after_eof,
+        output_schema,
+        defects,
+        wrapper_stderr_tail,
+    }))
+}
+
+/// How long a wrapper may take to exit once its stdin closed before the
+/// run records that it did not.
+pub const EOF_EXIT_BOUND: Duration = Duration::from_secs(3);
+
+/// One drop and what followed it.
+struct Round {
+    outcome: RaceOutcome,
+    racing_latency: Duration,
+    racing_response: Option<Value>,
+    recovery: Option<(u32, Duration)>,
+    conns_after: Option<u32>,
+}
+
+/// Drops the wrapper's connection, makes the racing call `offset_ms`
+/// later, then waits for recovery and counts the daemon's connections;
+/// `Ok(None)` when stopped.
+fn round(
+    requests: &mut Requests<'_>,
+    daemon: &FakeDaemon,
+    cfg: &RaceConfig,
+) -> Result<Option<Round>, HarnessError> {
+    let stop = requests.stop;
     if stopped(stop) {
         return Ok(None);
     }
@@ -226,9 +328,8 @@ fn race(
         Err(Interrupted::Client(e)) => (RaceOutcome::OtherError(error_chain(&e)), None),
     };
 
-    let recovery = match recover(&mut requests, cfg, dropped_at) {
-        Ok(recovery) => recovery,
-        Err(Stopped) => return Ok(None),
+    let Ok(recovery) = recover(requests, cfg, dropped_at) else {
+        return Ok(None);
     };
     let conns_after = match recovery {
         Some(_) => {
@@ -240,26 +341,12 @@ fn race(
         }
         None => None,
     };
-
-    let defects = wrapper.defects();
-    // End both processes politely; the guards kill them if this fails.
-    wrapper.close_stdin();
-    let _ = wrapper.wait_exit(Duration::from_secs(2));
-    let wrapper_stderr_tail = (outcome != RaceOutcome::Ok || recovery.is_none())
-        .then(|| wrapper.stderr_tail(STDERR_TAIL_BYTES));
-    let _ = daemon.quit();
-
-    Ok(Some(RaceReport {
-        mode: cfg.mode,
-        endpoint,
+    Ok(Some(Round {
         outcome,
         racing_latency,
         racing_response,
-        recovery_calls: recovery.map(|(calls, _)| calls),
-        recovered_after: recovery.map(|(_, after)| after),
+        recovery,
         conns_after,
-        defects,
-        wrapper_stderr_tail,
     }))
 }
 

@@ -60,7 +60,6 @@ pub use report::{
 use super::race::{POLL, RaceConfig, RaceOutcome, RaceReport, run_race_until_stopped};
 use crate::bins::{self, error_chain};
 use crate::error::HarnessError;
-use crate::wrapper::{BridgeMode, WrapperCommand};
 
 /// The default reconnect delay: the width of the window, in milliseconds.
 pub const DEFAULT_DELAY_MS: u64 = 1000;
@@ -73,42 +72,7 @@ pub const DEFAULT_RUNS: u32 = 3;
 /// The default seed of the run order.
 pub const DEFAULT_SEED: u64 = 305;
 
-/// What one line of the picture is about: a wrapper command and the bridge
-/// mode it runs in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Subject {
-    /// The name in tables, the legend and the JSON report.
-    pub label: String,
-    /// The wrapper to start.
-    pub cmd: WrapperCommand,
-    /// `IAI_MCP_BRIDGE_MODE` (`None`: unset).
-    pub mode: Option<BridgeMode>,
-}
-
-impl Subject {
-    /// `cmd` in each of `modes`, labelled by the mode's name (`prefix`,
-    /// `fixed`): this workspace's wrapper.
-    pub fn modes(cmd: &WrapperCommand, modes: &[BridgeMode]) -> Vec<Self> {
-        modes
-            .iter()
-            .map(|&mode| Self {
-                label: mode.to_string(),
-                cmd: cmd.clone(),
-                mode: Some(mode),
-            })
-            .collect()
-    }
-
-    /// Another wrapper command, labelled by its command line (and the mode,
-    /// when one is set).
-    pub fn command(cmd: WrapperCommand, mode: Option<BridgeMode>) -> Self {
-        let label = match mode {
-            Some(mode) => format!("{} ({mode})", cmd.display()),
-            None => cmd.display(),
-        };
-        Self { label, cmd, mode }
-    }
-}
+pub use crate::wrapper::Subject;
 
 /// A timing of the race: the reconnect delay and the racing call's offset
 /// after the drop.
@@ -558,6 +522,7 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wrapper::{BridgeMode, WrapperCommand};
 
     fn cfg() -> SweepConfig {
         SweepConfig {

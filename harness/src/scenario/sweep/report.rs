@@ -490,6 +490,9 @@ pub(crate) mod tests {
             recovery_calls: Some(1),
             recovered_after: Some(Duration::from_millis(1000)),
             conns_after: Some(1),
+            second_drop: None,
+            exit_after_eof: None,
+            output_schema: None,
             defects: Vec::new(),
             wrapper_stderr_tail: None,
         }))

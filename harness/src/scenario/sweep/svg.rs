@@ -25,25 +25,7 @@ use std::fmt::Write as _;
 
 use super::report::{PointReport, SweepReport};
 use super::shorten;
-
-/// Escapes `text` for XML character data and attribute values (`&`, `<`,
-/// `>`, `"`, `'`), and drops control characters XML 1.0 does not allow.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if c < ' ' || c == '\u{7f}' || c == '\u{fffe}' || c == '\u{ffff}' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::format::escape_markup as escape;
 
 /// Formats a coordinate or length: at most two decimals, no trailing
 /// zeros.

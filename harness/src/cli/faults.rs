@@ -1,0 +1,225 @@
+//! The live fault scenarios: drop storm, daemon down and up, hung daemon,
+//! hostile client, soak.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use harness::scenario::down_up::{DownUpConfig, run_down_up};
+use harness::scenario::hang::{HangConfig, run_hang};
+use harness::scenario::hostile::{HostileConfig, run_hostile};
+use harness::scenario::soak::{SoakConfig, run_soak, seed_from_clock};
+use harness::scenario::storm::{StormConfig, run_storm};
+
+use super::{Target, print_judged};
+
+/// Milliseconds of a default duration, for `default_value_t`.
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Drop storm: the daemon drops the connection again and again while
+/// calls are kept in flight.
+#[derive(Debug, Args)]
+pub struct StormArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Number of drops.
+    #[arg(long, default_value_t = StormConfig::default().drops,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    drops: u32,
+    /// Calls kept in flight.
+    #[arg(long, default_value_t = StormConfig::default().concurrency as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    concurrency: u64,
+    /// The daemon's answer delay (its DELAY command), so calls are in flight
+    /// when a drop hits.
+    #[arg(long, default_value_t = StormConfig::default().daemon_delay_ms, value_name = "MS")]
+    delay_ms: u64,
+    /// Time between two drops.
+    #[arg(long, default_value_t = ms(StormConfig::default().drop_interval), value_name = "MS")]
+    drop_interval_ms: u64,
+    /// Every N-th call is a write (0: reads only).
+    #[arg(long, default_value_t = StormConfig::default().write_every, value_name = "N")]
+    write_every: u32,
+}
+
+/// Runs the storm and prints its report.
+pub fn storm(args: &StormArgs) -> Result<ExitCode> {
+    let cmd = args.target.command()?;
+    let cfg = StormConfig {
+        mode: args.target.mode,
+        transport: args.target.transport,
+        drops: args.drops,
+        concurrency: usize::try_from(args.concurrency).context("--concurrency")?,
+        daemon_delay_ms: args.delay_ms,
+        drop_interval: Duration::from_millis(args.drop_interval_ms),
+        write_every: args.write_every,
+        ..StormConfig::default()
+    };
+    let report = run_storm(&cmd, &cfg).context("storm")?;
+    print_judged("storm", &cmd, &args.target, &report)
+}
+
+/// The daemon goes down and comes back.
+#[derive(Debug, Args)]
+pub struct DownUpArgs {
+    #[command(flatten)]
+    target: Target,
+    /// How long a call waits for a connection (IAI_MCP_CONNECT_WAIT_MS).
+    #[arg(long, default_value_t = ms(DownUpConfig::default().connect_wait), value_name = "MS")]
+    connect_wait_ms: u64,
+    /// Calls made while the daemon is down.
+    #[arg(long, default_value_t = DownUpConfig::default().down_calls)]
+    down_calls: u32,
+    /// How long the daemon stays down after those calls, while reconnect
+    /// attempts are counted.
+    #[arg(long, default_value_t = ms(DownUpConfig::default().rate_window), value_name = "MS")]
+    rate_window_ms: u64,
+    /// IAI_MCP_BACKOFF_INITIAL_MS (unset: the wrapper's default).
+    #[arg(long, value_name = "MS")]
+    backoff_initial_ms: Option<u64>,
+    /// IAI_MCP_BACKOFF_MAX_MS (unset: the wrapper's default).
+    #[arg(long, value_name = "MS")]
+    backoff_max_ms: Option<u64>,
+    /// Reconnect attempts per second counted as a busy loop.
+    #[arg(long, default_value_t = DownUpConfig::default().max_attempt_rate, value_name = "PER_S")]
+    max_attempt_rate: f64,
+}
+
+/// Runs down-up and prints its report.
+pub fn down_up(args: &DownUpArgs) -> Result<ExitCode> {
+    let cmd = args.target.command()?;
+    let cfg = DownUpConfig {
+        mode: args.target.mode,
+        transport: args.target.transport,
+        connect_wait: Duration::from_millis(args.connect_wait_ms),
+        down_calls: args.down_calls,
+        rate_window: Duration::from_millis(args.rate_window_ms),
+        backoff_initial_ms: args.backoff_initial_ms,
+        backoff_max_ms: args.backoff_max_ms,
+        max_attempt_rate: args.max_attempt_rate,
+        ..DownUpConfig::default()
+    };
+    let report = run_down_up(&cmd, &cfg).context("down-up")?;
+    print_judged("down-up", &cmd, &args.target, &report)
+}
+
+/// The daemon hangs, then resumes.
+#[derive(Debug, Args)]
+pub struct HangArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The wrapper's response deadline (IAI_MCP_CALL_TIMEOUT_MS).
+    #[arg(long, default_value_t = ms(HangConfig::default().call_timeout), value_name = "MS")]
+    call_timeout_ms: u64,
+}
+
+/// Runs hang and prints its report.
+pub fn hang(args: &HangArgs) -> Result<ExitCode> {
+    let cmd = args.target.command()?;
+    let cfg = HangConfig {
+        mode: args.target.mode,
+        transport: args.target.transport,
+        call_timeout: Duration::from_millis(args.call_timeout_ms),
+        ..HangConfig::default()
+    };
+    let report = run_hang(&cmd, &cfg).context("hang")?;
+    print_judged("hang", &cmd, &args.target, &report)
+}
+
+/// A hostile client: random and malformed lines among valid requests.
+#[derive(Debug, Args)]
+pub struct HostileArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Lines to send (valid requests included).
+    #[arg(long, default_value_t = HostileConfig::default().lines)]
+    lines: usize,
+    /// Seed of the line generator (the same seed sends the same bytes).
+    #[arg(long, default_value_t = HostileConfig::default().seed)]
+    seed: u64,
+    /// Most lines owing an answer outstanding at once.
+    #[arg(long, default_value_t = HostileConfig::default().in_flight as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    in_flight: u64,
+    /// The wrapper's line cap (IAI_MCP_MAX_LINE_BYTES); lines are generated
+    /// below, at and above it.
+    #[arg(long, default_value_t = HostileConfig::default().max_line_bytes as u64,
+          value_name = "BYTES", value_parser = clap::value_parser!(u64).range(64..))]
+    max_line_bytes: u64,
+}
+
+/// Runs the hostile client and prints its report.
+pub fn hostile(args: &HostileArgs) -> Result<ExitCode> {
+    let cmd = args.target.command()?;
+    let cfg = HostileConfig {
+        mode: args.target.mode,
+        lines: args.lines,
+        seed: args.seed,
+        in_flight: usize::try_from(args.in_flight).context("--in-flight")?,
+        max_line_bytes: usize::try_from(args.max_line_bytes).context("--max-line-bytes")?,
+        ..HostileConfig::default()
+    };
+    let report = run_hostile(&cmd, &cfg).context("hostile")?;
+    print_judged("hostile", &cmd, &args.target, &report)
+}
+
+/// Soak: calls keep flowing while the daemon misbehaves on a seeded
+/// schedule.
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    #[command(flatten)]
+    target: Target,
+    /// How long calls keep flowing, in seconds.
+    #[arg(long, default_value_t = SoakConfig::default().duration.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    seconds: u64,
+    /// Seed of the fault schedule and the call mix (default: from the
+    /// clock; the report prints it so a run can be repeated).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Calls kept in flight.
+    #[arg(long, default_value_t = SoakConfig::default().concurrency as u64,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    concurrency: u64,
+    /// The daemon's answer delay between DELAY episodes, so calls are in
+    /// flight when a fault strikes; 0 runs as fast as the wrapper goes.
+    #[arg(long, default_value_t = SoakConfig::default().daemon_delay_ms, value_name = "MS")]
+    delay_ms: u64,
+}
+
+/// Runs the soak and prints its report with the command that replays it.
+pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
+    let cmd = args.target.command()?;
+    let seed = args.seed.unwrap_or_else(seed_from_clock);
+    let cfg = SoakConfig {
+        mode: args.target.mode,
+        duration: Duration::from_secs(args.seconds),
+        seed,
+        concurrency: usize::try_from(args.concurrency).context("--concurrency")?,
+        daemon_delay_ms: args.delay_ms,
+        ..SoakConfig::default()
+    };
+    eprintln!(
+        "soak: {} s against {}, seed {seed}",
+        args.seconds,
+        cmd.display()
+    );
+    let report = run_soak(&cmd, &cfg).context("soak")?;
+    let code = print_judged("soak", &cmd, &args.target, &report)?;
+    if !args.target.json {
+        let release = if harness::bins::Profile::of_current_exe() == harness::bins::Profile::Release
+        {
+            " --release"
+        } else {
+            ""
+        };
+        println!(
+            "replay: cargo xtask soak --seconds {} --seed {seed}{release}",
+            args.seconds
+        );
+    }
+    Ok(code)
+}

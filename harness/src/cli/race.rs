@@ -1,0 +1,297 @@
+//! The V3-05 race: single runs, both modes side by side, the scorecard of
+//! this wrapper (`--all`), and the sweep over the race's timing.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_races};
+use harness::scenario::sweep::{self, SweepConfig};
+use harness::scenario::{Align, format_ms, table_lines};
+use harness::wrapper::{Subject, mode_label};
+use harness::{BridgeMode, Check, Judged, Prop, WrapperCommand};
+use serde::Serialize;
+
+use super::Target;
+
+/// The race: drop the wrapper's daemon connection, then call a tool while
+/// the wrapper reconnects.
+#[derive(Debug, Args)]
+pub struct RaceArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Runs per mode.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Reconnect delay given to the wrapper (IAI_MCP_RECONNECT_TEST_DELAY_MS):
+    /// the width of the race window.
+    #[arg(long, default_value_t = RaceConfig::default().delay_ms, value_name = "MS")]
+    delay_ms: u64,
+    /// Time between the daemon dropping the connection and the racing call.
+    #[arg(long, default_value_t = RaceConfig::default().offset_ms, value_name = "MS")]
+    offset_ms: u64,
+    /// Run the whole scorecard instead (every scenario; this workspace's
+    /// wrapper in both modes, or the --wrapper-cmd), as `score` does.
+    #[arg(long)]
+    all: bool,
+}
+
+/// Runs the race as `args` say and prints the table and the verdict.
+pub fn race(args: &RaceArgs) -> Result<ExitCode> {
+    let base = RaceConfig {
+        delay_ms: args.delay_ms,
+        offset_ms: args.offset_ms,
+        transport: args.target.transport,
+        ..RaceConfig::default()
+    };
+    let cmd = args.target.command()?;
+    if args.all {
+        return super::score::score_subjects(subjects(&args.target, &cmd), base, None);
+    }
+    let modes = match (&args.target.wrapper_cmd, args.target.mode) {
+        (None, None) => vec![Some(BridgeMode::Prefix), Some(BridgeMode::Fixed)],
+        (_, mode) => vec![mode],
+    };
+    let mut summaries = Vec::new();
+    let mut all_runs = Vec::new();
+    for mode in modes {
+        let mut reports = Vec::new();
+        let summary = run_races(&cmd, &base, mode, args.runs, |run, report| {
+            if !args.target.json {
+                eprintln!("{}: run {run}/{}: {report}", mode_label(mode), args.runs);
+            }
+            reports.push(report.clone());
+        })?;
+        summaries.push(summary);
+        all_runs.push(reports);
+    }
+    if args.target.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&RaceOutput {
+                wrapper: cmd.display(),
+                delay_ms: base.delay_ms,
+                offset_ms: base.offset_ms,
+                summaries: &summaries,
+                runs: &all_runs,
+            })?
+        );
+    } else {
+        print_table(&summaries, &cmd.display());
+    }
+    let (line, passed) = verdict(&args.target, &summaries, &all_runs);
+    println!("{line}");
+    Ok(args.target.exit_code(passed))
+}
+
+/// The subjects of `--all`: this wrapper in both modes, or the command.
+fn subjects(target: &Target, cmd: &WrapperCommand) -> Vec<Subject> {
+    match (&target.wrapper_cmd, target.mode) {
+        (None, None) => Subject::modes(cmd, &[BridgeMode::Prefix, BridgeMode::Fixed]),
+        (_, mode) => vec![Subject::command(cmd.clone(), mode)],
+    }
+}
+
+/// The verdict: in both modes, prefix must show V3-05 in every run and
+/// fixed must pass every run; otherwise the runs' own checks decide.
+fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>]) -> (String, bool) {
+    if let [prefix, fixed] = summaries
+        && target.wrapper_cmd.is_none()
+        && target.mode.is_none()
+    {
+        let reproduced = prefix.always_reproduced_bug();
+        let repaired = fixed.always_fixed();
+        let line = format!(
+            "verdict: {}: prefix mode reproduced V3-05 in {}/{} runs; fixed mode answered {}/{} racing calls holding {} daemon connection(s) after recovery",
+            if reproduced && repaired {
+                "PASS"
+            } else {
+                "FAIL"
+            },
+            prefix.daemon_unreachable,
+            prefix.runs,
+            fixed.ok,
+            fixed.runs,
+            fixed.conns_after
+        );
+        return (line, reproduced && repaired);
+    }
+    let checks: Vec<Check> = runs.iter().flatten().flat_map(Judged::checks).collect();
+    let failed: Vec<&Check> = checks.iter().filter(|c| !c.held()).collect();
+    let shows = failed.iter().any(|c| c.prop == Prop::ReconnectCall);
+    let line = match failed.first() {
+        None => format!("verdict: PASS: every run held ({} checks)", checks.len()),
+        Some(first) => format!(
+            "verdict: FAIL{}: {} of {} checks failed, first: {first}",
+            if shows { " (shows the V3-05 bug)" } else { "" },
+            failed.len(),
+            checks.len()
+        ),
+    };
+    (line, failed.is_empty())
+}
+
+/// The `--json` output of `race`.
+#[derive(Debug, Serialize)]
+struct RaceOutput<'a> {
+    wrapper: String,
+    delay_ms: u64,
+    offset_ms: u64,
+    summaries: &'a [RaceSummary],
+    runs: &'a [Vec<RaceReport>],
+}
+
+/// Prints the race table: a row per mode, and which modes saw stdout
+/// defects.
+fn print_table(summaries: &[RaceSummary], wrapper: &str) {
+    let header = [
+        "mode",
+        "runs",
+        "racing ok",
+        "daemon_unreachable",
+        "other failures",
+        "median racing latency",
+        "daemon conns after recovery",
+    ];
+    let rows: Vec<[String; 7]> = summaries
+        .iter()
+        .map(|s| {
+            [
+                mode_label(s.mode),
+                s.runs.to_string(),
+                s.ok.to_string(),
+                s.daemon_unreachable.to_string(),
+                s.other_failures().to_string(),
+                s.median_racing_latency
+                    .map_or_else(|| "n/a".to_owned(), format_ms),
+                s.conns_after.to_string(),
+            ]
+        })
+        .collect();
+    println!("\nwrapper: {wrapper}");
+    for line in table_lines(&header, &rows, Align::FirstLeft) {
+        println!("{line}");
+    }
+    for s in summaries.iter().filter(|s| s.runs_with_defects > 0) {
+        println!(
+            "{}: {} run(s) saw stdout framing defects",
+            mode_label(s.mode),
+            s.runs_with_defects
+        );
+    }
+}
+
+/// Map the race window: the race at every offset of a range, for each
+/// mode or wrapper command, several times each.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Wrapper command line to sweep (repeatable; each is one line of the
+    /// chart, run without a bridge mode unless --mode is given), e.g.
+    /// "node /path/dist/index.js". Default: this workspace's
+    /// iai-mcp-wrapper in prefix and fixed mode.
+    #[arg(long, value_name = "CMD")]
+    wrapper_cmd: Vec<String>,
+    /// Bridge mode to sweep (repeatable; default: prefix and fixed for this
+    /// workspace's wrapper, unset for --wrapper-cmd).
+    #[arg(long, value_name = "fixed|prefix")]
+    mode: Vec<BridgeMode>,
+    /// Reconnect delay given to the wrapper: the width of the race window.
+    #[arg(long, default_value_t = sweep::DEFAULT_DELAY_MS, value_name = "MS")]
+    delay_ms: u64,
+    /// First offset of the racing call after the drop.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    from_ms: u64,
+    /// Last offset (default: the delay plus 200 ms).
+    #[arg(long, value_name = "MS")]
+    to_ms: Option<u64>,
+    /// Step between offsets.
+    #[arg(long, default_value_t = sweep::DEFAULT_STEP_MS, value_name = "MS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    step_ms: u64,
+    /// Leave out the production point (delay 0, offset 0: no widener).
+    #[arg(long)]
+    no_production: bool,
+    /// Runs per subject and point.
+    #[arg(long, default_value_t = sweep::DEFAULT_RUNS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Runs at once (default: the available parallelism). Each run has its
+    /// own socket and processes; results do not depend on it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
+    /// Seed of the (shuffled, reproducible) order the runs start in.
+    #[arg(long, default_value_t = sweep::DEFAULT_SEED)]
+    seed: u64,
+    /// Where to write sweep.json and sweep.svg (default:
+    /// target/race-report in this workspace).
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Print the JSON report on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Exit code of a sweep stopped by a signal before it was done.
+const INTERRUPTED: u8 = 130;
+
+/// Runs the sweep, prints its table (or JSON) and where its files went.
+pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
+    let subjects = if args.wrapper_cmd.is_empty() {
+        let cmd =
+            WrapperCommand::try_this_workspace().context("locating this workspace's wrapper")?;
+        let modes = if args.mode.is_empty() {
+            vec![BridgeMode::Prefix, BridgeMode::Fixed]
+        } else {
+            args.mode.clone()
+        };
+        Subject::modes(&cmd, &modes)
+    } else {
+        let modes: Vec<Option<BridgeMode>> = if args.mode.is_empty() {
+            vec![None]
+        } else {
+            args.mode.iter().copied().map(Some).collect()
+        };
+        let mut subjects = Vec::new();
+        for line in &args.wrapper_cmd {
+            let cmd = WrapperCommand::parse_shell_words(line)?;
+            for &mode in &modes {
+                subjects.push(Subject::command(cmd.clone(), mode));
+            }
+        }
+        subjects
+    };
+    let cfg = SweepConfig {
+        subjects,
+        delay_ms: args.delay_ms,
+        from_ms: args.from_ms,
+        to_ms: args.to_ms,
+        step_ms: args.step_ms,
+        production_point: !args.no_production,
+        runs: args.runs,
+        jobs: match args.jobs {
+            Some(jobs) => usize::try_from(jobs).context("--jobs")?,
+            None => sweep::default_jobs(),
+        },
+        seed: args.seed,
+        ..SweepConfig::default()
+    };
+    let (report, files) = sweep::run_sweep_in_terminal(&cfg, args.out_dir.as_deref())?;
+    if args.json {
+        println!("{}", report.to_json());
+        eprintln!("report: {}", files.json.display());
+        eprintln!("chart:  {}", files.svg.display());
+    } else {
+        print!("{}", report.table());
+        for line in report.subject_summaries() {
+            println!("{line}");
+        }
+        println!("report: {}", files.json.display());
+        println!("chart:  {}", files.svg.display());
+    }
+    Ok(if report.partial {
+        ExitCode::from(INTERRUPTED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

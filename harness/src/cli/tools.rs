@@ -1,0 +1,97 @@
+//! The maintainers' tools beside the scenarios: the benchmarks and the
+//! end-to-end kit against the real iai-mcp daemon.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use harness::bench::{self, BenchConfig};
+use harness::bins;
+use harness::e2e::{E2eConfig, run_e2e};
+use harness::{WrapperCommand, bins::Profile};
+
+/// Measure the wrapper against the floor of talking to the fake daemon
+/// directly.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Sequential calls measured per subject.
+    #[arg(long, default_value_t = bench::DEFAULT_CALLS)]
+    calls: usize,
+    /// Cold starts per wrapper.
+    #[arg(long, default_value_t = bench::DEFAULT_COLD_STARTS)]
+    cold_starts: usize,
+    /// Recovery measurements per wrapper.
+    #[arg(long, default_value_t = bench::DEFAULT_RECOVERIES)]
+    recoveries: usize,
+    /// Another wrapper to measure the same way, as NAME=CMD (repeatable),
+    /// e.g. --compare "node=node /path/to/mcp-wrapper/dist/index.js".
+    #[arg(long, value_name = "NAME=CMD")]
+    compare: Vec<String>,
+    /// Exit non-zero when a target is missed (off by default: figures are
+    /// data, not pass/fail).
+    #[arg(long)]
+    strict: bool,
+}
+
+/// Measures, prints the Markdown table and writes `target/bench/`.
+pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
+    if Profile::of_current_exe() != Profile::Release {
+        eprintln!(
+            "bench: not a release build; run it as `cargo xtask bench` for figures that mean something"
+        );
+    }
+    let mut config = BenchConfig::new(
+        WrapperCommand::try_this_workspace()?,
+        bins::try_fake_daemon_bin()?,
+        bins::target_dir().join("bench"),
+    );
+    config.calls = args.calls;
+    config.cold_starts = args.cold_starts;
+    config.recoveries = args.recoveries;
+    config.progress = true;
+    for compare in &args.compare {
+        config.compare.push(BenchConfig::parse_compare(compare)?);
+    }
+    let report = bench::run(&config).context("running the benchmarks")?;
+    println!("{}", report.to_markdown());
+    println!("report: {}", config.out_dir.join("bench.md").display());
+    if args.strict && !report.all_targets_pass(&["wrapper"]) {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Check the wrapper against the real iai-mcp 3.3.0 daemon.
+#[derive(Debug, Args)]
+pub struct E2eArgs {
+    /// The Python 3.11 or 3.12 interpreter to build the environment with
+    /// (default: the first on PATH).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// The Node.js binary that runs 3.3.0's own wrapper for comparison.
+    #[arg(long, default_value = "node")]
+    node: PathBuf,
+}
+
+/// Runs every check and prints the table; exit 0 only if none failed.
+pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
+    let cfg = E2eConfig {
+        work_dir: bins::target_dir().join("e2e"),
+        wrapper: bins::try_wrapper_bin()?,
+        python: args.python.clone(),
+        node: args.node.clone(),
+    };
+    eprintln!(
+        "e2e: {} against iai-mcp 3.3.0 (environment in {})",
+        cfg.wrapper.display(),
+        cfg.work_dir.display()
+    );
+    let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
+    println!("{report}");
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

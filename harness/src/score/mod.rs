@@ -1,0 +1,459 @@
+//! The scorecard: every scenario against each wrapper, and one table of
+//! properties by wrapper.
+//!
+//! Each scenario's report judges itself ([`Judged`]); the scorecard only
+//! gathers the checks of every run by property and subject. A property
+//! fails for a subject when any of its checks failed, with the first
+//! failure's cause and figure; contract properties come first, this
+//! workspace's policies after.
+
+mod html;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::HarnessError;
+use crate::scenario::down_up::{DownUpConfig, run_down_up};
+use crate::scenario::hang::{HangConfig, run_hang};
+use crate::scenario::hostile::{HostileConfig, run_hostile};
+use crate::scenario::property::{Cause, Check, Judged, Kind, Prop};
+use crate::scenario::race::{RaceConfig, run_race};
+use crate::scenario::soak::{SoakConfig, run_soak};
+use crate::scenario::storm::{StormConfig, run_storm};
+use crate::table::{Align, table_lines};
+use crate::wrapper::Subject;
+
+/// The contract properties this workspace's wrapper fails in its pre-fix
+/// mode, which reproduces the original wrapper: calls made while it
+/// reconnects are refused (V3-05), and it reconnects at most once per
+/// lifetime, so it stops serving after a second drop, or after a daemon
+/// restart during which that one attempt failed.
+pub const PREFIX_CONTRACT_FAILURES: [Prop; 3] =
+    [Prop::ReconnectCall, Prop::SecondDrop, Prop::Recovers];
+
+/// What to score, and how hard.
+#[derive(Debug, Clone)]
+pub struct ScoreConfig {
+    /// The wrappers, one column each.
+    pub subjects: Vec<Subject>,
+    /// Race runs per subject (each with a second drop).
+    pub race_runs: u32,
+    /// The race's timing and the fake daemon (its mode is the subject's).
+    pub race: RaceConfig,
+    /// Lines the hostile client sends.
+    pub hostile_lines: usize,
+    /// How long the soak runs (zero: no soak).
+    pub soak: Duration,
+    /// How long a wrapper may take to answer again after the daemon is
+    /// back (race and down-up) before it is judged to have stopped.
+    pub recovery_timeout: Duration,
+}
+
+impl Default for ScoreConfig {
+    fn default() -> Self {
+        Self {
+            subjects: Vec::new(),
+            race_runs: 3,
+            race: RaceConfig {
+                second_drop: true,
+                ..RaceConfig::default()
+            },
+            hostile_lines: 2_000,
+            soak: Duration::from_secs(10),
+            recovery_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// One scenario run for one subject.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioRun {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The subject's label.
+    pub subject: String,
+    /// Its checks (none when it could not run).
+    pub checks: Vec<Check>,
+    /// Why it could not run, if it could not.
+    pub error: Option<String>,
+    /// How long it took, in seconds.
+    pub seconds: f64,
+}
+
+/// How a property came out for one subject.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// `None` when it held (or was not checked); the first failure's cause.
+    pub failure: Option<Cause>,
+    /// Checks made, and how many failed.
+    pub checks: usize,
+    /// Checks that failed.
+    pub failed: usize,
+    /// The scenario and figure of the first failure, or of the first check.
+    pub figure: String,
+}
+
+impl Cell {
+    /// `pass`, `FAIL (cause)`, or `-` when no scenario checked it.
+    pub fn verdict(&self) -> String {
+        match (self.checks, self.failure) {
+            (0, _) => "-".to_owned(),
+            (_, None) => "pass".to_owned(),
+            (_, Some(cause)) => format!("FAIL ({cause})"),
+        }
+    }
+}
+
+/// One property across the subjects.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The property.
+    pub prop: Prop,
+    /// Contract or policy.
+    pub kind: Kind,
+    /// In words.
+    pub title: &'static str,
+    /// One cell per subject, in the subjects' order.
+    pub cells: Vec<Cell>,
+}
+
+/// The whole scorecard.
+#[derive(Debug, Clone, Serialize)]
+pub struct Scorecard {
+    /// The subjects' labels, in column order.
+    pub subjects: Vec<String>,
+    /// One row per property, contract first.
+    pub rows: Vec<Row>,
+    /// Every scenario run, with its checks.
+    pub runs: Vec<ScenarioRun>,
+}
+
+/// Runs every scenario against every subject of `cfg`, the subjects side
+/// by side (each has its own daemons, sockets and processes; a subject's
+/// scenarios run one after another); `progress` hears of each run as it
+/// starts.
+pub fn run_score(cfg: &ScoreConfig, progress: impl Fn(&str) + Sync) -> Scorecard {
+    let progress = &progress;
+    let runs = std::thread::scope(|scope| {
+        let handles: Vec<_> = cfg
+            .subjects
+            .iter()
+            .map(|subject| scope.spawn(move || score_subject(cfg, subject, progress)))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    Scorecard::from_runs(cfg.subjects.iter().map(|s| s.label.clone()).collect(), runs)
+}
+
+fn score_subject(
+    cfg: &ScoreConfig,
+    subject: &Subject,
+    progress: &(impl Fn(&str) + Sync),
+) -> Vec<ScenarioRun> {
+    let mut runs = Vec::new();
+    for (scenario, run) in scenarios(cfg, subject) {
+        progress(&format!("{scenario} against {}", subject.label));
+        let started = Instant::now();
+        let (checks, error) = match run() {
+            Ok(checks) => (checks, None),
+            Err(e) => (Vec::new(), Some(crate::bins::error_chain(&e))),
+        };
+        runs.push(ScenarioRun {
+            scenario: scenario.to_owned(),
+            subject: subject.label.clone(),
+            checks,
+            error,
+            seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    runs
+}
+
+type Run<'a> = Box<dyn FnOnce() -> Result<Vec<Check>, HarnessError> + 'a>;
+
+/// The scenarios of the scorecard, each ready to run against `subject`.
+fn scenarios<'a>(cfg: &'a ScoreConfig, subject: &'a Subject) -> Vec<(&'static str, Run<'a>)> {
+    let cmd = &subject.cmd;
+    let mode = subject.mode;
+    let bin = cfg.race.fake_daemon_bin.clone();
+    let transport = cfg.race.transport;
+    let mut list: Vec<(&'static str, Run<'a>)> = vec![
+        (
+            "race",
+            Box::new(move || {
+                let race = RaceConfig {
+                    mode,
+                    recovery_timeout: cfg.recovery_timeout,
+                    ..cfg.race.clone()
+                };
+                let mut checks = Vec::new();
+                for _ in 0..cfg.race_runs {
+                    checks.extend(run_race(cmd, &race)?.checks());
+                }
+                Ok(checks)
+            }),
+        ),
+        ("storm", {
+            let bin = bin.clone();
+            Box::new(move || {
+                let c = StormConfig {
+                    mode,
+                    fake_daemon_bin: bin,
+                    transport,
+                    ..StormConfig::default()
+                };
+                Ok(run_storm(cmd, &c)?.checks())
+            })
+        }),
+        ("down-up", {
+            let bin = bin.clone();
+            Box::new(move || {
+                let c = DownUpConfig {
+                    mode,
+                    fake_daemon_bin: bin,
+                    transport,
+                    recovery_timeout: cfg.recovery_timeout,
+                    ..DownUpConfig::default()
+                };
+                Ok(run_down_up(cmd, &c)?.checks())
+            })
+        }),
+        ("hang", {
+            let bin = bin.clone();
+            Box::new(move || {
+                let c = HangConfig {
+                    mode,
+                    fake_daemon_bin: bin,
+                    transport,
+                    ..HangConfig::default()
+                };
+                Ok(run_hang(cmd, &c)?.checks())
+            })
+        }),
+        ("hostile", {
+            let bin = bin.clone();
+            Box::new(move || {
+                let c = HostileConfig {
+                    mode,
+                    lines: cfg.hostile_lines,
+                    fake_daemon_bin: bin,
+                    ..HostileConfig::default()
+                };
+                Ok(run_hostile(cmd, &c)?.checks())
+            })
+        }),
+    ];
+    if !cfg.soak.is_zero() {
+        list.push((
+            "soak",
+            Box::new(move || {
+                let c = SoakConfig {
+                    mode,
+                    duration: cfg.soak,
+                    warmup: Duration::from_secs(1),
+                    fake_daemon_bin: bin,
+                    ..SoakConfig::default()
+                };
+                Ok(run_soak(cmd, &c)?.checks())
+            }),
+        ));
+    }
+    list
+}
+
+impl Scorecard {
+    /// Gathers `runs` by property and subject.
+    pub fn from_runs(subjects: Vec<String>, runs: Vec<ScenarioRun>) -> Self {
+        let rows = Prop::ALL
+            .iter()
+            .map(|&prop| Row {
+                prop,
+                kind: prop.kind(),
+                title: prop.title(),
+                cells: subjects
+                    .iter()
+                    .map(|subject| cell(prop, runs.iter().filter(|r| &r.subject == subject)))
+                    .collect(),
+            })
+            .collect();
+        Scorecard {
+            subjects,
+            rows,
+            runs,
+        }
+    }
+
+    /// The contract properties `subject` failed.
+    pub fn failed_contract(&self, subject: &str) -> Vec<Prop> {
+        self.failed(subject)
+            .into_iter()
+            .filter(|p| p.kind() == Kind::Contract)
+            .collect()
+    }
+
+    /// The properties `subject` failed, contract and policy alike.
+    pub fn failed(&self, subject: &str) -> Vec<Prop> {
+        let Some(column) = self.subjects.iter().position(|s| s == subject) else {
+            return Vec::new();
+        };
+        self.rows
+            .iter()
+            .filter(|row| row.cells[column].failure.is_some())
+            .map(|row| row.prop)
+            .collect()
+    }
+
+    /// Scenario runs that could not be carried out.
+    pub fn errors(&self) -> impl Iterator<Item = &ScenarioRun> {
+        self.runs.iter().filter(|r| r.error.is_some())
+    }
+
+    /// Whether every subject held every property and every scenario ran.
+    pub fn all_passed(&self) -> bool {
+        self.errors().next().is_none()
+            && self
+                .rows
+                .iter()
+                .all(|row| row.cells.iter().all(|c| c.failure.is_none()))
+    }
+
+    /// One verdict line per subject: the contract and policy properties it
+    /// failed, with their causes.
+    pub fn verdicts(&self) -> Vec<String> {
+        self.subjects
+            .iter()
+            .enumerate()
+            .map(|(column, subject)| {
+                let failed: Vec<String> = self
+                    .rows
+                    .iter()
+                    .filter_map(|row| {
+                        let cell = &row.cells[column];
+                        cell.failure.map(|cause| {
+                            let kind = match row.kind {
+                                Kind::Contract => "",
+                                Kind::Policy => "policy: ",
+                            };
+                            format!("{kind}{} ({cause})", row.title)
+                        })
+                    })
+                    .collect();
+                let errors = self.errors().filter(|r| &r.subject == subject).count();
+                let errors = if errors > 0 {
+                    format!("; {errors} scenario(s) could not run")
+                } else {
+                    String::new()
+                };
+                if failed.is_empty() {
+                    format!("{subject}: PASS, every property held{errors}")
+                } else {
+                    format!("{subject}: FAIL: {}{errors}", failed.join(", "))
+                }
+            })
+            .collect()
+    }
+
+    /// The report as JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// A self-contained HTML page (no external resources).
+    pub fn to_html(&self) -> String {
+        html::page(self)
+    }
+
+    /// Writes `score.json` and `score.html` into `dir`; returns their paths.
+    pub fn write(&self, dir: &Path) -> Result<(PathBuf, PathBuf), HarnessError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
+        let json = dir.join("score.json");
+        let html = dir.join("score.html");
+        for (path, text) in [(&json, self.to_json()), (&html, self.to_html())] {
+            std::fs::write(path, text)
+                .map_err(|e| HarnessError::io(format!("writing {}", path.display()), e))?;
+        }
+        Ok((json, html))
+    }
+}
+
+fn cell<'a>(prop: Prop, runs: impl Iterator<Item = &'a ScenarioRun>) -> Cell {
+    let mut checks = 0;
+    let mut failed = 0;
+    let mut first: Option<(&str, &Check)> = None;
+    let mut first_failure: Option<(&str, &Check)> = None;
+    for run in runs {
+        for check in run.checks.iter().filter(|c| c.prop == prop) {
+            checks += 1;
+            first.get_or_insert((&run.scenario, check));
+            if !check.held() {
+                failed += 1;
+                first_failure.get_or_insert((&run.scenario, check));
+            }
+        }
+    }
+    let shown = first_failure.or(first);
+    Cell {
+        failure: first_failure.and_then(|(_, c)| c.failure),
+        checks,
+        failed,
+        figure: match shown {
+            None => String::new(),
+            Some((scenario, check)) if failed > 0 => {
+                format!("{failed}/{checks} failed; {scenario}: {}", check.figure)
+            }
+            Some((scenario, check)) => format!("{scenario}: {}", check.figure),
+        },
+    }
+}
+
+impl fmt::Display for Scorecard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut header = vec!["property".to_owned(), "kind".to_owned()];
+        header.extend(self.subjects.iter().cloned());
+        let kind = |k: Kind| match k {
+            Kind::Contract => "contract",
+            Kind::Policy => "policy",
+        };
+        let rows: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|row| {
+                let mut cells = vec![row.title.to_owned(), kind(row.kind).to_owned()];
+                cells.extend(row.cells.iter().map(Cell::verdict));
+                cells
+            })
+            .collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        for line in table_lines(&header, &rows, Align::Left) {
+            writeln!(f, "{line}")?;
+        }
+        writeln!(f)?;
+        for (column, subject) in self.subjects.iter().enumerate() {
+            let failures: Vec<&Row> = self
+                .rows
+                .iter()
+                .filter(|r| r.cells[column].failure.is_some())
+                .collect();
+            for row in failures {
+                writeln!(f, "{subject}: {}: {}", row.title, row.cells[column].figure)?;
+            }
+        }
+        for run in self.errors() {
+            writeln!(
+                f,
+                "{} against {} could not run: {}",
+                run.scenario,
+                run.subject,
+                run.error.as_deref().unwrap_or("")
+            )?;
+        }
+        Ok(())
+    }
+}
