@@ -2,6 +2,7 @@
 //! a long seeded run of random and malformed lines, and a few handcrafted
 //! lines whose fate is known exactly.
 
+use harness::scenario::Setup;
 use harness::scenario::hostile::{
     Expect, HostileConfig, LineKind, MAX_OVERSIZED_ID_BYTES, expected_reply, run_hostile,
     run_hostile_lines,
@@ -18,7 +19,7 @@ fn twenty_thousand_hostile_lines_are_each_answered_as_owed() {
     let cfg = HostileConfig {
         lines: 20_000,
         seed: 0x5eed_2026,
-        mode: Some(BridgeMode::Fixed),
+        setup: Setup::mode(BridgeMode::Fixed),
         ..HostileConfig::default()
     };
     let report = run_hostile(&wrapper(), &cfg).expect("the hostile run runs");
@@ -113,7 +114,7 @@ fn handcrafted_lines_get_exactly_the_answers_the_rule_predicts() {
     let cfg = HostileConfig {
         max_line_bytes: cap,
         warmup_lines: 0,
-        mode: Some(BridgeMode::Fixed),
+        setup: Setup::mode(BridgeMode::Fixed),
         ..HostileConfig::default()
     };
     let report = run_hostile_lines(&wrapper(), &cfg, &lines).expect("the lines run");

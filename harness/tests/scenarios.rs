@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use assert_cmd::Command;
+use harness::scenario::Setup;
 use harness::scenario::down_up::CONNECT_FAILED_LOG;
 use harness::{
     BridgeMode, DownUpConfig, HangConfig, Judged, StormConfig, WrapperCommand, run_down_up,
@@ -22,7 +23,7 @@ fn wrapper() -> WrapperCommand {
 #[test]
 fn storm_answers_every_call_once_replays_reads_and_never_repeats_a_write() {
     let cfg = StormConfig {
-        mode: Some(BridgeMode::Fixed),
+        setup: Setup::mode(BridgeMode::Fixed),
         ..StormConfig::default()
     };
     let report = run_storm(&wrapper(), &cfg).expect("the storm runs");
@@ -50,7 +51,7 @@ fn storm_answers_every_call_once_replays_reads_and_never_repeats_a_write() {
 #[test]
 fn down_up_fails_calls_naming_the_socket_then_recovers_without_a_restart() {
     let cfg = DownUpConfig {
-        mode: Some(BridgeMode::Fixed),
+        setup: Setup::mode(BridgeMode::Fixed),
         rate_window: Duration::from_secs(1),
         ..DownUpConfig::default()
     };
@@ -81,7 +82,7 @@ fn down_up_fails_calls_naming_the_socket_then_recovers_without_a_restart() {
 #[test]
 fn hang_times_out_at_the_deadline_then_recovers_on_resume() {
     let cfg = HangConfig {
-        mode: Some(BridgeMode::Fixed),
+        setup: Setup::mode(BridgeMode::Fixed),
         ..HangConfig::default()
     };
     let report = run_hang(&wrapper(), &cfg).expect("hang runs");

@@ -5,11 +5,12 @@
 mod common;
 
 use common::wrapper_cmd;
+use harness::scenario::Setup;
 use harness::{BridgeMode, RaceConfig, RaceOutcome, run_race};
 
 fn race(mode: BridgeMode) -> harness::RaceReport {
     let config = RaceConfig {
-        mode: Some(mode),
+        setup: Setup::mode(mode),
         ..RaceConfig::default()
     };
     run_race(&wrapper_cmd(), &config).expect("scenario ran")

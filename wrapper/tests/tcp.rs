@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{error_text, ok_method, topology, wrapper_cmd};
+use harness::scenario::Setup;
 use harness::tempdir::{short_tempdir, socket_path_in};
 use harness::{
     BridgeMode, DaemonEndpoint, DownUpConfig, FakeDaemon, Judged, RaceConfig, RaceOutcome,
@@ -33,8 +34,11 @@ fn the_race_over_tcp_fails_before_the_fix_and_passes_after_it() {
         let report = run_race(
             &wrapper_cmd(),
             &RaceConfig {
-                mode: Some(mode),
-                transport: Transport::Tcp,
+                setup: Setup {
+                    mode: Some(mode),
+                    transport: Transport::Tcp,
+                    ..Setup::default()
+                },
                 ..RaceConfig::default()
             },
         )
@@ -53,8 +57,11 @@ fn a_drop_storm_over_tcp_loses_nothing_and_repeats_no_write() {
     let report = run_storm(
         &wrapper_cmd(),
         &StormConfig {
-            mode: Some(BridgeMode::Fixed),
-            transport: Transport::Tcp,
+            setup: Setup {
+                mode: Some(BridgeMode::Fixed),
+                transport: Transport::Tcp,
+                ..Setup::default()
+            },
             ..StormConfig::default()
         },
     )
@@ -70,8 +77,11 @@ fn a_drop_storm_over_tcp_loses_nothing_and_repeats_no_write() {
 #[test]
 fn down_and_up_over_tcp_reads_the_new_token_and_recovers() {
     let cfg = DownUpConfig {
-        mode: Some(BridgeMode::Fixed),
-        transport: Transport::Tcp,
+        setup: Setup {
+            mode: Some(BridgeMode::Fixed),
+            transport: Transport::Tcp,
+            ..Setup::default()
+        },
         rate_window: Duration::from_millis(500),
         ..DownUpConfig::default()
     };

@@ -49,8 +49,7 @@ pub struct StormArgs {
 pub fn storm(args: &StormArgs) -> Result<ExitCode> {
     let cmd = args.target.command()?;
     let cfg = StormConfig {
-        mode: args.target.mode,
-        transport: args.target.transport,
+        setup: args.target.setup(),
         drops: args.drops,
         concurrency: usize::try_from(args.concurrency).context("--concurrency")?,
         daemon_delay_ms: args.delay_ms,
@@ -92,8 +91,7 @@ pub struct DownUpArgs {
 pub fn down_up(args: &DownUpArgs) -> Result<ExitCode> {
     let cmd = args.target.command()?;
     let cfg = DownUpConfig {
-        mode: args.target.mode,
-        transport: args.target.transport,
+        setup: args.target.setup(),
         connect_wait: Duration::from_millis(args.connect_wait_ms),
         down_calls: args.down_calls,
         rate_window: Duration::from_millis(args.rate_window_ms),
@@ -120,8 +118,7 @@ pub struct HangArgs {
 pub fn hang(args: &HangArgs) -> Result<ExitCode> {
     let cmd = args.target.command()?;
     let cfg = HangConfig {
-        mode: args.target.mode,
-        transport: args.target.transport,
+        setup: args.target.setup(),
         call_timeout: Duration::from_millis(args.call_timeout_ms),
         ..HangConfig::default()
     };
@@ -155,7 +152,7 @@ pub struct HostileArgs {
 pub fn hostile(args: &HostileArgs) -> Result<ExitCode> {
     let cmd = args.target.command()?;
     let cfg = HostileConfig {
-        mode: args.target.mode,
+        setup: args.target.setup(),
         lines: args.lines,
         seed: args.seed,
         in_flight: usize::try_from(args.in_flight).context("--in-flight")?,
@@ -195,7 +192,7 @@ pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
     let cmd = args.target.command()?;
     let seed = args.seed.unwrap_or_else(seed_from_clock);
     let cfg = SoakConfig {
-        mode: args.target.mode,
+        setup: args.target.setup(),
         duration: Duration::from_secs(args.seconds),
         seed,
         concurrency: usize::try_from(args.concurrency).context("--concurrency")?,

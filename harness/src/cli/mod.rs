@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use harness::scenario::Setup;
 use harness::{BridgeMode, Judged, Transport, WrapperCommand};
 use serde::Serialize;
 
@@ -45,6 +46,15 @@ impl Target {
             None => {
                 WrapperCommand::try_this_workspace().context("locating this workspace's wrapper")
             }
+        }
+    }
+
+    /// The scenario setup these options ask for.
+    pub fn setup(&self) -> Setup {
+        Setup {
+            mode: self.mode,
+            transport: self.transport,
+            fake_daemon_bin: None,
         }
     }
 

@@ -42,7 +42,7 @@ pub fn race(args: &RaceArgs) -> Result<ExitCode> {
     let base = RaceConfig {
         delay_ms: args.delay_ms,
         offset_ms: args.offset_ms,
-        transport: args.target.transport,
+        setup: args.target.setup(),
         ..RaceConfig::default()
     };
     let cmd = args.target.command()?;

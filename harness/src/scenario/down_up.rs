@@ -21,7 +21,6 @@
 //! 6. after `settle`, `STATS`: the wrapper must hold exactly one connection.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -31,7 +30,7 @@ use serde_json::json;
 use super::live::{LiveSession, PROBE_TOOL, count_occurrences, env_ms, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
-use crate::daemon::Transport;
+use super::setup::Setup;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -45,8 +44,6 @@ const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
 /// Parameters of the down-up scenario.
 #[derive(Debug, Clone)]
 pub struct DownUpConfig {
-    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
-    pub mode: Option<BridgeMode>,
     /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
     pub connect_wait: Duration,
     /// Calls made while the daemon is down.
@@ -69,17 +66,13 @@ pub struct DownUpConfig {
     /// How long after the first success to wait before counting the
     /// daemon's connections.
     pub settle: Duration,
-    /// The fake daemon binary; `None` finds it with
-    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
-    pub fake_daemon_bin: Option<PathBuf>,
-    /// How the fake daemon listens (and so how the wrapper dials it).
-    pub transport: Transport,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
 }
 
 impl Default for DownUpConfig {
     fn default() -> Self {
         Self {
-            mode: None,
             connect_wait: Duration::from_millis(500),
             down_calls: 2,
             rate_window: Duration::from_secs(2),
@@ -89,8 +82,7 @@ impl Default for DownUpConfig {
             call_grace: Duration::from_secs(10),
             recovery_timeout: Duration::from_secs(10),
             settle: Duration::from_millis(250),
-            fake_daemon_bin: None,
-            transport: Transport::Unix,
+            setup: Setup::default(),
         }
     }
 }
@@ -279,13 +271,7 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
     if let Some(ms) = cfg.backoff_max_ms {
         env.push(("IAI_MCP_BACKOFF_MAX_MS", ms.to_string()));
     }
-    let mut session = LiveSession::start(
-        cmd,
-        cfg.mode,
-        cfg.fake_daemon_bin.as_deref(),
-        cfg.transport,
-        &env,
-    )?;
+    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     let socket_path = session.endpoint_label();
     let logged = |session: &LiveSession| {
         count_occurrences(&session.wrapper.stderr_text(), CONNECT_FAILED_LOG)
@@ -340,7 +326,7 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
     let conns_after = session.daemon.stats()?.conns;
 
     let mut report = DownUpReport {
-        mode: cfg.mode,
+        mode: cfg.setup.mode,
         socket_path,
         connect_wait: cfg.connect_wait,
         down_calls,

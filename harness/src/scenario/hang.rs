@@ -17,7 +17,6 @@
 //!    which carry a control message each, are not counted).
 
 use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -26,7 +25,7 @@ use serde_json::json;
 use super::live::{LiveSession, PROBE_TOOL, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
-use crate::daemon::Transport;
+use super::setup::Setup;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -34,8 +33,6 @@ use crate::wrapper::{BridgeMode, WrapperCommand};
 /// Parameters of the hang scenario.
 #[derive(Debug, Clone)]
 pub struct HangConfig {
-    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
-    pub mode: Option<BridgeMode>,
     /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
     pub call_timeout: Duration,
     /// How much longer than `call_timeout` the harness waits for any one
@@ -43,22 +40,17 @@ pub struct HangConfig {
     pub call_grace: Duration,
     /// How long to watch for the late answer before counting connections.
     pub settle: Duration,
-    /// The fake daemon binary; `None` finds it with
-    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
-    pub fake_daemon_bin: Option<PathBuf>,
-    /// How the fake daemon listens (and so how the wrapper dials it).
-    pub transport: Transport,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
 }
 
 impl Default for HangConfig {
     fn default() -> Self {
         Self {
-            mode: None,
             call_timeout: Duration::from_millis(500),
             call_grace: Duration::from_secs(10),
             settle: Duration::from_millis(250),
-            fake_daemon_bin: None,
-            transport: Transport::Unix,
+            setup: Setup::default(),
         }
     }
 }
@@ -192,13 +184,7 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         ("IAI_MCP_LOG", "info".to_owned()),
         env_ms("IAI_MCP_CALL_TIMEOUT_MS", cfg.call_timeout),
     ];
-    let mut session = LiveSession::start(
-        cmd,
-        cfg.mode,
-        cfg.fake_daemon_bin.as_deref(),
-        cfg.transport,
-        &env,
-    )?;
+    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     let bound = cfg.call_timeout + cfg.call_grace;
     let before = session.daemon.stats()?;
 
@@ -223,7 +209,7 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         .saturating_sub(after.controls.saturating_sub(before.controls));
 
     let mut report = HangReport {
-        mode: cfg.mode,
+        mode: cfg.setup.mode,
         call_timeout: cfg.call_timeout,
         hung_outcome,
         hung_latency,

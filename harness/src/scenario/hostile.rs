@@ -40,7 +40,6 @@ mod lines;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -48,12 +47,13 @@ use serde_json::Value;
 
 use super::live::{LiveSession, env_ms, problems_text};
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::setup::Setup;
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::error::HarnessError;
 use crate::footprint::{Footprint, growth};
 use crate::format::{format_growth, format_kib, format_ms, serialize_ms};
-use crate::wrapper::{BridgeMode, WrapperCommand};
+use crate::wrapper::WrapperCommand;
 
 pub use lines::LineKind;
 
@@ -99,11 +99,8 @@ pub struct HostileConfig {
     pub stall_timeout: Duration,
     /// How long to watch stdout for late or duplicate replies at the end.
     pub settle: Duration,
-    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
-    pub mode: Option<BridgeMode>,
-    /// The fake daemon binary; `None` finds it with
-    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
-    pub fake_daemon_bin: Option<PathBuf>,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
 }
 
 impl Default for HostileConfig {
@@ -117,8 +114,7 @@ impl Default for HostileConfig {
             rss_growth_limit_kib: 8 * 1024,
             stall_timeout: Duration::from_secs(15),
             settle: Duration::from_millis(300),
-            mode: None,
-            fake_daemon_bin: None,
+            setup: Setup::default(),
         }
     }
 }
@@ -703,13 +699,7 @@ fn run(
         ("IAI_MCP_MAX_LINE_BYTES", cfg.max_line_bytes.to_string()),
         env_ms("IAI_MCP_CALL_TIMEOUT_MS", CALL_TIMEOUT),
     ];
-    let mut session = LiveSession::start(
-        cmd,
-        cfg.mode,
-        cfg.fake_daemon_bin.as_deref(),
-        crate::daemon::Transport::Unix,
-        &env,
-    )?;
+    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     let pid = session.wrapper.pid();
     let in_flight = cfg.in_flight.max(1);
     let mut tally = Tally {

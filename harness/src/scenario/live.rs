@@ -2,7 +2,6 @@
 //! together, handshaken, and proven to work before any fault is injected.
 
 use std::ffi::OsString;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -10,12 +9,13 @@ use tempfile::TempDir;
 
 use super::outcome::CallOutcome;
 use super::race::PROTOCOL_VERSION;
-use crate::bins::{self, error_chain};
+use super::setup::Setup;
+use crate::bins::error_chain;
 use crate::client::ClientError;
-use crate::daemon::{FakeDaemon, Transport};
+use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::tempdir::{short_tempdir, socket_path_in};
-use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
+use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// How much of the wrapper's stderr a report keeps when something failed.
 pub(crate) const STDERR_TAIL_BYTES: usize = 2000;
@@ -51,20 +51,14 @@ impl LiveSession {
     /// a [`HarnessError::Scenario`].
     pub(crate) fn start(
         cmd: &WrapperCommand,
-        mode: Option<BridgeMode>,
-        fake_daemon_bin: Option<&Path>,
-        transport: Transport,
+        setup: &Setup,
         env: &[(&str, String)],
     ) -> Result<Self, HarnessError> {
         let dir = short_tempdir()?;
         let socket = socket_path_in(dir.path());
-        let daemon_bin = match fake_daemon_bin {
-            Some(path) => path.to_path_buf(),
-            None => bins::try_fake_daemon_bin()?,
-        };
-        let daemon = FakeDaemon::spawn_on(&daemon_bin, &socket, transport)?;
+        let daemon = FakeDaemon::spawn_on(&setup.daemon_bin()?, &socket, setup.transport)?;
         let mut opts = WrapperOptions {
-            mode,
+            mode: setup.mode,
             ..WrapperOptions::for_daemon(&daemon)
         };
         opts.extra_env.extend(

@@ -26,7 +26,6 @@
 mod steps;
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -34,7 +33,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::property::{Cause, Check, Checks, Judged, Prop};
-use crate::daemon::Transport;
+use super::setup::Setup;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -50,9 +49,6 @@ pub const TOOL: &str = "topology";
 /// Parameters of one race run.
 #[derive(Debug, Clone)]
 pub struct RaceConfig {
-    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset (the
-    /// wrapper's default, or a foreign wrapper that knows no modes).
-    pub mode: Option<BridgeMode>,
     /// `IAI_MCP_RECONNECT_TEST_DELAY_MS`: how long the wrapper waits before
     /// reconnecting, i.e. the width of the race window.
     pub delay_ms: u64,
@@ -66,28 +62,23 @@ pub struct RaceConfig {
     /// How long after `delay_ms` (counted from the drop) recovery may take
     /// before the run reports no recovery.
     pub recovery_timeout: Duration,
-    /// The fake daemon binary; `None` finds it with
-    /// [`try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
-    pub fake_daemon_bin: Option<PathBuf>,
-    /// How the fake daemon listens (and so how the wrapper dials it).
-    pub transport: Transport,
     /// After recovering from the first drop, drop again and race again
     /// (the scorecard's second-drop property).
     pub second_drop: bool,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
 }
 
 impl Default for RaceConfig {
     fn default() -> Self {
         Self {
-            mode: None,
             delay_ms: 1000,
             offset_ms: 50,
             call_timeout: Duration::from_secs(20),
             settle: Duration::from_millis(250),
             recovery_timeout: Duration::from_secs(10),
-            fake_daemon_bin: None,
-            transport: Transport::Unix,
             second_drop: false,
+            setup: Setup::default(),
         }
     }
 }
@@ -356,10 +347,8 @@ pub fn run_races(
     runs: u32,
     mut each: impl FnMut(u32, &RaceReport),
 ) -> Result<RaceSummary, HarnessError> {
-    let cfg = RaceConfig {
-        mode,
-        ..base.clone()
-    };
+    let mut cfg = base.clone();
+    cfg.setup.mode = mode;
     let mut reports = Vec::new();
     for run in 1..=runs {
         let report = run_race(cmd, &cfg)?;

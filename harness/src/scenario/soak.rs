@@ -50,7 +50,6 @@ mod faults;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -59,6 +58,7 @@ use serde_json::{Value, json};
 use super::live::{LiveSession, answered_call, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::setup::Setup;
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::error::HarnessError;
@@ -148,11 +148,8 @@ pub struct SoakConfig {
     /// Open descriptors the wrapper may hold at the end beyond those at the
     /// start (a connect in progress).
     pub fd_slack: u64,
-    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
-    pub mode: Option<BridgeMode>,
-    /// The fake daemon binary; `None` finds it with
-    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
-    pub fake_daemon_bin: Option<PathBuf>,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
 }
 
 impl Default for SoakConfig {
@@ -176,8 +173,7 @@ impl Default for SoakConfig {
             settle: Duration::from_millis(500),
             rss_growth_limit_kib: 8 * 1024,
             fd_slack: 2,
-            mode: None,
-            fake_daemon_bin: None,
+            setup: Setup::default(),
         }
     }
 }
@@ -681,13 +677,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         ),
         ("IAI_MCP_BACKOFF_MAX_MS", cfg.backoff_max_ms.to_string()),
     ];
-    let mut session = LiveSession::start(
-        cmd,
-        cfg.mode,
-        cfg.fake_daemon_bin.as_deref(),
-        crate::daemon::Transport::Unix,
-        &env,
-    )?;
+    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     session.daemon.delay(cfg.daemon_delay_ms)?;
     let concurrency = cfg.concurrency.max(1);
     let started = Instant::now();
@@ -758,7 +748,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
 
     let mut report = SoakReport {
         seed: cfg.seed,
-        mode: cfg.mode,
+        mode: cfg.setup.mode,
         duration,
         concurrency,
         call_timeout: cfg.call_timeout,

@@ -28,7 +28,6 @@
 //!    received, by unique argument: writes seen twice, reads replayed).
 
 use std::fmt;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -37,9 +36,9 @@ use serde_json::{Value, json};
 use super::live::{LiveSession, answered_call, is_response, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::setup::Setup;
 use crate::bins::error_chain;
 use crate::client::ClientError;
-use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -59,8 +58,6 @@ const MAX_FAILURE_SAMPLES: usize = 8;
 /// Parameters of the drop storm.
 #[derive(Debug, Clone)]
 pub struct StormConfig {
-    /// `IAI_MCP_BRIDGE_MODE` for the wrapper; `None` leaves it unset.
-    pub mode: Option<BridgeMode>,
     /// How many times the daemon drops the connection.
     pub drops: u32,
     /// How many calls are kept in flight.
@@ -79,17 +76,13 @@ pub struct StormConfig {
     /// How long to watch for late or duplicate answers before counting the
     /// daemon's connections.
     pub settle: Duration,
-    /// The fake daemon binary; `None` finds it with
-    /// [`bins::try_fake_daemon_bin`](crate::bins::try_fake_daemon_bin).
-    pub fake_daemon_bin: Option<PathBuf>,
-    /// How the fake daemon listens (and so how the wrapper dials it).
-    pub transport: Transport,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
 }
 
 impl Default for StormConfig {
     fn default() -> Self {
         Self {
-            mode: None,
             drops: 5,
             concurrency: 8,
             daemon_delay_ms: 20,
@@ -97,8 +90,7 @@ impl Default for StormConfig {
             write_every: 3,
             drain_timeout: Duration::from_secs(10),
             settle: Duration::from_millis(250),
-            fake_daemon_bin: None,
-            transport: Transport::Unix,
+            setup: Setup::default(),
         }
     }
 }
@@ -405,13 +397,7 @@ impl Storm<'_> {
 /// Runs the drop storm once against the wrapper started by `cmd`.
 pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport, HarnessError> {
     let env = [("IAI_MCP_LOG", "info".to_owned())];
-    let mut session = LiveSession::start(
-        cmd,
-        cfg.mode,
-        cfg.fake_daemon_bin.as_deref(),
-        cfg.transport,
-        &env,
-    )?;
+    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     session.daemon.delay(cfg.daemon_delay_ms)?;
 
     let mut storm = Storm {
@@ -512,7 +498,7 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
     }
 
     let mut report = StormReport {
-        mode: cfg.mode,
+        mode: cfg.setup.mode,
         drops,
         forced_drops,
         calls_sent: calls.len(),

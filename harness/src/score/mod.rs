@@ -16,15 +16,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::error::HarnessError;
-use crate::scenario::down_up::{DownUpConfig, run_down_up};
-use crate::scenario::hang::{HangConfig, run_hang};
-use crate::scenario::hostile::{HostileConfig, run_hostile};
 use crate::scenario::property::{Cause, Check, Judged, Kind, Prop};
-use crate::scenario::race::{RaceConfig, run_race};
-use crate::scenario::soak::{SoakConfig, run_soak};
-use crate::scenario::storm::{StormConfig, run_storm};
+use crate::scenario::race::RaceConfig;
+use crate::scenario::{DownUp, Hang, Hostile, Race, Scenario, Setup, Soak, Storm};
 use crate::table::{Align, table_lines};
-use crate::wrapper::Subject;
+use crate::wrapper::{Subject, WrapperCommand};
 
 /// The contract properties this workspace's wrapper fails in its pre-fix
 /// mode, which reproduces the original wrapper: calls made while it
@@ -177,91 +173,77 @@ fn score_subject(
 
 type Run<'a> = Box<dyn FnOnce() -> Result<Vec<Check>, HarnessError> + 'a>;
 
+/// The checks of one run of `S` with its defaults, `setup`, and `tweak`.
+fn judged<S: Scenario>(
+    cmd: &WrapperCommand,
+    setup: &Setup,
+    tweak: impl FnOnce(&mut S::Config),
+) -> Result<Vec<Check>, HarnessError> {
+    let mut cfg = S::Config::default();
+    *S::setup(&mut cfg) = setup.clone();
+    tweak(&mut cfg);
+    Ok(S::run(cmd, &cfg)?.checks())
+}
+
 /// The scenarios of the scorecard, each ready to run against `subject`.
 fn scenarios<'a>(cfg: &'a ScoreConfig, subject: &'a Subject) -> Vec<(&'static str, Run<'a>)> {
     let cmd = &subject.cmd;
-    let mode = subject.mode;
-    let bin = cfg.race.fake_daemon_bin.clone();
-    let transport = cfg.race.transport;
-    let mut list: Vec<(&'static str, Run<'a>)> = vec![
+    let setup = Setup {
+        mode: subject.mode,
+        ..cfg.race.setup.clone()
+    };
+    // Names the boxed closures' common type (a tuple does not coerce).
+    let one = |f: Run<'a>| f;
+    let mut list = vec![
         (
-            "race",
-            Box::new(move || {
-                let race = RaceConfig {
-                    mode,
-                    recovery_timeout: cfg.recovery_timeout,
-                    ..cfg.race.clone()
-                };
-                let mut checks = Vec::new();
-                for _ in 0..cfg.race_runs {
-                    checks.extend(run_race(cmd, &race)?.checks());
+            Race::NAME,
+            one(Box::new({
+                let setup = setup.clone();
+                move || {
+                    let mut checks = Vec::new();
+                    for _ in 0..cfg.race_runs {
+                        checks.extend(judged::<Race>(cmd, &setup, |c| {
+                            *c = RaceConfig {
+                                setup: c.setup.clone(),
+                                recovery_timeout: cfg.recovery_timeout,
+                                ..cfg.race.clone()
+                            };
+                        })?);
+                    }
+                    Ok(checks)
                 }
-                Ok(checks)
-            }),
+            })),
         ),
-        ("storm", {
-            let bin = bin.clone();
-            Box::new(move || {
-                let c = StormConfig {
-                    mode,
-                    fake_daemon_bin: bin,
-                    transport,
-                    ..StormConfig::default()
-                };
-                Ok(run_storm(cmd, &c)?.checks())
-            })
+        (Storm::NAME, {
+            let setup = setup.clone();
+            one(Box::new(move || judged::<Storm>(cmd, &setup, |_| {})))
         }),
-        ("down-up", {
-            let bin = bin.clone();
-            Box::new(move || {
-                let c = DownUpConfig {
-                    mode,
-                    fake_daemon_bin: bin,
-                    transport,
-                    recovery_timeout: cfg.recovery_timeout,
-                    ..DownUpConfig::default()
-                };
-                Ok(run_down_up(cmd, &c)?.checks())
-            })
+        (DownUp::NAME, {
+            let setup = setup.clone();
+            one(Box::new(move || {
+                judged::<DownUp>(cmd, &setup, |c| c.recovery_timeout = cfg.recovery_timeout)
+            }))
         }),
-        ("hang", {
-            let bin = bin.clone();
-            Box::new(move || {
-                let c = HangConfig {
-                    mode,
-                    fake_daemon_bin: bin,
-                    transport,
-                    ..HangConfig::default()
-                };
-                Ok(run_hang(cmd, &c)?.checks())
-            })
+        (Hang::NAME, {
+            let setup = setup.clone();
+            one(Box::new(move || judged::<Hang>(cmd, &setup, |_| {})))
         }),
-        ("hostile", {
-            let bin = bin.clone();
-            Box::new(move || {
-                let c = HostileConfig {
-                    mode,
-                    lines: cfg.hostile_lines,
-                    fake_daemon_bin: bin,
-                    ..HostileConfig::default()
-                };
-                Ok(run_hostile(cmd, &c)?.checks())
-            })
+        (Hostile::NAME, {
+            let setup = setup.clone();
+            one(Box::new(move || {
+                judged::<Hostile>(cmd, &setup, |c| c.lines = cfg.hostile_lines)
+            }))
         }),
     ];
     if !cfg.soak.is_zero() {
         list.push((
-            "soak",
-            Box::new(move || {
-                let c = SoakConfig {
-                    mode,
-                    duration: cfg.soak,
-                    warmup: Duration::from_secs(1),
-                    fake_daemon_bin: bin,
-                    ..SoakConfig::default()
-                };
-                Ok(run_soak(cmd, &c)?.checks())
-            }),
+            Soak::NAME,
+            one(Box::new(move || {
+                judged::<Soak>(cmd, &setup, |c| {
+                    c.duration = cfg.soak;
+                    c.warmup = Duration::from_secs(1);
+                })
+            })),
         ));
     }
     list

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::{
     PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, SchemaCheck, SecondDrop, TOOL, classify,
 };
-use crate::bins::{self, error_chain};
+use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
@@ -160,14 +160,10 @@ fn race(
 ) -> Result<Option<RaceReport>, HarnessError> {
     let dir = short_tempdir()?;
     let socket = socket_path_in(dir.path());
-    let daemon_bin = match &cfg.fake_daemon_bin {
-        Some(path) => path.clone(),
-        None => bins::try_fake_daemon_bin()?,
-    };
-    let daemon = FakeDaemon::spawn_on(&daemon_bin, &socket, cfg.transport)?;
+    let daemon = FakeDaemon::spawn_on(&cfg.setup.daemon_bin()?, &socket, cfg.setup.transport)?;
     let endpoint = daemon.endpoint().label();
     let opts = WrapperOptions {
-        mode: cfg.mode,
+        mode: cfg.setup.mode,
         reconnect_delay_ms: Some(cfg.delay_ms),
         ..WrapperOptions::for_daemon(&daemon)
     };
@@ -269,7 +265,7 @@ fn race(
     let _ = daemon.quit();
 
     Ok(Some(RaceReport {
-        mode: cfg.mode,
+        mode: cfg.setup.mode,
         endpoint,
         outcome: first.outcome,
         racing_latency: first.racing_latency,

@@ -309,8 +309,8 @@ pub fn run_sweep(
     let subjects = unique_labels(&cfg.subjects);
     let points = cfg.points();
     let mut race = cfg.race.clone();
-    if race.fake_daemon_bin.is_none() {
-        race.fake_daemon_bin = Some(bins::try_fake_daemon_bin()?);
+    if race.setup.fake_daemon_bin.is_none() {
+        race.setup.fake_daemon_bin = Some(bins::try_fake_daemon_bin()?);
     }
 
     let mut tasks: Vec<Task> = (0..subjects.len())
@@ -357,12 +357,12 @@ pub fn run_sweep(
                         };
                         let subject = &subjects[task.subject];
                         let point = points[task.point];
-                        let cfg = RaceConfig {
-                            mode: subject.mode,
+                        let mut cfg = RaceConfig {
                             delay_ms: point.delay_ms,
                             offset_ms: point.offset_ms,
                             ..race.clone()
                         };
+                        cfg.setup.mode = subject.mode;
                         let result = match run_race_until_stopped(&subject.cmd, &cfg, stop) {
                             Ok(Some(report)) => Ok(report),
                             Ok(None) => break,
