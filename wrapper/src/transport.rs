@@ -103,6 +103,17 @@ pub enum ConnectError {
         /// What is wrong.
         why: String,
     },
+    /// The socket is served by a process of another user: whatever took the
+    /// path is not this user's daemon, and is sent nothing.
+    #[error("the daemon socket {} is served by uid {peer}, not by this user (uid {own}); refusing to talk to it (another user's process may have taken the path)", path.display())]
+    ForeignPeer {
+        /// The socket.
+        path: PathBuf,
+        /// The uid of the process serving it.
+        peer: u32,
+        /// This process's effective uid.
+        own: u32,
+    },
     /// Connecting (or sending the token) failed.
     #[error("{0}")]
     Io(#[from] io::Error),
@@ -241,17 +252,21 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// A small file's content, trimmed, read off the runtime thread (a port or
-/// token file on a slow or hung file system must not stall the wrapper).
-async fn read_small(path: &Path) -> io::Result<String> {
+/// A small file's content, trimmed, and its permission bits, read off the
+/// runtime thread (a port or token file on a slow or hung file system must
+/// not stall the wrapper).
+async fn read_small(path: &Path) -> io::Result<(String, u32)> {
     let path = path.to_owned();
     tokio::task::spawn_blocking(move || {
         use std::io::Read;
+        let file = std::fs::File::open(path)?;
+        #[cfg(unix)]
+        let mode = std::os::unix::fs::PermissionsExt::mode(&file.metadata()?.permissions()) & 0o777;
+        #[cfg(not(unix))]
+        let mode = 0o600;
         let mut text = String::new();
-        std::fs::File::open(path)?
-            .take(MAX_SMALL_FILE)
-            .read_to_string(&mut text)?;
-        Ok(text.trim().to_owned())
+        file.take(MAX_SMALL_FILE).read_to_string(&mut text)?;
+        Ok((text.trim().to_owned(), mode))
     })
     .await
     .map_err(io::Error::other)?
@@ -262,7 +277,7 @@ async fn read_port(path: &Path) -> Result<u16, ConnectError> {
         path: path.to_owned(),
         why,
     };
-    let text = read_small(path).await.map_err(|e| why(e.to_string()))?;
+    let (text, _) = read_small(path).await.map_err(|e| why(e.to_string()))?;
     match text.parse::<u16>() {
         Ok(port) if port > 0 => Ok(port),
         _ => Err(why(format!("{text:?} is not a port number"))),
@@ -275,19 +290,36 @@ async fn read_token(path: &Path) -> Result<String, ConnectError> {
         why,
     };
     match read_small(path).await {
-        Ok(token) if token.is_empty() => Err(why("is empty".into())),
-        Ok(token) if token.contains(['\n', '\r']) => Err(why("holds more than one line".into())),
-        Ok(token) => Ok(token),
+        // A token others can read lets anyone in: refuse to use it rather
+        // than carry on as if the daemon were protected.
+        Ok((_, mode)) if mode & 0o077 != 0 => Err(why(format!(
+            "is open to other users (mode {mode:04o}): chmod 600 it"
+        ))),
+        Ok((token, _)) if token.is_empty() => Err(why("is empty".into())),
+        Ok((token, _)) if token.contains(['\n', '\r']) => {
+            Err(why("holds more than one line".into()))
+        }
+        Ok((token, _)) => Ok(token),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Err(why("is missing".into())),
         Err(e) => Err(why(format!("cannot be read: {e}"))),
     }
 }
 
+/// Connects, then checks who serves the socket: this user, or root (who
+/// can read this user's files anyway). Anyone else is refused.
 #[cfg(unix)]
 async fn connect_unix(path: &Path) -> Result<DaemonStream, ConnectError> {
-    Ok(DaemonStream::Unix(
-        tokio::net::UnixStream::connect(path).await?,
-    ))
+    let stream = tokio::net::UnixStream::connect(path).await?;
+    let peer = stream.peer_cred()?.uid();
+    let own = nix::unistd::geteuid().as_raw();
+    if peer != own && peer != 0 {
+        return Err(ConnectError::ForeignPeer {
+            path: path.to_owned(),
+            peer,
+            own,
+        });
+    }
+    Ok(DaemonStream::Unix(stream))
 }
 
 #[cfg(not(unix))]
@@ -501,12 +533,24 @@ mod tests {
             text.contains("d.sock.token") && text.contains("missing"),
             "{text}"
         );
-        std::fs::write(&token_file, "").expect("token");
+        let write_token = |text: &str, mode: u32| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(&token_file, text).expect("token");
+            std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(mode))
+                .expect("chmod");
+        };
+        write_token("", 0o600);
         let empty = endpoint.connect(Duration::from_secs(5)).await.unwrap_err();
         assert!(empty.to_string().contains("empty"), "{empty}");
+        write_token("secret\n", 0o644);
+        let open = endpoint.connect(Duration::from_secs(5)).await.unwrap_err();
+        assert!(
+            open.to_string().contains("open to other users (mode 0644)"),
+            "{open}"
+        );
 
         for token in ["first-token", "second-token"] {
-            std::fs::write(&token_file, format!("{token}\n")).expect("token");
+            write_token(&format!("{token}\n"), 0o600);
             let mut stream = endpoint
                 .connect(Duration::from_secs(5))
                 .await

@@ -81,3 +81,47 @@ fn with_the_daemon_up_and_the_doctor_off_no_process_is_started_and_the_socket_is
         .mode();
     assert_eq!(before, after);
 }
+
+#[test]
+fn a_socket_served_by_another_user_is_refused_naming_both_uids() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    if !nix::unistd::geteuid().is_root() {
+        println!("skipped: serving a socket as another user needs root");
+        return;
+    }
+    let dir = harness::tempdir::short_tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let socket = harness::tempdir::socket_path_in(dir.path());
+    let mut daemon = harness::ChildGuard::spawn(
+        Command::new(harness::bins::fake_daemon_bin())
+            .arg(&socket)
+            .uid(65534)
+            .gid(65534)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .expect("the daemon starts as nobody");
+    let stdout = daemon.child_mut().stdout.take().expect("piped");
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).expect("read");
+    assert_eq!(first.trim(), "BOUND", "the daemon listens");
+
+    let output = Command::new(harness::bins::wrapper_bin())
+        .arg("--check")
+        .arg("--socket-path")
+        .arg(&socket)
+        .env("HOME", dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("--check runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("is served by uid 65534, not by this user (uid 0)"),
+        "{text}"
+    );
+}

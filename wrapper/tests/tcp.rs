@@ -126,6 +126,15 @@ fn a_missing_token_is_reported_naming_the_file_and_a_wrong_one_is_refused() {
 
     let wrong = dir.path().join("wrong.token");
     std::fs::write(&wrong, "not-the-token\n").expect("write");
+    // Open to others first: refused before anything is dialled.
+    let mut w = with_token(wrong.clone());
+    let reply = topology(&mut w);
+    let text = error_text(&reply);
+    assert!(text.contains("open to other users"), "{text}");
+    drop(w);
+    assert_eq!(daemon.stats().expect("stats").refused, 0);
+    std::fs::set_permissions(&wrong, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod");
     let mut w = with_token(wrong);
     let reply = topology(&mut w);
     let text = error_text(&reply);
