@@ -230,6 +230,9 @@ pub struct Tally {
     pub ok: usize,
     /// Racing calls that failed with `daemon_unreachable`.
     pub daemon_unreachable: usize,
+    /// Of those, the calls written to the dying connection (`socket
+    /// closed`): a different race from V3-05's refusal.
+    pub socket_closed: usize,
     /// Racing calls that failed otherwise.
     pub other_error: usize,
     /// Racing calls without an answer in time.
@@ -243,7 +246,16 @@ impl Tally {
     pub fn add(&mut self, result: &RunResult) {
         match result.as_ref().map(|r| &r.outcome) {
             Ok(RaceOutcome::Ok) => self.ok += 1,
-            Ok(RaceOutcome::DaemonUnreachable) => self.daemon_unreachable += 1,
+            Ok(RaceOutcome::DaemonUnreachable) => {
+                self.daemon_unreachable += 1;
+                let closed = result
+                    .as_ref()
+                    .ok()
+                    .and_then(|r| r.racing_response.as_ref());
+                if closed.is_some_and(|r| r.to_string().contains("socket closed")) {
+                    self.socket_closed += 1;
+                }
+            }
             Ok(RaceOutcome::OtherError(_)) => self.other_error += 1,
             Ok(RaceOutcome::Timeout) => self.timeout += 1,
             Err(_) => self.errors += 1,

@@ -139,6 +139,8 @@ pub struct PointReport {
     pub ok: usize,
     /// Racing calls that failed with `daemon_unreachable`.
     pub daemon_unreachable: usize,
+    /// Of those, calls written to the dying connection (`socket closed`).
+    pub socket_closed: usize,
     /// Racing calls that failed otherwise.
     pub other_error: usize,
     /// Racing calls that timed out.
@@ -175,6 +177,7 @@ impl PointReport {
         Tally {
             ok: self.ok,
             daemon_unreachable: self.daemon_unreachable,
+            socket_closed: self.socket_closed,
             other_error: self.other_error,
             timeout: self.timeout,
             errors: self.errors,
@@ -343,6 +346,7 @@ impl SweepReport {
             .map(|subject| {
                 let (mut all_ok, mut unreachable, mut other, mut production) =
                     (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                let mut dying = Vec::new();
                 let mut errors = Vec::new();
                 let first_error = self
                     .points_of(&subject.label)
@@ -357,8 +361,11 @@ impl SweepReport {
                     if p.ok == p.runs {
                         all_ok.push(p.offset_ms);
                     }
-                    if p.daemon_unreachable > 0 {
+                    if p.daemon_unreachable > p.socket_closed {
                         unreachable.push(p.offset_ms);
+                    }
+                    if p.socket_closed > 0 {
+                        dying.push(p.offset_ms);
                     }
                     if p.other_error + p.timeout > 0 {
                         other.push(p.offset_ms);
@@ -370,10 +377,16 @@ impl SweepReport {
                 let mut parts = vec![
                     format!("every racing call ok at {}", format_offsets(&all_ok, step)),
                     format!(
-                        "daemon_unreachable at {}",
+                        "refused (daemon_unreachable, V3-05) at {}",
                         format_offsets(&unreachable, step)
                     ),
                 ];
+                if !dying.is_empty() {
+                    parts.push(format!(
+                        "written to the dying connection (socket closed) at {}",
+                        format_offsets(&dying, step)
+                    ));
+                }
                 if !other.is_empty() {
                     parts.push(format!(
                         "other failures at {}",
@@ -462,6 +475,7 @@ fn point_report(
         runs: total,
         ok: tally.ok,
         daemon_unreachable: tally.daemon_unreachable,
+        socket_closed: tally.socket_closed,
         other_error: tally.other_error,
         timeout: tally.timeout,
         errors: tally.errors,
@@ -633,7 +647,7 @@ pub(crate) mod tests {
         assert_eq!(
             lines[0],
             "prefix (reconnect delay 400 ms): every racing call ok at 400 ms; \
-             daemon_unreachable at 0-200 ms; runs the harness could not carry out at \
+             refused (daemon_unreachable, V3-05) at 0-200 ms; runs the harness could not carry out at \
              600 ms (first: boom); without the widener (delay 0): 2/2 ok"
         );
         assert!(
@@ -642,9 +656,23 @@ pub(crate) mod tests {
             lines[1]
         );
         assert!(
-            lines[1].contains("daemon_unreachable at none"),
+            lines[1].contains("refused (daemon_unreachable, V3-05) at none"),
             "{}",
             lines[1]
         );
+        assert!(!lines[1].contains("dying"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn a_call_written_to_the_dying_connection_is_told_apart_from_a_refusal() {
+        let mut tally = super::super::Tally::default();
+        let mut closed = run(RaceOutcome::DaemonUnreachable, 1).expect("run");
+        if let Ok(report) = &mut closed {
+            report.racing_response = Some(serde_json::json!({"result": {"isError": true,
+                "content": [{"type": "text", "text": "error: daemon_unreachable: socket closed (code -32002)"}]}}));
+        }
+        tally.add(&closed);
+        tally.add(&run(RaceOutcome::DaemonUnreachable, 1).expect("run"));
+        assert_eq!((tally.daemon_unreachable, tally.socket_closed), (2, 1));
     }
 }
