@@ -215,6 +215,11 @@ pub struct Bridge {
     lost_at: Option<Instant>,
     /// Whether the current connection has delivered a valid line.
     proven: bool,
+    /// When the last connect attempt began (`None`: the first, or none).
+    last_dial: Option<Instant>,
+    /// Whether the wait before the next attempt is a backoff after failed
+    /// attempts (which a call may cut short), not the reconnect delay.
+    backing_off: bool,
     reconnects: u32,
     shut: bool,
     last_error: Option<String>,
@@ -241,6 +246,8 @@ impl Bridge {
             connected_at: None,
             lost_at: None,
             proven: false,
+            last_dial: None,
+            backing_off: false,
             reconnects: 0,
             shut: false,
             last_error: None,
@@ -256,7 +263,7 @@ impl Bridge {
     /// Begin the first connect attempt.
     pub fn start(&mut self) {
         if self.link == Link::Idle && !self.shut {
-            self.dial();
+            self.dial(None);
         }
     }
 
@@ -289,7 +296,7 @@ impl Bridge {
             // runs in the background and a call made meanwhile rides on it.
             _ if !self.ever_connected => {
                 self.calls.insert(id, call);
-                self.hurry(deadline, next_attempt_only);
+                self.hurry(deadline, next_attempt_only, now);
             }
             Link::Stopped => {
                 self.calls.insert(id, call);
@@ -297,7 +304,7 @@ impl Bridge {
             }
             _ if self.policy.calls_wait_for_reconnect() => {
                 self.calls.insert(id, call);
-                self.hurry(deadline, next_attempt_only);
+                self.hurry(deadline, next_attempt_only, now);
             }
             // The V3-05 bug, kept as a policy: disconnected means refused,
             // even though a reconnect is about to succeed.
@@ -363,6 +370,7 @@ impl Bridge {
                     .delay(self.failures, self.rng.f64()),
             )
         };
+        self.backing_off = true;
         self.link = match retry_in {
             Some(delay) => Link::Retrying(now + delay),
             None => Link::Stopped,
@@ -453,6 +461,7 @@ impl Bridge {
             None => true,
             Some(budget) => self.reconnects < budget,
         };
+        self.backing_off = !healthy;
         self.link = if may_reconnect {
             self.reconnects = self.reconnects.saturating_add(1);
             Link::Retrying(now + retry_in)
@@ -466,7 +475,7 @@ impl Bridge {
             reconnecting: may_reconnect,
         }));
         if may_reconnect && retry_in.is_zero() {
-            self.dial();
+            self.dial(Some(now));
         }
         if self.link == Link::Stopped {
             self.fail_waiting(BridgeError::NotConnected);
@@ -532,7 +541,7 @@ impl Bridge {
             && at <= now
             && !self.shut
         {
-            self.dial();
+            self.dial(Some(now));
         }
         let expired: Vec<(CallId, Phase)> = self
             .calls
@@ -614,16 +623,26 @@ impl Bridge {
     /// due only after that (or the call waits for the next attempt only),
     /// make it now, so that no call gives up on the daemon without an
     /// attempt made while it waited.
-    fn hurry(&mut self, deadline: Instant, next_attempt_only: bool) {
+    /// A call arrived while the bridge waits between connect attempts: dial
+    /// now rather than make it wait for the timer (the daemon may be back),
+    /// at most once per initial backoff so that a stream of calls against a
+    /// dead daemon stays a bounded attempt rate; at once when the timer
+    /// would come too late for the call anyway.
+    fn hurry(&mut self, deadline: Instant, next_attempt_only: bool, now: Instant) {
+        let rested = self.backing_off
+            && self.last_dial.is_none_or(|last| {
+                now.saturating_duration_since(last) >= self.policy.timings().backoff.initial()
+            });
         if let Link::Retrying(at) = self.link
-            && (next_attempt_only || at > deadline)
+            && (next_attempt_only || at > deadline || rested)
             && !self.shut
         {
-            self.dial();
+            self.dial(Some(now));
         }
     }
 
-    fn dial(&mut self) {
+    fn dial(&mut self, now: Option<Instant>) {
+        self.last_dial = now.or(self.last_dial);
         self.next_conn += 1;
         let conn = ConnId(self.next_conn);
         self.link = Link::Connecting(conn);
@@ -1094,6 +1113,57 @@ mod tests {
             "{gaps:?}"
         );
         assert!(gaps.len() < 20, "bounded attempts: {}", gaps.len());
+    }
+
+    #[test]
+    fn a_call_in_a_backoff_pause_dials_at_once_at_most_once_per_initial_backoff() {
+        let (mut b, now) = bridge(BridgeMode::Fixed);
+        drain(&mut b);
+        let mut t = now;
+        // Four failed attempts: the pause grows well past the initial 50 ms.
+        for conn in 1..=4 {
+            b.connect_failed(ConnId(conn), "refused".into(), t);
+            t = b.poll_timeout().expect("retry");
+            b.handle_timeout(t);
+            assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn + 1))]);
+        }
+        b.connect_failed(ConnId(5), "refused".into(), t);
+        drain(&mut b);
+        let retry_at = b.poll_timeout().expect("retry");
+        // Within the initial backoff of the last attempt, a call waits.
+        b.call(
+            CallId(1),
+            req("topology", true),
+            t + Duration::from_millis(10),
+        );
+        assert!(drain(&mut b).is_empty(), "bounded: no attempt yet");
+        // After it, a call dials at once instead of waiting for the timer.
+        let later = t + Duration::from_millis(60);
+        assert!(later < retry_at, "the timer is later still");
+        b.call(CallId(2), req("topology", true), later);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(6))]);
+        // The daemon is back: both waiting calls go out on the connection.
+        b.connected(ConnId(6), later);
+        let sent = drain(&mut b)
+            .iter()
+            .filter(|a| matches!(a, Action::Send(ConnId(6), _)))
+            .count();
+        assert_eq!(sent, 2);
+    }
+
+    #[test]
+    fn the_reconnect_delay_is_not_cut_short_by_calls() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.closed(ConnId(1), now);
+        drain(&mut b);
+        for ms in [60, 200, 600] {
+            b.call(
+                CallId(ms),
+                req("topology", true),
+                now + Duration::from_millis(ms),
+            );
+            assert!(drain(&mut b).is_empty(), "waits for the delay at {ms} ms");
+        }
     }
 
     #[test]
