@@ -99,7 +99,10 @@ fn hang_times_out_at_the_deadline_then_recovers_on_resume() {
     );
     assert!(report.resumed_outcome.is_ok(), "{report}");
     assert_eq!(report.late_answers + report.unsolicited, 0, "{report}");
-    assert_eq!(report.new_connections, 0, "{report}");
+    assert!(
+        report.new_connections >= 1,
+        "the silent connection is replaced: {report}"
+    );
     assert_eq!(report.conns_after, 1, "{report}");
     assert!(report.defects.is_empty(), "{report}");
     assert!(report.passed(), "{report}");

@@ -151,6 +151,12 @@ pub enum Event {
         /// The call that failed.
         call: CallId,
     },
+    /// The daemon sent nothing on `conn` for a whole call timeout while a
+    /// call waited there: the connection is closed and replaced.
+    Silent {
+        /// The recycled connection.
+        conn: ConnId,
+    },
     /// A line that is JSON but not a response to any pending call.
     Unmatched {
         /// The line's `id`, if it had one.
@@ -183,11 +189,13 @@ enum Phase {
         next_attempt_only: bool,
     },
     /// Sent on `conn` as daemon request `wire`; the response is due by
-    /// `deadline`.
+    /// `deadline`. `heard` is how many lines the connection had delivered
+    /// when it was sent.
     InFlight {
         conn: ConnId,
         wire: u64,
         deadline: Instant,
+        heard: u64,
     },
 }
 
@@ -215,6 +223,8 @@ pub struct Bridge {
     lost_at: Option<Instant>,
     /// Whether the current connection has delivered a valid line.
     proven: bool,
+    /// Lines of any kind the current connection has delivered.
+    heard: u64,
     /// When the last connect attempt began (`None`: the first, or none).
     last_dial: Option<Instant>,
     /// Whether the wait before the next attempt is a backoff after failed
@@ -246,6 +256,7 @@ impl Bridge {
             connected_at: None,
             lost_at: None,
             proven: false,
+            heard: 0,
             last_dial: None,
             backing_off: false,
             reconnects: 0,
@@ -338,6 +349,7 @@ impl Bridge {
         self.connected_at = Some(now);
         self.lost_at = None;
         self.proven = false;
+        self.heard = 0;
         self.streak = 0;
         self.actions
             .push_back(Action::Report(Event::Connected { conn, reconnect }));
@@ -487,6 +499,7 @@ impl Bridge {
         if self.link != Link::Connected(conn) {
             return;
         }
+        self.heard += 1;
         let Ok(value) = serde_json::from_slice::<Value>(line) else {
             self.non_json_line(conn);
             return;
@@ -525,6 +538,7 @@ impl Bridge {
         if self.link != Link::Connected(conn) {
             return;
         }
+        self.heard += 1;
         match id.and_then(|w| self.wire.get(&w).copied()) {
             Some(call) => {
                 self.streak = 0;
@@ -553,12 +567,28 @@ impl Bridge {
             })
             .map(|(id, c)| (*id, c.phase))
             .collect();
+        let mut silent = None;
         for (id, phase) in expired {
             let error = match phase {
                 Phase::Waiting { since, .. } => self.connect_wait_error(now - since),
-                Phase::InFlight { .. } => BridgeError::Timeout(self.policy.timings().call_timeout),
+                Phase::InFlight { conn, heard, .. } => {
+                    if heard == self.heard && self.link == Link::Connected(conn) {
+                        silent = Some(conn);
+                    }
+                    BridgeError::Timeout(self.policy.timings().call_timeout)
+                }
             };
             self.finish(id, Err(error));
+        }
+        // Nothing at all arrived on the connection for a whole call
+        // timeout while a call waited: the daemon is hung, not slow (a slow
+        // one answers other calls or sends something meanwhile). Recycle
+        // the connection; its other calls go the way of a lost connection.
+        if let Some(conn) = silent {
+            self.actions
+                .push_back(Action::Report(Event::Silent { conn }));
+            self.actions.push_back(Action::Close(conn));
+            self.closed(conn, now);
         }
     }
 
@@ -660,6 +690,7 @@ impl Bridge {
             conn,
             wire,
             deadline: now + self.policy.timings().call_timeout,
+            heard: self.heard,
         };
         call.sends += 1;
         self.wire.insert(wire, id);
@@ -1063,13 +1094,51 @@ mod tests {
     }
 
     #[test]
-    fn a_hung_daemon_fails_the_call_at_its_deadline() {
+    fn a_hung_daemon_fails_the_call_at_its_deadline_and_its_connection_is_replaced() {
         let (mut b, now) = connected(BridgeMode::Fixed);
         b.call(CallId(2), req("topology", true), now);
+        drain(&mut b);
+        // A read sent later is still in flight when the first call expires.
+        let later = now + Duration::from_secs(1);
+        b.call(CallId(3), req("topology", true), later);
         drain(&mut b);
         let deadline = b.poll_timeout().expect("a deadline");
         assert_eq!(deadline, now + Duration::from_secs(60));
         b.handle_timeout(deadline);
+        assert_eq!(
+            drain(&mut b),
+            vec![
+                Action::Reply(
+                    CallId(2),
+                    failed(BridgeError::Timeout(Duration::from_secs(60)), true)
+                ),
+                Action::Close(ConnId(1)),
+            ]
+        );
+        assert_eq!(b.connection(), None, "the silent connection is gone");
+        // The other read is re-sent on the next connection.
+        b.handle_timeout(deadline + DELAY);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
+        b.connected(ConnId(2), deadline + DELAY);
+        let actions = drain(&mut b);
+        assert!(
+            matches!(&actions[..], [Action::Send(ConnId(2), _)]),
+            "{actions:?}"
+        );
+    }
+
+    #[test]
+    fn a_slow_daemon_that_answers_other_calls_keeps_its_connection() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.call(CallId(2), req("memory_consolidate", false), now);
+        drain(&mut b);
+        b.call(CallId(3), req("topology", true), now);
+        let Some(Action::Send(_, line)) = drain(&mut b).pop() else {
+            panic!("send");
+        };
+        b.line(ConnId(1), &response(wire_id(&line)));
+        drain(&mut b);
+        b.handle_timeout(now + Duration::from_secs(60));
         assert_eq!(
             drain(&mut b),
             vec![Action::Reply(
@@ -1077,7 +1146,11 @@ mod tests {
                 failed(BridgeError::Timeout(Duration::from_secs(60)), true)
             )]
         );
-        assert_eq!(b.connection(), Some(ConnId(1)), "the connection is kept");
+        assert_eq!(
+            b.connection(),
+            Some(ConnId(1)),
+            "alive: the connection is kept"
+        );
     }
 
     #[test]

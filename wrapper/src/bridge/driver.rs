@@ -348,6 +348,12 @@ impl Driver {
                 });
                 eprintln!("{line}");
             }
+            Event::Silent { conn } => {
+                tracing::warn!(
+                    conn = conn.0,
+                    "the daemon sent nothing for a whole call timeout: reconnecting"
+                );
+            }
             Event::Unmatched { id } => {
                 tracing::debug!(?id, "ignored daemon line with no pending request");
             }
