@@ -36,7 +36,7 @@
 //!
 //! The run passes when no call is lost (unanswered at the end) or answered
 //! twice, no reply names an id never sent, no write reached the daemon
-//! twice, no read more than twice (one replay at most), the descriptors and
+//! twice, the descriptors and
 //! memory stayed flat, stdout carried only JSON-RPC, and the wrapper is
 //! alive. How calls ended (ok, `daemon_unreachable`, `daemon_timeout`,
 //! `parse_error`, other) is reported, not judged: faults make calls fail by
@@ -268,9 +268,10 @@ pub struct SoakReport {
     /// lost with the connection, or came after the wrapper gave up): at most
     /// once, not exactly once; reported, not judged.
     pub writes_failed_but_received: u64,
-    /// Tagged reads the daemon received twice (one replay after a drop).
+    /// Tagged reads the daemon received twice (re-sent after a drop).
     pub reads_replayed: u64,
-    /// Tagged reads the daemon received more than twice (must be 0).
+    /// Tagged reads the daemon received more than twice: lost more than
+    /// once and re-sent each time within their deadline (a figure).
     pub reads_seen_over_twice: u64,
     /// Requests the daemon's bounded journal forgot (its `dropped`); when
     /// not 0 the double-receipt checks cover only the newest requests.
@@ -332,12 +333,6 @@ impl Judged for SoakReport {
             self.writes_seen_twice,
             Cause::WrittenTwice,
             "writes received twice by the daemon",
-        );
-        checks.zero(
-            Prop::ReplaysReads,
-            self.reads_seen_over_twice,
-            Cause::Other,
-            "reads received more than twice by the daemon",
         );
         checks.stdout_clean(&self.defects);
         if let (Some(start), Some(end)) = (self.start.fds, self.end.fds) {
@@ -899,12 +894,11 @@ mod tests {
     fn passes_only_when_every_must_condition_holds() {
         let report = clean_report();
         assert!(report.passed(), "{report}");
-        let breakages: [fn(&mut SoakReport); 10] = [
+        let breakages: [fn(&mut SoakReport); 9] = [
             |r| r.lost = 1,
             |r| r.duplicate_replies = 1,
             |r| r.unexpected_messages = 1,
             |r| r.writes_seen_twice = 1,
-            |r| r.reads_seen_over_twice = 1,
             |r| r.defects.push("x".into()),
             |r| r.end.fds = Some(19),
             |r| r.rss_growth_kib = Some(8192),

@@ -3,7 +3,7 @@
 //!
 //! What the fixed bridge promises, and this scenario checks through the real
 //! processes: every call is answered exactly once; a read-only call caught by
-//! a drop is re-sent once and succeeds; a write caught by a drop fails with
+//! a drop is re-sent and succeeds; a write caught by a drop fails with
 //! `daemon_unreachable: socket closed` and the daemon never sees it twice;
 //! when the storm is over the wrapper holds exactly one connection.
 //!
@@ -138,8 +138,8 @@ pub struct StormReport {
     pub dup_writes: usize,
     /// Reads the daemon received twice: replays it saw both of.
     pub replays: usize,
-    /// Reads the daemon received more than twice (must be 0: one replay at
-    /// most).
+    /// Reads the daemon received more than twice: lost more than once and
+    /// re-sent each time, within their deadline (a figure, not a fault).
     pub reads_received_over_twice: usize,
     /// Connections the daemon held once everything settled (must be 1).
     pub conns_after: u32,
@@ -195,7 +195,7 @@ impl Judged for StormReport {
         }
         checks.expect(
             Prop::ReplaysReads,
-            self.reads_failed + self.reads_received_over_twice == 0,
+            self.reads_failed == 0,
             self.read_failure.unwrap_or(Cause::Other),
             format!(
                 "{} replays; {} reads lost, {} received over twice",

@@ -204,6 +204,9 @@ struct Call {
     request: Request,
     phase: Phase,
     sends: u32,
+    /// The call's one deadline, replays included: the connect wait plus
+    /// the call timeout after it was made.
+    expires: Instant,
 }
 
 /// The sans-IO bridge state machine. See the module documentation.
@@ -285,10 +288,13 @@ impl Bridge {
             self.refuse(id, BridgeError::Shutdown);
             return;
         }
+        let timings = self.policy.timings();
+        let expires = now + timings.connect_wait + timings.call_timeout;
         let call = Call {
-            phase: self.waiting(&request, now),
+            phase: self.waiting(&request, now, expires),
             request,
             sends: 0,
+            expires,
         };
         let Phase::Waiting {
             deadline,
@@ -458,8 +464,10 @@ impl Bridge {
             if let Phase::InFlight { wire, .. } = call.phase {
                 self.wire.remove(&wire);
             }
-            if self.policy.replays() && call.request.access == Access::Read && call.sends < 2 {
-                let phase = self.waiting(&call.request, now);
+            // A read is re-sent after every lost connection for as long as
+            // its own deadline allows; a write never is.
+            if self.policy.replays() && call.request.access == Access::Read && now < call.expires {
+                let phase = self.waiting(&call.request, now, call.expires);
                 if let Some(call) = self.calls.get_mut(&id) {
                     call.phase = phase;
                 }
@@ -689,7 +697,7 @@ impl Bridge {
         call.phase = Phase::InFlight {
             conn,
             wire,
-            deadline: now + self.policy.timings().call_timeout,
+            deadline: (now + self.policy.timings().call_timeout).min(call.expires),
             heard: self.heard,
         };
         call.sends += 1;
@@ -788,7 +796,8 @@ impl Bridge {
     /// the daemon is presumed down, and the call waits for one fresh connect
     /// attempt only (at most the fallback wait), so that a user whose
     /// daemon is down is answered at once.
-    fn waiting(&self, request: &Request, now: Instant) -> Phase {
+    /// How a call waits for a connection from `now`, never past `expires`.
+    fn waiting(&self, request: &Request, now: Instant, expires: Instant) -> Phase {
         let timings = self.policy.timings();
         let (deadline, next_attempt_only) = if !request.fallback {
             (now + timings.connect_wait, false)
@@ -802,7 +811,7 @@ impl Bridge {
             }
         };
         Phase::Waiting {
-            deadline,
+            deadline: deadline.min(expires),
             since: now,
             next_attempt_only,
         }
@@ -1007,8 +1016,27 @@ mod tests {
             panic!("send");
         };
         assert_ne!(wire_id(line), wire_id(first), "replay uses a fresh id");
-        // Lost again: a read is re-sent only once.
+        // Lost again within its deadline: re-sent again.
         b.closed(ConnId(2), now + DELAY);
+        assert!(
+            drain(&mut b).is_empty(),
+            "the read waits for the next connection"
+        );
+        b.handle_timeout(now + DELAY + DELAY);
+        drain(&mut b);
+        b.connected(ConnId(3), now + DELAY + DELAY);
+        assert!(matches!(drain(&mut b)[..], [Action::Send(ConnId(3), _)]));
+    }
+
+    #[test]
+    fn a_read_is_replayed_only_while_its_one_deadline_allows() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.call(CallId(2), req("topology", true), now);
+        drain(&mut b);
+        // The call's deadline: connect wait (10 s) plus call timeout (60 s).
+        let expires = now + Duration::from_secs(70);
+        // Lost after its deadline's end: no replay, whatever the count.
+        b.closed(ConnId(1), expires);
         assert_eq!(
             drain(&mut b),
             vec![Action::Reply(
@@ -1016,6 +1044,18 @@ mod tests {
                 failed(BridgeError::SocketClosed, true)
             )]
         );
+        // A replayed read's wait and response deadline never pass it.
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.call(CallId(2), req("topology", true), now);
+        drain(&mut b);
+        let lost = now + Duration::from_secs(65);
+        b.closed(ConnId(1), lost);
+        assert!(drain(&mut b).is_empty(), "replayed");
+        b.handle_timeout(lost + DELAY);
+        drain(&mut b);
+        b.connected(ConnId(2), lost + DELAY);
+        drain(&mut b);
+        assert_eq!(b.poll_timeout(), Some(now + Duration::from_secs(70)));
     }
 
     #[test]

@@ -12,7 +12,8 @@ use thiserror::Error;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BridgeMode {
     /// Calls made while a reconnect is under way wait for it; any number of
-    /// drops is survived; read-only calls in flight are replayed once.
+    /// drops is survived; read-only calls in flight are re-sent after each
+    /// lost connection while their deadline allows.
     #[default]
     Fixed,
     /// Reproduces the original wrapper's V3-05 race, for demonstrations and

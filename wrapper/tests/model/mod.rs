@@ -76,6 +76,11 @@ pub struct World {
     replies: BTreeMap<usize, Vec<Result<Value, Failure>>>,
     /// Sends per call index.
     sends: BTreeMap<usize, usize>,
+    /// When each call was made, and when it was answered.
+    made_at: BTreeMap<usize, Instant>,
+    answered_at: BTreeMap<usize, Instant>,
+    /// Whether the policy re-sends reads lost with a connection.
+    replays: bool,
     sent: Vec<Sent>,
     attempt: Option<ConnId>,
     open: BTreeSet<ConnId>,
@@ -117,6 +122,9 @@ impl World {
             script_len,
             replies: BTreeMap::new(),
             sends: BTreeMap::new(),
+            made_at: BTreeMap::new(),
+            answered_at: BTreeMap::new(),
+            replays: mode == BridgeMode::Fixed,
             sent: Vec::new(),
             attempt: None,
             open: BTreeSet::new(),
@@ -206,6 +214,7 @@ impl World {
             Step::Call => {
                 let index = self.calls_made;
                 self.calls_made += 1;
+                self.made_at.insert(index, now);
                 let (access, fallback) = SCRIPT[index % SCRIPT.len()];
                 let window = self.in_reconnect_window();
                 self.bridge.call(
@@ -354,6 +363,7 @@ impl World {
                 }
                 Action::Reply(id, outcome) => {
                     self.replies.entry(id.0 as usize).or_default().push(outcome);
+                    self.answered_at.insert(id.0 as usize, self.now);
                 }
                 Action::Report(_) => {}
             }
@@ -372,11 +382,34 @@ impl World {
         }
         for (call, &n) in &self.sends {
             let (access, _) = SCRIPT[call % SCRIPT.len()];
-            let limit = if access == Access::Read { 2 } else { 1 };
-            if n > limit {
+            if access == Access::Write && n > 1 {
                 return Err(self.violation(
-                    "no write is sent twice, no read more than twice",
-                    format!("call {call} ({access:?}) sent {n} times"),
+                    "no write is sent twice",
+                    format!("call {call} sent {n} times"),
+                ));
+            }
+        }
+        let timings = *policy(BridgeMode::Fixed).timings();
+        let budget = timings.connect_wait + timings.call_timeout;
+        for (call, &at) in &self.answered_at {
+            let made = self.made_at[call];
+            if at > made + budget {
+                return Err(self.violation(
+                    "no call is answered after its one deadline (connect wait plus call timeout)",
+                    format!("call {call} answered {:?} after it was made", at - made),
+                ));
+            }
+            let (access, _) = SCRIPT[call % SCRIPT.len()];
+            let closed = self.replies[call]
+                .iter()
+                .any(|r| matches!(r, Err(f) if f.error == BridgeError::SocketClosed));
+            if self.replays && access == Access::Read && closed && at < made + budget {
+                return Err(self.violation(
+                    "a read lost with its connection is re-sent while its deadline allows",
+                    format!(
+                        "call {call} failed `socket closed` {:?} after it was made",
+                        at - made
+                    ),
                 ));
             }
         }
