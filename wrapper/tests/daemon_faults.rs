@@ -152,3 +152,52 @@ fn a_reply_to_a_cancelled_request_is_dropped() {
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
     finish(p);
 }
+
+#[test]
+fn a_read_survives_two_drops_in_a_row_within_its_deadline() {
+    let mut p = connected_pair(&[]);
+    // The daemon takes the read but does not answer; the connection is
+    // dropped under it twice, and each time the read is re-sent.
+    p.daemon.hang().expect("hang");
+    send_call(&mut p.wrapper, "read", "schema_list", json!({}));
+    for received in 1..=2 {
+        daemon_holds(&p, "schema_list", received);
+        p.daemon.drop_connections().expect("drop");
+    }
+    daemon_holds(&p, "schema_list", 3);
+    p.daemon.resume().expect("resume");
+    let r = p
+        .wrapper
+        .wait_response(&json!("read"), REPLY)
+        .expect("answer");
+    assert_eq!(ok_method(&r), "schema_list", "{r}");
+    finish(p);
+}
+
+#[test]
+fn a_call_after_the_daemon_returns_does_not_wait_out_the_backoff() {
+    let mut p = connected_pair(&[
+        ("IAI_MCP_LOG", "info"),
+        ("IAI_MCP_BACKOFF_INITIAL_MS", "100"),
+        ("IAI_MCP_BACKOFF_MAX_MS", "60000"),
+        ("IAI_MCP_CONNECT_WAIT_MS", "60000"),
+    ]);
+    p.daemon.down().expect("down");
+    // Four failed attempts: the pause before the fifth is over a second.
+    eventually("four failed connect attempts", || {
+        let failed = p
+            .wrapper
+            .stderr_text()
+            .matches("daemon connect failed")
+            .count();
+        (failed >= 4).then_some(())
+    });
+    p.daemon.up().expect("up");
+    assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    let log = p.wrapper.stderr_text();
+    assert!(
+        log.contains("a call brought the next daemon connect attempt forward"),
+        "{log}"
+    );
+    finish(p);
+}

@@ -151,6 +151,12 @@ pub enum Event {
         /// The call that failed.
         call: CallId,
     },
+    /// A call brought the next connect attempt forward during a backoff
+    /// pause.
+    Hurried {
+        /// How much earlier than the backoff timer it is made.
+        earlier_by: Duration,
+    },
     /// The daemon sent nothing on `conn` for a whole call timeout while a
     /// call waited there: the connection is closed and replaced.
     Silent {
@@ -661,21 +667,39 @@ impl Bridge {
     /// due only after that (or the call waits for the next attempt only),
     /// make it now, so that no call gives up on the daemon without an
     /// attempt made while it waited.
-    /// A call arrived while the bridge waits between connect attempts: dial
-    /// now rather than make it wait for the timer (the daemon may be back),
-    /// at most once per initial backoff so that a stream of calls against a
-    /// dead daemon stays a bounded attempt rate; at once when the timer
-    /// would come too late for the call anyway.
+    /// A call arrived while the bridge waits between connect attempts. The
+    /// daemon may be back: after a failed attempt the next one is brought
+    /// forward to one initial backoff after the last (at once if that has
+    /// passed), so a stream of calls against a dead daemon keeps a bounded
+    /// attempt rate; and it is made at once when the timer would come too
+    /// late for the call anyway.
     fn hurry(&mut self, deadline: Instant, next_attempt_only: bool, now: Instant) {
-        let rested = self.backing_off
-            && self.last_dial.is_none_or(|last| {
-                now.saturating_duration_since(last) >= self.policy.timings().backoff.initial()
-            });
-        if let Link::Retrying(at) = self.link
-            && (next_attempt_only || at > deadline || rested)
-            && !self.shut
-        {
+        let Link::Retrying(at) = self.link else {
+            return;
+        };
+        if self.shut {
+            return;
+        }
+        if next_attempt_only || at > deadline {
             self.dial(Some(now));
+            return;
+        }
+        if !self.backing_off {
+            return;
+        }
+        let soonest = self
+            .last_dial
+            .map_or(now, |last| last + self.policy.timings().backoff.initial())
+            .max(now);
+        if soonest < at {
+            self.actions.push_back(Action::Report(Event::Hurried {
+                earlier_by: at - soonest,
+            }));
+            if soonest <= now {
+                self.dial(Some(now));
+            } else {
+                self.link = Link::Retrying(soonest);
+            }
         }
     }
 
@@ -1229,7 +1253,7 @@ mod tests {
     }
 
     #[test]
-    fn a_call_in_a_backoff_pause_dials_at_once_at_most_once_per_initial_backoff() {
+    fn a_call_in_a_backoff_pause_brings_the_attempt_forward_at_most_once_per_initial_backoff() {
         let (mut b, now) = bridge(BridgeMode::Fixed);
         drain(&mut b);
         let mut t = now;
@@ -1243,25 +1267,44 @@ mod tests {
         b.connect_failed(ConnId(5), "refused".into(), t);
         drain(&mut b);
         let retry_at = b.poll_timeout().expect("retry");
-        // Within the initial backoff of the last attempt, a call waits.
+        let bound = t + Duration::from_millis(50);
+        assert!(
+            bound < retry_at,
+            "the backoff pause is longer than the bound"
+        );
+        // Within the initial backoff of the last attempt, a call brings the
+        // next attempt forward to the bound, not sooner.
         b.call(
             CallId(1),
             req("topology", true),
             t + Duration::from_millis(10),
         );
         assert!(drain(&mut b).is_empty(), "bounded: no attempt yet");
-        // After it, a call dials at once instead of waiting for the timer.
-        let later = t + Duration::from_millis(60);
-        assert!(later < retry_at, "the timer is later still");
-        b.call(CallId(2), req("topology", true), later);
+        assert_eq!(b.poll_timeout(), Some(bound));
+        // More calls meanwhile change nothing.
+        b.call(
+            CallId(2),
+            req("topology", true),
+            t + Duration::from_millis(20),
+        );
+        assert!(drain(&mut b).is_empty());
+        assert_eq!(b.poll_timeout(), Some(bound));
+        b.handle_timeout(bound);
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(6))]);
-        // The daemon is back: both waiting calls go out on the connection.
-        b.connected(ConnId(6), later);
+        // That attempt fails too; a call well after it dials at once.
+        b.connect_failed(ConnId(6), "refused".into(), bound);
+        drain(&mut b);
+        let later = bound + Duration::from_millis(200);
+        assert!(later < b.poll_timeout().expect("retry"));
+        b.call(CallId(3), req("topology", true), later);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(7))]);
+        // The daemon is back: the three waiting calls go out on it.
+        b.connected(ConnId(7), later);
         let sent = drain(&mut b)
             .iter()
-            .filter(|a| matches!(a, Action::Send(ConnId(6), _)))
+            .filter(|a| matches!(a, Action::Send(ConnId(7), _)))
             .count();
-        assert_eq!(sent, 2);
+        assert_eq!(sent, 3);
     }
 
     #[test]

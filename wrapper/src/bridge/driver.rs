@@ -348,6 +348,12 @@ impl Driver {
                 });
                 eprintln!("{line}");
             }
+            Event::Hurried { earlier_by } => {
+                tracing::info!(
+                    ?earlier_by,
+                    "a call brought the next daemon connect attempt forward"
+                );
+            }
             Event::Silent { conn } => {
                 tracing::warn!(
                     conn = conn.0,
