@@ -201,3 +201,36 @@ fn a_call_after_the_daemon_returns_does_not_wait_out_the_backoff() {
     );
     finish(p);
 }
+
+#[test]
+fn a_slow_daemon_that_sends_anything_keeps_its_connection_a_silent_one_loses_it() {
+    let mut p = connected_pair(&[("IAI_MCP_CALL_TIMEOUT_MS", "1000")]);
+    let accepted = |p: &common::Pair| p.daemon.stats().expect("stats").accepted;
+    // Slow but alive: the call times out, but a line arrived meanwhile.
+    p.daemon.hang().expect("hang");
+    send_call(&mut p.wrapper, "slow", "schema_list", json!({}));
+    daemon_holds(&p, "schema_list", 1);
+    let before = accepted(&p);
+    p.daemon.stray().expect("stray");
+    let slow = p
+        .wrapper
+        .wait_response(&json!("slow"), REPLY)
+        .expect("answer");
+    assert!(error_text(&slow).contains("daemon_timeout"), "{slow}");
+    p.daemon.resume().expect("resume");
+    assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    assert_eq!(accepted(&p), before, "the connection was kept");
+    // Silent: nothing at all for the whole call timeout.
+    p.daemon.hang().expect("hang");
+    send_call(&mut p.wrapper, "silent", "schema_list", json!({}));
+    let silent = p
+        .wrapper
+        .wait_response(&json!("silent"), REPLY)
+        .expect("answer");
+    assert!(error_text(&silent).contains("daemon_timeout"), "{silent}");
+    p.daemon.resume().expect("resume");
+    assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    assert!(accepted(&p) > before, "the silent connection was replaced");
+    assert_eq!(p.daemon.stats().expect("stats").conns, 1);
+    finish(p);
+}
