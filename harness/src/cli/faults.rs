@@ -199,10 +199,15 @@ pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
         daemon_delay_ms: args.delay_ms,
         ..SoakConfig::default()
     };
+    let transport = match args.target.transport {
+        harness::Transport::Tcp => " --transport tcp",
+        harness::Transport::Unix => "",
+    };
     eprintln!(
-        "soak: {} s against {}, seed {seed}",
+        "soak: {} s against {} over {}, seed {seed}",
         args.seconds,
-        cmd.display()
+        cmd.display(),
+        args.target.transport.as_str()
     );
     let report = run_soak(&cmd, &cfg).context("soak")?;
     let code = print_judged("soak", &cmd, &args.target, &report)?;
@@ -214,7 +219,7 @@ pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
             ""
         };
         println!(
-            "replay: cargo xtask soak --seconds {} --seed {seed}{release}",
+            "replay: cargo xtask soak --seconds {} --seed {seed}{transport}{release}",
             args.seconds
         );
     }
