@@ -30,9 +30,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::faults::OneShots;
-use crate::lock;
 use crate::protocol::{self, INVALID_REQUEST, Incoming, PARSE_ERROR};
 use crate::shared::{ConnCommand, Shared};
+use crate::sync::lock;
 
 /// First read size; grows while reads fill the buffer.
 const READ_MIN: usize = 16 * 1024;

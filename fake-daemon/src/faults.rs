@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::lock;
+use crate::sync::lock;
 
 /// Faults that apply to one reply only, taken by the reply they alter.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

@@ -26,6 +26,7 @@ pub mod server;
 mod shared;
 pub mod stats;
 pub mod stdio;
+mod sync;
 
 pub use commands::{Command, CommandError};
 pub use journal::DEFAULT_JOURNAL_BYTES;
@@ -34,12 +35,3 @@ pub use protocol::STRAY_ID;
 pub use server::{Config, DEFAULT_MAX_LINE_BYTES, FakeDaemon, Outcome};
 pub use stats::StatsSnapshot;
 pub use stdio::{RunError, run};
-
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
-/// Locks `mutex`, carrying on if a panicking thread poisoned it: every
-/// critical section here leaves the data consistent, and the daemon must
-/// never crash.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}

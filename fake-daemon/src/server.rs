@@ -21,10 +21,10 @@ use crate::connection::{self, Socket};
 use crate::faults::OneShots;
 use crate::journal::DEFAULT_JOURNAL_BYTES;
 use crate::listener::{self, Accepted, BindError, Bound, Listener};
-use crate::lock;
 use crate::protocol;
 use crate::shared::{ConnCommand, Shared};
 use crate::stats::StatsSnapshot;
+use crate::sync::lock;
 
 /// Default longest request line (16 MiB); longer lines get an error reply
 /// and are skipped up to their newline, so memory stays bounded.

@@ -10,8 +10,8 @@ use tokio::task::JoinHandle;
 
 use crate::faults::Faults;
 use crate::journal::Journal;
-use crate::lock;
 use crate::stats::Counters;
+use crate::sync::lock;
 
 /// What the daemon asks of a live connection. `done` is sent once the
 /// effect's bytes are written to the socket (dropped if the connection ends
