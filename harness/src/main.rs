@@ -41,7 +41,8 @@ enum Command {
     /// the daemon is back succeeds.
     DownUp(cli::faults::DownUpArgs),
     /// The daemon hangs: a call fails with daemon_timeout at its deadline,
-    /// and after the daemon resumes the next call succeeds.
+    /// the silent connection is replaced, and after the daemon resumes the
+    /// next call succeeds.
     Hang(cli::faults::HangArgs),
     /// Hostile client: random and malformed lines (seeded) among valid
     /// requests; every request answered once, stdout only JSON-RPC, memory
