@@ -393,27 +393,6 @@ impl Judged for HostileReport {
     }
 }
 
-impl HostileReport {
-    /// The figures that matter, on one line.
-    pub fn key_figures(&self) -> String {
-        format!(
-            "lines {}, valid ok {}/{}, answered once {}/{}, unanswered {}, twice {}, null errors {}/{}, RSS {} -> {} ({})",
-            self.lines_sent,
-            self.valid_ok,
-            self.valid_sent,
-            self.answered_once,
-            self.expected_answers,
-            self.unanswered,
-            self.answered_more_than_once,
-            self.null_id_errors,
-            self.no_id_lines,
-            format_kib(self.start.rss_kib),
-            format_kib(self.end.rss_kib),
-            format_growth(self.rss_growth_kib),
-        )
-    }
-}
-
 impl fmt::Display for HostileReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let seed = self

@@ -352,31 +352,6 @@ impl Judged for SoakReport {
     }
 }
 
-impl SoakReport {
-    /// The report as pretty-printed JSON.
-    pub fn to_json_pretty(&self) -> String {
-        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
-    }
-
-    /// The figures that matter, on one line.
-    pub fn key_figures(&self) -> String {
-        format!(
-            "seed {}, {} s, calls {}, lost {}, dups {}, double writes {}, faults {}, fds {} -> {}, RSS {} -> {}",
-            self.seed,
-            self.duration.as_secs(),
-            self.calls_sent,
-            self.lost,
-            self.duplicate_replies,
-            self.writes_seen_twice,
-            self.faults.values().sum::<u64>(),
-            opt_text(self.start.fds),
-            opt_text(self.end.fds),
-            format_kib(self.start.rss_kib),
-            format_kib(self.end.rss_kib),
-        )
-    }
-}
-
 fn opt_text(value: Option<u64>) -> String {
     value.map_or_else(|| "n/a".to_owned(), |v| v.to_string())
 }

@@ -152,11 +152,16 @@ fn score_subject(
     subject: &Subject,
     progress: &(impl Fn(&str) + Sync),
 ) -> Vec<ScenarioRun> {
+    let cmd = &subject.cmd;
+    let setup = Setup {
+        mode: subject.mode,
+        ..cfg.race.setup.clone()
+    };
     let mut runs = Vec::new();
-    for (scenario, run) in scenarios(cfg, subject) {
+    let mut run = |scenario: &str, checks: &dyn Fn() -> Result<Vec<Check>, HarnessError>| {
         progress(&format!("{scenario} against {}", subject.label));
         let started = Instant::now();
-        let (checks, error) = match run() {
+        let (checks, error) = match checks() {
             Ok(checks) => (checks, None),
             Err(e) => (Vec::new(), Some(crate::bins::error_chain(&e))),
         };
@@ -167,11 +172,38 @@ fn score_subject(
             error,
             seconds: started.elapsed().as_secs_f64(),
         });
+    };
+    run(Race::NAME, &|| {
+        let mut checks = Vec::new();
+        for _ in 0..cfg.race_runs {
+            checks.extend(judged::<Race>(cmd, &setup, |c| {
+                *c = RaceConfig {
+                    setup: c.setup.clone(),
+                    recovery_timeout: cfg.recovery_timeout,
+                    ..cfg.race.clone()
+                };
+            })?);
+        }
+        Ok(checks)
+    });
+    run(Storm::NAME, &|| judged::<Storm>(cmd, &setup, |_| {}));
+    run(DownUp::NAME, &|| {
+        judged::<DownUp>(cmd, &setup, |c| c.recovery_timeout = cfg.recovery_timeout)
+    });
+    run(Hang::NAME, &|| judged::<Hang>(cmd, &setup, |_| {}));
+    run(Hostile::NAME, &|| {
+        judged::<Hostile>(cmd, &setup, |c| c.lines = cfg.hostile_lines)
+    });
+    if !cfg.soak.is_zero() {
+        run(Soak::NAME, &|| {
+            judged::<Soak>(cmd, &setup, |c| {
+                c.duration = cfg.soak;
+                c.warmup = Duration::from_secs(1);
+            })
+        });
     }
     runs
 }
-
-type Run<'a> = Box<dyn FnOnce() -> Result<Vec<Check>, HarnessError> + 'a>;
 
 /// The checks of one run of `S` with its defaults, `setup`, and `tweak`.
 fn judged<S: Scenario>(
@@ -183,70 +215,6 @@ fn judged<S: Scenario>(
     *S::setup(&mut cfg) = setup.clone();
     tweak(&mut cfg);
     Ok(S::run(cmd, &cfg)?.checks())
-}
-
-/// The scenarios of the scorecard, each ready to run against `subject`.
-fn scenarios<'a>(cfg: &'a ScoreConfig, subject: &'a Subject) -> Vec<(&'static str, Run<'a>)> {
-    let cmd = &subject.cmd;
-    let setup = Setup {
-        mode: subject.mode,
-        ..cfg.race.setup.clone()
-    };
-    // Names the boxed closures' common type (a tuple does not coerce).
-    let one = |f: Run<'a>| f;
-    let mut list = vec![
-        (
-            Race::NAME,
-            one(Box::new({
-                let setup = setup.clone();
-                move || {
-                    let mut checks = Vec::new();
-                    for _ in 0..cfg.race_runs {
-                        checks.extend(judged::<Race>(cmd, &setup, |c| {
-                            *c = RaceConfig {
-                                setup: c.setup.clone(),
-                                recovery_timeout: cfg.recovery_timeout,
-                                ..cfg.race.clone()
-                            };
-                        })?);
-                    }
-                    Ok(checks)
-                }
-            })),
-        ),
-        (Storm::NAME, {
-            let setup = setup.clone();
-            one(Box::new(move || judged::<Storm>(cmd, &setup, |_| {})))
-        }),
-        (DownUp::NAME, {
-            let setup = setup.clone();
-            one(Box::new(move || {
-                judged::<DownUp>(cmd, &setup, |c| c.recovery_timeout = cfg.recovery_timeout)
-            }))
-        }),
-        (Hang::NAME, {
-            let setup = setup.clone();
-            one(Box::new(move || judged::<Hang>(cmd, &setup, |_| {})))
-        }),
-        (Hostile::NAME, {
-            let setup = setup.clone();
-            one(Box::new(move || {
-                judged::<Hostile>(cmd, &setup, |c| c.lines = cfg.hostile_lines)
-            }))
-        }),
-    ];
-    if !cfg.soak.is_zero() {
-        list.push((
-            Soak::NAME,
-            one(Box::new(move || {
-                judged::<Soak>(cmd, &setup, |c| {
-                    c.duration = cfg.soak;
-                    c.warmup = Duration::from_secs(1);
-                })
-            })),
-        ));
-    }
-    list
 }
 
 impl Scorecard {
