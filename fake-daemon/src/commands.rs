@@ -25,6 +25,8 @@ pub enum Command {
     Quit,
     /// Report the counters.
     Stats,
+    /// Report when the most recent connections were accepted.
+    Accepts,
     /// Report request methods and control types received, in order.
     Seen,
     /// Report every JSON-RPC request received (method and params), in order.
@@ -140,6 +142,12 @@ pub const COMMANDS: &[CommandSpec] = &[
         argument: None,
         effect: "report live accepted connections, total accepted, JSON-RPC requests answered, control messages seen",
         ack: "STATS conns=<n> accepted=<n> requests=<n> controls=<n>",
+    },
+    CommandSpec {
+        name: "ACCEPTS",
+        argument: None,
+        effect: "report when the most recent connections (up to 10000) were accepted, in microseconds since the Unix epoch, oldest first",
+        ack: "{\"accepted_at_us\":[1764564000000000,...]}",
     },
     CommandSpec {
         name: "SEEN",
@@ -262,6 +270,7 @@ impl FromStr for Command {
             "DROP" => no_argument(Command::Drop),
             "QUIT" => no_argument(Command::Quit),
             "STATS" => no_argument(Command::Stats),
+            "ACCEPTS" => no_argument(Command::Accepts),
             "SEEN" => no_argument(Command::Seen),
             "LOG" => no_argument(Command::Log),
             "DOWN" => no_argument(Command::Down),
@@ -300,6 +309,7 @@ mod tests {
         assert_eq!(parse("  quit \r"), Ok(Command::Quit));
         assert_eq!(parse("Stats"), Ok(Command::Stats));
         assert_eq!(parse("SEEN"), Ok(Command::Seen));
+        assert_eq!(parse("accepts"), Ok(Command::Accepts));
         assert_eq!(parse("LOG"), Ok(Command::Log));
         assert_eq!(parse("DOWN"), Ok(Command::Down));
         assert_eq!(parse("UP"), Ok(Command::Up));

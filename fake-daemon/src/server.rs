@@ -207,6 +207,7 @@ impl FakeDaemon {
                 return Outcome::Quit;
             }
             Command::Stats => self.stats().to_string(),
+            Command::Accepts => self.shared.counters.accepts_line(),
             Command::Seen => lock(&self.shared.journal).seen_line(),
             Command::Log => lock(&self.shared.journal).log_line(),
             Command::Down => {
