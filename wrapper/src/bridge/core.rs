@@ -39,6 +39,13 @@ pub const PARSE_STREAK_LIMIT: u32 = 4;
 /// as a failed attempt, so reconnecting to it backs off instead of spinning.
 pub const PROVEN_AFTER: Duration = Duration::from_secs(1);
 
+/// While a call waits for a connection, the backoff grows for at most this
+/// many failures (to four initial steps, 200 ms by default): the caller is
+/// owed an attempt soon after the daemon returns, and the wait itself is
+/// bounded by the connect wait. Without waiting calls the backoff grows to
+/// its cap, so an idle wrapper costs little during a long outage.
+pub const WAITING_BACKOFF_STEPS: u32 = 3;
+
 /// Whether running a request twice could change anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -236,6 +243,9 @@ pub struct Bridge {
     heard: u64,
     /// When the last connect attempt began (`None`: the first, or none).
     last_dial: Option<Instant>,
+    /// How soon after `last_dial` a call may bring the next attempt
+    /// forward: one to two initial backoffs, drawn at each attempt.
+    hurry_spacing: Duration,
     /// Whether the wait before the next attempt is a backoff after failed
     /// attempts (which a call may cut short), not the reconnect delay.
     backing_off: bool,
@@ -267,6 +277,7 @@ impl Bridge {
             proven: false,
             heard: 0,
             last_dial: None,
+            hurry_spacing: policy.timings().backoff.initial(),
             backing_off: false,
             reconnects: 0,
             shut: false,
@@ -387,12 +398,7 @@ impl Bridge {
             // The pre-fix bridge made one reconnect attempt and gave up.
             None
         } else {
-            Some(
-                self.policy
-                    .timings()
-                    .backoff
-                    .delay(self.failures, self.rng.f64()),
-            )
+            Some(self.retry_delay())
         };
         self.backing_off = true;
         self.link = match retry_in {
@@ -446,12 +452,10 @@ impl Bridge {
             self.policy.timings().reconnect_delay
         } else {
             self.failures = self.failures.saturating_add(1);
-            self.policy.timings().reconnect_delay.max(
-                self.policy
-                    .timings()
-                    .backoff
-                    .delay(self.failures, self.rng.f64()),
-            )
+            self.policy
+                .timings()
+                .reconnect_delay
+                .max(self.retry_delay())
         };
         let mut replayed = 0;
         let mut failed = 0;
@@ -669,10 +673,10 @@ impl Bridge {
     /// attempt made while it waited.
     /// A call arrived while the bridge waits between connect attempts. The
     /// daemon may be back: after a failed attempt the next one is brought
-    /// forward to one initial backoff after the last (at once if that has
-    /// passed), so a stream of calls against a dead daemon keeps a bounded
-    /// attempt rate; and it is made at once when the timer would come too
-    /// late for the call anyway.
+    /// forward to one to two initial backoffs after the last (jittered; at
+    /// once if that has passed), so a stream of calls against a dead daemon
+    /// keeps a bounded attempt rate; and it is made at once when the timer
+    /// would come too late for the call anyway.
     fn hurry(&mut self, deadline: Instant, next_attempt_only: bool, now: Instant) {
         let Link::Retrying(at) = self.link else {
             return;
@@ -689,7 +693,7 @@ impl Bridge {
         }
         let soonest = self
             .last_dial
-            .map_or(now, |last| last + self.policy.timings().backoff.initial())
+            .map_or(now, |last| last + self.hurry_spacing)
             .max(now);
         if soonest < at {
             self.actions.push_back(Action::Report(Event::Hurried {
@@ -703,8 +707,39 @@ impl Bridge {
         }
     }
 
+    /// The pause before the next connect attempt after `failures` failed
+    /// ones, growing less while a call waits ([`WAITING_BACKOFF_STEPS`]).
+    fn retry_delay(&mut self) -> Duration {
+        let waiting = self.calls.values().any(|c| {
+            matches!(
+                c.phase,
+                Phase::Waiting {
+                    next_attempt_only: false,
+                    ..
+                }
+            )
+        });
+        let failures = if waiting {
+            self.failures.min(WAITING_BACKOFF_STEPS)
+        } else {
+            self.failures
+        };
+        self.policy
+            .timings()
+            .backoff
+            .delay(failures, self.rng.f64())
+    }
+
     fn dial(&mut self, now: Option<Instant>) {
         self.last_dial = now.or(self.last_dial);
+        // Jittered like the backoff, so that the wrappers of many sessions
+        // woken by their callers still do not dial in lockstep.
+        self.hurry_spacing = self
+            .policy
+            .timings()
+            .backoff
+            .initial()
+            .mul_f64(1.0 + self.rng.f64());
         self.next_conn += 1;
         let conn = ConnId(self.next_conn);
         self.link = Link::Connecting(conn);
@@ -1241,15 +1276,34 @@ mod tests {
             assert_eq!(actions, vec![Action::Connect(ConnId(conn))]);
         }
         assert_eq!(t, now + Duration::from_secs(10));
+        // While the call waits, the pause grows to four initial steps
+        // (jittered by half a step either way) and no further.
         assert!(
             gaps.iter().all(|g| *g >= Duration::from_millis(25)),
             "{gaps:?}"
         );
         assert!(
-            gaps.iter().all(|g| *g <= Duration::from_secs(2)),
+            gaps.iter().all(|g| *g < Duration::from_millis(300)),
             "{gaps:?}"
         );
-        assert!(gaps.len() < 20, "bounded attempts: {}", gaps.len());
+        assert!(gaps.len() <= 100, "bounded attempts: {}", gaps.len());
+    }
+
+    #[test]
+    fn without_waiting_calls_the_backoff_grows_to_its_cap() {
+        let (mut b, now) = bridge(BridgeMode::Fixed);
+        drain(&mut b);
+        let mut t = now;
+        let mut gaps = Vec::new();
+        for conn in 1..=10 {
+            b.connect_failed(ConnId(conn), "refused".into(), t);
+            let next = b.poll_timeout().expect("retry");
+            gaps.push(next - t);
+            t = next;
+            b.handle_timeout(t);
+            assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn + 1))]);
+        }
+        assert!(gaps[9] >= Duration::from_secs(1), "{gaps:?}");
     }
 
     #[test]
@@ -1267,7 +1321,12 @@ mod tests {
         b.connect_failed(ConnId(5), "refused".into(), t);
         drain(&mut b);
         let retry_at = b.poll_timeout().expect("retry");
-        let bound = t + Duration::from_millis(50);
+        let bound = t + b.hurry_spacing;
+        assert!(
+            (Duration::from_millis(50)..Duration::from_millis(100)).contains(&b.hurry_spacing),
+            "one to two initial backoffs: {:?}",
+            b.hurry_spacing
+        );
         assert!(
             bound < retry_at,
             "the backoff pause is longer than the bound"
@@ -1294,7 +1353,7 @@ mod tests {
         // That attempt fails too; a call well after it dials at once.
         b.connect_failed(ConnId(6), "refused".into(), bound);
         drain(&mut b);
-        let later = bound + Duration::from_millis(200);
+        let later = bound + Duration::from_millis(100);
         assert!(later < b.poll_timeout().expect("retry"));
         b.call(CallId(3), req("topology", true), later);
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(7))]);

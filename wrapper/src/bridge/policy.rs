@@ -114,7 +114,9 @@ impl Backoff {
     /// Delay before connect attempt number `failures + 1`, after `failures`
     /// consecutive failures (`failures >= 1`). `jitter` in `[0, 1)` spreads
     /// the wrappers of many sessions so that they do not dial a restarting
-    /// daemon in lockstep: the delay is drawn from `[step / 2, step)`.
+    /// daemon in lockstep: the delay is drawn from `[step / 2, 3 step / 2)`,
+    /// which keeps the mean at the step and spreads a herd that lost its
+    /// daemon at one instant over a whole step.
     pub fn delay(&self, failures: u32, jitter: f64) -> Duration {
         let exp = failures.saturating_sub(1).min(31);
         let step = self
@@ -122,8 +124,7 @@ impl Backoff {
             .saturating_mul(1u32 << exp.min(20))
             .min(self.max);
         let jitter = jitter.clamp(0.0, 1.0);
-        step.mul_f64(0.5 + 0.5 * jitter)
-            .max(Duration::from_millis(1))
+        step.mul_f64(0.5 + jitter).max(Duration::from_millis(1))
     }
 }
 
@@ -161,7 +162,8 @@ impl Default for Timings {
     ///   there to end waits on a hung daemon, not to cut slow work short.
     /// - backoff 50 ms doubling to 2 s: the first retry is quick (a restart
     ///   usually rebinds at once), and a long outage costs one dial every
-    ///   1-2 s.
+    ///   1-3 s (jittered around the step); while a call waits the step stops
+    ///   at 200 ms, so the caller hears of a returning daemon quickly.
     fn default() -> Self {
         Timings {
             reconnect_delay: Duration::ZERO,
@@ -252,15 +254,16 @@ mod tests {
     }
 
     #[test]
-    fn backoff_doubles_up_to_the_cap_with_jitter_below_the_step() {
+    fn backoff_doubles_up_to_the_cap_with_jitter_around_the_step() {
         let b =
             Backoff::new(Duration::from_millis(100), Duration::from_millis(1000)).expect("valid");
         assert_eq!(b.delay(1, 0.0), Duration::from_millis(50));
         assert_eq!(b.delay(2, 0.0), Duration::from_millis(100));
         assert_eq!(b.delay(3, 0.0), Duration::from_millis(200));
         assert_eq!(b.delay(10, 0.0), Duration::from_millis(500));
-        assert!(b.delay(100, 0.999) < Duration::from_millis(1000));
-        assert!(b.delay(100, 0.999) >= Duration::from_millis(999));
+        assert_eq!(b.delay(2, 0.5), Duration::from_millis(200));
+        assert!(b.delay(100, 0.999) < Duration::from_millis(1500));
+        assert!(b.delay(100, 0.999) >= Duration::from_millis(1498));
     }
 
     #[test]
