@@ -357,6 +357,21 @@ impl FakeDaemon {
             })
     }
 
+    /// `ACCEPTS`: when the daemon accepted its most recent connections
+    /// (up to 10,000), in microseconds since the Unix epoch, oldest first.
+    pub fn accept_times(&self) -> Result<Vec<u64>, HarnessError> {
+        let line = self.command("ACCEPTS")?;
+        json_field(&line, "accepted_at_us")
+            .and_then(|v| {
+                v.as_array()
+                    .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            })
+            .ok_or_else(|| HarnessError::DaemonOutput {
+                command: "ACCEPTS".to_owned(),
+                line,
+            })
+    }
+
     /// `LOG`: every JSON-RPC request the daemon received, as
     /// `{"method": .., "params": ..}` objects, oldest first.
     pub fn request_log(&self) -> Result<Vec<Value>, HarnessError> {

@@ -44,6 +44,11 @@ enum Command {
     /// the silent connection is replaced, and after the daemon resumes the
     /// next call succeeds.
     Hang(cli::faults::HangArgs),
+    /// Many wrappers (50 by default) on one daemon: it drops every
+    /// connection at once, then goes down and comes back; every call
+    /// answered once, every wrapper back on one connection, reconnects
+    /// spread out, the peak accept rate and the time to recover.
+    Herd(cli::faults::HerdArgs),
     /// Hostile client: random and malformed lines (seeded) among valid
     /// requests; every request answered once, stdout only JSON-RPC, memory
     /// flat.
@@ -84,6 +89,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Storm(args) => cli::faults::storm(&args),
         Command::DownUp(args) => cli::faults::down_up(&args),
         Command::Hang(args) => cli::faults::hang(&args),
+        Command::Herd(args) => cli::faults::herd(&args),
         Command::Hostile(args) => cli::faults::hostile(&args),
         Command::Soak(args) => cli::faults::soak(&args),
         Command::Sweep(args) => cli::race::sweep(&args),

@@ -46,12 +46,26 @@ fn the_scorecard_tells_the_fixed_wrapper_from_the_pre_fix_one() {
     };
     assert_eq!(cause(Prop::ReconnectCall), Some(Cause::V305), "{card}");
     assert_eq!(cause(Prop::Recovers), Some(Cause::Died), "{card}");
-    let schema = card
-        .rows
-        .iter()
-        .find(|r| r.prop == Prop::OutputSchema)
-        .expect("row");
-    assert!(schema.cells.iter().all(|c| c.checks > 0), "{card}");
+    for prop in [Prop::OutputSchema, Prop::SpreadDials] {
+        let row = card.rows.iter().find(|r| r.prop == prop).expect("row");
+        assert!(row.cells.iter().all(|c| c.checks > 0), "{prop:?}: {card}");
+    }
+    // The herd ran with its 50 wrappers, and the pre-fix ones never came
+    // back after the daemon's restart.
+    let herd = |subject: &str| {
+        card.runs
+            .iter()
+            .find(|r| r.scenario == "herd" && r.subject == subject)
+            .expect("herd run")
+    };
+    assert!(herd("fixed").checks.iter().all(|c| c.held()), "{card}");
+    assert!(
+        herd("prefix")
+            .checks
+            .iter()
+            .any(|c| c.prop == Prop::Recovers && c.failure == Some(Cause::Died)),
+        "{card}"
+    );
     assert!(card.to_html().contains("FAIL (V3-05)"));
     let json: serde_json::Value = serde_json::from_str(&card.to_json()).expect("json");
     assert_eq!(json["subjects"], serde_json::json!(["prefix", "fixed"]));

@@ -1,5 +1,5 @@
 //! The live fault scenarios: drop storm, daemon down and up, hung daemon,
-//! hostile client, soak.
+//! herd, hostile client, soak.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use harness::scenario::down_up::{DownUpConfig, run_down_up};
 use harness::scenario::hang::{HangConfig, run_hang};
+use harness::scenario::herd::{HerdConfig, run_herd};
 use harness::scenario::hostile::{HostileConfig, run_hostile};
 use harness::scenario::soak::{SoakConfig, run_soak, seed_from_clock};
 use harness::scenario::storm::{StormConfig, run_storm};
@@ -124,6 +125,39 @@ pub fn hang(args: &HangArgs) -> Result<ExitCode> {
     };
     let report = run_hang(&cmd, &cfg).context("hang")?;
     print_judged("hang", &cmd, &args.target, &report)
+}
+
+/// Many wrappers on one daemon: it drops every connection, then goes down
+/// and comes back.
+#[derive(Debug, Args)]
+pub struct HerdArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Wrappers on the one daemon.
+    #[arg(long, default_value_t = HerdConfig::default().wrappers as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1000))]
+    wrappers: u64,
+    /// How long the daemon stays down.
+    #[arg(long, default_value_t = ms(HerdConfig::default().down_for), value_name = "MS")]
+    down_ms: u64,
+    /// The largest share of the wrappers that may dial within 10 ms while
+    /// the daemon is down (first attempts after the loss excepted).
+    #[arg(long, default_value_t = HerdConfig::default().max_dial_fraction, value_name = "SHARE")]
+    max_dial_fraction: f64,
+}
+
+/// Runs the herd and prints its report.
+pub fn herd(args: &HerdArgs) -> Result<ExitCode> {
+    let cmd = args.target.command()?;
+    let cfg = HerdConfig {
+        setup: args.target.setup(),
+        wrappers: usize::try_from(args.wrappers).context("--wrappers")?,
+        down_for: Duration::from_millis(args.down_ms),
+        max_dial_fraction: args.max_dial_fraction,
+        ..HerdConfig::default()
+    };
+    let report = run_herd(&cmd, &cfg).context("herd")?;
+    print_judged("herd", &cmd, &args.target, &report)
 }
 
 /// A hostile client: random and malformed lines among valid requests.

@@ -10,6 +10,7 @@
 
 pub mod down_up;
 pub mod hang;
+pub mod herd;
 pub mod hostile;
 mod live;
 pub mod outcome;
@@ -82,6 +83,10 @@ scenario!(
 scenario!(
     /// The hung daemon ([`hang`]).
     Hang, "hang", hang::HangConfig, hang::HangReport, hang::run_hang
+);
+scenario!(
+    /// Many wrappers on one daemon ([`herd`]).
+    Herd, "herd", herd::HerdConfig, herd::HerdReport, herd::run_herd
 );
 scenario!(
     /// The hostile client ([`hostile`]).

@@ -59,6 +59,9 @@ pub enum Prop {
     /// Reconnect attempts stay bounded (no busy loop) while the daemon is
     /// down.
     BoundedAttempts,
+    /// Many wrappers on one daemon do not dial it in lockstep: their
+    /// reconnect attempts are spread out (jitter).
+    SpreadDials,
     /// A call to a hung daemon fails with `daemon_timeout` at its deadline,
     /// on the connection it had.
     CallDeadline,
@@ -68,7 +71,7 @@ pub enum Prop {
 
 impl Prop {
     /// Every property, contract first, in the scorecard's order.
-    pub const ALL: [Prop; 15] = [
+    pub const ALL: [Prop; 16] = [
         Prop::AnsweredOnce,
         Prop::StdoutJson,
         Prop::ReconnectCall,
@@ -82,6 +85,7 @@ impl Prop {
         Prop::ReplaysReads,
         Prop::ConnectWait,
         Prop::BoundedAttempts,
+        Prop::SpreadDials,
         Prop::CallDeadline,
         Prop::NamedSocket,
     ];
@@ -92,6 +96,7 @@ impl Prop {
             Prop::ReplaysReads
             | Prop::ConnectWait
             | Prop::BoundedAttempts
+            | Prop::SpreadDials
             | Prop::CallDeadline
             | Prop::NamedSocket => Kind::Policy,
             _ => Kind::Contract,
@@ -114,6 +119,7 @@ impl Prop {
             Prop::ReplaysReads => "replays reads lost with a connection",
             Prop::ConnectWait => "waits the connect wait for a down daemon",
             Prop::BoundedAttempts => "reconnect attempts bounded while down",
+            Prop::SpreadDials => "many wrappers' reconnects spread out",
             Prop::CallDeadline => "call deadline against a hung daemon",
             Prop::NamedSocket => "failures name the socket",
         }

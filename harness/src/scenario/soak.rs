@@ -26,10 +26,15 @@
 //!    `DUPLICATE`; half of the lasting episodes also see instant faults
 //!    (`DROP`, `GARBAGE`, `CUT`, `STRAY`, `DUPLICATE`) strike while they
 //!    last;
-//! 4. after [`SoakConfig::warmup`], a checkpoint: faults paused, calls in
+//! 4. every [`SoakConfig::herd_every`], a herd episode: the schedule is
+//!    paused, [`SoakConfig::herd_wrappers`] more wrappers join the daemon,
+//!    and it drops every connection, then goes down and up
+//!    ([`super::herd`]); every herd call must be answered once and every
+//!    herd wrapper must recover;
+//! 5. after [`SoakConfig::warmup`], a checkpoint: faults paused, calls in
 //!    flight answered, a probe call succeeds, then the wrapper's open file
 //!    descriptors and `VmRSS` are sampled; the run goes on;
-//! 5. at the end the same checkpoint (after the answers still owed, at most
+//! 6. at the end the same checkpoint (after the answers still owed, at most
 //!    [`SoakConfig::drain_timeout`], and [`SoakConfig::settle`] of watching
 //!    for late duplicates), then the daemon's `LOG`: every request it
 //!    received, by tag, so a write received twice is seen.
@@ -55,6 +60,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::herd::{HerdConfig, HerdReport, herd_on};
 use super::live::{LiveSession, answered_call, env_ms, is_response, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -138,6 +144,10 @@ pub struct SoakConfig {
     pub warmup: Duration,
     /// Bound on waiting for the answers still owed at a checkpoint.
     pub drain_timeout: Duration,
+    /// Time between herd episodes (zero: none).
+    pub herd_every: Duration,
+    /// Wrappers that join the daemon for a herd episode.
+    pub herd_wrappers: usize,
     /// How long to watch for late or duplicate answers at the end.
     pub settle: Duration,
     /// Growth of `VmRSS` from the first sample to the last that still counts
@@ -170,6 +180,8 @@ impl Default for SoakConfig {
             max_hang: Duration::from_millis(1000),
             warmup: Duration::from_secs(5),
             drain_timeout: Duration::from_secs(20),
+            herd_every: Duration::from_secs(20),
+            herd_wrappers: 10,
             settle: Duration::from_millis(500),
             rss_growth_limit_kib: 8 * 1024,
             fd_slack: 2,
@@ -281,6 +293,8 @@ pub struct SoakReport {
     /// Faults injected, by kind (instant faults inside lasting episodes
     /// included).
     pub faults: BTreeMap<FaultKind, u64>,
+    /// The herd episodes, in order.
+    pub herds: Vec<HerdReport>,
     /// The wrapper's footprint at the first checkpoint (after the warm-up).
     pub start: Footprint,
     /// The wrapper's footprint at the end.
@@ -348,7 +362,9 @@ impl Judged for SoakReport {
         }
         checks.rss_flat(self.rss_growth_kib, self.rss_growth_limit_kib);
         checks.alive(self.wrapper_alive, self.wrapper_gone.as_deref());
-        checks.into_vec()
+        let mut checks = checks.into_vec();
+        checks.extend(self.herds.iter().flat_map(Judged::checks));
+        checks
     }
 }
 
@@ -417,6 +433,13 @@ impl fmt::Display for SoakReport {
             format_kib(Some(self.rss_growth_limit_kib)),
             if self.wrapper_alive { "yes" } else { "no" },
             self.defects.len(),
+        )?;
+        let herds_passed = self.herds.iter().filter(|h| h.passed()).count();
+        writeln!(
+            f,
+            "  herds:    {} episodes of {} wrappers, {herds_passed} passed",
+            self.herds.len(),
+            self.herds.first().map_or(0, |h| h.wrappers),
         )?;
         for sample in &self.samples {
             writeln!(f, "  e.g. {sample}")?;
@@ -675,6 +698,20 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
 
     let end_at = started + cfg.duration;
     let mut warmup_at = Some(started + cfg.warmup.min(cfg.duration));
+    let mut herd_at = (!cfg.herd_every.is_zero()).then(|| started + cfg.herd_every);
+    let herd = HerdConfig {
+        wrappers: cfg.herd_wrappers,
+        down_for: cfg.connect_wait / 2,
+        settle: Duration::from_millis(100),
+        recovery_timeout: cfg.drain_timeout,
+        call_bound: cfg.connect_wait + cfg.call_timeout + cfg.drain_timeout,
+        // The soak's backoff of milliseconds makes 10 ms dial windows say
+        // nothing; the herd scenario judges the spread.
+        max_dial_fraction: 1.0,
+        setup: cfg.setup.clone(),
+        ..HerdConfig::default()
+    };
+    let mut herds = Vec::new();
     let mut start = None;
     while soak.wrapper_gone.is_none() {
         let now = Instant::now();
@@ -687,6 +724,14 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
             schedule.resume();
             continue;
         }
+        if herd_at.is_some_and(|at| now >= at) {
+            // The soak's own wrapper is one more client of the daemon.
+            schedule.quiesce(&soak.session.daemon)?;
+            herds.push(herd_on(cmd, &soak.session.daemon, &herd, &env, 1)?);
+            schedule.resume();
+            herd_at = Some(Instant::now() + cfg.herd_every);
+            continue;
+        }
         if now >= schedule.next_at() {
             schedule.step(&soak.session.daemon, now)?;
             continue;
@@ -694,7 +739,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         while soak.in_flight < concurrency && soak.wrapper_gone.is_none() {
             soak.send_next();
         }
-        let wake = [Some(end_at), warmup_at, Some(schedule.next_at())]
+        let wake = [Some(end_at), warmup_at, herd_at, Some(schedule.next_at())]
             .into_iter()
             .flatten()
             .min()
@@ -736,6 +781,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         journal_dropped,
         outcomes: OutcomeCounts::default(),
         faults: schedule.counts.clone(),
+        herds,
         start,
         end,
         rss_growth_kib: growth(start.rss_kib, end.rss_kib),
@@ -844,6 +890,7 @@ mod tests {
                 ..OutcomeCounts::default()
             },
             faults: FaultKind::ALL.iter().map(|&k| (k, 2)).collect(),
+            herds: Vec::new(),
             start: Footprint {
                 rss_kib: Some(5000),
                 fds: Some(16),

@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::error::HarnessError;
 use crate::scenario::property::{Cause, Check, Judged, Kind, Prop};
 use crate::scenario::race::RaceConfig;
-use crate::scenario::{DownUp, Hang, Hostile, Race, Scenario, Setup, Soak, Storm};
+use crate::scenario::{DownUp, Hang, Herd, Hostile, Race, Scenario, Setup, Soak, Storm};
 use crate::table::{Align, table_lines};
 use crate::wrapper::{Subject, WrapperCommand};
 
@@ -44,7 +44,7 @@ pub struct ScoreConfig {
     /// How long the soak runs (zero: no soak).
     pub soak: Duration,
     /// How long a wrapper may take to answer again after the daemon is
-    /// back (race and down-up) before it is judged to have stopped.
+    /// back (race, down-up and herd) before it is judged to have stopped.
     pub recovery_timeout: Duration,
 }
 
@@ -191,6 +191,9 @@ fn score_subject(
         judged::<DownUp>(cmd, &setup, |c| c.recovery_timeout = cfg.recovery_timeout)
     });
     run(Hang::NAME, &|| judged::<Hang>(cmd, &setup, |_| {}));
+    run(Herd::NAME, &|| {
+        judged::<Herd>(cmd, &setup, |c| c.recovery_timeout = cfg.recovery_timeout)
+    });
     run(Hostile::NAME, &|| {
         judged::<Hostile>(cmd, &setup, |c| c.lines = cfg.hostile_lines)
     });

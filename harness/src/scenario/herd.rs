@@ -1,0 +1,705 @@
+//! Many wrappers, one daemon: what a daemon restart does to every session
+//! at once.
+//!
+//! A user runs one wrapper per assistant session, often ten or more, all on
+//! one daemon. The herd starts `wrappers` of them on one fake daemon, each
+//! making calls one after another, and then:
+//!
+//! 1. **drop-all**: the daemon closes every connection at once (`DROP`);
+//! 2. **down-up**: the daemon stops listening (`DOWN`), stays down for
+//!    `down_for`, and comes back (`UP`).
+//!
+//! After each fault the herd waits until every wrapper has answered a call
+//! made after the fault began, then counts the daemon's connections. It
+//! reports every call answered exactly once, the time until the last
+//! wrapper recovered, the peak accept rate the daemon saw (its `ACCEPTS`
+//! times), and how the wrappers' reconnect attempts were spread while the
+//! daemon was down (the `daemon connect failed` lines of their logs, with
+//! their own timestamps).
+//!
+//! Every wrapper loses its connection at the same instant, so every
+//! wrapper's first attempt after the loss comes at once, by design (a
+//! restart usually rebinds at once). The spread is judged on the attempts
+//! after that first one: no more than `max_dial_fraction` of the wrappers
+//! may dial within any one `window`.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::down_up::CONNECT_FAILED_LOG;
+use super::live::{PROBE_TOOL, STDERR_TAIL_BYTES, is_response};
+use super::outcome::CallOutcome;
+use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::race::PROTOCOL_VERSION;
+use super::setup::Setup;
+use crate::bins::error_chain;
+use crate::daemon::FakeDaemon;
+use crate::error::HarnessError;
+use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
+use crate::tempdir::{short_tempdir, socket_path_in};
+use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
+
+/// Parameters of the herd.
+#[derive(Debug, Clone)]
+pub struct HerdConfig {
+    /// Wrappers on the one daemon.
+    pub wrappers: usize,
+    /// Pause between one wrapper's answer and its next call.
+    pub call_interval: Duration,
+    /// How long calls flow before each fault, and how long the daemon's
+    /// connections are left to settle after a recovery before they are
+    /// counted.
+    pub settle: Duration,
+    /// How long the daemon stays down.
+    pub down_for: Duration,
+    /// The window in which dials and accepts are counted together.
+    pub window: Duration,
+    /// The largest share of the wrappers that may dial within one window
+    /// (first attempts after the loss excepted).
+    pub max_dial_fraction: f64,
+    /// How long the last wrapper may take to answer again after a fault.
+    pub recovery_timeout: Duration,
+    /// The longest the harness waits for any one answer.
+    pub call_bound: Duration,
+    /// The wrappers' bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for HerdConfig {
+    fn default() -> Self {
+        Self {
+            wrappers: 50,
+            call_interval: Duration::from_millis(20),
+            settle: Duration::from_millis(300),
+            down_for: Duration::from_secs(1),
+            window: Duration::from_millis(10),
+            max_dial_fraction: 0.5,
+            recovery_timeout: Duration::from_secs(10),
+            call_bound: Duration::from_secs(30),
+            setup: Setup::default(),
+        }
+    }
+}
+
+/// The two faults, in the order they are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HerdFault {
+    /// `DROP`: every connection closed at once; the daemon stays up.
+    DropAll,
+    /// `DOWN`, then `UP` after a while.
+    DownUp,
+}
+
+impl fmt::Display for HerdFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HerdFault::DropAll => "drop-all",
+            HerdFault::DownUp => "down-up",
+        })
+    }
+}
+
+/// What one fault did to the herd.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultReport {
+    /// The fault.
+    pub fault: HerdFault,
+    /// Calls sent from the fault's start until every wrapper recovered.
+    pub calls: u64,
+    /// Those that failed, and the first failure in words.
+    pub failed: u64,
+    /// The first failure (wrapper number and outcome), if any.
+    pub first_failure: Option<String>,
+    /// Its cause.
+    pub cause: Option<Cause>,
+    /// Wrappers that answered a call made after the fault began.
+    pub recovered: usize,
+    /// From the end of the fault (`DROPPED` or `UP` acknowledged) to the
+    /// last wrapper's first successful answer.
+    #[serde(rename = "all_recovered_ms", serialize_with = "serialize_opt_ms")]
+    pub all_recovered: Option<Duration>,
+    /// The most connections the daemon accepted within one window after
+    /// the fault.
+    pub peak_accepts: usize,
+    /// The daemon's connections once every wrapper recovered and the
+    /// settle time passed (one per wrapper, plus the daemon's other
+    /// clients).
+    pub conns_after: u32,
+}
+
+/// What the herd measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct HerdReport {
+    /// The bridge mode the wrappers ran in (`None`: not set).
+    pub mode: Option<BridgeMode>,
+    /// Wrappers in the herd.
+    pub wrappers: usize,
+    /// Connections the daemon may hold besides the herd's (other clients).
+    pub others: u32,
+    /// Calls made in all (every wrapper, the whole run).
+    pub calls: u64,
+    /// Calls with no answer within the harness's bound (must be 0).
+    pub unanswered: u64,
+    /// Answers nobody waited for: a second answer to a call (must be 0).
+    pub extra_answers: u64,
+    /// The faults, in order.
+    pub faults: Vec<FaultReport>,
+    /// Reconnect attempts the wrappers logged while the daemon was down
+    /// (`None`: they log none, so the spread cannot be measured).
+    pub dials_while_down: Option<u64>,
+    /// The most of those attempts within one window, first attempts after
+    /// the loss excepted.
+    pub peak_dials: Option<usize>,
+    /// The window.
+    #[serde(rename = "window_ms", serialize_with = "serialize_ms")]
+    pub window: Duration,
+    /// The largest share of the wrappers allowed to dial in one window.
+    pub max_dial_fraction: f64,
+    /// Stdout framing defects, across the herd (must be none).
+    pub defects: Vec<String>,
+    /// Wrappers that stopped talking, and why.
+    pub gone: Vec<String>,
+    /// The end of the first troubled wrapper's stderr, kept when the run
+    /// did not pass.
+    pub wrapper_stderr_tail: Option<String>,
+}
+
+impl Judged for HerdReport {
+    fn checks(&self) -> Vec<Check> {
+        let n = self.wrappers;
+        let mut checks = Checks::default();
+        checks.zero(
+            Prop::AnsweredOnce,
+            self.unanswered,
+            Cause::NoAnswer,
+            "calls never answered",
+        );
+        checks.zero(
+            Prop::AnsweredOnce,
+            self.extra_answers,
+            Cause::AnsweredTwice,
+            "answers to no call (a call answered twice)",
+        );
+        for f in &self.faults {
+            let prop = match f.fault {
+                HerdFault::DropAll => Prop::ReconnectCall,
+                HerdFault::DownUp => Prop::ConnectWait,
+            };
+            checks.judge(
+                prop,
+                f.cause,
+                match &f.first_failure {
+                    None => format!(
+                        "{}: {} calls across {n} wrappers, none failed",
+                        f.fault, f.calls
+                    ),
+                    Some(first) => format!(
+                        "{}: {} of {} calls failed, first: {first}",
+                        f.fault, f.failed, f.calls
+                    ),
+                },
+            );
+            checks.expect(
+                Prop::Recovers,
+                f.recovered == n,
+                Cause::Died,
+                match f.all_recovered {
+                    Some(t) => format!(
+                        "{}: all {n} wrappers answered again within {}",
+                        f.fault,
+                        format_ms(t)
+                    ),
+                    None => format!(
+                        "{}: {} of {n} wrappers answered again",
+                        f.fault, f.recovered
+                    ),
+                },
+            );
+            checks.expect(
+                Prop::OneConnection,
+                f.conns_after as usize <= n + self.others as usize,
+                Cause::Leak,
+                format!(
+                    "{}: {} daemon connections for {n} wrappers and {} other clients",
+                    f.fault, f.conns_after, self.others
+                ),
+            );
+        }
+        checks.stdout_clean(&self.defects);
+        let limit = self.max_dial_fraction * n as f64;
+        checks.expect(
+            Prop::SpreadDials,
+            self.peak_dials.is_some_and(|p| p as f64 <= limit),
+            Cause::Other,
+            match self.peak_dials {
+                None => format!("not measurable: the wrappers log no `{CONNECT_FAILED_LOG}` lines"),
+                Some(peak) => format!(
+                    "at most {peak} of {n} wrappers dialled within {} while down (limit {:.0}%)",
+                    format_ms(self.window),
+                    self.max_dial_fraction * 100.0
+                ),
+            },
+        );
+        checks.into_vec()
+    }
+}
+
+impl fmt::Display for HerdReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} wrappers, {} calls",
+            if self.passed() { "PASS" } else { "FAIL" },
+            self.wrappers,
+            self.calls
+        )?;
+        for fault in &self.faults {
+            write!(
+                f,
+                "; {}: {} failed, all back {}, peak {} accepts per {}, {} conns",
+                fault.fault,
+                fault.failed,
+                fault
+                    .all_recovered
+                    .map_or_else(|| "never".to_owned(), format_ms),
+                fault.peak_accepts,
+                format_ms(self.window),
+                fault.conns_after
+            )?;
+        }
+        write!(
+            f,
+            "; dials while down {}, peak {} per {}",
+            self.dials_while_down
+                .map_or_else(|| "n/a".to_owned(), |d| d.to_string()),
+            self.peak_dials
+                .map_or_else(|| "n/a".to_owned(), |p| p.to_string()),
+            format_ms(self.window)
+        )
+    }
+}
+
+/// One call one wrapper made.
+#[derive(Debug)]
+struct Call {
+    sent: Instant,
+    answered: Instant,
+    outcome: CallOutcome,
+}
+
+/// What one wrapper did, once its thread is done.
+#[derive(Debug, Default)]
+struct Log {
+    calls: Vec<Call>,
+    extra_answers: u64,
+    defects: Vec<String>,
+    stderr: String,
+    gone: Option<String>,
+}
+
+/// When a call was sent and when its answer came.
+type Span = (Instant, Instant);
+
+/// Whether a successful call `span` shows its wrapper recovered from a
+/// fault that began at `began` and ended at `ended`: made after the fault
+/// began, answered after it ended.
+fn shows_recovery(span: Span, began: Instant, ended: Instant) -> bool {
+    span.0 >= began && span.1 >= ended
+}
+
+/// What the member threads and the conductor share: per wrapper, its
+/// latest successful call; and whether to stop.
+#[derive(Debug)]
+struct Progress {
+    latest_ok: Mutex<Vec<Option<Span>>>,
+    changed: Condvar,
+    stop: AtomicBool,
+}
+
+impl Progress {
+    /// Waits until every wrapper shows it recovered from a fault from
+    /// `began` to `ended` (see [`shows_recovery`]), at most until
+    /// `deadline`.
+    fn wait_all(&self, began: Instant, ended: Instant, deadline: Instant) {
+        let guard = self
+            .latest_ok
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let left = deadline.saturating_duration_since(Instant::now());
+        let _ = self
+            .changed
+            .wait_timeout_while(guard, left, |latest| {
+                !latest
+                    .iter()
+                    .all(|s| s.is_some_and(|s| shows_recovery(s, began, ended)))
+            })
+            .unwrap_or_else(PoisonError::into_inner);
+    }
+}
+
+/// Makes calls on `wrapper` until told to stop, then collects what else it
+/// wrote and ends it.
+fn member(
+    index: usize,
+    mut wrapper: WrapperProcess,
+    progress: Arc<Progress>,
+    cfg: HerdConfig,
+) -> Log {
+    let mut log = Log::default();
+    while !progress.stop.load(Ordering::Relaxed) {
+        let sent = Instant::now();
+        let result = wrapper.call_tool(PROBE_TOOL, json!({}), cfg.call_bound);
+        let outcome = CallOutcome::from_client(result);
+        let answered = Instant::now();
+        if outcome.is_ok() {
+            let mut latest = progress
+                .latest_ok
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            latest[index] = Some((sent, answered));
+            progress.changed.notify_all();
+        }
+        let gone = matches!(outcome, CallOutcome::WrapperGone(_));
+        if let CallOutcome::WrapperGone(why) = &outcome {
+            log.gone = Some(why.clone());
+        }
+        log.calls.push(Call {
+            sent,
+            answered,
+            outcome,
+        });
+        if gone {
+            break;
+        }
+        // Pacing between calls, not a synchronisation.
+        thread::sleep(cfg.call_interval);
+    }
+    let settle_until = Instant::now() + cfg.settle;
+    while let Some(message) = wrapper.next_unmatched().or_else(|| {
+        let left = settle_until.saturating_duration_since(Instant::now());
+        (!left.is_zero())
+            .then(|| wrapper.recv_any(left).ok())
+            .flatten()
+    }) {
+        log.extra_answers += u64::from(is_response(&message));
+    }
+    log.defects = wrapper.defects();
+    wrapper.close_stdin();
+    let _ = wrapper.wait_exit(Duration::from_secs(2));
+    log.stderr = wrapper.stderr_text();
+    log
+}
+
+/// A fault as the conductor made it.
+#[derive(Debug, Clone, Copy)]
+struct Made {
+    fault: HerdFault,
+    began: Instant,
+    began_wall: SystemTime,
+    ended: Instant,
+    ended_wall: SystemTime,
+    /// When every wrapper was seen recovered (or the wait gave up).
+    settled: Instant,
+    conns_after: u32,
+}
+
+/// Runs the herd once: `cfg.wrappers` wrappers started by `cmd` on one fake
+/// daemon.
+pub fn run_herd(cmd: &WrapperCommand, cfg: &HerdConfig) -> Result<HerdReport, HarnessError> {
+    let dir = short_tempdir()?;
+    let daemon = FakeDaemon::spawn_on(
+        &cfg.setup.daemon_bin()?,
+        &socket_path_in(dir.path()),
+        cfg.setup.transport,
+    )?;
+    let report = herd_on(cmd, &daemon, cfg, &[], 0);
+    let _ = daemon.quit();
+    drop(dir);
+    report
+}
+
+/// Runs the herd's two faults against `daemon`, which `others` other
+/// clients may also be connected to, with the wrappers' extra environment
+/// `env`; `daemon` ends up listening again.
+pub(crate) fn herd_on(
+    cmd: &WrapperCommand,
+    daemon: &FakeDaemon,
+    cfg: &HerdConfig,
+    env: &[(&str, String)],
+    others: u32,
+) -> Result<HerdReport, HarnessError> {
+    let n = cfg.wrappers.max(1);
+    let progress = Arc::new(Progress {
+        latest_ok: Mutex::new(vec![None; n]),
+        changed: Condvar::new(),
+        stop: AtomicBool::new(false),
+    });
+    // Started one by one and proven to answer, then handed to their
+    // threads; the guard stops every thread on any early return.
+    let mut members = Members {
+        handles: Vec::new(),
+        progress: Arc::clone(&progress),
+    };
+    for index in 0..n {
+        let mut opts = WrapperOptions {
+            mode: cfg.setup.mode,
+            ..WrapperOptions::for_daemon(daemon)
+        };
+        opts.extra_env.push(("IAI_MCP_LOG".into(), "info".into()));
+        opts.extra_env
+            .extend(env.iter().map(|(k, v)| ((*k).into(), v.into())));
+        let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
+        let started = wrapper
+            .initialize(PROTOCOL_VERSION)
+            .and_then(|_| wrapper.call_tool(PROBE_TOOL, json!({}), cfg.call_bound));
+        if let Err(e) = started {
+            return Err(HarnessError::Scenario(format!(
+                "wrapper {index} of the herd did not answer its first call: {}; stderr (tail): {}",
+                error_chain(&e),
+                wrapper.stderr_tail(STDERR_TAIL_BYTES).trim_end()
+            )));
+        }
+        let (progress, cfg) = (Arc::clone(&progress), cfg.clone());
+        members.handles.push(
+            thread::Builder::new()
+                .name(format!("herd-{index}"))
+                .spawn(move || member(index, wrapper, progress, cfg))
+                .map_err(|e| HarnessError::Scenario(format!("cannot start a herd thread: {e}")))?,
+        );
+    }
+
+    let mut made = Vec::new();
+    for fault in [HerdFault::DropAll, HerdFault::DownUp] {
+        // Calls flow before the fault.
+        let now = Instant::now();
+        progress.wait_all(now, now, now + cfg.recovery_timeout);
+        thread::sleep(cfg.settle);
+        let (began, began_wall) = (Instant::now(), SystemTime::now());
+        match fault {
+            HerdFault::DropAll => daemon.drop_connections()?,
+            HerdFault::DownUp => {
+                daemon.down()?;
+                // The outage itself, not a synchronisation.
+                thread::sleep(cfg.down_for);
+                daemon.up()?;
+            }
+        }
+        let (ended, ended_wall) = (Instant::now(), SystemTime::now());
+        progress.wait_all(began, ended, ended + cfg.recovery_timeout);
+        let settled = Instant::now();
+        // Late extra connections would show up here.
+        thread::sleep(cfg.settle);
+        made.push(Made {
+            fault,
+            began,
+            began_wall,
+            ended,
+            ended_wall,
+            settled,
+            conns_after: daemon.stats()?.conns,
+        });
+    }
+    let accepts = daemon.accept_times()?;
+    let logs = members.finish();
+    Ok(judge(cfg, (n, others), &made, &accepts, &logs))
+}
+
+/// The member threads; stopped and joined when dropped.
+struct Members {
+    handles: Vec<JoinHandle<Log>>,
+    progress: Arc<Progress>,
+}
+
+impl Members {
+    fn finish(mut self) -> Vec<Log> {
+        self.progress.stop.store(true, Ordering::Relaxed);
+        std::mem::take(&mut self.handles)
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    }
+}
+
+impl Drop for Members {
+    fn drop(&mut self) {
+        self.progress.stop.store(true, Ordering::Relaxed);
+        for handle in self.handles.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The report of a herd of `n` wrappers beside `others` other clients.
+fn judge(
+    cfg: &HerdConfig,
+    (n, others): (usize, u32),
+    made: &[Made],
+    accepts: &[u64],
+    logs: &[Log],
+) -> HerdReport {
+    let calls = || {
+        logs.iter()
+            .enumerate()
+            .flat_map(|(i, l)| l.calls.iter().map(move |c| (i, c)))
+    };
+    let faults = made
+        .iter()
+        .map(|m| {
+            let during: Vec<_> = calls()
+                .filter(|(_, c)| c.sent >= m.began && c.sent <= m.settled)
+                .collect();
+            let failed: Vec<_> = during.iter().filter(|(_, c)| !c.outcome.is_ok()).collect();
+            let first = failed.first();
+            let back: Vec<Option<Instant>> = logs
+                .iter()
+                .map(|l| {
+                    l.calls
+                        .iter()
+                        .find(|c| {
+                            c.outcome.is_ok()
+                                && shows_recovery((c.sent, c.answered), m.began, m.ended)
+                        })
+                        .map(|c| c.answered)
+                })
+                .collect();
+            let recovered = back.iter().flatten().count();
+            FaultReport {
+                fault: m.fault,
+                calls: during.len() as u64,
+                failed: failed.len() as u64,
+                first_failure: first.map(|(i, c)| format!("wrapper {i}: {}", c.outcome)),
+                cause: first
+                    .map(|(_, c)| Cause::of_call(&c.outcome, m.fault == HerdFault::DropAll)),
+                recovered,
+                all_recovered: (recovered == n).then(|| {
+                    back.iter()
+                        .flatten()
+                        .max()
+                        .map_or(Duration::ZERO, |t| t.saturating_duration_since(m.ended))
+                }),
+                peak_accepts: peak_in_window(
+                    accepts
+                        .iter()
+                        .copied()
+                        .filter(|&t| t >= micros(m.began_wall)),
+                    cfg.window,
+                ),
+                conns_after: m.conns_after,
+            }
+        })
+        .collect();
+    let down = made.iter().find(|m| m.fault == HerdFault::DownUp);
+    let dials: Vec<(u64, bool)> = logs
+        .iter()
+        .flat_map(|l| dial_times(&l.stderr))
+        .filter(|(t, _)| {
+            down.is_some_and(|m| *t >= micros(m.began_wall) && *t <= micros(m.ended_wall))
+        })
+        .collect();
+    let troubled = logs
+        .iter()
+        .position(|l| l.gone.is_some() || l.calls.iter().any(|c| !c.outcome.is_ok()));
+    let mut report = HerdReport {
+        mode: cfg.setup.mode,
+        wrappers: n,
+        others,
+        calls: logs.iter().map(|l| l.calls.len() as u64).sum(),
+        unanswered: calls()
+            .filter(|(_, c)| matches!(c.outcome, CallOutcome::NoResponse))
+            .count() as u64,
+        extra_answers: logs.iter().map(|l| l.extra_answers).sum(),
+        faults,
+        dials_while_down: (!dials.is_empty()).then_some(dials.len() as u64),
+        peak_dials: (!dials.is_empty()).then(|| {
+            peak_in_window(
+                dials.iter().filter(|(_, first)| !first).map(|(t, _)| *t),
+                cfg.window,
+            )
+        }),
+        window: cfg.window,
+        max_dial_fraction: cfg.max_dial_fraction,
+        defects: logs
+            .iter()
+            .flat_map(|l| l.defects.iter().cloned())
+            .collect(),
+        gone: logs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.gone.as_ref().map(|g| format!("wrapper {i}: {g}")))
+            .collect(),
+        wrapper_stderr_tail: None,
+    };
+    if !report.passed() {
+        report.wrapper_stderr_tail =
+            troubled.map(|i| crate::format::last_lines(&logs[i].stderr, 20, "\n"));
+    }
+    report
+}
+
+/// Microseconds since the Unix epoch, the unit of the daemon's `ACCEPTS`.
+fn micros(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// The failed connect attempts a wrapper logged (`IAI_MCP_LOG=info`), as
+/// microseconds since the Unix epoch by its own clock, each with whether
+/// it was the first attempt after a loss (`failures=1`).
+fn dial_times(stderr: &str) -> impl Iterator<Item = (u64, bool)> + '_ {
+    stderr
+        .lines()
+        .filter(|line| line.contains(CONNECT_FAILED_LOG))
+        .filter_map(|line| {
+            let stamp = line.split_whitespace().next()?;
+            let at = humantime::parse_rfc3339_weak(stamp.trim_end_matches('Z')).ok()?;
+            Some((micros(at), line.contains(" failures=1 ")))
+        })
+}
+
+/// The most events (microseconds since the epoch) within any one `window`.
+fn peak_in_window(times: impl Iterator<Item = u64>, window: Duration) -> usize {
+    let mut times: Vec<u64> = times.collect();
+    times.sort_unstable();
+    let width = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
+    let mut start = 0;
+    let mut peak = 0;
+    for end in 0..times.len() {
+        while times[end] - times[start] >= width {
+            start += 1;
+        }
+        peak = peak.max(end - start + 1);
+    }
+    peak
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peak_counts_events_within_one_window() {
+        let ms = Duration::from_millis;
+        assert_eq!(peak_in_window([].into_iter(), ms(10)), 0);
+        let t = [0, 9_999, 10_000, 25_000, 25_001, 25_002, 34_999];
+        assert_eq!(peak_in_window(t.into_iter(), ms(10)), 4);
+        assert_eq!(peak_in_window(t.into_iter().rev(), ms(1)), 3);
+    }
+
+    #[test]
+    fn dials_are_read_from_the_wrappers_log_with_their_own_timestamps() {
+        let log = "2026-12-01T04:39:24.684048Z  INFO iai_mcp_wrapper::bridge::driver: daemon connect failed failures=1 error=x retry_in=Some(47ms)\n\
+                   2026-12-01T04:39:24.684433Z  INFO iai_mcp_wrapper::lifecycle::wake: daemon unreachable\n\
+                   2026-12-01T04:39:24.734965Z  INFO iai_mcp_wrapper::bridge::driver: daemon connect failed failures=2 error=x retry_in=Some(83ms)\n";
+        let dials: Vec<_> = dial_times(log).collect();
+        assert_eq!(dials.len(), 2);
+        assert!(dials[0].1 && !dials[1].1);
+        assert_eq!(dials[1].0 - dials[0].0, 50_917);
+    }
+}
