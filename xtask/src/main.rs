@@ -73,7 +73,7 @@ fn usage() -> ExitCode {
         eprintln!("  {name:<10} {what}");
     }
     eprintln!(
-        "  (any other harness command: storm, down-up, hang, hostile)\n\nOPTIONS are the harness's: cargo xtask TASK --help"
+        "  (any other harness command: storm, down-up, hang, herd, hostile)\n\nOPTIONS are the harness's: cargo xtask TASK --help"
     );
     ExitCode::from(2)
 }

@@ -239,7 +239,7 @@ impl Judged for HerdReport {
             self.peak_dials.is_some_and(|p| p as f64 <= limit),
             Cause::Other,
             match self.peak_dials {
-                None => format!("not measurable: the wrappers log no `{CONNECT_FAILED_LOG}` lines"),
+                None => format!("not measurable: no `{CONNECT_FAILED_LOG}` lines logged while the daemon was down"),
                 Some(peak) => format!(
                     "at most {peak} of {n} wrappers dialled within {} while down (limit {:.0}%)",
                     format_ms(self.window),
