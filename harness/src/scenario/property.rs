@@ -173,7 +173,10 @@ impl Cause {
     /// The cause named by a failure's text.
     pub fn of_text(text: &str, daemon_up: bool) -> Cause {
         let text = text.to_ascii_lowercase();
-        if text.contains(SOCKET_CLOSED) || text.contains("socket closed") {
+        // A reset or broken pipe is the dying connection seen by a read or
+        // a write (Node words it `socket error: read ECONNRESET`).
+        let dying = ["socket closed", "econnreset", "epipe"];
+        if text.contains(SOCKET_CLOSED) || dying.iter().any(|w| text.contains(w)) {
             Cause::DyingConnection
         } else if text.contains(DAEMON_TIMEOUT) || text.contains("timed out") {
             Cause::Timeout
@@ -361,6 +364,8 @@ mod tests {
         assert_eq!(Cause::of_text(v305, false), Cause::ConnectFailure);
         let dying = "error: daemon_unreachable: socket closed (code -32002)";
         assert_eq!(Cause::of_text(dying, true), Cause::DyingConnection);
+        let reset = "error: daemon_unreachable: socket error: read ECONNRESET (code -32002)";
+        assert_eq!(Cause::of_text(reset, true), Cause::DyingConnection);
         let node = "iai-mcp daemon not running at /tmp/x.sock";
         assert_eq!(Cause::of_text(node, false), Cause::ConnectFailure);
         let slow = "error: daemon_timeout: no response within 0.5 s";
