@@ -437,9 +437,10 @@ impl fmt::Display for SoakReport {
         let herds_passed = self.herds.iter().filter(|h| h.passed()).count();
         writeln!(
             f,
-            "  herds:    {} episodes of {} wrappers, {herds_passed} passed",
+            "  herds:    {} episodes of {} wrappers, {herds_passed} passed, {} herd calls",
             self.herds.len(),
             self.herds.first().map_or(0, |h| h.wrappers),
+            self.herds.iter().map(|h| h.calls).sum::<u64>(),
         )?;
         for sample in &self.samples {
             writeln!(f, "  e.g. {sample}")?;
