@@ -190,56 +190,44 @@ impl Default for SoakConfig {
     }
 }
 
-/// How the calls ended, by class.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct OutcomeCounts {
+/// How a call ended, as the report counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
     /// Succeeded.
-    pub ok: u64,
+    Ok,
     /// `daemon_unreachable: ...` (socket closed, no connection in time).
-    pub daemon_unreachable: u64,
+    DaemonUnreachable,
     /// `daemon_timeout: ...`.
-    pub daemon_timeout: u64,
+    DaemonTimeout,
     /// `parse_error: ...` (the daemon sent non-JSON lines).
-    pub parse_error: u64,
+    ParseError,
     /// Anything else (for example `response_too_large`, or a JSON-RPC
     /// error); samples are kept in the report.
-    pub other: u64,
-}
-
-/// The class of one outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Ok,
-    Unreachable,
-    Timeout,
-    ParseError,
     Other,
 }
 
 impl Class {
+    /// Every class, in the report's order.
+    pub const ALL: [Class; 5] = [
+        Self::Ok,
+        Self::DaemonUnreachable,
+        Self::DaemonTimeout,
+        Self::ParseError,
+        Self::Other,
+    ];
+
     fn of(outcome: &CallOutcome) -> Self {
         if outcome.is_ok() {
             Self::Ok
         } else if outcome.is_daemon_unreachable() {
-            Self::Unreachable
+            Self::DaemonUnreachable
         } else if outcome.is_daemon_timeout() {
-            Self::Timeout
+            Self::DaemonTimeout
         } else if outcome.error_mentions("parse_error") {
             Self::ParseError
         } else {
             Self::Other
-        }
-    }
-}
-
-impl OutcomeCounts {
-    fn add(&mut self, class: Class) {
-        match class {
-            Class::Ok => self.ok += 1,
-            Class::Unreachable => self.daemon_unreachable += 1,
-            Class::Timeout => self.daemon_timeout += 1,
-            Class::ParseError => self.parse_error += 1,
-            Class::Other => self.other += 1,
         }
     }
 }
@@ -288,8 +276,8 @@ pub struct SoakReport {
     /// Requests the daemon's bounded journal forgot (its `dropped`); when
     /// not 0 the double-receipt checks cover only the newest requests.
     pub journal_dropped: u64,
-    /// How the calls ended.
-    pub outcomes: OutcomeCounts,
+    /// How the calls ended: a count for every class.
+    pub outcomes: BTreeMap<Class, u64>,
     /// Faults injected, by kind (instant faults inside lasting episodes
     /// included).
     pub faults: BTreeMap<FaultKind, u64>,
@@ -394,12 +382,12 @@ impl fmt::Display for SoakReport {
             self.unexpected_messages,
             self.calls_per_second,
         )?;
-        let o = &self.outcomes;
-        writeln!(
-            f,
-            "  outcomes: ok {}, daemon_unreachable {}, daemon_timeout {}, parse_error {}, other {}",
-            o.ok, o.daemon_unreachable, o.daemon_timeout, o.parse_error, o.other
-        )?;
+        let outcomes: Vec<String> = self
+            .outcomes
+            .iter()
+            .map(|(class, n)| format!("{} {n}", serde_json::json!(class).as_str().unwrap_or("?")))
+            .collect();
+        writeln!(f, "  outcomes: {}", outcomes.join(", "))?;
         writeln!(
             f,
             "  daemon:   writes sent {}, seen twice {}, failed but received {}; reads replayed {}, seen over twice {}; journal dropped {}",
@@ -780,7 +768,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         reads_replayed: 0,
         reads_seen_over_twice: 0,
         journal_dropped,
-        outcomes: OutcomeCounts::default(),
+        outcomes: Class::ALL.iter().map(|&c| (c, 0)).collect(),
         faults: schedule.counts.clone(),
         herds,
         start,
@@ -817,7 +805,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
             }
         }
         if let Some(class) = call.class {
-            report.outcomes.add(class);
+            *report.outcomes.entry(class).or_default() += 1;
         }
         if call.write {
             report.writes_sent += 1;
@@ -885,11 +873,10 @@ mod tests {
             reads_replayed: 5,
             reads_seen_over_twice: 0,
             journal_dropped: 0,
-            outcomes: OutcomeCounts {
-                ok: 990,
-                daemon_unreachable: 10,
-                ..OutcomeCounts::default()
-            },
+            outcomes: Class::ALL
+                .iter()
+                .map(|&c| (c, [990, 10, 0, 0, 0][c as usize]))
+                .collect(),
             faults: FaultKind::ALL.iter().map(|&k| (k, 2)).collect(),
             herds: Vec::new(),
             start: Footprint {
