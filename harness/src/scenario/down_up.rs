@@ -100,7 +100,7 @@ pub struct DownCall {
 }
 
 /// What the down-up scenario measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct DownUpReport {
     /// The bridge mode the wrapper ran in (`None`: not set).
     pub mode: Option<BridgeMode>,
@@ -376,8 +376,7 @@ mod tests {
             recovery_calls: 1,
             up_to_success: Some(Duration::from_millis(700)),
             conns_after: 1,
-            defects: Vec::new(),
-            wrapper_stderr_tail: None,
+            ..DownUpReport::default()
         }
     }
 

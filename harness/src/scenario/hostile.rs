@@ -268,7 +268,7 @@ fn trim_start(s: &[u8]) -> &[u8] {
 }
 
 /// What a hostile run measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct HostileReport {
     /// The generator's seed (`None` for a run of given lines).
     pub seed: Option<u64>,
@@ -688,34 +688,8 @@ fn run(
             seed,
             max_line_bytes: cfg.max_line_bytes,
             in_flight,
-            lines_sent: 0,
-            bytes_sent: 0,
-            lines_by_kind: BTreeMap::new(),
-            oversized_lines: 0,
-            valid_sent: 0,
-            valid_ok: 0,
-            valid_failed: 0,
-            expected_answers: 0,
-            answered_once: 0,
-            unanswered: 0,
-            answered_more_than_once: 0,
-            optional_lines: 0,
-            optional_answered: 0,
-            no_id_lines: 0,
-            null_id_errors: 0,
-            null_id_results: 0,
-            unknown_id_replies: 0,
-            not_responses: 0,
-            start: Footprint::default(),
-            end: Footprint::default(),
-            rss_growth_kib: None,
             rss_growth_limit_kib: cfg.rss_growth_limit_kib,
-            wrapper_alive: false,
-            stalled: None,
-            duration: Duration::ZERO,
-            samples: Vec::new(),
-            defects: Vec::new(),
-            wrapper_stderr_tail: None,
+            ..HostileReport::default()
         },
     };
 

@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::random::Rng;
+use crate::scenario::live::READ_TOOLS;
 
 /// What kind of line the generator made, for the report's counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -146,14 +147,6 @@ const EDGE_IDS: &[&str] = &[
 
 /// Ids the wrapper cannot recover (not a string or number).
 const BAD_IDS: &[&str] = &["null", "true", "false", "{}", "[]", "[1]", "{\"id\":1}"];
-
-/// Read-only tools with one argument carrying a tag.
-const READ_TOOLS: &[(&str, &str)] = &[
-    ("schema_list", "domain"),
-    ("memory_recall", "cue"),
-    ("events_query", "kind"),
-    ("curiosity_pending", "session_id"),
-];
 
 /// Bytes that random lines which look a little like JSON are made of.
 const JSONISH: &[u8] = b" {}[]\":,0123456789abcdeftrulnid\\";
@@ -344,7 +337,7 @@ impl LineGen {
                 json!({"text": format!("hostile run note {tag}")}),
             ),
             _ => {
-                let (tool, field) = *self.rng.pick(READ_TOOLS);
+                let (tool, field) = *self.rng.pick(&READ_TOOLS);
                 let mut arguments = serde_json::Map::new();
                 arguments.insert(field.to_owned(), Value::String(tag));
                 (tool, Value::Object(arguments))
