@@ -19,7 +19,8 @@ use nix::unistd::Pid;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::pyenv::PyEnv;
+use super::poll;
+use super::pyenv::{PyEnv, run};
 use crate::daemon::DaemonEndpoint;
 use crate::error::HarnessError;
 use crate::footprint::has_ended;
@@ -29,13 +30,13 @@ use crate::tempdir::short_tempdir;
 use crate::wrapper::WrapperOptions;
 
 /// Dimension of the stub's vectors (the native model's).
-pub const EMBED_DIM: u32 = 384;
+const EMBED_DIM: u32 = 384;
 /// The model id the stub and the daemon agree on.
-pub const EMBED_MODEL: &str = "e2e-hash-384";
+const EMBED_MODEL: &str = "e2e-hash-384";
 /// How long a starting daemon may take to answer.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a stopping daemon may take before it is killed.
-pub const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 
 const EMBED_STUB: &str = include_str!("../../e2e/embed_stub.py");
 
@@ -123,18 +124,10 @@ impl RealDaemon {
             _stub: stub,
             dir,
         };
-        let init = Command::new(py.program("iai-mcp"))
-            .args(["crypto", "init"])
-            .envs(daemon.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| HarnessError::io("running iai-mcp crypto init", e))?;
-        if !init.status.success() {
-            return Err(HarnessError::Scenario(format!(
-                "iai-mcp crypto init failed: {}",
-                String::from_utf8_lossy(&init.stderr)
-            )));
-        }
+        let mut init = Command::new(py.program("iai-mcp"));
+        init.args(["crypto", "init"])
+            .envs(daemon.env.iter().cloned());
+        run(&mut init, "iai-mcp crypto init")?;
         daemon.start_daemon()?;
         Ok(daemon)
     }
@@ -160,7 +153,7 @@ impl RealDaemon {
     }
 
     /// The end of the daemon's log.
-    pub fn log_tail(&self) -> String {
+    fn log_tail(&self) -> String {
         last_lines(
             &std::fs::read_to_string(&self.log).unwrap_or_default(),
             15,
@@ -232,20 +225,18 @@ impl RealDaemon {
 
     /// Waits until the daemon answers a `topology` call.
     pub fn wait_ready(&self, timeout: Duration) -> Result<(), HarnessError> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if self.rpc("topology", json!({})).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(HarnessError::Scenario(format!(
+        // Nothing to wait on but the socket itself.
+        poll(
+            timeout,
+            50,
+            || Ok(self.answers()),
+            || {
+                format!(
                     "the daemon did not answer within {timeout:?}; its log ends:\n{}",
                     self.log_tail()
-                )));
-            }
-            // Nothing to wait on but the socket itself.
-            std::thread::sleep(Duration::from_millis(50));
-        }
+                )
+            },
+        )
     }
 
     /// Whether something answers on the socket now.
@@ -275,13 +266,15 @@ impl RealDaemon {
 
     /// Stops the daemon with SIGTERM, as a service manager would, and
     /// waits for it (and any daemon `doctor --auto` started) to exit.
-    pub fn stop(&mut self) -> Result<(), HarnessError> {
-        self.end(Signal::SIGTERM)
+    pub fn stop(&mut self) {
+        self.signal(Signal::SIGTERM);
+        self.wait_stopped();
     }
 
-    /// Kills the daemon with SIGKILL: a crash.
-    pub fn kill(&mut self) -> Result<(), HarnessError> {
-        self.end(Signal::SIGKILL)
+    /// Kills the daemon with SIGKILL (a crash), and reaps it.
+    pub fn kill(&mut self) {
+        self.signal(Signal::SIGKILL);
+        self.wait_stopped();
     }
 
     /// Starts the daemon again if nothing answers, so that one failed check
@@ -290,14 +283,14 @@ impl RealDaemon {
         if self.answers() {
             return Ok(());
         }
-        self.stop()?;
+        self.stop();
         self.start_daemon().map(|_| ())
     }
 
     /// Stops the daemon, then starts it again; returns how long until it
     /// answered.
     pub fn restart(&mut self) -> Result<Duration, HarnessError> {
-        self.stop()?;
+        self.stop();
         self.start_daemon()
     }
 
@@ -343,12 +336,6 @@ impl RealDaemon {
         }
     }
 
-    fn end(&mut self, signal: Signal) -> Result<(), HarnessError> {
-        self.signal(signal);
-        self.wait_stopped();
-        Ok(())
-    }
-
     /// Daemons of this store that are not our child (respawned by
     /// `doctor --auto`), from the pids the daemon records.
     fn adopted_daemons(&self) -> Vec<Pid> {
@@ -382,6 +369,6 @@ fn is_daemon(pid: Pid) -> bool {
 
 impl Drop for RealDaemon {
     fn drop(&mut self) {
-        let _ = self.end(Signal::SIGTERM);
+        self.stop();
     }
 }

@@ -174,11 +174,6 @@ impl LiveSession {
     }
 }
 
-/// Counts how often `needle` occurs in `text`.
-pub(crate) fn count_occurrences(text: &str, needle: &str) -> u64 {
-    text.matches(needle).count() as u64
-}
-
 /// Joins `problems` for a report line: `none`, or `a; b`.
 pub(crate) fn problems_text(problems: &[String]) -> String {
     if problems.is_empty() {

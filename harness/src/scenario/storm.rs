@@ -1,31 +1,14 @@
 //! The drop storm: the daemon drops the wrapper's connection again and
 //! again while a window of calls is always in flight.
 //!
-//! What the fixed bridge promises, and this scenario checks through the real
-//! processes: every call is answered exactly once; a read-only call caught by
-//! a drop is re-sent and succeeds; a write caught by a drop fails with
-//! `daemon_unreachable: socket closed` and the daemon never sees it twice;
-//! when the storm is over the wrapper holds exactly one connection.
-//!
-//! Steps:
-//!
-//! 1. start the fake daemon and the wrapper, `initialize`, a baseline call;
-//! 2. `DELAY <daemon_delay_ms>`: every answer comes that long after its
-//!    request, so calls are really in flight when a drop hits;
-//! 3. pipeline `concurrency` calls over the wrapper's stdio with ids of our
-//!    own and send a new one whenever one is answered. Every call has unique
-//!    arguments (`storm-<n>`); every `write_every`-th is a write
-//!    (`memory_capture` or `memory_contradict`), the others reads
-//!    (`schema_list`, `memory_recall`, `events_query`, `curiosity_pending`);
-//! 4. `DROP` every `drop_interval`, `drops` times. A drop also waits until
-//!    every call sent before the middle of the previous interval has been
-//!    answered, so no call is hit by two drops (a read hit again after its
-//!    replay fails by design; that would not be a finding);
-//! 5. one interval after the last drop stop sending, and wait for the
-//!    answers still owed (at most `drain_timeout`);
-//! 6. watch stdout for `settle` more for late or duplicate answers, then
-//!    read `STATS` (connections held) and `LOG` (every request the daemon
-//!    received, by unique argument: writes seen twice, reads replayed).
+//! What the fixed bridge promises: every call is answered exactly once; a
+//! read caught by a drop is re-sent and succeeds; a write caught by a drop
+//! fails with `daemon_unreachable: socket closed` and the daemon never sees
+//! it twice; afterwards the wrapper holds exactly one connection. Every call
+//! carries a unique tag (`storm-<n>`), so the daemon's `LOG` shows writes
+//! seen twice and reads replayed. A drop waits until the calls hit by the
+//! previous one are answered: a read hit again after its replay fails by
+//! design, which would not be a finding.
 
 use std::fmt;
 use std::time::{Duration, Instant};
