@@ -17,7 +17,7 @@ use crate::bins::error_chain;
 use crate::error::HarnessError;
 use crate::format::last_lines;
 use crate::scenario::race::{RaceOutcome, classify};
-use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
+use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// Bound on any single reply (a safety net, not a measurement).
 const REPLY: Duration = Duration::from_secs(60);
@@ -51,21 +51,15 @@ pub(super) struct SdkCall {
 }
 
 impl Kit<'_> {
-    /// This workspace's wrapper in the daemon's environment, initialized.
+    /// This workspace's wrapper in the daemon's environment, with options
+    /// `tune` changes, initialized.
     fn ours(
         &self,
         real: &RealDaemon,
         endpoint: Option<PathBuf>,
-        env: &[(&str, &str)],
-        mode: Option<BridgeMode>,
-        reconnect_delay_ms: Option<u64>,
+        tune: impl FnOnce(WrapperOptions) -> WrapperOptions,
     ) -> Result<WrapperProcess, HarnessError> {
-        let mut opts = real.wrapper_options(endpoint, self.py);
-        opts.mode = mode;
-        opts.reconnect_delay_ms = reconnect_delay_ms;
-        for (k, v) in env {
-            opts = opts.env(k, v);
-        }
+        let opts = tune(real.wrapper_options(endpoint, self.py));
         let mut w = WrapperProcess::spawn(&WrapperCommand::new(self.wrapper), &opts)?;
         w.initialize(PROTOCOL)?;
         Ok(w)
@@ -106,7 +100,7 @@ impl Kit<'_> {
                     .cloned()
                     .unwrap_or_default())
             };
-            let ours = tools(&mut self.ours(real, None, &[], None, None)?)?;
+            let ours = tools(&mut self.ours(real, None, |o| o)?)?;
             let theirs = tools(&mut self.theirs(real, None)?)?;
             Ok((ours, theirs))
         })();
@@ -276,7 +270,7 @@ impl Kit<'_> {
     pub fn restart(&self, real: &mut RealDaemon) -> Row {
         let check = "daemon restart mid-session, next call answered";
         let mut run = || -> Result<String, HarnessError> {
-            let mut w = self.ours(real, None, &[], None, None)?;
+            let mut w = self.ours(real, None, |o| o)?;
             ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
             let back = real.restart()?;
             let sent = Instant::now();
@@ -330,13 +324,11 @@ impl Kit<'_> {
     ) -> Result<(RaceOutcome, Duration), HarnessError> {
         // A connect wait well past a cold start, so a slow restart cannot
         // pass for the bug.
-        let mut w = self.ours(
-            real,
-            None,
-            &[("IAI_MCP_CONNECT_WAIT_MS", "30000")],
-            Some(mode),
-            Some(1000),
-        )?;
+        let mut w = self.ours(real, None, |o| {
+            o.mode(mode)
+                .reconnect_delay_ms(1000)
+                .env("IAI_MCP_CONNECT_WAIT_MS", "30000")
+        })?;
         ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
         real.signal(Signal::SIGTERM);
         // The drop is when the wrapper sees its connection close.
@@ -395,7 +387,7 @@ impl Kit<'_> {
             .join(if ours { "p1.sock" } else { "p2.sock" });
         let proxy = HoldingProxy::start(&proxy_path, real.socket())?;
         let mut w = if ours {
-            self.ours(real, Some(proxy_path.clone()), &[], None, None)?
+            self.ours(real, Some(proxy_path.clone()), |o| o)?
         } else {
             self.theirs(real, Some(proxy_path.clone()))?
         };
@@ -489,13 +481,10 @@ impl Kit<'_> {
         let mut run = || -> Result<String, HarnessError> {
             real.stop();
             let stopped = Instant::now();
-            let mut w = self.ours(
-                real,
-                None,
-                &[("IAI_MCP_DOCTOR", "on"), ("IAI_MCP_HEAL_AFTER_MS", "2000")],
-                None,
-                None,
-            )?;
+            let mut w = self.ours(real, None, |o| {
+                o.env("IAI_MCP_DOCTOR", "on")
+                    .env("IAI_MCP_HEAL_AFTER_MS", "2000")
+            })?;
             poll(
                 REPLY,
                 50,

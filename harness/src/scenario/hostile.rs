@@ -370,6 +370,7 @@ impl fmt::Display for HostileReport {
         let seed = self
             .seed
             .map_or_else(|| "given lines".to_owned(), |s| format!("seed {s}"));
+        let fds = |at: Footprint| at.fds.map_or_else(|| "n/a".to_owned(), |n| n.to_string());
         writeln!(
             f,
             "{} ({seed}, {} lines, {:.1} MiB, cap {} bytes, {} in flight, {})",
@@ -427,12 +428,8 @@ impl fmt::Display for HostileReport {
             format_kib(self.end.rss_kib),
             format_growth(self.rss_growth_kib),
             format_kib(Some(self.rss_growth_limit_kib)),
-            self.start
-                .fds
-                .map_or_else(|| "n/a".to_owned(), |n| n.to_string()),
-            self.end
-                .fds
-                .map_or_else(|| "n/a".to_owned(), |n| n.to_string()),
+            fds(self.start),
+            fds(self.end),
             if self.wrapper_alive { "yes" } else { "no" },
         )?;
         for sample in &self.samples {
