@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -49,7 +49,7 @@ pub struct RealDaemon {
     socket: PathBuf,
     store: PathBuf,
     log: PathBuf,
-    daemon: Option<Child>,
+    daemon: Option<ChildGuard>,
     _stub: ChildGuard,
     dir: TempDir,
 }
@@ -193,11 +193,10 @@ impl RealDaemon {
 
     /// Starts the daemon without waiting for it.
     pub fn spawn_daemon(&mut self) -> Result<(), HarnessError> {
-        if let Some(child) = &mut self.daemon {
-            if matches!(child.try_wait(), Ok(None)) {
-                return Ok(());
-            }
-            self.daemon = None;
+        if let Some(child) = &mut self.daemon
+            && matches!(child.try_wait(), Ok(None))
+        {
+            return Ok(());
         }
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -207,19 +206,15 @@ impl RealDaemon {
         let err = log
             .try_clone()
             .map_err(|e| HarnessError::io("opening the daemon log", e))?;
-        let child = Command::new(&self.python)
+        let mut command = Command::new(&self.python);
+        command
             .args(["-m", "iai_mcp.daemon"])
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(self.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)
-            .process_group(0)
-            .spawn()
-            .map_err(|source| HarnessError::Spawn {
-                program: "python -m iai_mcp.daemon".into(),
-                source,
-            })?;
-        self.daemon = Some(child);
+            .process_group(0);
+        self.daemon = Some(ChildGuard::spawn(&mut command)?);
         Ok(())
     }
 
@@ -298,7 +293,7 @@ impl RealDaemon {
     /// started) without waiting.
     pub fn signal(&self, signal: Signal) {
         if let Some(child) = &self.daemon {
-            let _ = killpg(Pid::from_raw(child.id() as i32), signal);
+            let _ = killpg(Pid::from_raw(child.pid() as i32), signal);
         }
         for pid in self.adopted_daemons() {
             let _ = kill(pid, signal);
@@ -308,22 +303,11 @@ impl RealDaemon {
     /// Waits until every daemon of the store has exited, killing any that
     /// takes longer than [`STOP_TIMEOUT`].
     pub fn wait_stopped(&mut self) {
-        if let Some(mut child) = self.daemon.take() {
-            let group = Pid::from_raw(child.id() as i32);
-            let deadline = Instant::now() + STOP_TIMEOUT;
-            loop {
-                match child.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    _ => {
-                        let _ = killpg(group, Signal::SIGKILL);
-                        let _ = child.wait();
-                        break;
-                    }
-                }
-            }
+        if let Some(mut child) = self.daemon.take()
+            && !matches!(child.wait_timeout(STOP_TIMEOUT), Ok(Some(_)))
+        {
+            let _ = killpg(Pid::from_raw(child.pid() as i32), Signal::SIGKILL);
+            let _ = child.kill();
         }
         for pid in self.adopted_daemons() {
             let deadline = Instant::now() + STOP_TIMEOUT;
@@ -339,7 +323,7 @@ impl RealDaemon {
     /// Daemons of this store that are not our child (respawned by
     /// `doctor --auto`), from the pids the daemon records.
     fn adopted_daemons(&self) -> Vec<Pid> {
-        let own = self.daemon.as_ref().map(|c| Pid::from_raw(c.id() as i32));
+        let own = self.daemon.as_ref().map(|c| Pid::from_raw(c.pid() as i32));
         let mut pids = Vec::new();
         for (file, key) in [(".daemon-state.json", "daemon_pid"), (".locked", "pid")] {
             let pid = std::fs::read_to_string(self.store.join(file))
