@@ -11,7 +11,7 @@
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::Child;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -203,47 +203,28 @@ impl McpClient {
         }
         let deadline = Instant::now() + timeout;
         loop {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            match self.incoming.recv_timeout(remaining) {
-                Ok(message) if is_response_to(&message, id) => return Ok(message),
-                Ok(message) => self.buffered.push_back(message),
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(ClientError::Timeout {
-                        waiting_for: format!("response to id {id}"),
-                        after: timeout,
-                    });
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(ClientError::Closed {
-                        waiting_for: format!("response to id {id}"),
-                    });
-                }
+            let message = self.recv(deadline, timeout, || format!("response to id {id}"))?;
+            if is_response_to(&message, id) {
+                return Ok(message);
             }
+            self.buffered.push_back(message);
         }
     }
 
     /// Returns the oldest received message that no wait has consumed yet,
     /// without blocking.
     pub fn next_unmatched(&mut self) -> Option<Value> {
-        self.pull_available();
+        self.buffered.extend(self.incoming.try_iter());
         self.buffered.pop_front()
     }
 
     /// Returns the next message of any kind (response, notification, server
     /// request), waiting up to `timeout` when none is pending.
     pub fn recv_any(&mut self, timeout: Duration) -> Result<Value, ClientError> {
-        if let Some(message) = self.next_unmatched() {
-            return Ok(message);
+        match self.next_unmatched() {
+            Some(message) => Ok(message),
+            None => self.recv(Instant::now() + timeout, timeout, || "any message".into()),
         }
-        self.incoming.recv_timeout(timeout).map_err(|e| match e {
-            RecvTimeoutError::Timeout => ClientError::Timeout {
-                waiting_for: "any message".to_owned(),
-                after: timeout,
-            },
-            RecvTimeoutError::Disconnected => ClientError::Closed {
-                waiting_for: "any message".to_owned(),
-            },
-        })
     }
 
     /// Waits until the server closes its stdout, up to `timeout`, keeping any
@@ -252,11 +233,9 @@ impl McpClient {
     pub fn wait_stdout_closed(&mut self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            match self.incoming.recv_timeout(remaining) {
+            match self.recv(deadline, timeout, String::new) {
                 Ok(message) => self.buffered.push_back(message),
-                Err(RecvTimeoutError::Timeout) => return false,
-                Err(RecvTimeoutError::Disconnected) => return true,
+                Err(e) => return matches!(e, ClientError::Closed { .. }),
             }
         }
     }
@@ -298,15 +277,24 @@ impl McpClient {
         )
     }
 
-    /// Moves every message already received by the reader thread into the
-    /// buffer.
-    fn pull_available(&mut self) {
-        loop {
-            match self.incoming.try_recv() {
-                Ok(message) => self.buffered.push_back(message),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
-            }
-        }
+    /// The next message from the reader thread, waiting until `deadline`;
+    /// a timeout says the client waited `timeout` for `waiting_for`.
+    fn recv(
+        &self,
+        deadline: Instant,
+        timeout: Duration,
+        waiting_for: impl FnOnce() -> String,
+    ) -> Result<Value, ClientError> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.incoming.recv_timeout(left).map_err(|e| match e {
+            RecvTimeoutError::Timeout => ClientError::Timeout {
+                waiting_for: waiting_for(),
+                after: timeout,
+            },
+            RecvTimeoutError::Disconnected => ClientError::Closed {
+                waiting_for: waiting_for(),
+            },
+        })
     }
 }
 

@@ -172,6 +172,25 @@ pub struct FakeDaemon {
     stderr: CapturedOutput,
 }
 
+/// Methods for fault commands the daemon acknowledges with one fixed line:
+/// `name => "COMMAND", "ACK";`, or `name(arg: T) => "COMMAND";` for
+/// `COMMAND <arg>` acknowledged by `OK COMMAND <arg>`.
+macro_rules! acked {
+    ($($(#[$doc:meta])* $name:ident => $command:literal, $ack:literal;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self) -> Result<(), HarnessError> {
+            self.expect_ack($command, $ack)
+        }
+    )*};
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $command:literal;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, $arg: $ty) -> Result<(), HarnessError> {
+            let command = format!(concat!($command, " {}"), $arg);
+            self.expect_ack(&command, &format!("OK {command}"))
+        }
+    )*};
+}
+
 impl FakeDaemon {
     /// Starts the fake daemon (found by [`bins::try_fake_daemon_bin`]) on
     /// `socket_path` and waits until it prints `BOUND`.
@@ -321,125 +340,84 @@ impl FakeDaemon {
         }
     }
 
-    /// `DROP`: closes every accepted connection (the listener stays bound)
-    /// and returns once the daemon acknowledged `DROPPED`.
-    pub fn drop_connections(&self) -> Result<(), HarnessError> {
-        self.expect_ack("DROP", "DROPPED")
-    }
-
     /// `STATS`: the daemon's connection and request counters.
     pub fn stats(&self) -> Result<DaemonStats, HarnessError> {
-        let line = self.command("STATS")?;
-        DaemonStats::parse(line.trim()).ok_or_else(|| HarnessError::DaemonOutput {
-            command: "STATS".to_owned(),
-            line,
-        })
+        self.parsed("STATS", |line| DaemonStats::parse(line.trim()))
     }
 
     /// `SEEN`: the list the daemon reports as `{"seen": [...]}`; items that
     /// are not strings are returned as their JSON text.
     pub fn seen(&self) -> Result<Vec<String>, HarnessError> {
-        let line = self.command("SEEN")?;
-        let items = json_field(&line, "seen").and_then(|v| v.as_array().cloned());
-        items
-            .map(|items| {
-                items
-                    .into_iter()
-                    .map(|item| match item {
-                        Value::String(s) => s,
-                        other => other.to_string(),
-                    })
-                    .collect()
-            })
-            .ok_or_else(|| HarnessError::DaemonOutput {
-                command: "SEEN".to_owned(),
-                line,
-            })
+        self.parsed("SEEN", |line| {
+            let items = json_field(line, "seen")?.as_array()?.clone();
+            let text = |item| match item {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            Some(items.into_iter().map(text).collect())
+        })
     }
 
     /// `ACCEPTS`: when the daemon accepted its most recent connections
     /// (up to 10,000), in microseconds since the Unix epoch, oldest first.
     pub fn accept_times(&self) -> Result<Vec<u64>, HarnessError> {
-        let line = self.command("ACCEPTS")?;
-        json_field(&line, "accepted_at_us")
-            .and_then(|v| {
-                v.as_array()
-                    .map(|a| a.iter().filter_map(Value::as_u64).collect())
-            })
-            .ok_or_else(|| HarnessError::DaemonOutput {
-                command: "ACCEPTS".to_owned(),
-                line,
-            })
+        self.parsed("ACCEPTS", |line| {
+            let times = json_field(line, "accepted_at_us")?;
+            Some(times.as_array()?.iter().filter_map(Value::as_u64).collect())
+        })
     }
 
     /// `LOG`: every JSON-RPC request the daemon received, as
     /// `{"method": .., "params": ..}` objects, oldest first.
     pub fn request_log(&self) -> Result<Vec<Value>, HarnessError> {
-        let line = self.command("LOG")?;
-        json_field(&line, "requests")
-            .and_then(|v| v.as_array().cloned())
-            .ok_or_else(|| HarnessError::DaemonOutput {
-                command: "LOG".to_owned(),
-                line,
-            })
+        self.parsed("LOG", |line| {
+            json_field(line, "requests")?.as_array().cloned()
+        })
     }
 
-    /// `DOWN`: stop accepting connections (simulates a stopped daemon).
-    pub fn down(&self) -> Result<(), HarnessError> {
-        self.expect_ack("DOWN", "OK DOWN")
+    /// Sends `command` and reads its acknowledgement with `parse`; a line it
+    /// cannot read is a [`HarnessError::DaemonOutput`].
+    fn parsed<T>(
+        &self,
+        command: &str,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Result<T, HarnessError> {
+        let line = self.command(command)?;
+        parse(&line).ok_or_else(|| HarnessError::DaemonOutput {
+            command: command.to_owned(),
+            line,
+        })
     }
 
-    /// `UP`: accept connections again.
-    pub fn up(&self) -> Result<(), HarnessError> {
-        self.expect_ack("UP", "OK UP")
+    acked! {
+        /// `DROP`: closes every accepted connection (the listener stays bound)
+        /// and returns once the daemon acknowledged `DROPPED`.
+        drop_connections => "DROP", "DROPPED";
+        /// `DOWN`: stop accepting connections (simulates a stopped daemon).
+        down => "DOWN", "OK DOWN";
+        /// `UP`: accept connections again.
+        up => "UP", "OK UP";
+        /// `HANG`: keep connections open but stop answering.
+        hang => "HANG", "OK HANG";
+        /// `RESUME`: answer again after [`hang`](Self::hang).
+        resume => "RESUME", "OK RESUME";
+        /// `CUT`: cut the connection in the middle of the next answer.
+        cut => "CUT", "OK CUT";
+        /// `DUPLICATE`: send the next answer twice.
+        duplicate => "DUPLICATE", "OK DUPLICATE";
+        /// `STRAY`: send an answer whose id matches no request.
+        stray => "STRAY", "OK STRAY";
     }
 
-    /// `HANG`: keep connections open but stop answering.
-    pub fn hang(&self) -> Result<(), HarnessError> {
-        self.expect_ack("HANG", "OK HANG")
-    }
-
-    /// `RESUME`: answer again after [`hang`](Self::hang).
-    pub fn resume(&self) -> Result<(), HarnessError> {
-        self.expect_ack("RESUME", "OK RESUME")
-    }
-
-    /// `DELAY <ms>`: delay every answer by `ms` milliseconds.
-    pub fn delay(&self, ms: u64) -> Result<(), HarnessError> {
-        self.expect_ack(&format!("DELAY {ms}"), &format!("OK DELAY {ms}"))
-    }
-
-    /// `GARBAGE <n>`: emit `n` non-JSON lines before the next answer.
-    pub fn garbage(&self, lines: u32) -> Result<(), HarnessError> {
-        self.expect_ack(&format!("GARBAGE {lines}"), &format!("OK GARBAGE {lines}"))
-    }
-
-    /// `SLICE <b>`: write answers in slices of `bytes` bytes.
-    pub fn slice(&self, bytes: u64) -> Result<(), HarnessError> {
-        self.expect_ack(&format!("SLICE {bytes}"), &format!("OK SLICE {bytes}"))
-    }
-
-    /// `CUT`: cut the connection in the middle of the next answer.
-    pub fn cut(&self) -> Result<(), HarnessError> {
-        self.expect_ack("CUT", "OK CUT")
-    }
-
-    /// `OVERSIZE <b>`: make the next answer at least `bytes` bytes long.
-    pub fn oversize(&self, bytes: u64) -> Result<(), HarnessError> {
-        self.expect_ack(
-            &format!("OVERSIZE {bytes}"),
-            &format!("OK OVERSIZE {bytes}"),
-        )
-    }
-
-    /// `DUPLICATE`: send the next answer twice.
-    pub fn duplicate(&self) -> Result<(), HarnessError> {
-        self.expect_ack("DUPLICATE", "OK DUPLICATE")
-    }
-
-    /// `STRAY`: send an answer whose id matches no request.
-    pub fn stray(&self) -> Result<(), HarnessError> {
-        self.expect_ack("STRAY", "OK STRAY")
+    acked! {
+        /// `DELAY <ms>`: delay every answer by `ms` milliseconds.
+        delay(ms: u64) => "DELAY";
+        /// `GARBAGE <n>`: emit `n` non-JSON lines before the next answer.
+        garbage(lines: u32) => "GARBAGE";
+        /// `SLICE <b>`: write answers in slices of `bytes` bytes.
+        slice(bytes: u64) => "SLICE";
+        /// `OVERSIZE <b>`: make the next answer at least `bytes` bytes long.
+        oversize(bytes: u64) => "OVERSIZE";
     }
 
     /// `QUIT`: asks the daemon to exit (it removes its socket file) and waits
@@ -470,19 +448,22 @@ impl FakeDaemon {
     }
 
     fn write_command(&self, control: &mut Control, command: &str) -> Result<(), HarnessError> {
-        let stdin = control
-            .stdin
-            .as_mut()
-            .ok_or_else(|| HarnessError::DaemonExited {
-                waiting_for: format!("the command `{command}` (its stdin is closed after QUIT)"),
-                stderr: self.stderr.tail(4096),
-            })?;
+        let stdin = control.stdin.as_mut().ok_or_else(|| {
+            self.exited(format!(
+                "the command `{command}` (its stdin is closed after QUIT)"
+            ))
+        })?;
         writeln!(stdin, "{command}")
             .and_then(|()| stdin.flush())
-            .map_err(|_| HarnessError::DaemonExited {
-                waiting_for: format!("the command `{command}` to be written"),
-                stderr: self.stderr.tail(4096),
-            })
+            .map_err(|_| self.exited(format!("the command `{command}` to be written")))
+    }
+
+    /// The daemon went away while the harness waited for `waiting_for`.
+    fn exited(&self, waiting_for: String) -> HarnessError {
+        HarnessError::DaemonExited {
+            waiting_for,
+            stderr: self.stderr.tail(4096),
+        }
     }
 
     fn next_line(
@@ -500,10 +481,7 @@ impl FakeDaemon {
             Err(RecvTimeoutError::Disconnected) => {
                 // Give the stderr reader a moment to collect the last words.
                 self.stderr.wait_eof(Duration::from_millis(500));
-                Err(HarnessError::DaemonExited {
-                    waiting_for: format!("the answer to `{waiting_for}`"),
-                    stderr: self.stderr.tail(4096),
-                })
+                Err(self.exited(format!("the answer to `{waiting_for}`")))
             }
         }
     }

@@ -189,11 +189,6 @@ impl CapturedOutput {
         String::from_utf8_lossy(&state.bytes[start..]).into_owned()
     }
 
-    /// Whether the pipe has reached end of file.
-    pub fn is_eof(&self) -> bool {
-        lock(&self.shared.0).eof
-    }
-
     /// Waits up to `timeout` for end of file; returns whether it was reached.
     ///
     /// Once a child has exited its pipe normally reaches EOF at once; it does

@@ -6,7 +6,7 @@
 //! directory (heartbeat and wake files) and the store, so runs never touch
 //! the developer's `~/.iai-mcp` and never see each other's files.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::ops::{Deref, DerefMut};
@@ -401,11 +401,6 @@ impl WrapperProcess {
         })
     }
 
-    /// The MCP client on the wrapper's stdio.
-    pub fn client(&mut self) -> &mut McpClient {
-        &mut self.client
-    }
-
     /// The wrapper's process id.
     pub fn pid(&self) -> u32 {
         self.guard.pid()
@@ -534,18 +529,6 @@ fn set_or_remove(command: &mut Command, key: &str, value: Option<&str>) {
         Some(value) => command.env(key, value),
         None => command.env_remove(key),
     };
-}
-
-impl From<&Path> for WrapperCommand {
-    fn from(program: &Path) -> Self {
-        Self::new(program)
-    }
-}
-
-impl From<&OsStr> for WrapperCommand {
-    fn from(program: &OsStr) -> Self {
-        Self::new(program)
-    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use assert_cmd::Command;
 use harness::scenario::Setup;
-use harness::scenario::down_up::CONNECT_FAILED_LOG;
 use harness::{
     BridgeMode, DownUpConfig, HangConfig, Judged, StormConfig, WrapperCommand, run_down_up,
     run_hang, run_storm,
@@ -28,24 +27,17 @@ fn storm_answers_every_call_once_replays_reads_and_never_repeats_a_write() {
     };
     let report = run_storm(&wrapper(), &cfg).expect("the storm runs");
 
+    // Passing covers every call answered once, no read lost, no write twice,
+    // one connection, a clean stdout and a wrapper that stayed.
+    assert!(report.passed(), "{report}");
     assert_eq!(report.drops, cfg.drops, "{report}");
-    assert_eq!(report.wrapper_gone, None, "{report}");
-    assert_eq!(report.answered, report.calls_sent, "{report}");
-    assert_eq!(report.unanswered, 0, "{report}");
-    assert_eq!(report.answered_more_than_once, 0, "{report}");
-    assert_eq!(report.stray_responses, 0, "{report}");
-    assert_eq!(report.reads_failed, 0, "{report}");
-    assert_eq!(report.writes_failed_other, 0, "{report}");
-    assert_eq!(report.dup_writes, 0, "{report}");
-    assert_eq!(report.reads_received_over_twice, 0, "{report}");
     assert_eq!(report.conns_after, 1, "{report}");
-    assert!(report.defects.is_empty(), "{report}");
+    assert_eq!(report.reads_received_over_twice, 0, "{report}");
     assert!(report.reads_ok > 0 && report.writes_ok > 0, "{report}");
     assert!(
         report.replays + report.writes_failed_socket_closed > 0,
         "the drops hit no call in flight: {report}"
     );
-    assert!(report.passed(), "{report}");
 }
 
 #[test]
@@ -57,26 +49,15 @@ fn down_up_fails_calls_naming_the_socket_then_recovers_without_a_restart() {
     };
     let report = run_down_up(&wrapper(), &cfg).expect("down-up runs");
 
+    // Passing covers failures after the connect wait naming the socket, a
+    // measured and bounded attempt rate, recovery and a clean stdout.
+    assert!(report.passed(), "{report}");
     assert_eq!(report.down_calls.len(), 2, "{report}");
     for call in &report.down_calls {
-        assert!(call.outcome.is_daemon_unreachable(), "{report}");
         let text = call.outcome.error_text().expect("a failure has a text");
-        assert!(text.contains(&report.socket_path), "{text}");
         assert!(text.contains("IAI_DAEMON_SOCKET_PATH"), "{text}");
-        assert!(call.latency >= cfg.connect_wait, "failed early: {report}");
     }
-    assert!(
-        report.attempts_while_down.is_some_and(|n| n > 0),
-        "no `{CONNECT_FAILED_LOG}` lines: {report}"
-    );
-    let rate = report
-        .attempt_rate_per_s
-        .expect("the attempt rate is reported");
-    assert!(rate.is_finite(), "{report}");
-    assert!(report.up_to_success.is_some(), "{report}");
     assert_eq!(report.conns_after, 1, "{report}");
-    assert!(report.defects.is_empty(), "{report}");
-    assert!(report.passed(), "{report}");
 }
 
 #[test]
@@ -87,25 +68,12 @@ fn hang_times_out_at_the_deadline_then_recovers_on_resume() {
     };
     let report = run_hang(&wrapper(), &cfg).expect("hang runs");
 
-    let text = report
-        .hung_outcome
-        .error_text()
-        .unwrap_or_else(|| panic!("the hung call failed with a text: {report}"));
-    assert!(text.contains("daemon_timeout"), "{text}");
-    assert!(!report.hung_outcome.is_daemon_unreachable(), "{report}");
-    assert!(
-        report.hung_latency >= cfg.call_timeout,
-        "failed before its deadline: {report}"
-    );
-    assert!(report.resumed_outcome.is_ok(), "{report}");
-    assert_eq!(report.late_answers + report.unsolicited, 0, "{report}");
-    assert!(
-        report.new_connections >= 1,
-        "the silent connection is replaced: {report}"
-    );
-    assert_eq!(report.conns_after, 1, "{report}");
-    assert!(report.defects.is_empty(), "{report}");
+    // Passing covers `daemon_timeout` no earlier than the deadline, the
+    // silent connection replaced, success after RESUME and no stray answer.
     assert!(report.passed(), "{report}");
+    assert!(!report.hung_outcome.is_daemon_unreachable(), "{report}");
+    assert_eq!(report.late_answers, 0, "{report}");
+    assert_eq!(report.conns_after, 1, "{report}");
 }
 
 #[test]

@@ -12,12 +12,12 @@ use super::daemon::RealDaemon;
 use super::listing;
 use super::proxy::HoldingProxy;
 use super::pyenv::PyEnv;
-use super::{Row, Verdict};
+use super::{Row, poll};
 use crate::bins::error_chain;
 use crate::error::HarnessError;
 use crate::format::last_lines;
 use crate::scenario::race::{RaceOutcome, classify};
-use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
+use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// Bound on any single reply (a safety net, not a measurement).
 const REPLY: Duration = Duration::from_secs(60);
@@ -51,21 +51,15 @@ pub(super) struct SdkCall {
 }
 
 impl Kit<'_> {
-    /// This workspace's wrapper in the daemon's environment, initialized.
+    /// This workspace's wrapper in the daemon's environment, with options
+    /// `tune` changes, initialized.
     fn ours(
         &self,
         real: &RealDaemon,
         endpoint: Option<PathBuf>,
-        env: &[(&str, &str)],
-        mode: Option<BridgeMode>,
-        reconnect_delay_ms: Option<u64>,
+        tune: impl FnOnce(WrapperOptions) -> WrapperOptions,
     ) -> Result<WrapperProcess, HarnessError> {
-        let mut opts = real.wrapper_options(endpoint, self.py);
-        opts.mode = mode;
-        opts.reconnect_delay_ms = reconnect_delay_ms;
-        for (k, v) in env {
-            opts = opts.env(k, v);
-        }
+        let opts = tune(real.wrapper_options(endpoint, self.py));
         let mut w = WrapperProcess::spawn(&WrapperCommand::new(self.wrapper), &opts)?;
         w.initialize(PROTOCOL)?;
         Ok(w)
@@ -106,7 +100,7 @@ impl Kit<'_> {
                     .cloned()
                     .unwrap_or_default())
             };
-            let ours = tools(&mut self.ours(real, None, &[], None, None)?)?;
+            let ours = tools(&mut self.ours(real, None, |o| o)?)?;
             let theirs = tools(&mut self.theirs(real, None)?)?;
             Ok((ours, theirs))
         })();
@@ -276,7 +270,7 @@ impl Kit<'_> {
     pub fn restart(&self, real: &mut RealDaemon) -> Row {
         let check = "daemon restart mid-session, next call answered";
         let mut run = || -> Result<String, HarnessError> {
-            let mut w = self.ours(real, None, &[], None, None)?;
+            let mut w = self.ours(real, None, |o| o)?;
             ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
             let back = real.restart()?;
             let sent = Instant::now();
@@ -330,25 +324,18 @@ impl Kit<'_> {
     ) -> Result<(RaceOutcome, Duration), HarnessError> {
         // A connect wait well past a cold start, so a slow restart cannot
         // pass for the bug.
-        let mut w = self.ours(
-            real,
-            None,
-            &[("IAI_MCP_CONNECT_WAIT_MS", "30000")],
-            Some(mode),
-            Some(1000),
-        )?;
+        let mut w = self.ours(real, None, |o| {
+            o.mode(mode)
+                .reconnect_delay_ms(1000)
+                .env("IAI_MCP_CONNECT_WAIT_MS", "30000")
+        })?;
         ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
         real.signal(Signal::SIGTERM);
         // The drop is when the wrapper sees its connection close.
-        let deadline = Instant::now() + REPLY;
-        while !w.stderr_text().contains("daemon connection closed") {
-            if Instant::now() > deadline {
-                return Err(HarnessError::Scenario(
-                    "the wrapper never saw the connection close".into(),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let closed = || Ok(w.stderr_text().contains("daemon connection closed"));
+        poll(REPLY, 5, closed, || {
+            "the wrapper never saw the connection close".into()
+        })?;
         std::thread::sleep(Duration::from_millis(50));
         w.send_request_with_id(
             json!("race"),
@@ -371,37 +358,23 @@ impl Kit<'_> {
     /// stored once by this wrapper, and (for reference) how often by
     /// 3.3.0's own.
     pub fn capture_once(&self, real: &mut RealDaemon) -> Vec<Row> {
-        let mut rows = Vec::new();
-        for ours in [true, false] {
-            let (check, run) = if ours {
-                (
-                    "capture stored, reply lost, daemon killed: stored once",
-                    self.lost_reply(real, true),
-                )
-            } else {
-                (
-                    "same, 3.3.0's own wrapper (reference)",
-                    self.lost_reply(real, false),
-                )
-            };
-            rows.push(match run {
-                Ok((copies, answer)) if ours => Row::judged(
-                    check,
-                    copies == 1 && answer.contains("may have stored it"),
-                    format!("stored {copies}x; the wrapper answered: {answer}"),
-                ),
-                Ok((copies, answer)) => Row::info(
-                    check,
-                    format!("stored {copies}x; its wrapper answered: {answer}"),
-                ),
-                Err(e) => Row {
-                    check: check.into(),
-                    verdict: if ours { Verdict::Fail } else { Verdict::Info },
-                    detail: error_chain(&e),
-                },
-            });
-        }
-        rows
+        let check = "capture stored, reply lost, daemon killed: stored once";
+        let ours = match self.lost_reply(real, true) {
+            Ok((copies, answer)) => Row::judged(
+                check,
+                copies == 1 && answer.contains("may have stored it"),
+                format!("stored {copies}x; the wrapper answered: {answer}"),
+            ),
+            Err(e) => Row::judged(check, false, error_chain(&e)),
+        };
+        let theirs = match self.lost_reply(real, false) {
+            Ok((copies, answer)) => format!("stored {copies}x; its wrapper answered: {answer}"),
+            Err(e) => error_chain(&e),
+        };
+        vec![
+            ours,
+            Row::info("same, 3.3.0's own wrapper (reference)", theirs),
+        ]
     }
 
     fn lost_reply(
@@ -414,7 +387,7 @@ impl Kit<'_> {
             .join(if ours { "p1.sock" } else { "p2.sock" });
         let proxy = HoldingProxy::start(&proxy_path, real.socket())?;
         let mut w = if ours {
-            self.ours(real, Some(proxy_path.clone()), &[], None, None)?
+            self.ours(real, Some(proxy_path.clone()), |o| o)?
         } else {
             self.theirs(real, Some(proxy_path.clone()))?
         };
@@ -429,16 +402,11 @@ impl Kit<'_> {
             "tools/call",
             json!({"name": "memory_capture", "arguments": {"text": text}}),
         )?;
-        let deadline = Instant::now() + REPLY;
-        while stored(real, &text)? == 0 || proxy.held() == 0 {
-            if Instant::now() > deadline {
-                return Err(HarnessError::Scenario(
-                    "the daemon never stored the capture".into(),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        real.kill()?;
+        let held = || Ok(stored(real, &text)? > 0 && proxy.held() > 0);
+        poll(REPLY, 20, held, || {
+            "the daemon never stored the capture".into()
+        })?;
+        real.kill();
         proxy.shutdown();
         let reply = w.wait_response(&json!("capture"), REPLY)?;
         let answer = match ok_result(&reply) {
@@ -460,9 +428,7 @@ impl Kit<'_> {
     /// then stored once.
     pub fn degraded(&self, real: &mut RealDaemon) -> Vec<Row> {
         let check = "daemon stopped: CLI answers, results validate";
-        if let Err(e) = real.stop() {
-            return vec![Row::judged(check, false, error_chain(&e))];
-        }
+        real.stop();
         let (calls, _) = match self.sdk(real, "degraded") {
             Ok(found) => found,
             Err(e) => return vec![Row::judged(check, false, e)],
@@ -513,25 +479,23 @@ impl Kit<'_> {
     pub fn heal(&self, real: &mut RealDaemon) -> Row {
         let check = "doctor warns, doctor --auto restarts the daemon";
         let mut run = || -> Result<String, HarnessError> {
-            real.stop()?;
+            real.stop();
             let stopped = Instant::now();
-            let mut w = self.ours(
-                real,
-                None,
-                &[("IAI_MCP_DOCTOR", "on"), ("IAI_MCP_HEAL_AFTER_MS", "2000")],
-                None,
-                None,
-            )?;
-            let deadline = Instant::now() + REPLY;
-            while !real.answers() {
-                if Instant::now() > deadline {
-                    return Err(HarnessError::Scenario(format!(
+            let mut w = self.ours(real, None, |o| {
+                o.env("IAI_MCP_DOCTOR", "on")
+                    .env("IAI_MCP_HEAL_AFTER_MS", "2000")
+            })?;
+            poll(
+                REPLY,
+                50,
+                || Ok(real.answers()),
+                || {
+                    format!(
                         "the daemon never came back; wrapper stderr: {}",
                         w.stderr_tail(800)
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
+                    )
+                },
+            )?;
             let healed = stopped.elapsed();
             ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
             let warnings = w

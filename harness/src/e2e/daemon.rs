@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -19,7 +19,8 @@ use nix::unistd::Pid;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::pyenv::PyEnv;
+use super::poll;
+use super::pyenv::{PyEnv, run};
 use crate::daemon::DaemonEndpoint;
 use crate::error::HarnessError;
 use crate::footprint::has_ended;
@@ -29,13 +30,13 @@ use crate::tempdir::short_tempdir;
 use crate::wrapper::WrapperOptions;
 
 /// Dimension of the stub's vectors (the native model's).
-pub const EMBED_DIM: u32 = 384;
+const EMBED_DIM: u32 = 384;
 /// The model id the stub and the daemon agree on.
-pub const EMBED_MODEL: &str = "e2e-hash-384";
+const EMBED_MODEL: &str = "e2e-hash-384";
 /// How long a starting daemon may take to answer.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a stopping daemon may take before it is killed.
-pub const STOP_TIMEOUT: Duration = Duration::from_secs(20);
+const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 
 const EMBED_STUB: &str = include_str!("../../e2e/embed_stub.py");
 
@@ -48,7 +49,7 @@ pub struct RealDaemon {
     socket: PathBuf,
     store: PathBuf,
     log: PathBuf,
-    daemon: Option<Child>,
+    daemon: Option<ChildGuard>,
     _stub: ChildGuard,
     dir: TempDir,
 }
@@ -123,18 +124,10 @@ impl RealDaemon {
             _stub: stub,
             dir,
         };
-        let init = Command::new(py.program("iai-mcp"))
-            .args(["crypto", "init"])
-            .envs(daemon.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| HarnessError::io("running iai-mcp crypto init", e))?;
-        if !init.status.success() {
-            return Err(HarnessError::Scenario(format!(
-                "iai-mcp crypto init failed: {}",
-                String::from_utf8_lossy(&init.stderr)
-            )));
-        }
+        let mut init = Command::new(py.program("iai-mcp"));
+        init.args(["crypto", "init"])
+            .envs(daemon.env.iter().cloned());
+        run(&mut init, "iai-mcp crypto init")?;
         daemon.start_daemon()?;
         Ok(daemon)
     }
@@ -160,7 +153,7 @@ impl RealDaemon {
     }
 
     /// The end of the daemon's log.
-    pub fn log_tail(&self) -> String {
+    fn log_tail(&self) -> String {
         last_lines(
             &std::fs::read_to_string(&self.log).unwrap_or_default(),
             15,
@@ -200,11 +193,10 @@ impl RealDaemon {
 
     /// Starts the daemon without waiting for it.
     pub fn spawn_daemon(&mut self) -> Result<(), HarnessError> {
-        if let Some(child) = &mut self.daemon {
-            if matches!(child.try_wait(), Ok(None)) {
-                return Ok(());
-            }
-            self.daemon = None;
+        if let Some(child) = &mut self.daemon
+            && matches!(child.try_wait(), Ok(None))
+        {
+            return Ok(());
         }
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -214,38 +206,32 @@ impl RealDaemon {
         let err = log
             .try_clone()
             .map_err(|e| HarnessError::io("opening the daemon log", e))?;
-        let child = Command::new(&self.python)
+        let mut command = Command::new(&self.python);
+        command
             .args(["-m", "iai_mcp.daemon"])
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .envs(self.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)
-            .process_group(0)
-            .spawn()
-            .map_err(|source| HarnessError::Spawn {
-                program: "python -m iai_mcp.daemon".into(),
-                source,
-            })?;
-        self.daemon = Some(child);
+            .process_group(0);
+        self.daemon = Some(ChildGuard::spawn(&mut command)?);
         Ok(())
     }
 
     /// Waits until the daemon answers a `topology` call.
     pub fn wait_ready(&self, timeout: Duration) -> Result<(), HarnessError> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if self.rpc("topology", json!({})).is_ok() {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(HarnessError::Scenario(format!(
+        // Nothing to wait on but the socket itself.
+        poll(
+            timeout,
+            50,
+            || Ok(self.answers()),
+            || {
+                format!(
                     "the daemon did not answer within {timeout:?}; its log ends:\n{}",
                     self.log_tail()
-                )));
-            }
-            // Nothing to wait on but the socket itself.
-            std::thread::sleep(Duration::from_millis(50));
-        }
+                )
+            },
+        )
     }
 
     /// Whether something answers on the socket now.
@@ -275,13 +261,15 @@ impl RealDaemon {
 
     /// Stops the daemon with SIGTERM, as a service manager would, and
     /// waits for it (and any daemon `doctor --auto` started) to exit.
-    pub fn stop(&mut self) -> Result<(), HarnessError> {
-        self.end(Signal::SIGTERM)
+    pub fn stop(&mut self) {
+        self.signal(Signal::SIGTERM);
+        self.wait_stopped();
     }
 
-    /// Kills the daemon with SIGKILL: a crash.
-    pub fn kill(&mut self) -> Result<(), HarnessError> {
-        self.end(Signal::SIGKILL)
+    /// Kills the daemon with SIGKILL (a crash), and reaps it.
+    pub fn kill(&mut self) {
+        self.signal(Signal::SIGKILL);
+        self.wait_stopped();
     }
 
     /// Starts the daemon again if nothing answers, so that one failed check
@@ -290,14 +278,14 @@ impl RealDaemon {
         if self.answers() {
             return Ok(());
         }
-        self.stop()?;
+        self.stop();
         self.start_daemon().map(|_| ())
     }
 
     /// Stops the daemon, then starts it again; returns how long until it
     /// answered.
     pub fn restart(&mut self) -> Result<Duration, HarnessError> {
-        self.stop()?;
+        self.stop();
         self.start_daemon()
     }
 
@@ -305,7 +293,7 @@ impl RealDaemon {
     /// started) without waiting.
     pub fn signal(&self, signal: Signal) {
         if let Some(child) = &self.daemon {
-            let _ = killpg(Pid::from_raw(child.id() as i32), signal);
+            let _ = killpg(Pid::from_raw(child.pid() as i32), signal);
         }
         for pid in self.adopted_daemons() {
             let _ = kill(pid, signal);
@@ -315,22 +303,11 @@ impl RealDaemon {
     /// Waits until every daemon of the store has exited, killing any that
     /// takes longer than [`STOP_TIMEOUT`].
     pub fn wait_stopped(&mut self) {
-        if let Some(mut child) = self.daemon.take() {
-            let group = Pid::from_raw(child.id() as i32);
-            let deadline = Instant::now() + STOP_TIMEOUT;
-            loop {
-                match child.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    _ => {
-                        let _ = killpg(group, Signal::SIGKILL);
-                        let _ = child.wait();
-                        break;
-                    }
-                }
-            }
+        if let Some(mut child) = self.daemon.take()
+            && !matches!(child.wait_timeout(STOP_TIMEOUT), Ok(Some(_)))
+        {
+            let _ = killpg(Pid::from_raw(child.pid() as i32), Signal::SIGKILL);
+            let _ = child.kill();
         }
         for pid in self.adopted_daemons() {
             let deadline = Instant::now() + STOP_TIMEOUT;
@@ -343,16 +320,10 @@ impl RealDaemon {
         }
     }
 
-    fn end(&mut self, signal: Signal) -> Result<(), HarnessError> {
-        self.signal(signal);
-        self.wait_stopped();
-        Ok(())
-    }
-
     /// Daemons of this store that are not our child (respawned by
     /// `doctor --auto`), from the pids the daemon records.
     fn adopted_daemons(&self) -> Vec<Pid> {
-        let own = self.daemon.as_ref().map(|c| Pid::from_raw(c.id() as i32));
+        let own = self.daemon.as_ref().map(|c| Pid::from_raw(c.pid() as i32));
         let mut pids = Vec::new();
         for (file, key) in [(".daemon-state.json", "daemon_pid"), (".locked", "pid")] {
             let pid = std::fs::read_to_string(self.store.join(file))
@@ -382,6 +353,6 @@ fn is_daemon(pid: Pid) -> bool {
 
 impl Drop for RealDaemon {
     fn drop(&mut self) {
-        let _ = self.end(Signal::SIGTERM);
+        self.stop();
     }
 }

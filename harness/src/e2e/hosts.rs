@@ -6,13 +6,14 @@
 
 use std::ffi::OsString;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
 use super::Row;
 use super::checks::{Kit, outcome_row};
 use super::daemon::RealDaemon;
+use super::pyenv::run;
 use crate::error::HarnessError;
 
 /// The files 3.3.0's installer writes a memory-server entry into, given
@@ -42,12 +43,14 @@ impl Kit<'_> {
         std::fs::write(home.join(".claude.json"), "{}\n")
             .map_err(|e| HarnessError::io("writing ~/.claude.json", e))?;
         let env = self.host_env(real, &home);
+        let host_run = |program: &Path, args: &[&str]| {
+            let mut command = Command::new(program);
+            command.args(args).env_remove("XDG_CONFIG_HOME");
+            let what = format!("`{} {}`", program.display(), args.join(" "));
+            run(command.envs(env.iter().cloned()), &what)
+        };
         let iai_mcp = self.py.program("iai-mcp");
-        run(
-            &iai_mcp,
-            &["capture-hooks", "install", "--target", "all"],
-            &env,
-        )?;
+        host_run(&iai_mcp, &["capture-hooks", "install", "--target", "all"])?;
         let read_all = || -> Result<Vec<String>, HarnessError> {
             HOST_FILES
                 .iter()
@@ -58,8 +61,8 @@ impl Kit<'_> {
                 .collect()
         };
         let installed_by_iai_mcp = read_all()?;
-        run(self.wrapper, &["install"], &env)?;
-        let status = run(self.wrapper, &["status"], &env)?;
+        host_run(self.wrapper, &["install"])?;
+        let status = host_run(self.wrapper, &["status"])?;
         let switched = status.matches(": this wrapper").count();
         let claude: Value = serde_json::from_str(&read_all()?[0])
             .map_err(|e| HarnessError::Scenario(format!("~/.claude.json: {e}")))?;
@@ -77,7 +80,7 @@ impl Kit<'_> {
         let (_, listed) = self
             .sdk_with(real, "list", &argv, sdk_env)
             .map_err(HarnessError::Scenario)?;
-        run(self.wrapper, &["uninstall"], &env)?;
+        host_run(self.wrapper, &["uninstall"])?;
         let restored = read_all()?;
         let changed: Vec<&str> = HOST_FILES
             .iter()
@@ -120,32 +123,5 @@ impl Kit<'_> {
             std::env::join_paths(path).unwrap_or_default(),
         ));
         env
-    }
-}
-
-/// Run a program to completion; its standard output, or why it failed.
-fn run(
-    program: &Path,
-    args: &[&str],
-    env: &[(OsString, OsString)],
-) -> Result<String, HarnessError> {
-    let output = Command::new(program)
-        .args(args)
-        .env_remove("XDG_CONFIG_HOME")
-        .envs(env.iter().cloned())
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| HarnessError::io(format!("running {}", program.display()), e))?;
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    if output.status.success() {
-        Ok(stdout)
-    } else {
-        Err(HarnessError::Scenario(format!(
-            "`{} {}` {}: {stdout}{}",
-            program.display(),
-            args.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        )))
     }
 }

@@ -159,6 +159,24 @@ impl fmt::Display for E2eReport {
     }
 }
 
+/// Checks `done` every `every_ms` milliseconds until it holds; past
+/// `timeout`, fails with what `why` says.
+fn poll(
+    timeout: Duration,
+    every_ms: u64,
+    mut done: impl FnMut() -> Result<bool, HarnessError>,
+    why: impl FnOnce() -> String,
+) -> Result<(), HarnessError> {
+    let deadline = Instant::now() + timeout;
+    while !done()? {
+        if Instant::now() > deadline {
+            return Err(HarnessError::Scenario(why()));
+        }
+        std::thread::sleep(Duration::from_millis(every_ms));
+    }
+    Ok(())
+}
+
 /// Runs every check; an `Err` means the kit could not run at all (no
 /// Python, no registry, a daemon that never starts).
 pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {

@@ -126,13 +126,15 @@ fn find_python() -> Result<PathBuf, HarnessError> {
     )))
 }
 
-fn run(command: &mut Command, what: &str) -> Result<(), HarnessError> {
+/// Runs `command` (`what` it does) to completion; its standard output, or
+/// why it failed with the end of its standard error.
+pub(super) fn run(command: &mut Command, what: &str) -> Result<String, HarnessError> {
     let output = command
         .stdin(Stdio::null())
         .output()
         .map_err(|e| HarnessError::io(what.to_owned(), e))?;
     if output.status.success() {
-        return Ok(());
+        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
     let tail = last_lines(&String::from_utf8_lossy(&output.stderr), 15, "\n");
     Err(HarnessError::Scenario(format!(

@@ -1,40 +1,19 @@
 //! The hostile client: tens of thousands of random and malformed lines on
 //! the wrapper's stdin, interleaved with valid requests, checked black-box
-//! against what the wrapper promises.
+//! against what the wrapper promises (SECURITY.md: it trusts nothing its
+//! client sends).
 //!
-//! The wrapper trusts nothing its client sends (SECURITY.md), so this
-//! scenario sends it everything: invalid UTF-8, truncated JSON, deep
-//! nesting, huge numbers, wrong types, duplicate keys, batches, ids of every
-//! JSON type, very long strings (some above the line cap, which the run sets
-//! to [`HostileConfig::max_line_bytes`]), notifications, client responses
-//! and raw bytes; among them valid `tools/call`s of real tools, `ping`s and
-//! `tools/list`s with unique ids. A fake daemon answers the tool calls.
+//! Every line is judged from its bytes alone ([`expected_reply`]): a line
+//! with a recoverable request id is answered exactly once, with that id; a
+//! client response at most once; lines without an id get at most one
+//! `id: null` error each. Stdout must carry only JSON-RPC responses, every
+//! valid request must succeed (the fake daemon is healthy), and the wrapper
+//! must stay alive with flat resident memory.
 //!
-//! What is checked, for every line, from the bytes alone (see
-//! [`expected_reply`]):
-//!
-//! - a line carrying a recoverable request id (a string or number `id` at
-//!   the top level of a JSON object) is answered exactly once, with that id;
-//! - a response-shaped line (an object with an id, `result` or `error`, and
-//!   no `method`) is answered at most once, with its id (JSON-RPC needs no
-//!   answer to a response; the wrapper only answers malformed ones);
-//! - lines with no recoverable id get at most one `id: null` error each
-//!   (counted over the run, since a null id names no line);
-//! - every stdout line is a JSON-RPC 2.0 response (the [`McpClient`] records
-//!   defects; anything else on stdout is counted here);
-//! - every valid request succeeds (the daemon is healthy);
-//! - the wrapper is alive at the end and its resident memory stayed flat:
-//!   `VmRSS` sampled after a warm-up and at the end grew by less than
-//!   [`HostileConfig::rss_growth_limit_kib`].
-//!
-//! Lines are pipelined: at most [`HostileConfig::in_flight`] lines that
-//! owe an answer are outstanding at any time, and the client's reader thread
-//! drains stdout all along, so neither pipe can fill up and deadlock.
-//!
-//! The lines come from a seeded generator ([`Rng`](crate::random::Rng)), so a failing run is
-//! replayed exactly with the same seed and line count.
-//!
-//! [`McpClient`]: crate::client::McpClient
+//! At most [`HostileConfig::in_flight`] lines owing an answer are
+//! outstanding at once, and the client drains stdout all along, so neither
+//! pipe can fill up. The lines come from a seeded generator, so a failing
+//! run is replayed exactly with the same seed and line count.
 
 mod lines;
 
@@ -185,10 +164,8 @@ pub fn expected_reply(line: &[u8], max_line_bytes: usize) -> Expect {
 /// stands, if it is a string or number of fewer than
 /// [`MAX_OVERSIZED_ID_BYTES`] bytes.
 fn oversized_expect(line: &[u8]) -> Expect {
-    let Some(start) = line.iter().position(|b| !b.is_ascii_whitespace()) else {
-        return Expect::NoId;
-    };
-    if line[start] != b'{' {
+    let start = line.len() - line.trim_ascii_start().len();
+    if line.get(start) != Some(&b'{') {
         return Expect::NoId;
     }
     let mut depth = 0usize;
@@ -200,7 +177,7 @@ fn oversized_expect(line: &[u8]) -> Expect {
                     return Expect::NoId;
                 };
                 if depth == 1 && &line[i..=end] == b"\"id\"" {
-                    let rest = trim_start(&line[end + 1..]);
+                    let rest = line[end + 1..].trim_ascii_start();
                     if let Some(value) = rest.strip_prefix(b":") {
                         return oversized_id(value);
                     }
@@ -262,13 +239,8 @@ fn string_end(s: &[u8], start: usize) -> Option<usize> {
     None
 }
 
-fn trim_start(s: &[u8]) -> &[u8] {
-    let skip = s.iter().take_while(|b| b.is_ascii_whitespace()).count();
-    &s[skip..]
-}
-
 /// What a hostile run measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct HostileReport {
     /// The generator's seed (`None` for a run of given lines).
     pub seed: Option<u64>,
@@ -398,6 +370,7 @@ impl fmt::Display for HostileReport {
         let seed = self
             .seed
             .map_or_else(|| "given lines".to_owned(), |s| format!("seed {s}"));
+        let fds = |at: Footprint| at.fds.map_or_else(|| "n/a".to_owned(), |n| n.to_string());
         writeln!(
             f,
             "{} ({seed}, {} lines, {:.1} MiB, cap {} bytes, {} in flight, {})",
@@ -455,12 +428,8 @@ impl fmt::Display for HostileReport {
             format_kib(self.end.rss_kib),
             format_growth(self.rss_growth_kib),
             format_kib(Some(self.rss_growth_limit_kib)),
-            self.start
-                .fds
-                .map_or_else(|| "n/a".to_owned(), |n| n.to_string()),
-            self.end
-                .fds
-                .map_or_else(|| "n/a".to_owned(), |n| n.to_string()),
+            fds(self.start),
+            fds(self.end),
             if self.wrapper_alive { "yes" } else { "no" },
         )?;
         for sample in &self.samples {
@@ -688,34 +657,8 @@ fn run(
             seed,
             max_line_bytes: cfg.max_line_bytes,
             in_flight,
-            lines_sent: 0,
-            bytes_sent: 0,
-            lines_by_kind: BTreeMap::new(),
-            oversized_lines: 0,
-            valid_sent: 0,
-            valid_ok: 0,
-            valid_failed: 0,
-            expected_answers: 0,
-            answered_once: 0,
-            unanswered: 0,
-            answered_more_than_once: 0,
-            optional_lines: 0,
-            optional_answered: 0,
-            no_id_lines: 0,
-            null_id_errors: 0,
-            null_id_results: 0,
-            unknown_id_replies: 0,
-            not_responses: 0,
-            start: Footprint::default(),
-            end: Footprint::default(),
-            rss_growth_kib: None,
             rss_growth_limit_kib: cfg.rss_growth_limit_kib,
-            wrapper_alive: false,
-            stalled: None,
-            duration: Duration::ZERO,
-            samples: Vec::new(),
-            defects: Vec::new(),
-            wrapper_stderr_tail: None,
+            ..HostileReport::default()
         },
     };
 

@@ -23,6 +23,15 @@ pub(crate) const STDERR_TAIL_BYTES: usize = 2000;
 /// The tool of baseline and probe calls: read-only, no arguments.
 pub(crate) const PROBE_TOOL: &str = "topology";
 
+/// Read-only, idempotent tools, each with a parameter that can carry a
+/// call's unique tag.
+pub(crate) const READ_TOOLS: [(&str, &str); 4] = [
+    ("schema_list", "domain"),
+    ("memory_recall", "cue"),
+    ("events_query", "kind"),
+    ("curiosity_pending", "session_id"),
+];
+
 /// JSON-RPC ids of pipelined scenario calls start here, far from the
 /// client's own ids: call `n` has id `CALL_ID_BASE + n`.
 const CALL_ID_BASE: u64 = 1_000_000;
@@ -163,11 +172,6 @@ impl LiveSession {
             self.stderr_tail().trim_end()
         ))
     }
-}
-
-/// Counts how often `needle` occurs in `text`.
-pub(crate) fn count_occurrences(text: &str, needle: &str) -> u64 {
-    text.matches(needle).count() as u64
 }
 
 /// Joins `problems` for a report line: `none`, or `a; b`.

@@ -1,31 +1,14 @@
 //! The drop storm: the daemon drops the wrapper's connection again and
 //! again while a window of calls is always in flight.
 //!
-//! What the fixed bridge promises, and this scenario checks through the real
-//! processes: every call is answered exactly once; a read-only call caught by
-//! a drop is re-sent and succeeds; a write caught by a drop fails with
-//! `daemon_unreachable: socket closed` and the daemon never sees it twice;
-//! when the storm is over the wrapper holds exactly one connection.
-//!
-//! Steps:
-//!
-//! 1. start the fake daemon and the wrapper, `initialize`, a baseline call;
-//! 2. `DELAY <daemon_delay_ms>`: every answer comes that long after its
-//!    request, so calls are really in flight when a drop hits;
-//! 3. pipeline `concurrency` calls over the wrapper's stdio with ids of our
-//!    own and send a new one whenever one is answered. Every call has unique
-//!    arguments (`storm-<n>`); every `write_every`-th is a write
-//!    (`memory_capture` or `memory_contradict`), the others reads
-//!    (`schema_list`, `memory_recall`, `events_query`, `curiosity_pending`);
-//! 4. `DROP` every `drop_interval`, `drops` times. A drop also waits until
-//!    every call sent before the middle of the previous interval has been
-//!    answered, so no call is hit by two drops (a read hit again after its
-//!    replay fails by design; that would not be a finding);
-//! 5. one interval after the last drop stop sending, and wait for the
-//!    answers still owed (at most `drain_timeout`);
-//! 6. watch stdout for `settle` more for late or duplicate answers, then
-//!    read `STATS` (connections held) and `LOG` (every request the daemon
-//!    received, by unique argument: writes seen twice, reads replayed).
+//! What the fixed bridge promises: every call is answered exactly once; a
+//! read caught by a drop is re-sent and succeeds; a write caught by a drop
+//! fails with `daemon_unreachable: socket closed` and the daemon never sees
+//! it twice; afterwards the wrapper holds exactly one connection. Every call
+//! carries a unique tag (`storm-<n>`), so the daemon's `LOG` shows writes
+//! seen twice and reads replayed. A drop waits until the calls hit by the
+//! previous one are answered: a read hit again after its replay fails by
+//! design, which would not be a finding.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -33,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::live::{LiveSession, answered_call, is_response, problems_text};
+use super::live::{LiveSession, READ_TOOLS, answered_call, is_response, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
@@ -42,15 +25,6 @@ use crate::client::ClientError;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
-
-/// Read-only, idempotent tools the storm calls, each with a parameter that
-/// carries the call's unique tag.
-const READS: [(&str, &str); 4] = [
-    ("schema_list", "domain"),
-    ("memory_recall", "cue"),
-    ("events_query", "kind"),
-    ("curiosity_pending", "session_id"),
-];
 
 /// How many failure texts a report keeps.
 const MAX_FAILURE_SAMPLES: usize = 8;
@@ -96,7 +70,7 @@ impl Default for StormConfig {
 }
 
 /// What the drop storm measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct StormReport {
     /// The bridge mode the wrapper ran in (`None`: not set).
     pub mode: Option<BridgeMode>,
@@ -224,22 +198,6 @@ impl Judged for StormReport {
     }
 }
 
-impl StormReport {
-    /// The figures that matter, on one line.
-    pub fn key_figures(&self) -> String {
-        format!(
-            "drops {}, calls {}, replays {}, reads failed {}, writes failed {}, dup writes {}, conns {}",
-            self.drops,
-            self.calls_sent,
-            self.replays,
-            self.reads_failed,
-            self.writes_failed_socket_closed + self.writes_failed_other,
-            self.dup_writes,
-            self.conns_after
-        )
-    }
-}
-
 impl fmt::Display for StormReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -326,20 +284,11 @@ fn call_for(n: usize, write_every: u32) -> (&'static str, Value, bool) {
             )
         }
     } else {
-        let (tool, field) = READS[n % READS.len()];
+        let (tool, field) = READ_TOOLS[n % READ_TOOLS.len()];
         let mut arguments = serde_json::Map::new();
         arguments.insert(field.to_owned(), Value::String(tag));
         (tool, Value::Object(arguments), false)
     }
-}
-
-/// What a message from the wrapper meant for the storm.
-#[derive(Debug, PartialEq, Eq)]
-enum Received {
-    FirstAnswer,
-    Duplicate,
-    Stray,
-    Other,
 }
 
 /// The pipelined calls and their bookkeeping.
@@ -367,22 +316,24 @@ impl Storm<'_> {
         Ok(())
     }
 
-    fn receive(&mut self, message: &Value) -> Received {
+    /// Books one message from the wrapper; whether it was the first answer
+    /// to one of the storm's calls.
+    fn receive(&mut self, message: &Value) -> bool {
         if !is_response(message) {
-            return Received::Other;
+            return false;
         }
         let Some(index) = answered_call(message, self.calls.len()) else {
             self.stray += 1;
-            return Received::Stray;
+            return false;
         };
         let call = &mut self.calls[index];
         call.answers += 1;
         if call.answers > 1 {
-            return Received::Duplicate;
+            return false;
         }
         call.outcome = Some(CallOutcome::from_response(message));
         self.in_flight -= 1;
-        Received::FirstAnswer
+        true
     }
 
     /// Whether every call sent before `instant` has been answered.
@@ -455,7 +406,7 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
             .recv_any(wake.saturating_duration_since(now))
         {
             Ok(message) => {
-                if storm.receive(&message) == Received::FirstAnswer
+                if storm.receive(&message)
                     && storm.in_flight < cfg.concurrency
                     && let Err(e) = storm.send_next()
                 {
@@ -502,29 +453,13 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
         drops,
         forced_drops,
         calls_sent: calls.len(),
-        answered: 0,
-        answered_more_than_once: 0,
-        unanswered: 0,
         stray_responses: stray,
-        reads_ok: 0,
-        reads_failed: 0,
-        refused: 0,
-        read_failure: None,
-        call_failure: None,
-        writes_ok: 0,
-        writes_failed_socket_closed: 0,
-        writes_failed_other: 0,
-        writes_failed_but_received: 0,
-        dup_writes: 0,
-        replays: 0,
-        reads_received_over_twice: 0,
         conns_after: stats.conns,
         accepted: stats.accepted,
         storm_duration,
-        failure_samples: Vec::new(),
         wrapper_gone,
         defects: session.wrapper.defects(),
-        wrapper_stderr_tail: None,
+        ..StormReport::default()
     };
     for (n, (call, &seen)) in calls.iter().zip(&received).enumerate() {
         match call.answers {
@@ -613,31 +548,17 @@ mod tests {
         StormReport {
             mode: Some(BridgeMode::Fixed),
             drops: 5,
-            forced_drops: 0,
             calls_sent: 100,
             answered: 100,
-            answered_more_than_once: 0,
-            unanswered: 0,
-            stray_responses: 0,
             reads_ok: 60,
-            reads_failed: 0,
-            refused: 0,
-            read_failure: None,
-            call_failure: None,
             writes_ok: 30,
             writes_failed_socket_closed: 10,
-            writes_failed_other: 0,
             writes_failed_but_received: 4,
-            dup_writes: 0,
             replays: 12,
-            reads_received_over_twice: 0,
             conns_after: 1,
             accepted: 7,
             storm_duration: Duration::from_millis(900),
-            failure_samples: Vec::new(),
-            wrapper_gone: None,
-            defects: Vec::new(),
-            wrapper_stderr_tail: None,
+            ..StormReport::default()
         }
     }
 
@@ -645,10 +566,6 @@ mod tests {
     fn passes_only_when_every_must_condition_holds() {
         let report = clean_report();
         assert!(report.passed(), "{report}");
-        assert_eq!(
-            report.key_figures(),
-            "drops 5, calls 100, replays 12, reads failed 0, writes failed 10, dup writes 0, conns 1"
-        );
         let breakages: [fn(&mut StormReport); 10] = [
             |r| r.answered_more_than_once = 1,
             |r| r.unanswered = 1,

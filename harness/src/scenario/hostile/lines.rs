@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::random::Rng;
+use crate::scenario::live::READ_TOOLS;
 
 /// What kind of line the generator made, for the report's counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -61,35 +62,11 @@ pub enum LineKind {
     Handcrafted,
 }
 
-impl LineKind {
-    /// The kind's snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Valid => "valid",
-            Self::BadText => "bad_text",
-            Self::Truncated => "truncated",
-            Self::DeepNesting => "deep_nesting",
-            Self::HugeNumber => "huge_number",
-            Self::WrongType => "wrong_type",
-            Self::DuplicateKeys => "duplicate_keys",
-            Self::Batch => "batch",
-            Self::OddId => "odd_id",
-            Self::LongString => "long_string",
-            Self::OverCap => "over_cap",
-            Self::Notification => "notification",
-            Self::ClientResponse => "client_response",
-            Self::OddRequest => "odd_request",
-            Self::NonObject => "non_object",
-            Self::RandomBytes => "random_bytes",
-            Self::Blank => "blank",
-            Self::Handcrafted => "handcrafted",
-        }
-    }
-}
-
 impl fmt::Display for LineKind {
+    /// The kind's snake_case name, as in JSON reports.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        let name = serde_json::to_value(self).map_err(|_| fmt::Error)?;
+        f.write_str(name.as_str().unwrap_or_default())
     }
 }
 
@@ -147,14 +124,6 @@ const EDGE_IDS: &[&str] = &[
 /// Ids the wrapper cannot recover (not a string or number).
 const BAD_IDS: &[&str] = &["null", "true", "false", "{}", "[]", "[1]", "{\"id\":1}"];
 
-/// Read-only tools with one argument carrying a tag.
-const READ_TOOLS: &[(&str, &str)] = &[
-    ("schema_list", "domain"),
-    ("memory_recall", "cue"),
-    ("events_query", "kind"),
-    ("curiosity_pending", "session_id"),
-];
-
 /// Bytes that random lines which look a little like JSON are made of.
 const JSONISH: &[u8] = b" {}[]\":,0123456789abcdeftrulnid\\";
 
@@ -202,20 +171,20 @@ impl LineGen {
             })
             .map_or(LineKind::Valid, |(kind, _)| *kind);
         let mut line = match kind {
-            LineKind::Valid => self.valid(),
+            LineKind::Valid => self.valid().into_bytes(),
             LineKind::BadText => self.bad_text(),
             LineKind::Truncated => self.truncated(),
-            LineKind::DeepNesting => self.deep_nesting(),
-            LineKind::HugeNumber => self.huge_number(),
-            LineKind::WrongType => self.wrong_type(),
-            LineKind::DuplicateKeys => self.duplicate_keys(),
-            LineKind::Batch => self.batch(),
-            LineKind::OddId => self.odd_id(),
+            LineKind::DeepNesting => self.deep_nesting().into_bytes(),
+            LineKind::HugeNumber => self.huge_number().into_bytes(),
+            LineKind::WrongType => self.wrong_type().into_bytes(),
+            LineKind::DuplicateKeys => self.duplicate_keys().into_bytes(),
+            LineKind::Batch => self.batch().into_bytes(),
+            LineKind::OddId => self.odd_id().into_bytes(),
             LineKind::LongString => self.long_string(),
             LineKind::OverCap => self.over_cap(),
-            LineKind::Notification => self.notification(),
-            LineKind::ClientResponse => self.client_response(),
-            LineKind::OddRequest => self.odd_request(),
+            LineKind::Notification => self.notification().into_bytes(),
+            LineKind::ClientResponse => self.client_response().into_bytes(),
+            LineKind::OddRequest => self.odd_request().into_bytes(),
             LineKind::NonObject => self.non_object(),
             LineKind::RandomBytes => self.random_bytes(),
             LineKind::Blank | LineKind::Handcrafted => self.blank(),
@@ -344,7 +313,7 @@ impl LineGen {
                 json!({"text": format!("hostile run note {tag}")}),
             ),
             _ => {
-                let (tool, field) = *self.rng.pick(READ_TOOLS);
+                let (tool, field) = *self.rng.pick(&READ_TOOLS);
                 let mut arguments = serde_json::Map::new();
                 arguments.insert(field.to_owned(), Value::String(tag));
                 (tool, Value::Object(arguments))
@@ -353,17 +322,16 @@ impl LineGen {
         json!({"name": name, "arguments": arguments}).to_string()
     }
 
-    fn valid(&mut self) -> Vec<u8> {
+    fn valid(&mut self) -> String {
         let id = self.fresh_id();
-        let line = if self.rng.percent(60) {
+        if self.rng.percent(60) {
             let params = self.tool_call_params();
             self.request(&id, "tools/call", Some(&params))
         } else {
             let method = *self.rng.pick(LOCAL_METHODS);
             let params = self.rng.percent(50).then_some("{}");
             self.request(&id, method, params)
-        };
-        line.into_bytes()
+        }
     }
 
     fn bad_text(&mut self) -> Vec<u8> {
@@ -385,40 +353,31 @@ impl LineGen {
             b"\\x41",
         ];
         let bad = *self.rng.pick(BAD);
-        let mut line = Vec::new();
-        match self.rng.below(4) {
-            0 => {
-                line.extend_from_slice(
-                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"s\":\"a")
-                        .as_bytes(),
-                );
-                line.extend_from_slice(bad);
-                line.extend_from_slice(b"b\"}}");
-            }
-            1 => {
-                line.extend_from_slice(
-                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"").as_bytes(),
-                );
-                line.extend_from_slice(bad);
-                line.extend_from_slice(b"\"}");
-            }
+        let (head, tail): (String, &[u8]) = match self.rng.below(4) {
+            0 => (
+                format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"s\":\"a"
+                ),
+                b"b\"}}",
+            ),
+            1 => (
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\""),
+                b"\"}",
+            ),
             2 => {
-                line.extend_from_slice(bad);
-                line.extend_from_slice(
-                    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}").as_bytes(),
-                );
+                let request = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}");
+                return [bad, request.as_bytes()].concat();
             }
-            _ => {
-                line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":\"");
-                line.extend_from_slice(bad);
-                line.extend_from_slice(b"\",\"method\":\"ping\"}");
-            }
-        }
-        line
+            _ => (
+                "{\"jsonrpc\":\"2.0\",\"id\":\"".to_owned(),
+                b"\",\"method\":\"ping\"}",
+            ),
+        };
+        [head.as_bytes(), bad, tail].concat()
     }
 
     fn truncated(&mut self) -> Vec<u8> {
-        let mut line = self.valid();
+        let mut line = self.valid().into_bytes();
         if line.len() > 1 {
             let keep = 1 + self.rng.index(line.len() - 1);
             line.truncate(keep);
@@ -426,7 +385,7 @@ impl LineGen {
         line
     }
 
-    fn deep_nesting(&mut self) -> Vec<u8> {
+    fn deep_nesting(&mut self) -> String {
         const DEPTHS: &[usize] = &[8, 64, 120, 125, 126, 127, 128, 129, 130, 200, 1000, 20_000];
         let depth = *self.rng.pick(DEPTHS);
         let (open, close) = if self.rng.percent(50) {
@@ -440,7 +399,7 @@ impl LineGen {
             nested.push_str(&close.repeat(depth));
         }
         let id = self.fresh_id();
-        let line = match self.rng.below(4) {
+        match self.rng.below(4) {
             0 => self.request(&id, "ping", Some(&format!("{{\"deep\":{nested}}}"))),
             1 => {
                 let tag = self.tag();
@@ -451,11 +410,10 @@ impl LineGen {
             }
             2 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{nested}}}"),
             _ => nested,
-        };
-        line.into_bytes()
+        }
     }
 
-    fn huge_number(&mut self) -> Vec<u8> {
+    fn huge_number(&mut self) -> String {
         let digits = self.rng.between(20, 500) as usize;
         let big: String = std::iter::once('9')
             .chain((1..digits).map(|_| char::from(b'0' + self.rng.below(10) as u8)))
@@ -471,7 +429,7 @@ impl LineGen {
             _ => "123456789012345678901234567890e-10".to_owned(),
         };
         let id = self.fresh_id();
-        let line = match self.rng.below(3) {
+        match self.rng.below(3) {
             0 => self.request(&id, "ping", Some(&format!("{{\"n\":{number}}}"))),
             1 => {
                 let params = format!(
@@ -483,15 +441,14 @@ impl LineGen {
             _ => format!(
                 "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"n\":[{number},{number}]}}"
             ),
-        };
-        line.into_bytes()
+        }
     }
 
-    fn wrong_type(&mut self) -> Vec<u8> {
+    fn wrong_type(&mut self) -> String {
         const VALUES: &[&str] = &["5", "null", "[]", "{}", "true", "\"x\"", "2.0", "[\"2.0\"]"];
         let value = *self.rng.pick(VALUES);
         let id = self.fresh_id();
-        let line = match self.rng.below(8) {
+        match self.rng.below(8) {
             0 => format!("{{\"jsonrpc\":{value},\"id\":{id},\"method\":\"ping\"}}"),
             1 => format!("{{\"id\":{id},\"method\":\"ping\"}}"),
             2 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{value}}}"),
@@ -509,14 +466,13 @@ impl LineGen {
                 let bad_id = *self.rng.pick(BAD_IDS);
                 format!("{{\"jsonrpc\":\"2.0\",\"id\":{bad_id},\"method\":\"ping\"}}")
             }
-        };
-        line.into_bytes()
+        }
     }
 
-    fn duplicate_keys(&mut self) -> Vec<u8> {
+    fn duplicate_keys(&mut self) -> String {
         let first = self.fresh_id();
         let second = self.fresh_id();
-        let line = match self.rng.below(6) {
+        match self.rng.below(6) {
             0 => format!(
                 "{{\"jsonrpc\":\"2.0\",\"id\":{first},\"method\":\"ping\",\"id\":{second}}}"
             ),
@@ -540,12 +496,11 @@ impl LineGen {
                     "{{\"jsonrpc\":\"2.0\",\"id\":{first},\"method\":\"tools/call\",\"params\":{{\"name\":\"x\"}},\"params\":{params}}}"
                 )
             }
-        };
-        line.into_bytes()
+        }
     }
 
-    fn batch(&mut self) -> Vec<u8> {
-        let line = match self.rng.below(5) {
+    fn batch(&mut self) -> String {
+        match self.rng.below(5) {
             0 => "[]".to_owned(),
             1 => "[1,2,3]".to_owned(),
             2 => "[[]]".to_owned(),
@@ -559,11 +514,10 @@ impl LineGen {
                     .collect();
                 format!("[{}]", items.join(","))
             }
-        };
-        line.into_bytes()
+        }
     }
 
-    fn odd_id(&mut self) -> Vec<u8> {
+    fn odd_id(&mut self) -> String {
         let id = match self.rng.below(5) {
             0 => {
                 let edge = (*self.rng.pick(EDGE_IDS)).to_owned();
@@ -588,7 +542,7 @@ impl LineGen {
             _ => self.fresh_id(),
         };
         let method = *self.rng.pick(LOCAL_METHODS);
-        self.request(&id, method, None).into_bytes()
+        self.request(&id, method, None)
     }
 
     /// A line of exactly `len` bytes (when `len` leaves room for the
@@ -692,10 +646,10 @@ impl LineGen {
         }
     }
 
-    fn notification(&mut self) -> Vec<u8> {
+    fn notification(&mut self) -> String {
         self.counter += 1;
         let n = self.counter;
-        let line = match self.rng.below(8) {
+        match self.rng.below(8) {
             0 => "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}".to_owned(),
             1 => format!(
                 "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":{n},\"progress\":0.5}}}}"
@@ -709,13 +663,12 @@ impl LineGen {
             5 => format!("{{\"jsonrpc\":\"2.0\",\"method\":\"vendor/unknown-{n}\",\"params\":[1,2]}}"),
             6 => "{\"jsonrpc\":\"2.0\",\"method\":5}".to_owned(),
             _ => "{\"method\":\"notifications/initialized\"}".to_owned(),
-        };
-        line.into_bytes()
+        }
     }
 
-    fn client_response(&mut self) -> Vec<u8> {
+    fn client_response(&mut self) -> String {
         let id = self.fresh_id();
-        let line = match self.rng.below(5) {
+        match self.rng.below(5) {
             0 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}"),
             1 => format!(
                 "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{{\"code\":-32601,\"message\":\"no\"}}}}"
@@ -723,11 +676,10 @@ impl LineGen {
             2 => format!("{{\"id\":{id},\"result\":1}}"),
             3 => "{\"jsonrpc\":\"2.0\",\"id\":null,\"result\":{}}".to_owned(),
             _ => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}},\"error\":{{}}}}"),
-        };
-        line.into_bytes()
+        }
     }
 
-    fn odd_request(&mut self) -> Vec<u8> {
+    fn odd_request(&mut self) -> String {
         let id = self.fresh_id();
         let (method, params): (&str, Option<String>) = match self.rng.below(11) {
             0 => (
@@ -760,7 +712,7 @@ impl LineGen {
             9 => ("logging/setLevel", Some("{\"level\":\"debug\"}".to_owned())),
             _ => ("$/weird method\u{1F980}", None),
         };
-        self.request(&id, method, params.as_deref()).into_bytes()
+        self.request(&id, method, params.as_deref())
     }
 
     fn non_object(&mut self) -> Vec<u8> {
