@@ -6,13 +6,12 @@
 //! channel ([`BridgeHandle`]), so "a call arrives while the connection is
 //! dead" is one more event handled in order, never a data race.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -20,6 +19,7 @@ use tokio_util::codec::FramedRead;
 
 use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, Request};
 use super::error::BridgeError;
+use super::response::DaemonResult;
 use crate::codec::{Frame, LineCodec};
 use crate::transport::{DaemonStream, Endpoint, WriteHalf};
 
@@ -49,7 +49,11 @@ pub struct LinkStatus {
 }
 
 enum Command {
-    Call(CallId, Request, oneshot::Sender<Result<Value, Failure>>),
+    Call(
+        CallId,
+        Request,
+        oneshot::Sender<Result<DaemonResult, Failure>>,
+    ),
     Cancel(CallId),
     Shutdown(oneshot::Sender<()>),
 }
@@ -73,10 +77,11 @@ impl std::fmt::Debug for Command {
 }
 
 impl BridgeHandle {
-    /// Make `request` through the daemon and wait for its outcome. Dropping
+    /// Make `request` through the daemon and wait for its outcome (the
+    /// result as the JSON text the daemon sent). Dropping
     /// the returned future cancels the call: the bridge forgets it and its
     /// response, if one comes, is ignored.
-    pub async fn call(&self, request: Request) -> Result<Value, Failure> {
+    pub async fn call(&self, request: Request) -> Result<DaemonResult, Failure> {
         let id = CallId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Command::Call(id, request, tx)).is_err() {
@@ -152,7 +157,7 @@ struct Driver {
     core: Bridge,
     config: DriverConfig,
     status: watch::Sender<LinkStatus>,
-    replies: HashMap<CallId, oneshot::Sender<Result<Value, Failure>>>,
+    replies: BTreeMap<CallId, oneshot::Sender<Result<DaemonResult, Failure>>>,
     events_tx: mpsc::UnboundedSender<ConnEvent>,
     events_rx: mpsc::UnboundedReceiver<ConnEvent>,
     live: Option<Live>,
@@ -167,7 +172,7 @@ impl Driver {
             core,
             config,
             status,
-            replies: HashMap::new(),
+            replies: BTreeMap::new(),
             events_tx,
             events_rx,
             live: None,
@@ -419,7 +424,7 @@ impl Driver {
         if let Some((_, task)) = self.attempt.take() {
             task.abort();
         }
-        for (_, reply) in self.replies.drain() {
+        for (_, reply) in std::mem::take(&mut self.replies) {
             let _ = reply.send(Err(Failure::detached(BridgeError::Shutdown)));
         }
     }

@@ -3,4 +3,5 @@
 
 pub mod dispatch;
 pub mod protocol;
+pub mod result_line;
 pub mod server;
