@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
@@ -20,8 +20,9 @@ use tokio_util::codec::FramedRead;
 use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, Request};
 use super::error::BridgeError;
 use super::response::DaemonResult;
+use super::socket;
 use crate::codec::{Frame, LineCodec};
-use crate::transport::{DaemonStream, Endpoint, WriteHalf};
+use crate::transport::{DaemonStream, Endpoint};
 
 /// I/O settings of the driver (the decisions live in the policy).
 #[derive(Debug, Clone)]
@@ -147,9 +148,15 @@ enum ConnEvent {
     Closed(ConnId),
 }
 
+/// The established connection: the driver writes to it itself, a reader
+/// task frames what arrives.
 struct Live {
     id: ConnId,
-    writer: mpsc::UnboundedSender<Vec<u8>>,
+    socket: pipe::Sender,
+    /// Lines queued for the daemon and not yet taken by the socket.
+    out: Vec<u8>,
+    /// A write failed: the close event is on its way; write no more.
+    broken: bool,
     reader: JoinHandle<()>,
 }
 
@@ -186,10 +193,17 @@ impl Driver {
         let mut shutdown_ack = None;
         loop {
             self.apply_actions();
+            self.flush();
             if shutdown_ack.is_some() {
                 break;
             }
             let wake = self.core.poll_timeout();
+            // Lines the socket did not take at once wait for it to drain.
+            let blocked = self
+                .live
+                .as_ref()
+                .filter(|l| !l.out.is_empty() && !l.broken)
+                .map(|l| &l.socket);
             tokio::select! {
                 biased;
                 Some(event) = self.events_rx.recv() => {
@@ -218,6 +232,7 @@ impl Driver {
                 () = sleep_until(wake), if wake.is_some() => {
                     self.core.handle_timeout(now());
                 }
+                () = writable(blocked), if blocked.is_some() => {}
             }
         }
         self.apply_actions();
@@ -285,10 +300,12 @@ impl Driver {
             match action {
                 Action::Connect(conn) => self.dial(conn),
                 Action::Send(conn, line) => {
-                    // If the writer already stopped, its close event is on
-                    // its way and will be handled in order; the line is moot.
-                    if let Some(live) = self.live.as_ref().filter(|l| l.id == conn) {
-                        let _ = live.writer.send(line);
+                    // Queued, and written once this turn's actions are
+                    // applied (one write for all of them). After a failed
+                    // write the close event is on its way and will be
+                    // handled in order; the line is moot.
+                    if let Some(live) = self.live.as_mut().filter(|l| l.id == conn && !l.broken) {
+                        live.out.extend_from_slice(&line);
                     }
                 }
                 Action::Close(conn) => {
@@ -390,11 +407,18 @@ impl Driver {
     }
 
     fn install(&mut self, conn: ConnId, stream: DaemonStream) {
-        let (read, write) = stream.into_split();
+        let (read, socket) = match socket::split(stream) {
+            Ok(halves) => halves,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not register the daemon connection");
+                let _ = self.events_tx.send(ConnEvent::Closed(conn));
+                return;
+            }
+        };
         let events = self.events_tx.clone();
         let max = self.config.max_line_bytes;
+        let mut frames = FramedRead::new(read, LineCodec::new(max));
         let reader = tokio::spawn(async move {
-            let mut frames = FramedRead::new(read, LineCodec::new(max));
             while let Some(Ok(frame)) = frames.next().await {
                 if events.send(ConnEvent::Frame(conn, frame)).is_err() {
                     return;
@@ -402,14 +426,38 @@ impl Driver {
             }
             let _ = events.send(ConnEvent::Closed(conn));
         });
-        let (writer, lines) = mpsc::unbounded_channel();
-        tokio::spawn(write_lines(conn, write, lines, self.events_tx.clone()));
         if let Some(old) = self.live.replace(Live {
             id: conn,
-            writer,
+            socket,
+            out: Vec::new(),
+            broken: false,
             reader,
         }) {
             old.reader.abort();
+        }
+    }
+
+    /// Writes the queued lines: as much as the socket takes now, in one
+    /// system call unless it takes only part; the rest waits for the
+    /// socket to drain. A failed write closes the connection (in order,
+    /// through the event queue).
+    fn flush(&mut self) {
+        let Some(live) = self.live.as_mut().filter(|l| !l.broken) else {
+            return;
+        };
+        while !live.out.is_empty() {
+            match live.socket.try_write(&live.out) {
+                Ok(n) if n > 0 => {
+                    live.out.drain(..n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                _ => {
+                    live.broken = true;
+                    live.out = Vec::new();
+                    let _ = self.events_tx.send(ConnEvent::Closed(live.id));
+                    return;
+                }
+            }
         }
     }
 
@@ -430,26 +478,15 @@ impl Driver {
     }
 }
 
-/// Writes queued lines, coalescing whatever is queued into one write.
-async fn write_lines(
-    conn: ConnId,
-    mut socket: WriteHalf,
-    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
-    events: mpsc::UnboundedSender<ConnEvent>,
-) {
-    let mut batch = Vec::new();
-    while let Some(line) = lines.recv().await {
-        batch.clear();
-        batch.extend_from_slice(&line);
-        while let Ok(more) = lines.try_recv() {
-            batch.extend_from_slice(&more);
+/// Completes when `socket` is writable (never without one). An error
+/// completes it too: the next write meets it and closes the connection.
+async fn writable(socket: Option<&pipe::Sender>) {
+    match socket {
+        Some(socket) => {
+            let _ = socket.writable().await;
         }
-        if socket.write_all(&batch).await.is_err() {
-            let _ = events.send(ConnEvent::Closed(conn));
-            return;
-        }
+        None => std::future::pending().await,
     }
-    let _ = socket.shutdown().await;
 }
 
 /// The current instant on tokio's clock (so that timers and deadlines agree,

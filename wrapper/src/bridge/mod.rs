@@ -6,6 +6,7 @@ pub mod driver;
 pub mod error;
 pub mod policy;
 pub mod response;
+pub mod socket;
 
 pub use self::core::{Access, Action, Bridge, CallId, ConnId, Event, Failure, Request};
 pub use driver::{BridgeHandle, DriverConfig, LinkStatus, spawn};
