@@ -15,7 +15,6 @@
 //! rounds; peak RSS; recovery, one wrapper after the other; close.
 
 use std::fs::File;
-use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use tempfile::TempDir;
@@ -146,7 +145,7 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
 /// The client's connection to a subject.
 enum Conn {
     /// Straight on the fake daemon's socket.
-    Floor(Session<File, UnixStream>),
+    Floor(Session<File, File>),
     /// On a wrapper's stdio.
     Wrapper(WrapperChild),
 }

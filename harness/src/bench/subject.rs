@@ -108,14 +108,15 @@ impl<R: Read, W: Write> Session<R, W> {
 
 /// A session straight on the fake daemon's socket: the floor.
 ///
-/// Responses are read through a [`File`] on the socket, so they are read
-/// with `read(2)` (which the kernel counts in `/proc/PID/io`) rather than
-/// `recv(2)` (which it does not): the floor's system call counts then
-/// cover its reads and writes alike, as a wrapper's do on its pipes.
+/// The socket is read and written through [`File`]s, that is with
+/// `read(2)` and `write(2)` (which the kernel counts in `/proc/PID/io`)
+/// rather than `recv(2)` and `send(2)` (which it does not): the floor's
+/// system call counts then cover its reads and writes, as a wrapper's do
+/// on its pipes.
 pub fn connect_floor(
     socket: &Path,
     timeout: Duration,
-) -> Result<Session<File, UnixStream>, HarnessError> {
+) -> Result<Session<File, File>, HarnessError> {
     let stream = UnixStream::connect(socket)
         .map_err(|e| HarnessError::io(format!("connecting to {}", socket.display()), e))?;
     let clone = |what: &str| {
@@ -125,7 +126,8 @@ pub fn connect_floor(
     };
     let reader = File::from(OwnedFd::from(clone("reading")?));
     let abort = Abort::Shutdown(clone("the watchdog")?);
-    Ok(Session::new(reader, stream, timeout, abort))
+    let writer = File::from(OwnedFd::from(stream));
+    Ok(Session::new(reader, writer, timeout, abort))
 }
 
 /// A wrapper's scratch directories and the command that starts it in
