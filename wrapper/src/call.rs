@@ -62,12 +62,14 @@ impl Caller {
             Err(failure) => failure,
         };
         match kept {
-            Some(arguments) if failure.fallback => self
-                .degraded
-                .answer(&tool.name, &arguments)
-                .await
-                .map(|answer| DaemonResult::from_value(&answer))
-                .map_err(|e| degraded_failure(&failure, access, &e)),
+            // Boxed: the CLI's future is large and rarely needed, and
+            // every call's task would otherwise carry (and copy) its room.
+            Some(arguments) if failure.fallback => {
+                Box::pin(self.degraded.answer(&tool.name, &arguments))
+                    .await
+                    .map(|answer| DaemonResult::from_value(&answer))
+                    .map_err(|e| degraded_failure(&failure, access, &e))
+            }
             _ => Err(daemon_failure(&failure, access)),
         }
     }
