@@ -152,7 +152,7 @@ enum ConnEvent {
 /// task frames what arrives.
 struct Live {
     id: ConnId,
-    socket: pipe::Sender,
+    socket: socket::Writer,
     /// Lines queued for the daemon and not yet taken by the socket.
     out: Vec<u8>,
     /// A write failed: the close event is on its way; write no more.
@@ -203,7 +203,7 @@ impl Driver {
                 .live
                 .as_ref()
                 .filter(|l| !l.out.is_empty() && !l.broken)
-                .map(|l| &l.socket);
+                .and_then(|l| l.socket.blocked());
             tokio::select! {
                 biased;
                 Some(event) = self.events_rx.recv() => {
@@ -446,19 +446,22 @@ impl Driver {
             return;
         };
         while !live.out.is_empty() {
-            match live.socket.try_write(&live.out) {
+            match live.socket.write(&live.out) {
                 Ok(n) if n > 0 => {
                     live.out.drain(..n);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 _ => {
                     live.broken = true;
                     live.out = Vec::new();
+                    live.socket.idle();
                     let _ = self.events_tx.send(ConnEvent::Closed(live.id));
                     return;
                 }
             }
         }
+        live.socket.idle();
     }
 
     fn drop_live(&mut self) {
