@@ -2,20 +2,23 @@
 //! without building a tree of the whole request.
 //!
 //! Only what routing needs is taken from the line: the id, the method, the
-//! tool name and the arguments object; `jsonrpc`, `method` and `name` are
-//! borrowed from the line, and other members are skipped. Anything this
-//! reader is not sure of (another method, a string with escapes, members
-//! given twice, `_meta`, an unknown tool, arguments that are not an
+//! tool name, the arguments object and `_meta`; `jsonrpc`, `method` and
+//! `name` are borrowed from the line. Anything this reader is not sure of
+//! (another method, a string with escapes, members given twice, any other
+//! member, a modern-era `_meta`, an unknown tool, arguments that are not an
 //! object) makes it step aside, and the dispatcher judges the line by the
-//! full rules, so no answer differs from theirs.
+//! full rules, so no answer differs from theirs. Every value it keeps is
+//! read in place, never skipped, so nesting counts against serde_json's
+//! depth limit exactly as in a tree of the whole line.
 
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::protocol::PROTOCOL_VERSION_KEY;
 use crate::tools::{self, Tool};
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Envelope<'a> {
     jsonrpc: &'a str,
     id: Value,
@@ -25,12 +28,13 @@ struct Envelope<'a> {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Params<'a> {
     name: &'a str,
-    #[serde(default, borrow)]
-    arguments: Option<&'a RawValue>,
-    #[serde(default, rename = "_meta", borrow)]
-    meta: Option<&'a RawValue>,
+    #[serde(default)]
+    arguments: Option<Map<String, Value>>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<Map<String, Value>>,
 }
 
 /// A legacy-era `tools/call` of a known tool, as read by [`tool_call`].
@@ -56,19 +60,16 @@ pub fn tool_call(line: &[u8]) -> Option<QuickCall> {
     let usable = envelope.jsonrpc == "2.0"
         && envelope.method == "tools/call"
         && matches!(envelope.id, Value::String(_) | Value::Number(_))
-        && params.meta.is_none();
+        && !params
+            .meta
+            .is_some_and(|meta| meta.contains_key(PROTOCOL_VERSION_KEY));
     if !usable {
         return None;
     }
     let tool = tools::find(params.name)?;
-    let arguments = match params.arguments.map(RawValue::get) {
-        None | Some("null") => Map::new(),
-        Some(text) if text.starts_with('{') => serde_json::from_str(text).ok()?,
-        Some(_) => return None,
-    };
     Some(QuickCall {
         id: envelope.id,
         tool,
-        arguments,
+        arguments: params.arguments.unwrap_or_default(),
     })
 }

@@ -508,10 +508,33 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":12,"method":"tools/list"}"#,
             r#"[{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"topology"}}]"#,
             r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"topology","arguments":{"a":1,"a":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"topology","_meta":{"progressToken":3}}}"#,
+            r#"{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"topology","_meta":null}}"#,
+            r#"{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"topology","_meta":"x"}}"#,
             "{not json",
         ];
+        // Nesting around the depth limit, in the arguments and in members
+        // that are skipped.
+        let deep = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let mut nested = Vec::new();
+        for depth in [1, 120, 124, 125, 126, 127, 128, 129, 130] {
+            let value = deep(depth);
+            nested.push(format!(
+                r#"{{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{{"name":"topology","arguments":{{"deep":{value}}}}}}}"#
+            ));
+            nested.push(format!(
+                r#"{{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{{"name":"topology","x":{value}}}}}"#
+            ));
+            nested.push(format!(
+                r#"{{"jsonrpc":"2.0","id":22,"x":{value},"method":"tools/call","params":{{"name":"topology"}}}}"#
+            ));
+        }
         let mut taken = 0;
-        for line in lines {
+        for line in lines
+            .iter()
+            .copied()
+            .chain(nested.iter().map(String::as_str))
+        {
             let full = classify_fully(line.as_bytes());
             if call_line::tool_call(line.as_bytes()).is_some() {
                 taken += 1;
@@ -519,6 +542,7 @@ mod tests {
                 assert_eq!(full.era, Some(Era::Legacy), "{line}");
             }
         }
-        assert_eq!(taken, 5);
+        // Six of the plain lines, and arguments nested within the limit.
+        assert_eq!(taken, 9);
     }
 }
