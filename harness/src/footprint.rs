@@ -5,9 +5,10 @@
 //!   the checks that a wrapper stays flat over a hostile run or a soak.
 //! - [`peak_rss_kib`]: the resident high-water mark (`VmHWM`), for the
 //!   benchmarks.
-//! - CPU time: `utime + stime` of `/proc/<pid>/stat` (all threads), in
-//!   clock ticks, so a benchmark phase can report how busy the client, the
-//!   subject and the fake daemon were.
+//! - [`Counters`]: CPU time, read-like and write-like system calls and
+//!   context switches so far, so a benchmark phase can report how busy the
+//!   client, the subject and the fake daemon were, and how much work each
+//!   did per call.
 
 use std::fs;
 use std::time::{Duration, Instant};
@@ -71,8 +72,7 @@ fn status_kib(pid: u32, field: &str) -> Option<u64> {
 
 /// Extracts `<field>   1234 kB` from the text of `/proc/<pid>/status`.
 fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let mut words = line[field.len()..].split_whitespace();
+    let mut words = field_words(status, field)?;
     let value: u64 = words.next()?.parse().ok()?;
     match words.next() {
         Some("kB") | None => Some(value),
@@ -80,23 +80,178 @@ fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
     }
 }
 
-/// CPU time (user + system, all threads) of `/proc/<which>/stat`, in clock
-/// ticks; `which` is a pid or `self`.
-fn cpu_ticks(which: &str) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{which}/stat")).ok()?;
-    parse_stat_ticks(&stat)
+/// What a process has done so far, summed over its threads, read from
+/// `/proc/<pid>/{stat,io,task/*/status,task/*/schedstat}`.
+///
+/// - `cpu_ns`: time on a CPU, nanoseconds: the sum of the first field of
+///   every thread's `schedstat` (exact), or `utime + stime` in clock ticks
+///   where the kernel keeps no schedstat (10 ms resolution);
+/// - `user_ticks`, `system_ticks`: `utime` and `stime` of `stat`, whole
+///   process, in clock ticks: coarse, used only for the user/system split;
+/// - `read_calls`, `write_calls`: `syscr` and `syscw` of `io`, whole
+///   process: system calls that go through the kernel's file read and
+///   write paths (`read`, `readv`, `pread64`, `preadv`, `write`, `writev`,
+///   `pwrite64`, `pwritev`, `sendfile`, `splice`...), on pipes, files and
+///   sockets alike, whether they moved bytes or failed with `EAGAIN`.
+///   `recv*`/`send*` on sockets, `epoll_*`, `futex` and every other call
+///   are not counted;
+/// - `voluntary_switches`, `involuntary_switches`: the
+///   `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` of every
+///   live thread's `status`: a thread gave up its CPU to wait (a blocking
+///   `epoll_wait`, `read` or `futex` that slept), or was preempted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// CPU time, nanoseconds.
+    pub cpu_ns: u64,
+    /// User-mode CPU time, clock ticks.
+    pub user_ticks: u64,
+    /// Kernel-mode CPU time, clock ticks.
+    pub system_ticks: u64,
+    /// Read-like system calls (`syscr`).
+    pub read_calls: u64,
+    /// Write-like system calls (`syscw`).
+    pub write_calls: u64,
+    /// Voluntary context switches, all threads.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches, all threads.
+    pub involuntary_switches: u64,
 }
 
-/// `utime + stime` (fields 14 and 15) from the text of `/proc/<pid>/stat`.
+impl Counters {
+    /// Reads the counters of `which` (a pid, or `self`); `None` when the
+    /// process is gone or `/proc` is not there.
+    pub fn read(which: &str) -> Option<Self> {
+        let stat = fs::read_to_string(format!("/proc/{which}/stat")).ok()?;
+        let (user_ticks, system_ticks) = parse_stat_ticks(&stat)?;
+        let io = fs::read_to_string(format!("/proc/{which}/io")).ok()?;
+        let mut counters = Self {
+            cpu_ns: 0,
+            user_ticks,
+            system_ticks,
+            read_calls: parse_field(&io, "syscr:")?,
+            write_calls: parse_field(&io, "syscw:")?,
+            voluntary_switches: 0,
+            involuntary_switches: 0,
+        };
+        let mut schedstat = Some(0u64);
+        for task in fs::read_dir(format!("/proc/{which}/task")).ok()?.flatten() {
+            let dir = task.path();
+            // A thread that ends meanwhile is simply left out.
+            if let Ok(status) = fs::read_to_string(dir.join("status")) {
+                counters.voluntary_switches +=
+                    parse_field(&status, "voluntary_ctxt_switches:").unwrap_or(0);
+                counters.involuntary_switches +=
+                    parse_field(&status, "nonvoluntary_ctxt_switches:").unwrap_or(0);
+            }
+            let on_cpu = fs::read_to_string(dir.join("schedstat"))
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok());
+            schedstat = schedstat.zip(on_cpu).map(|(sum, ns)| sum + ns);
+        }
+        counters.cpu_ns = match schedstat {
+            Some(ns) if ns > 0 => ns,
+            _ => {
+                let hz = ticks_per_second()?;
+                ((user_ticks + system_ticks) as f64 / hz * 1e9) as u64
+            }
+        };
+        Some(counters)
+    }
+
+    /// What was done between `earlier` and `self`.
+    pub fn since(&self, earlier: &Self) -> Self {
+        Self {
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            user_ticks: self.user_ticks.saturating_sub(earlier.user_ticks),
+            system_ticks: self.system_ticks.saturating_sub(earlier.system_ticks),
+            read_calls: self.read_calls.saturating_sub(earlier.read_calls),
+            write_calls: self.write_calls.saturating_sub(earlier.write_calls),
+            voluntary_switches: self
+                .voluntary_switches
+                .saturating_sub(earlier.voluntary_switches),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(earlier.involuntary_switches),
+        }
+    }
+
+    /// The sum of two stretches of work.
+    pub fn plus(&self, other: &Self) -> Self {
+        Self {
+            cpu_ns: self.cpu_ns + other.cpu_ns,
+            user_ticks: self.user_ticks + other.user_ticks,
+            system_ticks: self.system_ticks + other.system_ticks,
+            read_calls: self.read_calls + other.read_calls,
+            write_calls: self.write_calls + other.write_calls,
+            voluntary_switches: self.voluntary_switches + other.voluntary_switches,
+            involuntary_switches: self.involuntary_switches + other.involuntary_switches,
+        }
+    }
+
+    /// These counters divided over `calls` calls (`None` for no calls).
+    pub fn per_call(&self, calls: usize) -> Option<WorkPerCall> {
+        if calls == 0 {
+            return None;
+        }
+        let n = calls as f64;
+        let ticks = self.user_ticks + self.system_ticks;
+        Some(WorkPerCall {
+            read_calls: self.read_calls as f64 / n,
+            write_calls: self.write_calls as f64 / n,
+            voluntary_switches: self.voluntary_switches as f64 / n,
+            involuntary_switches: self.involuntary_switches as f64 / n,
+            cpu_ns: self.cpu_ns as f64 / n,
+            system_share: (ticks > 0).then(|| self.system_ticks as f64 / ticks as f64),
+        })
+    }
+}
+
+/// A process's [`Counters`] over a phase, divided by the calls it made.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WorkPerCall {
+    /// Read-like system calls per call (see [`Counters`]).
+    pub read_calls: f64,
+    /// Write-like system calls per call.
+    pub write_calls: f64,
+    /// Voluntary context switches per call.
+    pub voluntary_switches: f64,
+    /// Involuntary context switches per call.
+    pub involuntary_switches: f64,
+    /// CPU time per call, nanoseconds.
+    pub cpu_ns: f64,
+    /// The part of the CPU time spent in the kernel (from the clock-tick
+    /// counters; `None` when they did not move).
+    pub system_share: Option<f64>,
+}
+
+impl WorkPerCall {
+    /// Read-like and write-like system calls together, per call.
+    pub fn io_calls(&self) -> f64 {
+        self.read_calls + self.write_calls
+    }
+}
+
+/// The words after `field` on its line of `/proc` text.
+fn field_words<'a>(text: &'a str, field: &str) -> Option<std::str::SplitWhitespace<'a>> {
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    Some(line[field.len()..].split_whitespace())
+}
+
+/// Parses `<field> <number>` (a trailing unit ignored) from `/proc` text.
+fn parse_field(text: &str, field: &str) -> Option<u64> {
+    field_words(text, field)?.next()?.parse().ok()
+}
+
+/// `(utime, stime)` (fields 14 and 15) from the text of `/proc/<pid>/stat`.
 /// The command name (field 2) may contain spaces and parentheses, so fields
 /// are counted after its last `)`.
-fn parse_stat_ticks(stat: &str) -> Option<u64> {
+fn parse_stat_ticks(stat: &str) -> Option<(u64, u64)> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();
     // `rest` starts at field 3 (state); utime is field 14.
     let utime: u64 = fields.nth(11)?.parse().ok()?;
     let stime: u64 = fields.next()?.parse().ok()?;
-    Some(utime + stime)
+    Some((utime, stime))
 }
 
 fn ticks_per_second() -> Option<f64> {
@@ -107,8 +262,7 @@ fn ticks_per_second() -> Option<f64> {
 }
 
 /// How busy each process was during a phase, in percent of one core
-/// (`200` is two cores fully busy). Clock ticks are 10 ms on Linux, so
-/// phases shorter than about a second give coarse figures.
+/// (`200` is two cores fully busy), from [`Counters::cpu_ns`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CpuShare {
     /// The bench process itself (client threads included).
@@ -119,30 +273,30 @@ pub struct CpuShare {
     pub daemon_pct: Option<f64>,
 }
 
-/// CPU times of the three processes at one instant.
+/// The counters of the three processes at one instant.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuSnapshot {
     at: Instant,
-    client: Option<u64>,
-    subject: Option<u64>,
-    daemon: Option<u64>,
+    client: Option<Counters>,
+    subject: Option<Counters>,
+    daemon: Option<Counters>,
 }
 
 impl CpuSnapshot {
-    /// Reads the CPU times of the bench, the subject (if any) and the
+    /// Reads the counters of the bench, the subject (if any) and the
     /// daemon now.
     pub fn take(subject: Option<u32>, daemon: u32) -> Self {
         Self {
             at: Instant::now(),
-            client: cpu_ticks("self"),
-            subject: subject.and_then(|pid| cpu_ticks(&pid.to_string())),
-            daemon: cpu_ticks(&daemon.to_string()),
+            client: Counters::read("self"),
+            subject: subject.and_then(|pid| Counters::read(&pid.to_string())),
+            daemon: Counters::read(&daemon.to_string()),
         }
     }
 
-    /// The CPU time each process used between `self` and the later `end`.
+    /// What each process did between `self` and the later `end`.
     pub fn usage_until(&self, end: &Self) -> CpuUsage {
-        let used = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
+        let used = |a: Option<Counters>, b: Option<Counters>| Some(b?.since(&a?));
         CpuUsage {
             wall: end.at.saturating_duration_since(self.at),
             client: used(self.client, end.client),
@@ -152,14 +306,25 @@ impl CpuSnapshot {
     }
 }
 
-/// CPU time used by each process over some wall-clock time, in clock
-/// ticks; usages of several slices of a phase add up.
+/// What each process did over some wall-clock time; usages of several
+/// slices of a phase add up.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuUsage {
     wall: Duration,
-    client: Option<u64>,
-    subject: Option<u64>,
-    daemon: Option<u64>,
+    client: Option<Counters>,
+    subject: Option<Counters>,
+    daemon: Option<Counters>,
+}
+
+/// Per-call work of the three processes over a phase.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PhaseWork {
+    /// The bench process (the client; the floor's subject).
+    pub client: Option<WorkPerCall>,
+    /// The wrapper under test (`None` for the floor).
+    pub subject: Option<WorkPerCall>,
+    /// The fake daemon.
+    pub daemon: Option<WorkPerCall>,
 }
 
 impl CpuUsage {
@@ -167,8 +332,8 @@ impl CpuUsage {
     /// from the sum.
     pub fn add(&mut self, other: &Self) {
         let empty = self.wall.is_zero();
-        let sum = |a: Option<u64>, b: Option<u64>| {
-            if empty { b } else { Some(a? + b?) }
+        let sum = |a: Option<Counters>, b: Option<Counters>| {
+            if empty { b } else { Some(a?.plus(&b?)) }
         };
         self.client = sum(self.client, other.client);
         self.subject = sum(self.subject, other.subject);
@@ -178,16 +343,28 @@ impl CpuUsage {
 
     /// The usage as shares of one core.
     pub fn share(&self) -> Option<CpuShare> {
-        let hz = ticks_per_second()?;
         let wall = self.wall.as_secs_f64();
         if wall <= 0.0 {
             return None;
         }
-        let pct = |ticks: Option<u64>| Some(ticks? as f64 / hz / wall * 100.0);
+        let pct = |c: Option<Counters>| Some(c?.cpu_ns as f64 / 1e9 / wall * 100.0);
         Some(CpuShare {
             client_pct: pct(self.client),
             subject_pct: pct(self.subject),
             daemon_pct: pct(self.daemon),
+        })
+    }
+
+    /// The usage divided over `calls` calls.
+    pub fn per_call(&self, calls: usize) -> Option<PhaseWork> {
+        if self.wall.is_zero() {
+            return None;
+        }
+        let each = |c: Option<Counters>| c?.per_call(calls);
+        Some(PhaseWork {
+            client: each(self.client),
+            subject: each(self.subject),
+            daemon: each(self.daemon),
         })
     }
 }
@@ -208,26 +385,37 @@ mod tests {
     #[test]
     fn parses_stat_ticks_after_the_command_name() {
         let stat = "1234 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 70 30 0 0 20 0 1 0";
-        assert_eq!(parse_stat_ticks(stat), Some(100));
+        assert_eq!(parse_stat_ticks(stat), Some((70, 30)));
         assert_eq!(parse_stat_ticks("1234 (x) S 1 2"), None);
     }
 
     #[test]
     fn usages_add_up() {
+        let work = |cpu_ns, read_calls| Counters {
+            cpu_ns,
+            read_calls,
+            ..Counters::default()
+        };
         let slice = |ms, client, subject| CpuUsage {
             wall: Duration::from_millis(ms),
-            client: Some(client),
+            client: Some(work(client, 1)),
             subject,
-            daemon: Some(1),
+            daemon: Some(work(1, 2)),
         };
         let mut total = CpuUsage::default();
-        total.add(&slice(500, 10, Some(20)));
+        total.add(&slice(500, 10, Some(work(20, 3))));
         total.add(&slice(500, 30, None));
         assert_eq!(total.wall, Duration::from_secs(1));
-        assert_eq!(total.client, Some(40));
+        assert_eq!(total.client, Some(work(40, 2)));
         assert_eq!(total.subject, None);
-        assert_eq!(total.daemon, Some(2));
+        assert_eq!(total.daemon, Some(work(2, 4)));
         assert!(CpuUsage::default().share().is_none());
+        let per_call = total.per_call(2).expect("a phase");
+        assert_eq!(
+            per_call.daemon.map(|d| (d.cpu_ns, d.read_calls)),
+            Some((1.0, 2.0))
+        );
+        assert_eq!(per_call.subject, None);
     }
 
     #[test]
@@ -250,6 +438,9 @@ mod tests {
     fn reads_this_process() {
         assert!(!has_ended(std::process::id()));
         assert!(peak_rss_kib(std::process::id()).is_some_and(|kib| kib > 0));
-        assert!(cpu_ticks("self").is_some());
+        let before = Counters::read("self").expect("readable");
+        std::fs::read_to_string("/proc/self/stat").expect("readable");
+        let after = Counters::read("self").expect("readable");
+        assert!(after.since(&before).read_calls >= 1);
     }
 }

@@ -67,5 +67,10 @@ fn a_tiny_bench_fills_every_figure() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("bench.json")).unwrap()).unwrap();
     assert_eq!(json["subjects"][1]["name"], "wrapper");
-    assert_eq!(json["targets"].as_array().unwrap().len(), 5);
+    assert_eq!(json["targets"].as_array().unwrap().len(), 7);
+    let work = wrapper
+        .own_work(Some(8))
+        .expect("work per call at 8 in flight");
+    assert!(work.cpu_ns > 0.0 && work.io_calls() > 0.0, "{work:?}");
+    assert!(floor.own_work(None).is_some_and(|w| w.io_calls() >= 2.0));
 }

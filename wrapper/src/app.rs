@@ -68,7 +68,11 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
         &config.doctor,
     );
 
-    let reason = server::serve(
+    // The loop runs as a task of its own rather than as the runtime's root
+    // future: a task woken by another task is only queued, while waking
+    // the root future sends the scheduler through the reactor first (one
+    // more `epoll_wait` for every response).
+    let serving = tokio::spawn(server::serve(
         stdio::input(),
         stdio::output(),
         Caller::new(bridge.clone(), Degraded::new(config.degraded.clone())),
@@ -78,8 +82,13 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             shutdown_grace: config.shutdown_grace,
         },
         stop,
-    )
-    .await;
+    ));
+    let reason = match serving.await {
+        Ok(reason) => reason,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Only a runtime shutting down cancels it, and this awaits it.
+        Err(_) => StopReason::Signal,
+    };
     tracing::info!(?reason, "shutting down");
 
     refresher.abort();

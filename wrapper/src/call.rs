@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::bridge::{Access, BridgeError, BridgeHandle, Failure, Request};
+use crate::bridge::{Access, BridgeError, BridgeHandle, DaemonResult, Failure, Request};
 use crate::degraded::{Degraded, DegradedError};
 use crate::tools::Tool;
 
@@ -36,9 +36,13 @@ impl Caller {
         self.bridge.shutdown().await;
     }
 
-    /// Run `tool` with `arguments`; the error is the text the client sees
-    /// after `error: `.
-    pub async fn call(&self, tool: &Tool, arguments: Map<String, Value>) -> Result<Value, String> {
+    /// Run `tool` with `arguments`; the result is the daemon's (or the
+    /// CLI's) JSON, the error is the text the client sees after `error: `.
+    pub async fn call(
+        &self,
+        tool: &Tool,
+        arguments: Map<String, Value>,
+    ) -> Result<DaemonResult, String> {
         let fallback = self.degraded.serves(&tool.name);
         // The CLI needs the arguments after the daemon has had them.
         let kept = fallback.then(|| arguments.clone());
@@ -58,11 +62,14 @@ impl Caller {
             Err(failure) => failure,
         };
         match kept {
-            Some(arguments) if failure.fallback => self
-                .degraded
-                .answer(&tool.name, &arguments)
-                .await
-                .map_err(|e| degraded_failure(&failure, access, &e)),
+            // Boxed: the CLI's future is large and rarely needed, and
+            // every call's task would otherwise carry (and copy) its room.
+            Some(arguments) if failure.fallback => {
+                Box::pin(self.degraded.answer(&tool.name, &arguments))
+                    .await
+                    .map(|answer| DaemonResult::from_value(&answer))
+                    .map_err(|e| degraded_failure(&failure, access, &e))
+            }
             _ => Err(daemon_failure(&failure, access)),
         }
     }

@@ -343,24 +343,14 @@ pub enum DaemonStream {
     Tcp(TcpStream),
 }
 
-/// The reading half of a [`DaemonStream`].
-pub type ReadHalf = Box<dyn AsyncRead + Send + Unpin>;
-/// The writing half of a [`DaemonStream`].
-pub type WriteHalf = Box<dyn AsyncWrite + Send + Unpin>;
-
 impl DaemonStream {
-    /// Split into halves that a reader task and a writer task can own.
-    pub fn into_split(self) -> (ReadHalf, WriteHalf) {
+    /// The connection's descriptor (non-blocking, as the runtime left it),
+    /// for the bridge to drive with plain reads and writes.
+    pub fn into_fd(self) -> io::Result<std::os::fd::OwnedFd> {
         match self {
             #[cfg(unix)]
-            DaemonStream::Unix(s) => {
-                let (r, w) = s.into_split();
-                (Box::new(r), Box::new(w))
-            }
-            DaemonStream::Tcp(s) => {
-                let (r, w) = s.into_split();
-                (Box::new(r), Box::new(w))
-            }
+            DaemonStream::Unix(s) => Ok(s.into_std()?.into()),
+            DaemonStream::Tcp(s) => Ok(s.into_std()?.into()),
         }
     }
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::scenarios::{PipelineRun, RecoveryRun, SequentialRun};
 use super::stats::{Summary, nanos};
-use crate::footprint::CpuShare;
+use crate::footprint::{CpuShare, PhaseWork, WorkPerCall};
 use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
 
 /// The target: wrapper p50 latency at most this multiple of the floor's.
@@ -36,6 +36,15 @@ pub const MAX_PEAK_RSS_BYTES: u64 = 10_000_000;
 /// The target: median recovery (from `DROP` to the first successful call)
 /// below this, with no failed attempt.
 pub const MAX_RECOVERY: Duration = Duration::from_millis(5);
+
+/// The target: read-like and write-like system calls of the wrapper per
+/// call at [`TARGET_DEPTH`], at most this many.
+pub const MAX_IO_CALLS_PER_CALL: f64 = 1.0;
+
+/// The target: the wrapper's CPU time per call at [`TARGET_DEPTH`] at most
+/// this multiple of the fake daemon's (the wrapper handles two streams
+/// where the daemon handles one).
+pub const MAX_CPU_VS_DAEMON: f64 = 2.0;
 
 /// Everything one bench run measured.
 #[derive(Debug, Clone, Serialize)]
@@ -163,6 +172,26 @@ impl SubjectReport {
         self.pipelined.iter().find(|t| t.depth == depth)
     }
 
+    /// Per-call work in the sequential phase (`depth` `None`) or at
+    /// `depth` calls in flight, of every process.
+    pub fn work(&self, depth: Option<usize>) -> Option<&PhaseWork> {
+        match depth {
+            None => self.sequential.as_ref()?.work.as_ref(),
+            Some(depth) => self.throughput_at(depth)?.work.as_ref(),
+        }
+    }
+
+    /// Per-call work of the process this subject stands for: the client
+    /// for the floor (it is the only process between the bench and the
+    /// daemon), the wrapper process otherwise.
+    pub fn own_work(&self, depth: Option<usize>) -> Option<WorkPerCall> {
+        let work = self.work(depth)?;
+        match self.kind {
+            SubjectKind::Floor => work.client,
+            SubjectKind::Wrapper => work.subject,
+        }
+    }
+
     /// Calls answered with an error over the sequential and pipelined
     /// phases.
     pub fn failed_calls(&self) -> usize {
@@ -195,16 +224,24 @@ pub struct SequentialStats {
     pub latency: Option<Summary>,
     /// How busy each process was meanwhile.
     pub cpu: Option<CpuShare>,
+    /// What each process did per call meanwhile.
+    pub work: Option<PhaseWork>,
 }
 
 impl SequentialStats {
     /// Summarises a run of `calls` calls.
-    pub(crate) fn new(calls: usize, mut run: SequentialRun, cpu: Option<CpuShare>) -> Self {
+    pub(crate) fn new(
+        calls: usize,
+        mut run: SequentialRun,
+        cpu: Option<CpuShare>,
+        work: Option<PhaseWork>,
+    ) -> Self {
         Self {
             calls,
             failures: run.failures,
             latency: Summary::from_samples(&mut run.samples),
             cpu,
+            work,
         }
     }
 }
@@ -226,11 +263,18 @@ pub struct ThroughputStats {
     pub calls_per_sec: f64,
     /// How busy each process was meanwhile.
     pub cpu: Option<CpuShare>,
+    /// What each process did per call meanwhile.
+    pub work: Option<PhaseWork>,
 }
 
 impl ThroughputStats {
     /// Summarises a pipelined run at `depth`.
-    pub(crate) fn new(depth: usize, run: &PipelineRun, cpu: Option<CpuShare>) -> Self {
+    pub(crate) fn new(
+        depth: usize,
+        run: &PipelineRun,
+        cpu: Option<CpuShare>,
+        work: Option<PhaseWork>,
+    ) -> Self {
         let seconds = run.elapsed.as_secs_f64();
         Self {
             depth,
@@ -244,6 +288,7 @@ impl ThroughputStats {
                 0.0
             },
             cpu,
+            work,
         }
     }
 }
@@ -298,13 +343,21 @@ pub enum Target {
     PeakRss,
     /// Median recovery, and no failed attempt.
     Recovery,
+    /// The wrapper's read-like and write-like system calls per call at
+    /// [`TARGET_DEPTH`].
+    IoCallsPerCall,
+    /// The wrapper's CPU time per call at [`TARGET_DEPTH`] relative to the
+    /// fake daemon's.
+    CpuVsDaemon,
 }
 
 impl Target {
     /// Every target, in report order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 7] = [
         Self::LatencyRatio,
         Self::ThroughputRatio,
+        Self::IoCallsPerCall,
+        Self::CpuVsDaemon,
         Self::ColdStart,
         Self::PeakRss,
         Self::Recovery,
@@ -318,6 +371,12 @@ impl Target {
             Self::ColdStart => "cold start to tools/list answered (median)".to_owned(),
             Self::PeakRss => "peak RSS (VmHWM) after load".to_owned(),
             Self::Recovery => "recovery from DROP (median, no failure)".to_owned(),
+            Self::IoCallsPerCall => {
+                format!("wrapper read + write system calls per call, {TARGET_DEPTH} in flight")
+            }
+            Self::CpuVsDaemon => {
+                format!("wrapper CPU per call vs fake daemon's, {TARGET_DEPTH} in flight")
+            }
         }
     }
 
@@ -329,6 +388,8 @@ impl Target {
             Self::ColdStart => format!("< {}", format_ns(nanos(MAX_COLD_START))),
             Self::PeakRss => format!("< {}", format_bytes(MAX_PEAK_RSS_BYTES)),
             Self::Recovery => format!("< {}", format_ns(nanos(MAX_RECOVERY))),
+            Self::IoCallsPerCall => format!("≤ {MAX_IO_CALLS_PER_CALL:.1}"),
+            Self::CpuVsDaemon => format!("≤ {MAX_CPU_VS_DAEMON:.1}×"),
         }
     }
 
@@ -377,6 +438,21 @@ impl Target {
                     summary.p50_ns < nanos(MAX_RECOVERY),
                 ),
                 _ => return Verdict::missing(subject),
+            },
+            Self::IoCallsPerCall => match subject.own_work(Some(TARGET_DEPTH)) {
+                Some(work) => {
+                    let calls = work.io_calls();
+                    (
+                        Some(calls),
+                        format!("{calls:.2}"),
+                        calls <= MAX_IO_CALLS_PER_CALL,
+                    )
+                }
+                None => return Verdict::missing(subject),
+            },
+            Self::CpuVsDaemon => match cpu_vs_daemon(subject, Some(TARGET_DEPTH)) {
+                Some(ratio) => (Some(ratio), format_ratio(ratio), ratio <= MAX_CPU_VS_DAEMON),
+                None => return Verdict::missing(subject),
             },
         };
         Verdict {
@@ -450,6 +526,13 @@ pub fn throughput_ratio(
         subject.throughput_at(depth)?.calls_per_sec,
         floor?.throughput_at(depth)?.calls_per_sec,
     )
+}
+
+/// The subject's CPU time per call / the fake daemon's, in the sequential
+/// phase (`depth` `None`) or at `depth`.
+pub fn cpu_vs_daemon(subject: &SubjectReport, depth: Option<usize>) -> Option<f64> {
+    let daemon = subject.work(depth)?.daemon?;
+    ratio(subject.own_work(depth)?.cpu_ns, daemon.cpu_ns)
 }
 
 fn ratio(value: f64, floor: f64) -> Option<f64> {
@@ -539,6 +622,14 @@ impl BenchReport {
             self.host.cpus,
         );
         self.figures_table(&mut out);
+        let _ = writeln!(
+            out,
+            "\nWork per call, the same whatever the machine's load: system calls (`syscr` + `syscw` of \
+             /proc/PID/io: read-like + write-like), context switches of all threads (voluntary + involuntary) \
+             and CPU time (all threads' schedstat; the kernel's share from utime/stime), of the client for the \
+             floor and of the wrapper process for wrappers; then the fake daemon's CPU time per call.\n"
+        );
+        self.work_table(&mut out);
         if !self.targets.is_empty() && self.targets.iter().any(|r| !r.verdicts.is_empty()) {
             out.push('\n');
             self.targets_table(&mut out);
@@ -673,6 +764,70 @@ impl BenchReport {
             s.failed_calls().to_string()
         });
 
+        write_table(out, &header, &rows);
+    }
+
+    fn work_table(&self, out: &mut String) {
+        let mut header = vec!["per call".to_owned()];
+        header.extend(self.subjects.iter().map(|s| cell_text(&s.name)));
+        let phases: Vec<(String, Option<usize>)> = std::iter::once(("sequential".to_owned(), None))
+            .chain(
+                self.depths()
+                    .into_iter()
+                    .map(|d| (format!("{d} in flight"), Some(d))),
+            )
+            .collect();
+        type Cell = fn(&SubjectReport, Option<usize>) -> Option<String>;
+        let figures: [(&str, Cell); 4] = [
+            ("system calls (reads + writes)", |s, d| {
+                let w = s.own_work(d)?;
+                Some(format!(
+                    "{:.2} ({:.2} + {:.2})",
+                    w.io_calls(),
+                    w.read_calls,
+                    w.write_calls
+                ))
+            }),
+            ("context switches (vol. + invol.)", |s, d| {
+                let w = s.own_work(d)?;
+                Some(format!(
+                    "{:.2} ({:.2} + {:.2})",
+                    w.voluntary_switches + w.involuntary_switches,
+                    w.voluntary_switches,
+                    w.involuntary_switches
+                ))
+            }),
+            ("CPU time (kernel share)", |s, d| {
+                let w = s.own_work(d)?;
+                let cpu = format_ns(w.cpu_ns.round() as u64);
+                Some(match w.system_share {
+                    Some(share) => format!("{cpu} ({:.0}% sys)", share * 100.0),
+                    None => cpu,
+                })
+            }),
+            ("fake daemon CPU time", |s, d| {
+                let daemon = s.work(d)?.daemon?;
+                let cpu = format_ns(daemon.cpu_ns.round() as u64);
+                Some(match (s.kind, cpu_vs_daemon(s, d)) {
+                    (SubjectKind::Wrapper, Some(r)) => {
+                        format!("{cpu} (wrapper {})", format_ratio(r))
+                    }
+                    _ => cpu,
+                })
+            }),
+        ];
+        let mut rows = Vec::new();
+        for (label, cell) in figures {
+            for (phase, depth) in &phases {
+                let mut cells = vec![format!("{label}, {phase}")];
+                cells.extend(
+                    self.subjects
+                        .iter()
+                        .map(|s| cell(s, *depth).unwrap_or_else(|| DASH.to_owned())),
+                );
+                rows.push(cells);
+            }
+        }
         write_table(out, &header, &rows);
     }
 
@@ -837,6 +992,18 @@ mod tests {
             elapsed_ns: 1,
             calls_per_sec,
             cpu: None,
+            work: None,
+        }
+    }
+
+    fn work(io_calls: f64, cpu_ns: f64) -> WorkPerCall {
+        WorkPerCall {
+            read_calls: io_calls / 2.0,
+            write_calls: io_calls / 2.0,
+            voluntary_switches: 1.0,
+            involuntary_switches: 0.25,
+            cpu_ns,
+            system_share: Some(0.5),
         }
     }
 
@@ -850,6 +1017,11 @@ mod tests {
                 client_pct: Some(40.0),
                 subject_pct: None,
                 daemon_pct: Some(35.0),
+            }),
+            work: Some(PhaseWork {
+                client: Some(work(2.0, 4_000.0)),
+                subject: None,
+                daemon: Some(work(2.0, 3_000.0)),
             }),
         });
         floor.pipelined = vec![throughput(1, 50_000.0), throughput(64, 200_000.0)];
@@ -866,8 +1038,14 @@ mod tests {
             failures: 0,
             latency: Some(summary(15_000, 90_000)),
             cpu: None,
+            work: None,
         });
         wrapper.pipelined = vec![throughput(1, 30_000.0), throughput(64, 150_000.0)];
+        wrapper.pipelined[1].work = Some(PhaseWork {
+            client: Some(work(1.0, 2_000.0)),
+            subject: Some(work(0.5, 5_000.0)),
+            daemon: Some(work(0.1, 2_000.0)),
+        });
         wrapper.peak_rss_kib = Some(4_000);
         wrapper.recovery = Some(RecoveryStats {
             attempts: 2,
@@ -890,6 +1068,7 @@ mod tests {
             failures: 1,
             latency: Some(summary(40_000, 100_000)),
             cpu: None,
+            work: None,
         });
         node.peak_rss_kib = Some(50_000);
         node.recovery = Some(RecoveryStats {
@@ -942,7 +1121,9 @@ mod tests {
         assert_eq!(verdicts(Target::ColdStart), [Some(true), None]);
         assert_eq!(verdicts(Target::PeakRss), [Some(true), Some(false)]);
         assert_eq!(verdicts(Target::Recovery), [Some(true), Some(false)]);
-        assert!(report.all_targets_pass(&["wrapper"]));
+        assert_eq!(verdicts(Target::IoCallsPerCall), [Some(true), None]);
+        assert_eq!(verdicts(Target::CpuVsDaemon), [Some(false), None]);
+        assert!(!report.all_targets_pass(&["wrapper"]));
         assert!(!report.all_targets_pass(&[]));
         assert_eq!(report.errors(), ["node|js: pipelined: stream closed"]);
     }
@@ -955,7 +1136,7 @@ mod tests {
             .map(|block| block.lines().filter(|l| l.starts_with('|')).collect())
             .filter(|lines: &Vec<&str>| !lines.is_empty())
             .collect();
-        assert_eq!(tables.len(), 2, "{text}");
+        assert_eq!(tables.len(), 3, "{text}");
         for table in &tables {
             // Every row has as many cells as the header; escaped pipes in
             // names do not count.
@@ -977,6 +1158,13 @@ mod tests {
         assert!(text.contains("failed 2/2"), "{text}");
         assert!(text.contains("4.1 MB"), "{text}");
         assert!(text.contains("40% / – / 35%"), "{text}");
+        // Work per call: the floor's client, the wrapper process, and the
+        // daemon with the wrapper's ratio to it.
+        assert!(text.contains("2.00 (1.00 + 1.00)"), "{text}");
+        assert!(text.contains("1.25 (1.00 + 0.25)"), "{text}");
+        assert!(text.contains("5.0 µs (50% sys)"), "{text}");
+        assert!(text.contains("2.0 µs (wrapper 2.50×)"), "{text}");
+        assert!(text.contains("**miss** (2.50×)"), "{text}");
         assert!(text.contains("pass (1.50×)"), "{text}");
         assert!(text.contains("**miss** (4.00×)"), "{text}");
         assert!(text.contains("**miss** (2/2 failed)"), "{text}");

@@ -14,7 +14,7 @@
 //! daemon; sequential rounds; for each depth, a warm-up and pipelined
 //! rounds; peak RSS; recovery, one wrapper after the other; close.
 
-use std::os::unix::net::UnixStream;
+use std::fs::File;
 use std::time::Duration;
 
 use tempfile::TempDir;
@@ -145,7 +145,7 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
 /// The client's connection to a subject.
 enum Conn {
     /// Straight on the fake daemon's socket.
-    Floor(Session<UnixStream, UnixStream>),
+    Floor(Session<File, File>),
     /// On a wrapper's stdio.
     Wrapper(WrapperChild),
 }
@@ -400,8 +400,12 @@ impl Bench<'_> {
             // Only subjects that finished every round get a figure.
             if subject.conn.is_some() && subject.sequential.calls > 0 {
                 let acc = std::mem::take(&mut subject.sequential);
-                subject.report.sequential =
-                    Some(SequentialStats::new(acc.calls, acc.run, acc.cpu.share()));
+                subject.report.sequential = Some(SequentialStats::new(
+                    acc.calls,
+                    acc.run,
+                    acc.cpu.share(),
+                    acc.cpu.per_call(acc.calls),
+                ));
             }
         }
         Ok(())
@@ -469,10 +473,12 @@ impl Bench<'_> {
                     stray: acc.stray,
                     elapsed: acc.elapsed,
                 };
-                subject
-                    .report
-                    .pipelined
-                    .push(ThroughputStats::new(depth, &run, acc.cpu.share()));
+                subject.report.pipelined.push(ThroughputStats::new(
+                    depth,
+                    &run,
+                    acc.cpu.share(),
+                    acc.cpu.per_call(acc.calls),
+                ));
             }
         }
         Ok(())

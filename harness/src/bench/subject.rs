@@ -9,7 +9,9 @@
 //! race widener. The bench spawns it itself because its transport, not
 //! [`McpClient`](crate::client::McpClient)'s reader thread, must own stdout.
 
+use std::fs::File;
 use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{ChildStderr, ChildStdin, ChildStdout, Command};
@@ -105,10 +107,16 @@ impl<R: Read, W: Write> Session<R, W> {
 }
 
 /// A session straight on the fake daemon's socket: the floor.
+///
+/// The socket is read and written through [`File`]s, that is with
+/// `read(2)` and `write(2)` (which the kernel counts in `/proc/PID/io`)
+/// rather than `recv(2)` and `send(2)` (which it does not): the floor's
+/// system call counts then cover its reads and writes, as a wrapper's do
+/// on its pipes.
 pub fn connect_floor(
     socket: &Path,
     timeout: Duration,
-) -> Result<Session<UnixStream, UnixStream>, HarnessError> {
+) -> Result<Session<File, File>, HarnessError> {
     let stream = UnixStream::connect(socket)
         .map_err(|e| HarnessError::io(format!("connecting to {}", socket.display()), e))?;
     let clone = |what: &str| {
@@ -116,9 +124,10 @@ pub fn connect_floor(
             .try_clone()
             .map_err(|e| HarnessError::io(format!("cloning the floor socket for {what}"), e))
     };
-    let reader = clone("reading")?;
+    let reader = File::from(OwnedFd::from(clone("reading")?));
     let abort = Abort::Shutdown(clone("the watchdog")?);
-    Ok(Session::new(reader, stream, timeout, abort))
+    let writer = File::from(OwnedFd::from(stream));
+    Ok(Session::new(reader, writer, timeout, abort))
 }
 
 /// A wrapper's scratch directories and the command that starts it in

@@ -12,13 +12,14 @@
 //! older id are ignored, so a late line or close from a dead connection can
 //! never touch the calls of its successor.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::error::BridgeError;
 use super::policy::Policy;
+use super::response::{self, DaemonResult, Line};
 
 /// Identifies one call made through the bridge; chosen by the caller and
 /// unique for the bridge's lifetime.
@@ -113,8 +114,9 @@ pub enum Action {
     Send(ConnId, Vec<u8>),
     /// Close that connection (or abandon that attempt).
     Close(ConnId),
-    /// Deliver the outcome of a call to its caller.
-    Reply(CallId, Result<Value, Failure>),
+    /// Deliver the outcome of a call to its caller: the daemon's result
+    /// as the JSON text it sent, or why there is none.
+    Reply(CallId, Result<DaemonResult, Failure>),
     /// Something worth logging happened.
     Report(Event),
 }
@@ -253,7 +255,7 @@ pub struct Bridge {
     shut: bool,
     last_error: Option<String>,
     calls: BTreeMap<CallId, Call>,
-    wire: HashMap<u64, CallId>,
+    wire: BTreeMap<u64, CallId>,
     next_wire: u64,
     streak: u32,
     rng: fastrand::Rng,
@@ -283,7 +285,7 @@ impl Bridge {
             shut: false,
             last_error: None,
             calls: BTreeMap::new(),
-            wire: HashMap::new(),
+            wire: BTreeMap::new(),
             next_wire: 0,
             streak: 0,
             rng: fastrand::Rng::with_seed(seed),
@@ -518,36 +520,29 @@ impl Bridge {
             return;
         }
         self.heard += 1;
-        let Ok(value) = serde_json::from_slice::<Value>(line) else {
-            self.non_json_line(conn);
-            return;
+        let (id, outcome) = match response::parse(line) {
+            Line::NotJson => {
+                self.non_json_line(conn);
+                return;
+            }
+            Line::NotObject => (None, None),
+            Line::Message { id, outcome } => (Some(id), Some(outcome)),
         };
         self.streak = 0;
         if !self.proven {
             self.proven = true;
             self.failures = 0;
         }
-        let Value::Object(mut message) = value else {
+        let (Some(id), Some(outcome)) = (id, outcome) else {
             return;
         };
-        let wire = message.get("id").and_then(Value::as_u64);
-        let Some(id) = wire.and_then(|w| self.wire.get(&w).copied()) else {
-            let id = message.remove("id");
+        let wire = id.as_ref().and_then(Value::as_u64);
+        let Some(call) = wire.and_then(|w| self.wire.get(&w).copied()) else {
             self.actions
                 .push_back(Action::Report(Event::Unmatched { id }));
             return;
         };
-        let outcome = if let Some(result) = message.remove("result") {
-            Ok(result)
-        } else if let Some(error) = message.remove("error") {
-            Err(daemon_error(error))
-        } else {
-            Err(BridgeError::Daemon {
-                code: -32603,
-                message: "daemon response carried neither result nor error".into(),
-            })
-        };
-        self.finish(id, outcome);
+        self.finish(call, outcome);
     }
 
     /// A line longer than the driver accepts arrived on `conn`; `id` is the
@@ -815,7 +810,7 @@ impl Bridge {
     /// failure whether it was ever sent and whether the caller may answer
     /// it another way. This is the one place that decides the write rule:
     /// a write that reached a daemon connection is never handed on.
-    fn finish(&mut self, id: CallId, outcome: Result<Value, BridgeError>) {
+    fn finish(&mut self, id: CallId, outcome: Result<DaemonResult, BridgeError>) {
         let Some(call) = self.calls.remove(&id) else {
             return;
         };
@@ -891,16 +886,6 @@ fn encode_request(wire: u64, request: &Request) -> Vec<u8> {
     line
 }
 
-fn daemon_error(error: Value) -> BridgeError {
-    let code = error.get("code").and_then(Value::as_i64).unwrap_or(-32001);
-    let message = match error.get("message") {
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => "daemon error".to_owned(),
-    };
-    BridgeError::Daemon { code, message }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -941,7 +926,7 @@ mod tests {
     }
 
     /// A failure as the bridge reports it for a call without a fallback.
-    fn failed(error: BridgeError, sent: bool) -> Result<Value, Failure> {
+    fn failed(error: BridgeError, sent: bool) -> Result<DaemonResult, Failure> {
         Err(Failure {
             error,
             sent,

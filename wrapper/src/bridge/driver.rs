@@ -6,22 +6,23 @@
 //! channel ([`BridgeHandle`]), so "a call arrives while the connection is
 //! dead" is one more event handled in order, never a data race.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use serde_json::Value;
-use tokio::io::AsyncWriteExt;
+use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
 use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, Request};
 use super::error::BridgeError;
+use super::response::DaemonResult;
+use super::socket;
 use crate::codec::{Frame, LineCodec};
-use crate::transport::{DaemonStream, Endpoint, WriteHalf};
+use crate::transport::{DaemonStream, Endpoint};
 
 /// I/O settings of the driver (the decisions live in the policy).
 #[derive(Debug, Clone)]
@@ -49,7 +50,11 @@ pub struct LinkStatus {
 }
 
 enum Command {
-    Call(CallId, Request, oneshot::Sender<Result<Value, Failure>>),
+    Call(
+        CallId,
+        Request,
+        oneshot::Sender<Result<DaemonResult, Failure>>,
+    ),
     Cancel(CallId),
     Shutdown(oneshot::Sender<()>),
 }
@@ -73,10 +78,11 @@ impl std::fmt::Debug for Command {
 }
 
 impl BridgeHandle {
-    /// Make `request` through the daemon and wait for its outcome. Dropping
+    /// Make `request` through the daemon and wait for its outcome (the
+    /// result as the JSON text the daemon sent). Dropping
     /// the returned future cancels the call: the bridge forgets it and its
     /// response, if one comes, is ignored.
-    pub async fn call(&self, request: Request) -> Result<Value, Failure> {
+    pub async fn call(&self, request: Request) -> Result<DaemonResult, Failure> {
         let id = CallId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Command::Call(id, request, tx)).is_err() {
@@ -142,9 +148,15 @@ enum ConnEvent {
     Closed(ConnId),
 }
 
+/// The established connection: the driver writes to it itself, a reader
+/// task frames what arrives.
 struct Live {
     id: ConnId,
-    writer: mpsc::UnboundedSender<Vec<u8>>,
+    socket: socket::Writer,
+    /// Lines queued for the daemon and not yet taken by the socket.
+    out: Vec<u8>,
+    /// A write failed: the close event is on its way; write no more.
+    broken: bool,
     reader: JoinHandle<()>,
 }
 
@@ -152,7 +164,7 @@ struct Driver {
     core: Bridge,
     config: DriverConfig,
     status: watch::Sender<LinkStatus>,
-    replies: HashMap<CallId, oneshot::Sender<Result<Value, Failure>>>,
+    replies: BTreeMap<CallId, oneshot::Sender<Result<DaemonResult, Failure>>>,
     events_tx: mpsc::UnboundedSender<ConnEvent>,
     events_rx: mpsc::UnboundedReceiver<ConnEvent>,
     live: Option<Live>,
@@ -167,7 +179,7 @@ impl Driver {
             core,
             config,
             status,
-            replies: HashMap::new(),
+            replies: BTreeMap::new(),
             events_tx,
             events_rx,
             live: None,
@@ -181,10 +193,17 @@ impl Driver {
         let mut shutdown_ack = None;
         loop {
             self.apply_actions();
+            self.flush();
             if shutdown_ack.is_some() {
                 break;
             }
             let wake = self.core.poll_timeout();
+            // Lines the socket did not take at once wait for it to drain.
+            let blocked = self
+                .live
+                .as_ref()
+                .filter(|l| !l.out.is_empty() && !l.broken)
+                .and_then(|l| l.socket.blocked());
             tokio::select! {
                 biased;
                 Some(event) = self.events_rx.recv() => {
@@ -213,6 +232,7 @@ impl Driver {
                 () = sleep_until(wake), if wake.is_some() => {
                     self.core.handle_timeout(now());
                 }
+                () = writable(blocked), if blocked.is_some() => {}
             }
         }
         self.apply_actions();
@@ -280,10 +300,12 @@ impl Driver {
             match action {
                 Action::Connect(conn) => self.dial(conn),
                 Action::Send(conn, line) => {
-                    // If the writer already stopped, its close event is on
-                    // its way and will be handled in order; the line is moot.
-                    if let Some(live) = self.live.as_ref().filter(|l| l.id == conn) {
-                        let _ = live.writer.send(line);
+                    // Queued, and written once this turn's actions are
+                    // applied (one write for all of them). After a failed
+                    // write the close event is on its way and will be
+                    // handled in order; the line is moot.
+                    if let Some(live) = self.live.as_mut().filter(|l| l.id == conn && !l.broken) {
+                        live.out.extend_from_slice(&line);
                     }
                 }
                 Action::Close(conn) => {
@@ -385,11 +407,18 @@ impl Driver {
     }
 
     fn install(&mut self, conn: ConnId, stream: DaemonStream) {
-        let (read, write) = stream.into_split();
+        let (read, socket) = match socket::split(stream) {
+            Ok(halves) => halves,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not register the daemon connection");
+                let _ = self.events_tx.send(ConnEvent::Closed(conn));
+                return;
+            }
+        };
         let events = self.events_tx.clone();
         let max = self.config.max_line_bytes;
+        let mut frames = FramedRead::new(read, LineCodec::new(max));
         let reader = tokio::spawn(async move {
-            let mut frames = FramedRead::new(read, LineCodec::new(max));
             while let Some(Ok(frame)) = frames.next().await {
                 if events.send(ConnEvent::Frame(conn, frame)).is_err() {
                     return;
@@ -397,15 +426,42 @@ impl Driver {
             }
             let _ = events.send(ConnEvent::Closed(conn));
         });
-        let (writer, lines) = mpsc::unbounded_channel();
-        tokio::spawn(write_lines(conn, write, lines, self.events_tx.clone()));
         if let Some(old) = self.live.replace(Live {
             id: conn,
-            writer,
+            socket,
+            out: Vec::new(),
+            broken: false,
             reader,
         }) {
             old.reader.abort();
         }
+    }
+
+    /// Writes the queued lines: as much as the socket takes now, in one
+    /// system call unless it takes only part; the rest waits for the
+    /// socket to drain. A failed write closes the connection (in order,
+    /// through the event queue).
+    fn flush(&mut self) {
+        let Some(live) = self.live.as_mut().filter(|l| !l.broken) else {
+            return;
+        };
+        while !live.out.is_empty() {
+            match live.socket.write(&live.out) {
+                Ok(n) if n > 0 => {
+                    live.out.drain(..n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                _ => {
+                    live.broken = true;
+                    live.out = Vec::new();
+                    live.socket.idle();
+                    let _ = self.events_tx.send(ConnEvent::Closed(live.id));
+                    return;
+                }
+            }
+        }
+        live.socket.idle();
     }
 
     fn drop_live(&mut self) {
@@ -419,32 +475,21 @@ impl Driver {
         if let Some((_, task)) = self.attempt.take() {
             task.abort();
         }
-        for (_, reply) in self.replies.drain() {
+        for (_, reply) in std::mem::take(&mut self.replies) {
             let _ = reply.send(Err(Failure::detached(BridgeError::Shutdown)));
         }
     }
 }
 
-/// Writes queued lines, coalescing whatever is queued into one write.
-async fn write_lines(
-    conn: ConnId,
-    mut socket: WriteHalf,
-    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
-    events: mpsc::UnboundedSender<ConnEvent>,
-) {
-    let mut batch = Vec::new();
-    while let Some(line) = lines.recv().await {
-        batch.clear();
-        batch.extend_from_slice(&line);
-        while let Ok(more) = lines.try_recv() {
-            batch.extend_from_slice(&more);
+/// Completes when `socket` is writable (never without one). An error
+/// completes it too: the next write meets it and closes the connection.
+async fn writable(socket: Option<&pipe::Sender>) {
+    match socket {
+        Some(socket) => {
+            let _ = socket.writable().await;
         }
-        if socket.write_all(&batch).await.is_err() {
-            let _ = events.send(ConnEvent::Closed(conn));
-            return;
-        }
+        None => std::future::pending().await,
     }
-    let _ = socket.shutdown().await;
 }
 
 /// The current instant on tokio's clock (so that timers and deadlines agree,

@@ -8,6 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::call_line;
 use super::protocol::{
     self, Era, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION,
     PARSE_ERROR, PROTOCOL_VERSION_KEY, UNSUPPORTED_PROTOCOL_VERSION,
@@ -83,6 +84,22 @@ pub fn oversized(id: Option<Value>, limit: usize) -> Value {
 
 /// Decide what to do with one line from the client.
 pub fn classify(line: &[u8]) -> Classified {
+    if let Some(call) = call_line::tool_call(line) {
+        return Classified {
+            era: Some(Era::Legacy),
+            inbound: Inbound::ToolCall(ToolCall {
+                id: call.id,
+                era: Era::Legacy,
+                tool: call.tool,
+                arguments: call.arguments,
+            }),
+        };
+    }
+    classify_fully(line)
+}
+
+/// [`classify`] by the full rules, from a tree of the whole line.
+fn classify_fully(line: &[u8]) -> Classified {
     let value: Value = match serde_json::from_slice(line) {
         Ok(value) => value,
         Err(e) => {
@@ -471,5 +488,61 @@ mod tests {
         let r = reply(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
         assert!(r["result"].get("resultType").is_none());
         assert_eq!(r["result"]["tools"][0]["name"], "memory_recall");
+    }
+
+    /// Every line the quick reader takes, the full rules take the same way.
+    #[test]
+    fn the_quick_reader_agrees_with_the_full_rules_or_steps_aside() {
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"topology","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"topology"}}"#,
+            r#"{"id":3,"params":{"arguments":{"cue":"x","n":[1,2]},"name":"memory_recall"},"method":"tools/call","jsonrpc":"2.0","extra":true}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"topology","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"topology","arguments":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"id":8,"method":"tools/call","params":{"name":"topology"}}"#,
+            r#"{"jsonrpc":"1.0","id":9,"method":"tools/call","params":{"name":"topology"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"topology"}}"#,
+            r#"{"jsonrpc":"2.0","id":10,"method":"tools\/call","params":{"name":"topology"}}"#,
+            r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"topology","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            r#"{"jsonrpc":"2.0","id":12,"method":"tools/list"}"#,
+            r#"[{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"topology"}}]"#,
+            r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"topology","arguments":{"a":1,"a":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"topology","_meta":{"progressToken":3}}}"#,
+            r#"{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"topology","_meta":null}}"#,
+            r#"{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"topology","_meta":"x"}}"#,
+            "{not json",
+        ];
+        // Nesting around the depth limit, in the arguments and in members
+        // that are skipped.
+        let deep = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let mut nested = Vec::new();
+        for depth in [1, 120, 124, 125, 126, 127, 128, 129, 130] {
+            let value = deep(depth);
+            nested.push(format!(
+                r#"{{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{{"name":"topology","arguments":{{"deep":{value}}}}}}}"#
+            ));
+            nested.push(format!(
+                r#"{{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{{"name":"topology","x":{value}}}}}"#
+            ));
+            nested.push(format!(
+                r#"{{"jsonrpc":"2.0","id":22,"x":{value},"method":"tools/call","params":{{"name":"topology"}}}}"#
+            ));
+        }
+        let mut taken = 0;
+        for line in lines
+            .iter()
+            .copied()
+            .chain(nested.iter().map(String::as_str))
+        {
+            let full = classify_fully(line.as_bytes());
+            if call_line::tool_call(line.as_bytes()).is_some() {
+                taken += 1;
+                assert_eq!(full.inbound, classify(line.as_bytes()).inbound, "{line}");
+                assert_eq!(full.era, Some(Era::Legacy), "{line}");
+            }
+        }
+        // Six of the plain lines, and arguments nested within the limit.
+        assert_eq!(taken, 9);
     }
 }

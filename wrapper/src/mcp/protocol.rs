@@ -138,24 +138,12 @@ pub fn tools_list_result(era: Era) -> Value {
     Value::Object(result)
 }
 
-/// A `tools/call` result for a daemon outcome: the result as JSON text plus
-/// `structuredContent` (an object: non-objects are wrapped as `value`), or
-/// an `isError` result carrying `error: <message>`.
-pub fn tool_result(outcome: Result<Value, String>) -> Value {
-    match outcome {
-        Ok(result) => {
-            let text = result.to_string();
-            let structured = match result {
-                Value::Object(_) => result,
-                other => json!({ "value": other }),
-            };
-            json!({
-                "content": [{ "type": "text", "text": text }],
-                "structuredContent": structured,
-            })
-        }
-        Err(message) => tool_error(&format!("error: {message}")),
-    }
+/// A `tools/call` result for a call that failed with `message`: an
+/// `isError` result carrying `error: <message>`. (A call that succeeded is
+/// answered by [`result_line`](super::result_line), straight from the
+/// daemon's JSON.)
+pub fn tool_failure(message: &str) -> Value {
+    tool_error(&format!("error: {message}"))
 }
 
 /// A `tools/call` result reporting a failure in `text`.

@@ -2,7 +2,7 @@
 //! tool calls concurrently through the bridge, write every response through
 //! one writer, and shut down without losing a reply.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,6 +17,7 @@ use tokio_util::codec::FramedRead;
 
 use super::dispatch::{self, Inbound, ToolCall};
 use super::protocol::{self, Era};
+use super::result_line;
 use crate::bridge::{Access, BridgeError};
 use crate::call::Caller;
 use crate::codec::{Frame, LineCodec};
@@ -90,7 +91,7 @@ where
     let mut writer = tokio::spawn(write_output(output, out_rx));
     let mut frames = FramedRead::new(input, LineCodec::new(config.max_line_bytes));
     let mut calls: JoinSet<CallOutput> = JoinSet::new();
-    let mut live: HashMap<u64, Live> = HashMap::new();
+    let mut live: BTreeMap<u64, Live> = BTreeMap::new();
     let mut next_seq = 0u64;
     tokio::pin!(stop);
 
@@ -236,7 +237,7 @@ struct Live {
     handle: AbortHandle,
 }
 
-fn deliver(done: Result<CallOutput, JoinError>, live: &mut HashMap<u64, Live>, out: &Output) {
+fn deliver(done: Result<CallOutput, JoinError>, live: &mut BTreeMap<u64, Live>, out: &Output) {
     match done {
         // A call cancelled by the client was removed from `live`; its
         // output, if it finished anyway, is dropped.
@@ -271,7 +272,7 @@ fn deliver(done: Result<CallOutput, JoinError>, live: &mut HashMap<u64, Live>, o
                 }
                 protocol::response(
                     call.id,
-                    protocol::finish_result(call.era, protocol::tool_result(Err(text))),
+                    protocol::finish_result(call.era, protocol::tool_failure(&text)),
                 )
             };
             out.send(protocol::encode(&message));
@@ -286,12 +287,14 @@ async fn run_call(seq: u64, call: ToolCall, caller: Caller) -> CallOutput {
         tool,
         arguments,
     } = call;
-    let outcome = caller.call(tool, arguments).await;
-    let result = protocol::finish_result(era, protocol::tool_result(outcome));
-    CallOutput {
-        seq,
-        line: protocol::encode(&protocol::response(id, result)),
-    }
+    let line = match caller.call(tool, arguments).await {
+        Ok(result) => result_line::success(&id, era, &result),
+        Err(message) => protocol::encode(&protocol::response(
+            id,
+            protocol::finish_result(era, protocol::tool_failure(&message)),
+        )),
+    };
+    CallOutput { seq, line }
 }
 
 /// The single stdout writer: buffered, flushed whenever the queue runs dry

@@ -73,7 +73,7 @@ pub struct World {
     calls_made: usize,
     script_len: usize,
     /// Replies per call index.
-    replies: BTreeMap<usize, Vec<Result<Value, Failure>>>,
+    replies: BTreeMap<usize, Vec<Result<iai_mcp_wrapper::bridge::DaemonResult, Failure>>>,
     /// Sends per call index.
     sends: BTreeMap<usize, usize>,
     /// When each call was made, and when it was answered.
