@@ -35,7 +35,7 @@ pub fn default_out_dir() -> PathBuf {
 }
 
 impl SweepReport {
-    /// The SVG chart (see [`svg::chart`]).
+    /// The SVG chart of the report: both panels and the legend.
     pub fn to_svg(&self) -> String {
         svg::chart(self)
     }
@@ -55,6 +55,8 @@ impl SweepReport {
     }
 }
 
+/// Writes `bytes` to a temporary file beside `path`, then renames it over
+/// `path`, so a reader never sees half a report.
 fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");

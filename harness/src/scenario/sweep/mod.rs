@@ -36,7 +36,7 @@
 mod files;
 mod progress;
 mod report;
-pub mod svg;
+mod svg;
 
 use std::collections::BTreeSet;
 use std::io;
