@@ -338,26 +338,6 @@ pub fn run_race(cmd: &WrapperCommand, cfg: &RaceConfig) -> Result<RaceReport, Ha
         .ok_or_else(|| HarnessError::Scenario("race run abandoned".to_owned()))
 }
 
-/// Runs the race `runs` times in `mode` (each run from `base`), calling
-/// `each` with every report as it comes, and sums them up.
-pub fn run_races(
-    cmd: &WrapperCommand,
-    base: &RaceConfig,
-    mode: Option<BridgeMode>,
-    runs: u32,
-    mut each: impl FnMut(u32, &RaceReport),
-) -> Result<RaceSummary, HarnessError> {
-    let mut cfg = base.clone();
-    cfg.setup.mode = mode;
-    let mut reports = Vec::new();
-    for run in 1..=runs {
-        let report = run_race(cmd, &cfg)?;
-        each(run, &report);
-        reports.push(report);
-    }
-    Ok(RaceSummary::from_reports(mode, &reports))
-}
-
 /// The range of `conns_after` values over several runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct ConnsRange {
@@ -466,27 +446,6 @@ impl RaceSummary {
     /// exactly one daemon connection: the fixed behaviour.
     pub fn always_fixed(&self) -> bool {
         self.runs > 0 && self.ok == self.runs && self.conns_after.all_exactly(1)
-    }
-}
-
-impl fmt::Display for RaceSummary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "runs={} ok={} daemon_unreachable={} other={} timeout={} median_latency={} conns_after={}",
-            self.runs,
-            self.ok,
-            self.daemon_unreachable,
-            self.other_error,
-            self.timeout,
-            self.median_racing_latency
-                .map_or_else(|| "n/a".to_owned(), format_ms),
-            self.conns_after
-        )?;
-        if self.runs_with_defects > 0 {
-            write!(f, " runs_with_stdout_defects={}", self.runs_with_defects)?;
-        }
-        Ok(())
     }
 }
 

@@ -1,17 +1,9 @@
-//! One race run that can be abandoned at any moment.
-//!
-//! [`run_race_until_stopped`] carries out the race scenario described in
-//! [`race`](crate::scenario::race) (whose `run_race` calls it with a flag
-//! that is never raised), and checks a stop flag between steps and while it
-//! waits: every wait (for an answer, for
-//! the offset, for recovery, for the connections to settle) is cut into
-//! slices of at most [`POLL`], and a raised flag ends the run at once. The
-//! wrapper and the fake daemon are then dropped, and their
-//! [`ChildGuard`](crate::process::ChildGuard)s kill and reap them, so an interrupted
-//! sweep leaves no process behind and never waits out a 20 s call timeout.
-//!
-//! Slicing costs no precision: a slice ends as soon as the awaited message
-//! arrives, so the measured latencies are those of `run_race`.
+//! One race run that can be abandoned at any moment: every wait (for an
+//! answer, the offset, recovery, the connections to settle) is cut into
+//! slices of at most [`POLL`] that look at a stop flag, and a raised flag
+//! ends the run, its processes killed and reaped as their guards drop. A
+//! slice ends as soon as the awaited message arrives, so slicing costs the
+//! measured latencies no precision.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
@@ -23,7 +15,7 @@ use super::{
     PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, SchemaCheck, SecondDrop, TOOL, classify,
 };
 use crate::bins::error_chain;
-use crate::client::ClientError;
+use crate::client::{ClientError, DEFAULT_TIMEOUT};
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::schema::OutputSchema;
@@ -50,11 +42,9 @@ enum Interrupted {
 /// Runs the race once against the wrapper started by `cmd`, like
 /// [`run_race`](crate::scenario::race::run_race), unless `stop` is raised.
 ///
-/// Returns `Ok(None)` when the run was abandoned because `stop` was raised
-/// at any moment, including just before the run completed or failed: its
-/// processes may have seen the same Ctrl-C from the terminal, so neither
-/// its measurement nor its error is trusted. Every child process is killed
-/// and reaped before this returns.
+/// `Ok(None)` when `stop` was raised at any moment, even just before the
+/// end: the processes may have seen the same Ctrl-C, so neither the
+/// measurement nor the error is trusted. Every child is reaped by then.
 pub fn run_race_until_stopped(
     cmd: &WrapperCommand,
     cfg: &RaceConfig,
@@ -126,6 +116,20 @@ impl Requests<'_> {
         }
     }
 
+    /// A step before the race: its answer, `None` when stopped, or the
+    /// error that keeps the run from measuring anything.
+    fn step<T>(
+        &mut self,
+        what: &str,
+        step: impl FnOnce(&mut Self) -> Result<T, Interrupted>,
+    ) -> Result<Option<T>, HarnessError> {
+        match step(self) {
+            Ok(answer) => Ok(Some(answer)),
+            Err(Interrupted::Stopped) => Ok(None),
+            Err(Interrupted::Client(e)) => Err(precondition(self.wrapper, what, &error_chain(&e))),
+        }
+    }
+
     fn call_tool(&mut self, timeout: Duration) -> Result<Value, Interrupted> {
         self.request(
             "tools/call",
@@ -174,40 +178,18 @@ fn race(
         stop,
     };
 
-    match requests.initialize(crate::client::DEFAULT_TIMEOUT) {
-        Ok(()) => {}
-        Err(Interrupted::Stopped) => return Ok(None),
-        Err(Interrupted::Client(e)) => {
-            return Err(precondition(
-                requests.wrapper,
-                "initialize",
-                &error_chain(&e),
-            ));
-        }
-    }
-    let listed = match requests.request("tools/list", json!({}), cfg.call_timeout) {
-        Ok(list) => list,
-        Err(Interrupted::Stopped) => return Ok(None),
-        Err(Interrupted::Client(e)) => {
-            return Err(precondition(
-                requests.wrapper,
-                "tools/list",
-                &error_chain(&e),
-            ));
-        }
+    let timeout = cfg.call_timeout;
+    let Some(()) = requests.step("initialize", |r| r.initialize(DEFAULT_TIMEOUT))? else {
+        return Ok(None);
+    };
+    let list = |r: &mut Requests<'_>| r.request("tools/list", json!({}), timeout);
+    let Some(listed) = requests.step("tools/list", list)? else {
+        return Ok(None);
     };
     let schema = OutputSchema::of_tool(&listed, TOOL)
         .map_err(|e| precondition(requests.wrapper, "compiling the listed outputSchema", &e))?;
-    let baseline = match requests.call_tool(cfg.call_timeout) {
-        Ok(response) => response,
-        Err(Interrupted::Stopped) => return Ok(None),
-        Err(Interrupted::Client(e)) => {
-            return Err(precondition(
-                requests.wrapper,
-                "the baseline tools/call",
-                &error_chain(&e),
-            ));
-        }
+    let Some(baseline) = requests.step("the baseline tools/call", |r| r.call_tool(timeout))? else {
+        return Ok(None);
     };
     if classify(&baseline) != RaceOutcome::Ok {
         return Err(precondition(
