@@ -1,37 +1,18 @@
 //! Sweeps: the V3-05 race over a grid of timings, for several subjects, to
 //! map the whole race window instead of probing one instant of it.
 //!
-//! A *subject* is a wrapper command and the bridge mode it runs in (this
-//! workspace's wrapper in `prefix` and `fixed` mode, or any other command
-//! such as the original Node wrapper, mode unset). A *point* is a reconnect
-//! delay (`IAI_MCP_RECONNECT_TEST_DELAY_MS`, the width of the window) and an
-//! offset (time from the daemon's `DROP` to the racing call). The grid is
-//! every offset from `from_ms` to `to_ms` in steps of `step_ms` at the
-//! configured delay, plus, unless disabled, the *production* point: delay 0
-//! (no widener) and offset 0. Each (subject, point) pair runs `runs` times;
-//! every run is one [`run_race`](super::race::run_race) scenario, with its
-//! own socket, daemon and wrapper.
+//! A *subject* is a wrapper command and the bridge mode it runs in; a
+//! [`Point`] is a reconnect delay (the width of the window) and an offset
+//! (from the daemon's `DROP` to the racing call). Each (subject, point)
+//! runs `runs` times, each run one [`run_race`](super::race::run_race)
+//! scenario with its own socket, daemon and wrapper, up to `jobs` at once.
 //!
-//! # Order, parallelism and the seed
-//!
-//! Runs are independent, so up to `jobs` of them go at once. They start in
-//! a shuffled order (seeded by `seed`, so the order is reproducible): runs of
-//! neighbouring points and of both subjects are interleaved in time, and a
-//! slow drift of the machine (load, a thermal limit) spreads over the whole
-//! picture instead of biasing one stretch of offsets or one subject. Every
-//! result is stored under its (subject, delay, offset, run index) and the
-//! report lists them in grid order, so neither `jobs` nor the seed changes
-//! the report's layout; only timing-sensitive outcomes at the window's edges
-//! (offset close to the delay, or the production point) may differ from one
-//! sweep to the next, as they may between two sweeps with the same settings.
-//!
-//! # Stopping
-//!
-//! A raised stop flag (see [`stop_on_signals`], which raises it on SIGINT
-//! and SIGTERM) starts no new run and abandons the runs in flight within
-//! [`POLL`] (their processes are killed and reaped); [`run_sweep`] then
-//! returns the runs completed so far as a report marked
-//! [`partial`](SweepReport::partial).
+//! The runs start in an order shuffled by `seed` (reproducible), so a slow
+//! drift of the machine spreads over the whole picture instead of biasing
+//! one stretch of offsets or one subject; the report lists them in grid
+//! order, so neither `jobs` nor the seed changes its layout. A raised stop
+//! flag ([`stop_on_signals`]) starts no new run and abandons the runs in
+//! flight within [`POLL`]; the report is then [`partial`](SweepReport::partial).
 
 mod files;
 mod progress;
@@ -153,22 +134,25 @@ impl SweepConfig {
     /// Checks the settings; the error says what is wrong.
     pub fn validate(&self) -> Result<(), SweepError> {
         let to_ms = self.last_offset_ms();
-        let problem = if self.subjects.is_empty() {
-            Some("no subject to sweep".to_owned())
-        } else if self.step_ms == 0 {
-            Some("the step must be at least 1 ms".to_owned())
-        } else if self.from_ms > to_ms {
-            Some(format!(
-                "the first offset ({} ms) is after the last ({to_ms} ms)",
-                self.from_ms
-            ))
-        } else if self.runs == 0 {
-            Some("at least one run per point is needed".to_owned())
-        } else if self.jobs == 0 {
-            Some("at least one job is needed".to_owned())
-        } else {
-            None
-        };
+        let from_ms = self.from_ms;
+        let problem = [
+            (self.subjects.is_empty(), "no subject to sweep".to_owned()),
+            (
+                self.step_ms == 0,
+                "the step must be at least 1 ms".to_owned(),
+            ),
+            (
+                from_ms > to_ms,
+                format!("the first offset ({from_ms} ms) is after the last ({to_ms} ms)"),
+            ),
+            (
+                self.runs == 0,
+                "at least one run per point is needed".to_owned(),
+            ),
+            (self.jobs == 0, "at least one job is needed".to_owned()),
+        ]
+        .into_iter()
+        .find_map(|(bad, problem)| bad.then_some(problem));
         problem.map_or(Ok(()), |p| Err(SweepError::Config(p)))
     }
 
@@ -244,21 +228,20 @@ pub struct Tally {
 impl Tally {
     /// Counts `result`.
     pub fn add(&mut self, result: &RunResult) {
-        match result.as_ref().map(|r| &r.outcome) {
-            Ok(RaceOutcome::Ok) => self.ok += 1,
-            Ok(RaceOutcome::DaemonUnreachable) => {
+        let Ok(report) = result else {
+            self.errors += 1;
+            return;
+        };
+        match report.outcome {
+            RaceOutcome::Ok => self.ok += 1,
+            RaceOutcome::DaemonUnreachable => {
                 self.daemon_unreachable += 1;
-                let closed = result
-                    .as_ref()
-                    .ok()
-                    .and_then(|r| r.racing_response.as_ref());
-                if closed.is_some_and(|r| r.to_string().contains("socket closed")) {
-                    self.socket_closed += 1;
-                }
+                let response = report.racing_response.as_ref();
+                let closed = response.is_some_and(|r| r.to_string().contains("socket closed"));
+                self.socket_closed += usize::from(closed);
             }
-            Ok(RaceOutcome::OtherError(_)) => self.other_error += 1,
-            Ok(RaceOutcome::Timeout) => self.timeout += 1,
-            Err(_) => self.errors += 1,
+            RaceOutcome::OtherError(_) => self.other_error += 1,
+            RaceOutcome::Timeout => self.timeout += 1,
         }
     }
 
@@ -339,15 +322,7 @@ pub fn run_sweep(
     fastrand::Rng::with_seed(cfg.seed).shuffle(&mut tasks);
     let planned = tasks.len();
 
-    let mut grid: Grid = subjects
-        .iter()
-        .map(|_| {
-            points
-                .iter()
-                .map(|_| vec![None; cfg.runs as usize])
-                .collect()
-        })
-        .collect();
+    let mut grid: Grid = vec![vec![vec![None; cfg.runs as usize]; points.len()]; subjects.len()];
     observer.started(planned, cfg.jobs.min(planned));
 
     let next = AtomicUsize::new(0);
@@ -496,24 +471,23 @@ pub fn run_sweep_in_terminal(
 /// Formats offsets as compact ranges for people, given the step between
 /// neighbours: `0-400, 700 ms`.
 pub fn format_offsets(offsets: &[u64], step_ms: u64) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut iter = offsets.iter().copied().peekable();
-    while let Some(start) = iter.next() {
-        let mut end = start;
-        while let Some(&next) = iter.peek() {
-            if next == end.saturating_add(step_ms) {
-                end = next;
-                iter.next();
-            } else {
-                break;
-            }
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &offset in offsets {
+        match ranges.last_mut() {
+            Some((_, end)) if offset == end.saturating_add(step_ms) => *end = offset,
+            _ => ranges.push((offset, offset)),
         }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
     }
+    let parts: Vec<String> = ranges
+        .iter()
+        .map(|&(start, end)| {
+            if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            }
+        })
+        .collect();
     if parts.is_empty() {
         "none".to_owned()
     } else {
@@ -551,13 +525,7 @@ mod tests {
         let cfg = cfg();
         assert_eq!(cfg.offsets(), (0..=1200).step_by(100).collect::<Vec<_>>());
         let points = cfg.points();
-        assert_eq!(
-            points[0],
-            Point {
-                delay_ms: 0,
-                offset_ms: 0
-            }
-        );
+        assert_eq!((points[0].delay_ms, points[0].offset_ms), (0, 0));
         assert!(points[0].is_production());
         assert_eq!(points.len(), 14);
         assert!(points[1..].iter().all(|p| p.delay_ms == 1000));
