@@ -450,11 +450,12 @@ impl RaceSummary {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn report(outcome: RaceOutcome, latency_ms: u64, conns: Option<u32>) -> RaceReport {
+    /// A run's report with `outcome` after `latency_ms`, holding `conns`.
+    pub(crate) fn report(outcome: RaceOutcome, latency_ms: u64, conns: Option<u32>) -> RaceReport {
         RaceReport {
             mode: None,
             endpoint: "/tmp/d.sock".into(),
