@@ -58,8 +58,7 @@ fn stopped(stop: &AtomicBool) -> bool {
     stop.load(Ordering::SeqCst)
 }
 
-/// Sleeps until `deadline` in slices of at most [`POLL`]; `false` when
-/// `stop` was raised meanwhile.
+/// Sleeps until `deadline`, `false` when `stop` was raised meanwhile.
 fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
     loop {
         if stopped(stop) {
@@ -73,8 +72,7 @@ fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
     }
 }
 
-/// Requests made by this module use string ids, which never collide with
-/// the client's own integer ids.
+/// Requests with string ids, which never collide with the client's own.
 struct Requests<'a> {
     wrapper: &'a mut WrapperProcess,
     next_id: u32,
@@ -309,14 +307,10 @@ fn round(
     let Ok(recovery) = recover(requests, cfg, dropped_at) else {
         return Ok(None);
     };
+    let settled = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.settle;
     let conns_after = match recovery {
-        Some(_) => {
-            let settled = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.settle;
-            if !sleep_until(settled, stop) {
-                return Ok(None);
-            }
-            Some(daemon.stats()?.conns)
-        }
+        Some(_) if !sleep_until(settled, stop) => return Ok(None),
+        Some(_) => Some(daemon.stats()?.conns),
         None => None,
     };
     Ok(Some(Round {
@@ -328,16 +322,13 @@ fn round(
     }))
 }
 
-/// The stop flag was raised.
-struct Stopped;
-
 /// Repeats the tool call until one succeeds or time is up; returns the
 /// number of calls and the time from the drop to the success.
 fn recover(
     requests: &mut Requests<'_>,
     cfg: &RaceConfig,
     dropped_at: Instant,
-) -> Result<Option<(u32, Duration)>, Stopped> {
+) -> Result<Option<(u32, Duration)>, Interrupted> {
     let deadline = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.recovery_timeout;
     let mut calls = 0;
     loop {
@@ -348,7 +339,7 @@ fn recover(
                 return Ok(Some((calls, dropped_at.elapsed())));
             }
             Ok(_) | Err(Interrupted::Client(ClientError::Timeout { .. })) => {}
-            Err(Interrupted::Stopped) => return Err(Stopped),
+            Err(Interrupted::Stopped) => return Err(Interrupted::Stopped),
             // The wrapper is gone: no call will ever succeed.
             Err(Interrupted::Client(_)) => return Ok(None),
         }
@@ -356,7 +347,7 @@ fn recover(
             return Ok(None);
         }
         if !sleep_until(Instant::now() + RECOVERY_RETRY_INTERVAL, requests.stop) {
-            return Err(Stopped);
+            return Err(Interrupted::Stopped);
         }
     }
 }

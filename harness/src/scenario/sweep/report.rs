@@ -290,30 +290,26 @@ impl SweepReport {
                 let offsets = window.iter().filter(|p| keep(p));
                 offsets.map(|p| p.offset_ms).collect()
             };
-            let mut parts = vec![
-                format!(
-                    "every racing call ok at {}",
-                    format_offsets(&at(|p| p.tally.ok == p.runs), step)
+            let mut parts = Vec::new();
+            for (what, offsets, always) in [
+                ("every racing call ok", at(|p| p.tally.ok == p.runs), true),
+                (
+                    "refused (daemon_unreachable, V3-05)",
+                    at(|p| p.tally.daemon_unreachable > p.tally.socket_closed),
+                    true,
                 ),
-                format!(
-                    "refused (daemon_unreachable, V3-05) at {}",
-                    format_offsets(
-                        &at(|p| p.tally.daemon_unreachable > p.tally.socket_closed),
-                        step
-                    )
-                ),
-            ];
-            for (what, offsets) in [
                 (
                     "written to the dying connection (socket closed)",
                     at(|p| p.tally.socket_closed > 0),
+                    false,
                 ),
                 (
                     "other failures",
                     at(|p| p.tally.other_error + p.tally.timeout > 0),
+                    false,
                 ),
             ] {
-                if !offsets.is_empty() {
+                if always || !offsets.is_empty() {
                     parts.push(format!("{what} at {}", format_offsets(&offsets, step)));
                 }
             }
