@@ -11,7 +11,6 @@ use harness::scenario::sweep::{self, SweepConfig};
 use harness::scenario::{Align, format_ms, table_lines};
 use harness::wrapper::{Subject, mode_label};
 use harness::{BridgeMode, Check, Judged, Prop, WrapperCommand};
-use serde::Serialize;
 
 use super::Target;
 
@@ -69,13 +68,13 @@ pub fn race(args: &RaceArgs) -> Result<ExitCode> {
     if args.target.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&RaceOutput {
-                wrapper: cmd.display(),
-                delay_ms: base.delay_ms,
-                offset_ms: base.offset_ms,
-                summaries: &summaries,
-                runs: &all_runs,
-            })?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "wrapper": cmd.display(),
+                "delay_ms": base.delay_ms,
+                "offset_ms": base.offset_ms,
+                "summaries": summaries,
+                "runs": all_runs,
+            }))?
         );
     } else {
         print_table(&summaries, &cmd.display());
@@ -125,16 +124,6 @@ fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>])
         ),
     };
     (line, failed.is_empty())
-}
-
-/// The `--json` output of `race`.
-#[derive(Debug, Serialize)]
-struct RaceOutput<'a> {
-    wrapper: String,
-    delay_ms: u64,
-    offset_ms: u64,
-    summaries: &'a [RaceSummary],
-    runs: &'a [Vec<RaceReport>],
 }
 
 /// Prints the race table: a row per mode, and which modes saw stdout

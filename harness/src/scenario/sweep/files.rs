@@ -21,16 +21,13 @@ pub struct ReportFiles {
 /// directory (`$CARGO_TARGET_DIR` when set, else `target/` next to the
 /// workspace manifest).
 pub fn default_out_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map_or_else(
-            || {
-                bins::workspace_manifest()
-                    .parent()
-                    .map_or_else(|| PathBuf::from("target"), |root| root.join("target"))
-            },
-            PathBuf::from,
-        );
+    let root = bins::workspace_manifest();
+    let target = match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => root
+            .parent()
+            .map_or("target".into(), |root| root.join("target")),
+    };
     target.join("race-report")
 }
 

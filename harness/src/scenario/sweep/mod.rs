@@ -81,8 +81,7 @@ pub struct SweepConfig {
     pub delay_ms: u64,
     /// The first offset.
     pub from_ms: u64,
-    /// The last offset (inclusive, when a step lands on it); `None`:
-    /// `delay_ms` + [`DEFAULT_MARGIN_MS`].
+    /// The last offset (`None`: `delay_ms` + [`DEFAULT_MARGIN_MS`]).
     pub to_ms: Option<u64>,
     /// Step between offsets (at least 1).
     pub step_ms: u64,
@@ -94,9 +93,7 @@ pub struct SweepConfig {
     pub jobs: usize,
     /// Seed of the order the runs start in.
     pub seed: u64,
-    /// The rest of each run's configuration (call timeout, settle time,
-    /// recovery timeout, fake daemon binary); its mode, delay and offset are
-    /// set per run.
+    /// The rest of each run's configuration (mode, delay, offset: per run).
     pub race: RaceConfig,
 }
 
@@ -117,9 +114,8 @@ impl Default for SweepConfig {
     }
 }
 
-/// The number of runs at once when none is asked for: the machine's
-/// available parallelism (a run mostly waits, but its timing should not
-/// suffer from processes competing for the cores).
+/// Runs at once when none is asked for: one per core, so that runs do not
+/// compete for the cores and skew each other's timing.
 pub fn default_jobs() -> usize {
     thread::available_parallelism().map_or(1, NonZeroUsize::get)
 }
@@ -156,16 +152,14 @@ impl SweepConfig {
         problem.map_or(Ok(()), |p| Err(SweepError::Config(p)))
     }
 
-    /// The swept offsets: `from_ms`, `from_ms + step_ms`, ... up to
-    /// [`last_offset_ms`](Self::last_offset_ms).
+    /// The swept offsets, `from_ms` to the last by `step_ms`.
     pub fn offsets(&self) -> Vec<u64> {
         let to_ms = self.last_offset_ms();
         let step = usize::try_from(self.step_ms.max(1)).unwrap_or(usize::MAX);
         (self.from_ms..=to_ms).step_by(step).collect()
     }
 
-    /// Every point, in report order: by delay, then offset (so the
-    /// production point comes first).
+    /// Every point, by delay, then offset (production first).
     pub fn points(&self) -> Vec<Point> {
         let mut points: BTreeSet<Point> = self
             .offsets()
@@ -190,8 +184,7 @@ impl SweepConfig {
     }
 }
 
-/// Why a sweep could not be carried out (its runs' outcomes, failures
-/// included, are data in the report).
+/// Why a sweep could not be carried out (failed runs are data in the report).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SweepError {
@@ -203,8 +196,8 @@ pub enum SweepError {
     Harness(#[from] HarnessError),
 }
 
-/// How one run ended: its report, or the harness error (as text) that kept
-/// it from measuring anything.
+/// How one run ended: its report, or the harness error that kept it from
+/// measuring anything.
 pub type RunResult = Result<RaceReport, String>;
 
 /// Counts of run results, by outcome.
@@ -214,8 +207,7 @@ pub struct Tally {
     pub ok: usize,
     /// Racing calls that failed with `daemon_unreachable`.
     pub daemon_unreachable: usize,
-    /// Of those, the calls written to the dying connection (`socket
-    /// closed`): a different race from V3-05's refusal.
+    /// Of those, calls written to the dying connection (`socket closed`).
     pub socket_closed: usize,
     /// Racing calls that failed otherwise.
     pub other_error: usize,
@@ -287,13 +279,10 @@ struct Task {
 pub(crate) type Grid = Vec<Vec<Vec<Option<RunResult>>>>;
 
 /// Runs the sweep described by `cfg`, telling `observer` about every run,
-/// until done or until `stop` is raised.
+/// until done or until `stop` is raised (the report is then partial).
 ///
-/// Returns the report (marked partial when stopped early). An error means
-/// the sweep could not start: invalid settings, or a fake daemon binary
-/// that cannot be found. A run that fails (for example a wrapper command
-/// that does not start) is recorded in the report as an error and the sweep
-/// goes on.
+/// An error means the sweep could not start (invalid settings, no fake
+/// daemon); a run that fails is recorded in the report and the sweep goes on.
 pub fn run_sweep(
     cfg: &SweepConfig,
     stop: &AtomicBool,
@@ -406,8 +395,7 @@ pub fn run_sweep(
     Ok(report)
 }
 
-/// The subjects, with a ` #n` suffix on labels seen before, so every label
-/// names one subject.
+/// The subjects, a label seen before suffixed ` #n` to name one subject.
 fn unique_labels(subjects: &[Subject]) -> Vec<Subject> {
     let mut seen = BTreeSet::new();
     subjects
@@ -425,16 +413,9 @@ fn unique_labels(subjects: &[Subject]) -> Vec<Subject> {
         .collect()
 }
 
-/// A stop flag raised by SIGINT (Ctrl-C) and SIGTERM, for [`run_sweep`].
-///
-/// The first signal raises the flag: no new run starts, the runs in flight
-/// are abandoned and the partial report can still be written. A second
-/// signal, once the flag is up, exits at once with status 130, for a sweep
-/// that does not stop (children are then left to the signal the terminal
-/// sent them too).
-///
-/// Installs process-wide signal handlers (through `signal-hook`, which
-/// needs no unsafe code here); call it once, from a binary.
+/// A stop flag raised by SIGINT (Ctrl-C) and SIGTERM, for [`run_sweep`]; a
+/// second signal exits at once with status 130, for a sweep that does not
+/// stop. Installs process-wide handlers: call it once, from a binary.
 pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     use signal_hook::flag;
@@ -449,11 +430,9 @@ pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// Runs a sweep from a binary: checks `cfg`, installs the signal handlers
-/// ([`stop_on_signals`]), runs it with a [`TerminalProgress`] on stderr, and
-/// writes its report files to `out_dir` ([`default_out_dir`] when `None`).
-/// Returns the report (partial if a signal stopped it) and where its files
-/// went.
+/// Runs a sweep from a binary: stops on signals ([`stop_on_signals`]), shows
+/// a [`TerminalProgress`], and writes the report files to `out_dir`
+/// ([`default_out_dir`] when `None`); returns the report and its files.
 pub fn run_sweep_in_terminal(
     cfg: &SweepConfig,
     out_dir: Option<&Path>,

@@ -89,18 +89,6 @@ fn failures(tally: &Tally) -> String {
     }
 }
 
-/// `daemon_unreachable (0.6 ms)` or `error: ...`.
-fn outcome(event: &RunEvent<'_>) -> String {
-    match event.result {
-        Ok(report) => format!(
-            "{} ({})",
-            report.outcome.label(),
-            format_ms(report.racing_latency)
-        ),
-        Err(error) => format!("error: {}", super::shorten(error, 200)),
-    }
-}
-
 impl SweepObserver for TerminalProgress {
     fn started(&mut self, planned: usize, jobs: usize) {
         self.started = Instant::now();
@@ -136,7 +124,10 @@ impl SweepObserver for TerminalProgress {
                 event.point.delay_ms,
                 event.point.offset_ms,
                 event.run + 1,
-                outcome(event),
+                match event.result {
+                    Ok(r) => format!("{} ({})", r.outcome.label(), format_ms(r.racing_latency)),
+                    Err(error) => format!("error: {}", super::shorten(error, 200)),
+                },
                 failures(&event.tally),
                 self.eta(event.done)
                     .map_or_else(|| "n/a".to_owned(), |eta| format!("{} s", eta.as_secs())),

@@ -1,18 +1,12 @@
-//! The sweep's chart: a self-contained SVG file, drawn by this module.
+//! The sweep's chart: a self-contained SVG file, written by hand (no
+//! plotting crate, fonts or JavaScript; it opens offline and reads as XML).
 //!
 //! Two panels share the x axis (the racing call's offset after the drop):
-//! the share of racing calls that succeeded, and the median racing-call
-//! latency. Each subject is one line (its own colour, marker shape and dash
-//! pattern, so equal lines stay distinguishable); the reconnect delay is a
-//! dashed vertical line over a shaded window; the production point (delay
-//! 0, no widener) is a hollow marker in a column of its own on the left.
-//! Every marker carries a `<title>`, which browsers show on hover, with the
-//! counts behind it.
-//!
-//! It is written by hand over a tiny escaping writer rather than with a
-//! plotting crate: no font discovery, image codecs or JavaScript to pull in,
-//! and the file opens offline in any browser and reads as plain XML in tests
-//! and diffs.
+//! the share of racing calls that succeeded, and the median latency. Each
+//! subject is one line (colour, marker shape and dash of its own); the
+//! reconnect delay is a dashed line over a shaded window; the production
+//! point (delay 0) is a hollow marker in a column on the left. Every marker
+//! has a `<title>` with its counts, which browsers show on hover.
 
 use std::fmt::{self, Display, Write as _};
 
