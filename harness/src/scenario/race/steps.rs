@@ -214,12 +214,12 @@ fn race(
     };
 
     let output_schema = schema.map(|schema| {
-        let results = std::iter::once(Some(&baseline))
-            .chain([first.racing_response.as_ref()])
-            .flatten()
-            .filter(|r| classify(r) == RaceOutcome::Ok);
         let mut check = SchemaCheck::default();
-        for result in results {
+        let results = [Some(&baseline), first.racing_response.as_ref()];
+        for result in results.into_iter().flatten() {
+            if classify(result) != RaceOutcome::Ok {
+                continue;
+            }
             check.validated += 1;
             if let Err(why) = schema.check(result) {
                 check.mismatch.get_or_insert(why);

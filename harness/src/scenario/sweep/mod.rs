@@ -33,7 +33,8 @@ use anyhow::Context;
 use serde::Serialize;
 
 pub use files::{ReportFiles, default_out_dir};
-pub use progress::{SweepObserver, TerminalProgress};
+pub use progress::SweepObserver;
+use progress::TerminalProgress;
 pub use report::{
     PointReport, REPORT_FORMAT, REPORT_VERSION, RunRecord, SubjectInfo, SweepReport, SweepSettings,
 };
@@ -431,7 +432,7 @@ pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
 }
 
 /// Runs a sweep from a binary: stops on signals ([`stop_on_signals`]), shows
-/// a [`TerminalProgress`], and writes the report files to `out_dir`
+/// its progress on stderr, and writes the report files to `out_dir`
 /// ([`default_out_dir`] when `None`); returns the report and its files.
 pub fn run_sweep_in_terminal(
     cfg: &SweepConfig,
@@ -501,19 +502,19 @@ mod tests {
 
     #[test]
     fn default_grid_spans_the_window_and_a_margin_plus_production() {
-        let cfg = cfg();
-        assert_eq!(cfg.offsets(), (0..=1200).step_by(100).collect::<Vec<_>>());
-        let points = cfg.points();
+        let default = cfg();
+        assert_eq!(
+            default.offsets(),
+            (0..=1200).step_by(100).collect::<Vec<_>>()
+        );
+        let points = default.points();
         assert_eq!((points[0].delay_ms, points[0].offset_ms), (0, 0));
         assert!(points[0].is_production());
         assert_eq!(points.len(), 14);
         assert!(points[1..].iter().all(|p| p.delay_ms == 1000));
-        assert_eq!(cfg.planned_runs(), 2 * 14 * 3);
-        assert!(cfg.validate().is_ok());
-    }
+        assert_eq!(default.planned_runs(), 2 * 14 * 3);
+        assert!(default.validate().is_ok());
 
-    #[test]
-    fn offsets_stop_at_the_last_offset_and_points_are_unique() {
         let cfg = SweepConfig {
             delay_ms: 0,
             from_ms: 0,
@@ -528,23 +529,16 @@ mod tests {
 
     #[test]
     fn invalid_settings_are_refused() {
-        for bad in [
-            SweepConfig {
-                step_ms: 0,
-                ..cfg()
-            },
-            SweepConfig {
-                from_ms: 500,
-                to_ms: Some(100),
-                ..cfg()
-            },
-            SweepConfig { runs: 0, ..cfg() },
-            SweepConfig { jobs: 0, ..cfg() },
-            SweepConfig {
-                subjects: Vec::new(),
-                ..cfg()
-            },
-        ] {
+        let spoilers: [fn(&mut SweepConfig); 5] = [
+            |c| c.step_ms = 0,
+            |c| (c.from_ms, c.to_ms) = (500, Some(100)),
+            |c| c.runs = 0,
+            |c| c.jobs = 0,
+            |c| c.subjects.clear(),
+        ];
+        for spoil in spoilers {
+            let mut bad = cfg();
+            spoil(&mut bad);
             assert!(matches!(bad.validate(), Err(SweepError::Config(_))));
         }
     }
@@ -562,24 +556,13 @@ mod tests {
     }
 
     #[test]
-    fn offsets_are_formatted_as_ranges() {
+    fn offsets_are_formatted_as_ranges_and_text_shortened() {
         assert_eq!(
             format_offsets(&[0, 100, 200, 400, 600, 700], 100),
             "0-200, 400, 600-700 ms"
         );
         assert_eq!(format_offsets(&[], 100), "none");
         assert_eq!(format_offsets(&[50], 650), "50 ms");
-    }
-
-    #[test]
-    fn tally_counts_each_outcome() {
-        let mut tally = Tally::default();
-        tally.add(&Err("boom".to_owned()));
-        assert_eq!((tally.errors, tally.failures(), tally.total()), (1, 1, 1));
-    }
-
-    #[test]
-    fn shorten_keeps_short_text() {
         assert_eq!(shorten("abc", 5), "abc");
         assert_eq!(shorten("abcdefgh", 6), "abc...");
     }

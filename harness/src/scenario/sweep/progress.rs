@@ -31,21 +31,15 @@ impl SweepObserver for () {}
 
 /// Progress on stderr: a bar on a terminal, plain lines otherwise.
 #[derive(Debug)]
-pub struct TerminalProgress {
+pub(crate) struct TerminalProgress {
     bar: Option<ProgressBar>,
     started: Instant,
     planned: usize,
 }
 
-impl Default for TerminalProgress {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl TerminalProgress {
     /// A bar when stderr is a terminal, plain lines otherwise.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let bar = io::stderr().is_terminal().then(|| {
             let template = "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}";
             let style = ProgressStyle::with_template(template).expect("the template is valid");

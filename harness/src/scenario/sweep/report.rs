@@ -432,39 +432,27 @@ pub(crate) mod tests {
             ..SweepConfig::default()
         };
         let points = cfg.points();
-        let grid: Grid = cfg
-            .subjects
-            .iter()
-            .map(|subject| {
-                points
-                    .iter()
-                    .map(|p| {
-                        let ok = subject.mode == Some(BridgeMode::Fixed)
-                            || p.is_production()
-                            || p.offset_ms >= p.delay_ms;
-                        let outcome = || {
-                            if ok {
-                                RaceOutcome::Ok
-                            } else {
-                                RaceOutcome::DaemonUnreachable
-                            }
-                        };
-                        let latency = if ok {
-                            400 - p.offset_ms.min(400) + 1
-                        } else {
-                            1
-                        };
-                        if p.offset_ms == 600 && ok && subject.mode == Some(BridgeMode::Prefix) {
-                            vec![run(outcome(), latency), Some(Err("boom".to_owned()))]
-                        } else if p.offset_ms == 200 && subject.mode == Some(BridgeMode::Fixed) {
-                            vec![run(outcome(), latency), None]
-                        } else {
-                            vec![run(outcome(), latency), run(outcome(), latency + 2)]
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
+        // Prefix fails inside the window; one prefix run is a harness error
+        // and one fixed run is missing.
+        let grid_of = |subject: &Subject| -> Vec<Vec<Option<super::super::RunResult>>> {
+            let prefix = subject.mode == Some(BridgeMode::Prefix);
+            let runs = |p: &Point| {
+                let ok = !prefix || p.is_production() || p.offset_ms >= p.delay_ms;
+                let (outcome, latency) = if ok {
+                    (RaceOutcome::Ok, 401 - p.offset_ms.min(400))
+                } else {
+                    (RaceOutcome::DaemonUnreachable, 1)
+                };
+                let second = match (prefix, p.offset_ms) {
+                    (true, 600) => Some(Err("boom".to_owned())),
+                    (false, 200) => None,
+                    _ => run(outcome.clone(), latency + 2),
+                };
+                vec![run(outcome, latency), second]
+            };
+            points.iter().map(runs).collect()
+        };
+        let grid: Grid = cfg.subjects.iter().map(grid_of).collect();
         SweepReport::new(
             &cfg,
             &RaceConfig::default(),
