@@ -279,7 +279,7 @@ fn counts(jobs: usize) -> Vec<(String, u64, u64, Tally)> {
     report
         .points
         .iter()
-        .map(|p| (p.subject.clone(), p.delay_ms, p.offset_ms, p.tally()))
+        .map(|p| (p.subject.clone(), p.delay_ms, p.offset_ms, p.tally))
         .collect()
 }
 

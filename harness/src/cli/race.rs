@@ -6,12 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_races};
+use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_race};
 use harness::scenario::sweep::{self, SweepConfig};
 use harness::scenario::{Align, format_ms, table_lines};
 use harness::wrapper::{Subject, mode_label};
 use harness::{BridgeMode, Check, Judged, Prop, WrapperCommand};
-use serde::Serialize;
 
 use super::Target;
 
@@ -49,33 +48,33 @@ pub fn race(args: &RaceArgs) -> Result<ExitCode> {
     if args.all {
         return super::score::score_subjects(subjects(&args.target, &cmd), base, None);
     }
-    let modes = match (&args.target.wrapper_cmd, args.target.mode) {
-        (None, None) => vec![Some(BridgeMode::Prefix), Some(BridgeMode::Fixed)],
-        (_, mode) => vec![mode],
-    };
     let mut summaries = Vec::new();
     let mut all_runs = Vec::new();
-    for mode in modes {
+    for subject in subjects(&args.target, &cmd) {
+        let mut cfg = base.clone();
+        cfg.setup.mode = subject.mode;
         let mut reports = Vec::new();
-        let summary = run_races(&cmd, &base, mode, args.runs, |run, report| {
+        for run in 1..=args.runs {
+            let report = run_race(&cmd, &cfg)?;
             if !args.target.json {
-                eprintln!("{}: run {run}/{}: {report}", mode_label(mode), args.runs);
+                let mode = mode_label(subject.mode);
+                eprintln!("{mode}: run {run}/{}: {report}", args.runs);
             }
-            reports.push(report.clone());
-        })?;
-        summaries.push(summary);
+            reports.push(report);
+        }
+        summaries.push(RaceSummary::from_reports(subject.mode, &reports));
         all_runs.push(reports);
     }
     if args.target.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&RaceOutput {
-                wrapper: cmd.display(),
-                delay_ms: base.delay_ms,
-                offset_ms: base.offset_ms,
-                summaries: &summaries,
-                runs: &all_runs,
-            })?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "wrapper": cmd.display(),
+                "delay_ms": base.delay_ms,
+                "offset_ms": base.offset_ms,
+                "summaries": summaries,
+                "runs": all_runs,
+            }))?
         );
     } else {
         print_table(&summaries, &cmd.display());
@@ -85,7 +84,7 @@ pub fn race(args: &RaceArgs) -> Result<ExitCode> {
     Ok(args.target.exit_code(passed))
 }
 
-/// The subjects of `--all`: this wrapper in both modes, or the command.
+/// The subjects: this wrapper in both modes, or the command in its mode.
 fn subjects(target: &Target, cmd: &WrapperCommand) -> Vec<Subject> {
     match (&target.wrapper_cmd, target.mode) {
         (None, None) => Subject::modes(cmd, &[BridgeMode::Prefix, BridgeMode::Fixed]),
@@ -100,22 +99,17 @@ fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>])
         && target.wrapper_cmd.is_none()
         && target.mode.is_none()
     {
-        let reproduced = prefix.always_reproduced_bug();
-        let repaired = fixed.always_fixed();
+        let passed = prefix.always_reproduced_bug() && fixed.always_fixed();
         let line = format!(
             "verdict: {}: prefix mode reproduced V3-05 in {}/{} runs; fixed mode answered {}/{} racing calls holding {} daemon connection(s) after recovery",
-            if reproduced && repaired {
-                "PASS"
-            } else {
-                "FAIL"
-            },
+            if passed { "PASS" } else { "FAIL" },
             prefix.daemon_unreachable,
             prefix.runs,
             fixed.ok,
             fixed.runs,
             fixed.conns_after
         );
-        return (line, reproduced && repaired);
+        return (line, passed);
     }
     let checks: Vec<Check> = runs.iter().flatten().flat_map(Judged::checks).collect();
     let failed: Vec<&Check> = checks.iter().filter(|c| !c.held()).collect();
@@ -130,16 +124,6 @@ fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>])
         ),
     };
     (line, failed.is_empty())
-}
-
-/// The `--json` output of `race`.
-#[derive(Debug, Serialize)]
-struct RaceOutput<'a> {
-    wrapper: String,
-    delay_ms: u64,
-    offset_ms: u64,
-    summaries: &'a [RaceSummary],
-    runs: &'a [Vec<RaceReport>],
 }
 
 /// Prints the race table: a row per mode, and which modes saw stdout
@@ -255,9 +239,11 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         let mut subjects = Vec::new();
         for line in &args.wrapper_cmd {
             let cmd = WrapperCommand::parse_shell_words(line)?;
-            for &mode in &modes {
-                subjects.push(Subject::command(cmd.clone(), mode));
-            }
+            subjects.extend(
+                modes
+                    .iter()
+                    .map(|&mode| Subject::command(cmd.clone(), mode)),
+            );
         }
         subjects
     };

@@ -2,26 +2,18 @@
 //!
 //! The fake daemon drops the wrapper's connection while its listener stays
 //! bound; the wrapper, started with `IAI_MCP_RECONNECT_TEST_DELAY_MS`, waits
-//! that long before reconnecting. A tool call issued `offset_ms` after the
+//! that long before reconnecting, and a tool call made `offset_ms` after the
 //! drop lands inside that window. The pre-fix wrapper fails it at once with
-//! `daemon_unreachable: bridge not connected`; the fixed wrapper waits for the
+//! `daemon_unreachable: bridge not connected`; the fixed one waits for the
 //! reconnect and answers it.
 //!
-//! Steps of one run:
-//!
-//! 1. start the fake daemon on a socket in a fresh short temporary directory;
-//! 2. start the wrapper, `initialize` (protocol 2025-03-26, like the seed);
-//! 3. baseline `tools/call topology {}`, which must succeed (otherwise the
-//!    run is a [`HarnessError::Scenario`]: nothing is measured);
-//! 4. `DROP`, wait for `DROPPED`;
-//! 5. sleep `offset_ms`: the scenario's timing parameter, not a
-//!    synchronisation;
-//! 6. the racing `tools/call topology {}`, timed and classified;
-//! 7. recovery: repeat the call (every 50 ms, for at most `delay_ms` +
-//!    `recovery_timeout` after the drop) until one succeeds; then, no earlier
-//!    than `delay_ms` + `settle` after the drop (when every reconnect the
-//!    wrapper scheduled on the drop has happened), read `STATS conns` from
-//!    the daemon: the number of connections the wrapper holds.
+//! A run: `initialize` and a baseline `tools/call topology` that must
+//! succeed (else a [`HarnessError::Scenario`]: nothing is measured); `DROP`;
+//! the racing call `offset_ms` later, timed and classified; then the call
+//! repeated every 50 ms until one succeeds (within `delay_ms` +
+//! `recovery_timeout`), and `STATS conns` read no earlier than `delay_ms` +
+//! `settle` after the drop, once every reconnect the wrapper scheduled has
+//! happened.
 
 mod steps;
 
@@ -49,21 +41,17 @@ pub const TOOL: &str = "topology";
 /// Parameters of one race run.
 #[derive(Debug, Clone)]
 pub struct RaceConfig {
-    /// `IAI_MCP_RECONNECT_TEST_DELAY_MS`: how long the wrapper waits before
-    /// reconnecting, i.e. the width of the race window.
+    /// `IAI_MCP_RECONNECT_TEST_DELAY_MS`: the width of the race window.
     pub delay_ms: u64,
     /// Time between the daemon's `DROPPED` and the racing call.
     pub offset_ms: u64,
     /// Bound on every tool call (the seed allows the racing call 20 s).
     pub call_timeout: Duration,
-    /// How long after `delay_ms` (counted from the drop) to wait before
-    /// counting the daemon's connections, so late reconnects are counted.
+    /// Wait past `delay_ms` after the drop before counting connections.
     pub settle: Duration,
-    /// How long after `delay_ms` (counted from the drop) recovery may take
-    /// before the run reports no recovery.
+    /// How long past `delay_ms` after the drop recovery may take.
     pub recovery_timeout: Duration,
-    /// After recovering from the first drop, drop again and race again
-    /// (the scorecard's second-drop property).
+    /// Drop and race again after recovering (the second-drop property).
     pub second_drop: bool,
     /// The wrapper's bridge mode and the fake daemon.
     pub setup: Setup,
@@ -91,16 +79,14 @@ pub enum RaceOutcome {
     Ok,
     /// The response mentions `daemon_unreachable`: the V3-05 bug.
     DaemonUnreachable,
-    /// Any other failure (an `isError` result, a JSON-RPC error, the wrapper
-    /// going away); the text says what.
+    /// Any other failure (`isError`, a JSON-RPC error, the wrapper gone).
     OtherError(String),
     /// No response within the call timeout.
     Timeout,
 }
 
 impl RaceOutcome {
-    /// A short, stable name: `ok`, `daemon_unreachable`, `other_error`,
-    /// `timeout`.
+    /// A short, stable name, as in JSON reports.
     pub fn label(&self) -> &'static str {
         match self {
             Self::Ok => "ok",
@@ -149,39 +135,32 @@ pub fn classify(response: &Value) -> RaceOutcome {
 pub struct RaceReport {
     /// The bridge mode the wrapper ran in (`None`: not set).
     pub mode: Option<BridgeMode>,
-    /// Where the fake daemon listened, as the wrapper names it (a socket
-    /// path, or `tcp://host:port`).
+    /// Where the fake daemon listened: a socket path or `tcp://host:port`.
     pub endpoint: String,
     /// How the racing call ended.
     pub outcome: RaceOutcome,
-    /// Time from sending the racing call to its response (or to the
-    /// timeout).
+    /// Time from sending the racing call to its response (or timeout).
     #[serde(rename = "racing_latency_ms", serialize_with = "serialize_ms")]
     pub racing_latency: Duration,
     /// The racing call's whole response, when there was one.
     pub racing_response: Option<Value>,
-    /// How many calls after the race it took to get a successful one
-    /// (`None`: none succeeded in time).
+    /// Calls after the race until one succeeded (`None`: none in time).
     pub recovery_calls: Option<u32>,
     /// Time from the drop to the first successful call after the race.
     #[serde(rename = "recovered_after_ms", serialize_with = "serialize_opt_ms")]
     pub recovered_after: Option<Duration>,
-    /// Connections the daemon held open after recovery (`STATS conns`);
-    /// `None` when the wrapper did not recover.
+    /// Daemon connections after recovery (`None`: no recovery).
     pub conns_after: Option<u32>,
     /// The second drop, when the run made one.
     pub second_drop: Option<SecondDrop>,
-    /// Successful results checked against the tool's `outputSchema`
-    /// (`None`: the wrapper lists none for it).
+    /// Results checked against the tool's `outputSchema` (`None`: none).
     pub output_schema: Option<SchemaCheck>,
-    /// How long the wrapper took to exit once its stdin closed (`None`: it
-    /// had not exited after [`EOF_EXIT_BOUND`]).
+    /// Time to exit once stdin closed (`None`: not within [`EOF_EXIT_BOUND`]).
     #[serde(rename = "exit_after_eof_ms", serialize_with = "serialize_opt_ms")]
     pub exit_after_eof: Option<Duration>,
     /// Stdout framing defects seen during the run.
     pub defects: Vec<String>,
-    /// The end of the wrapper's stderr, kept when the racing call or the
-    /// recovery failed.
+    /// The end of the wrapper's stderr, when the race or recovery failed.
     pub wrapper_stderr_tail: Option<String>,
 }
 
@@ -338,26 +317,6 @@ pub fn run_race(cmd: &WrapperCommand, cfg: &RaceConfig) -> Result<RaceReport, Ha
         .ok_or_else(|| HarnessError::Scenario("race run abandoned".to_owned()))
 }
 
-/// Runs the race `runs` times in `mode` (each run from `base`), calling
-/// `each` with every report as it comes, and sums them up.
-pub fn run_races(
-    cmd: &WrapperCommand,
-    base: &RaceConfig,
-    mode: Option<BridgeMode>,
-    runs: u32,
-    mut each: impl FnMut(u32, &RaceReport),
-) -> Result<RaceSummary, HarnessError> {
-    let mut cfg = base.clone();
-    cfg.setup.mode = mode;
-    let mut reports = Vec::new();
-    for run in 1..=runs {
-        let report = run_race(cmd, &cfg)?;
-        each(run, &report);
-        reports.push(report);
-    }
-    Ok(RaceSummary::from_reports(mode, &reports))
-}
-
 /// The range of `conns_after` values over several runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub struct ConnsRange {
@@ -469,33 +428,13 @@ impl RaceSummary {
     }
 }
 
-impl fmt::Display for RaceSummary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "runs={} ok={} daemon_unreachable={} other={} timeout={} median_latency={} conns_after={}",
-            self.runs,
-            self.ok,
-            self.daemon_unreachable,
-            self.other_error,
-            self.timeout,
-            self.median_racing_latency
-                .map_or_else(|| "n/a".to_owned(), format_ms),
-            self.conns_after
-        )?;
-        if self.runs_with_defects > 0 {
-            write!(f, " runs_with_stdout_defects={}", self.runs_with_defects)?;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn report(outcome: RaceOutcome, latency_ms: u64, conns: Option<u32>) -> RaceReport {
+    /// A run's report with `outcome` after `latency_ms`, holding `conns`.
+    pub(crate) fn report(outcome: RaceOutcome, latency_ms: u64, conns: Option<u32>) -> RaceReport {
         RaceReport {
             mode: None,
             endpoint: "/tmp/d.sock".into(),
@@ -540,12 +479,9 @@ mod tests {
             report(RaceOutcome::Ok, 1004, Some(1)),
         ];
         let summary = RaceSummary::from_reports(Some(BridgeMode::Fixed), &reports);
-        assert!(summary.always_fixed());
-        assert!(!summary.always_reproduced_bug());
-        assert_eq!(
-            summary.median_racing_latency,
-            Some(Duration::from_millis(1004))
-        );
+        assert!(summary.always_fixed() && !summary.always_reproduced_bug());
+        let median = summary.median_racing_latency;
+        assert_eq!(median, Some(Duration::from_millis(1004)));
         assert_eq!(summary.conns_after.to_string(), "1");
 
         let reports = [
@@ -555,18 +491,10 @@ mod tests {
             report(RaceOutcome::OtherError("x".into()), 6, Some(1)),
         ];
         let summary = RaceSummary::from_reports(Some(BridgeMode::Prefix), &reports);
-        assert_eq!(
-            (
-                summary.daemon_unreachable,
-                summary.other_failures(),
-                summary.ok
-            ),
-            (2, 2, 0)
-        );
-        assert_eq!(
-            summary.median_racing_latency,
-            Some(Duration::from_millis(5))
-        );
+        let failures = (summary.daemon_unreachable, summary.other_failures());
+        assert_eq!((failures, summary.ok), ((2, 2), 0));
+        let median = summary.median_racing_latency;
+        assert_eq!(median, Some(Duration::from_millis(5)));
         assert_eq!(summary.conns_after.to_string(), "1-2 (1 without recovery)");
         assert!(!summary.always_fixed() && !summary.always_reproduced_bug());
 

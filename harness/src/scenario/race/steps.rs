@@ -1,17 +1,9 @@
-//! One race run that can be abandoned at any moment.
-//!
-//! [`run_race_until_stopped`] carries out the race scenario described in
-//! [`race`](crate::scenario::race) (whose `run_race` calls it with a flag
-//! that is never raised), and checks a stop flag between steps and while it
-//! waits: every wait (for an answer, for
-//! the offset, for recovery, for the connections to settle) is cut into
-//! slices of at most [`POLL`], and a raised flag ends the run at once. The
-//! wrapper and the fake daemon are then dropped, and their
-//! [`ChildGuard`](crate::process::ChildGuard)s kill and reap them, so an interrupted
-//! sweep leaves no process behind and never waits out a 20 s call timeout.
-//!
-//! Slicing costs no precision: a slice ends as soon as the awaited message
-//! arrives, so the measured latencies are those of `run_race`.
+//! One race run that can be abandoned at any moment: every wait (for an
+//! answer, the offset, recovery, the connections to settle) is cut into
+//! slices of at most [`POLL`] that look at a stop flag, and a raised flag
+//! ends the run, its processes killed and reaped as their guards drop. A
+//! slice ends as soon as the awaited message arrives, so slicing costs the
+//! measured latencies no precision.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
@@ -23,7 +15,7 @@ use super::{
     PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, SchemaCheck, SecondDrop, TOOL, classify,
 };
 use crate::bins::error_chain;
-use crate::client::ClientError;
+use crate::client::{ClientError, DEFAULT_TIMEOUT};
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::schema::OutputSchema;
@@ -50,11 +42,9 @@ enum Interrupted {
 /// Runs the race once against the wrapper started by `cmd`, like
 /// [`run_race`](crate::scenario::race::run_race), unless `stop` is raised.
 ///
-/// Returns `Ok(None)` when the run was abandoned because `stop` was raised
-/// at any moment, including just before the run completed or failed: its
-/// processes may have seen the same Ctrl-C from the terminal, so neither
-/// its measurement nor its error is trusted. Every child process is killed
-/// and reaped before this returns.
+/// `Ok(None)` when `stop` was raised at any moment, even just before the
+/// end: the processes may have seen the same Ctrl-C, so neither the
+/// measurement nor the error is trusted. Every child is reaped by then.
 pub fn run_race_until_stopped(
     cmd: &WrapperCommand,
     cfg: &RaceConfig,
@@ -68,8 +58,7 @@ fn stopped(stop: &AtomicBool) -> bool {
     stop.load(Ordering::SeqCst)
 }
 
-/// Sleeps until `deadline` in slices of at most [`POLL`]; `false` when
-/// `stop` was raised meanwhile.
+/// Sleeps until `deadline`, `false` when `stop` was raised meanwhile.
 fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
     loop {
         if stopped(stop) {
@@ -83,8 +72,7 @@ fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
     }
 }
 
-/// Requests made by this module use string ids, which never collide with
-/// the client's own integer ids.
+/// Requests with string ids, which never collide with the client's own.
 struct Requests<'a> {
     wrapper: &'a mut WrapperProcess,
     next_id: u32,
@@ -123,6 +111,20 @@ impl Requests<'_> {
                 }
                 Err(e) => return Err(Interrupted::Client(e)),
             }
+        }
+    }
+
+    /// A step before the race: its answer, `None` when stopped, or the
+    /// error that keeps the run from measuring anything.
+    fn step<T>(
+        &mut self,
+        what: &str,
+        step: impl FnOnce(&mut Self) -> Result<T, Interrupted>,
+    ) -> Result<Option<T>, HarnessError> {
+        match step(self) {
+            Ok(answer) => Ok(Some(answer)),
+            Err(Interrupted::Stopped) => Ok(None),
+            Err(Interrupted::Client(e)) => Err(precondition(self.wrapper, what, &error_chain(&e))),
         }
     }
 
@@ -174,40 +176,18 @@ fn race(
         stop,
     };
 
-    match requests.initialize(crate::client::DEFAULT_TIMEOUT) {
-        Ok(()) => {}
-        Err(Interrupted::Stopped) => return Ok(None),
-        Err(Interrupted::Client(e)) => {
-            return Err(precondition(
-                requests.wrapper,
-                "initialize",
-                &error_chain(&e),
-            ));
-        }
-    }
-    let listed = match requests.request("tools/list", json!({}), cfg.call_timeout) {
-        Ok(list) => list,
-        Err(Interrupted::Stopped) => return Ok(None),
-        Err(Interrupted::Client(e)) => {
-            return Err(precondition(
-                requests.wrapper,
-                "tools/list",
-                &error_chain(&e),
-            ));
-        }
+    let timeout = cfg.call_timeout;
+    let Some(()) = requests.step("initialize", |r| r.initialize(DEFAULT_TIMEOUT))? else {
+        return Ok(None);
+    };
+    let list = |r: &mut Requests<'_>| r.request("tools/list", json!({}), timeout);
+    let Some(listed) = requests.step("tools/list", list)? else {
+        return Ok(None);
     };
     let schema = OutputSchema::of_tool(&listed, TOOL)
         .map_err(|e| precondition(requests.wrapper, "compiling the listed outputSchema", &e))?;
-    let baseline = match requests.call_tool(cfg.call_timeout) {
-        Ok(response) => response,
-        Err(Interrupted::Stopped) => return Ok(None),
-        Err(Interrupted::Client(e)) => {
-            return Err(precondition(
-                requests.wrapper,
-                "the baseline tools/call",
-                &error_chain(&e),
-            ));
-        }
+    let Some(baseline) = requests.step("the baseline tools/call", |r| r.call_tool(timeout))? else {
+        return Ok(None);
     };
     if classify(&baseline) != RaceOutcome::Ok {
         return Err(precondition(
@@ -234,12 +214,12 @@ fn race(
     };
 
     let output_schema = schema.map(|schema| {
-        let results = std::iter::once(Some(&baseline))
-            .chain([first.racing_response.as_ref()])
-            .flatten()
-            .filter(|r| classify(r) == RaceOutcome::Ok);
         let mut check = SchemaCheck::default();
-        for result in results {
+        let results = [Some(&baseline), first.racing_response.as_ref()];
+        for result in results.into_iter().flatten() {
+            if classify(result) != RaceOutcome::Ok {
+                continue;
+            }
             check.validated += 1;
             if let Err(why) = schema.check(result) {
                 check.mismatch.get_or_insert(why);
@@ -327,14 +307,10 @@ fn round(
     let Ok(recovery) = recover(requests, cfg, dropped_at) else {
         return Ok(None);
     };
+    let settled = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.settle;
     let conns_after = match recovery {
-        Some(_) => {
-            let settled = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.settle;
-            if !sleep_until(settled, stop) {
-                return Ok(None);
-            }
-            Some(daemon.stats()?.conns)
-        }
+        Some(_) if !sleep_until(settled, stop) => return Ok(None),
+        Some(_) => Some(daemon.stats()?.conns),
         None => None,
     };
     Ok(Some(Round {
@@ -346,16 +322,13 @@ fn round(
     }))
 }
 
-/// The stop flag was raised.
-struct Stopped;
-
 /// Repeats the tool call until one succeeds or time is up; returns the
 /// number of calls and the time from the drop to the success.
 fn recover(
     requests: &mut Requests<'_>,
     cfg: &RaceConfig,
     dropped_at: Instant,
-) -> Result<Option<(u32, Duration)>, Stopped> {
+) -> Result<Option<(u32, Duration)>, Interrupted> {
     let deadline = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.recovery_timeout;
     let mut calls = 0;
     loop {
@@ -366,7 +339,7 @@ fn recover(
                 return Ok(Some((calls, dropped_at.elapsed())));
             }
             Ok(_) | Err(Interrupted::Client(ClientError::Timeout { .. })) => {}
-            Err(Interrupted::Stopped) => return Err(Stopped),
+            Err(Interrupted::Stopped) => return Err(Interrupted::Stopped),
             // The wrapper is gone: no call will ever succeed.
             Err(Interrupted::Client(_)) => return Ok(None),
         }
@@ -374,7 +347,7 @@ fn recover(
             return Ok(None);
         }
         if !sleep_until(Instant::now() + RECOVERY_RETRY_INTERVAL, requests.stop) {
-            return Err(Stopped);
+            return Err(Interrupted::Stopped);
         }
     }
 }

@@ -21,21 +21,18 @@ pub struct ReportFiles {
 /// directory (`$CARGO_TARGET_DIR` when set, else `target/` next to the
 /// workspace manifest).
 pub fn default_out_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map_or_else(
-            || {
-                bins::workspace_manifest()
-                    .parent()
-                    .map_or_else(|| PathBuf::from("target"), |root| root.join("target"))
-            },
-            PathBuf::from,
-        );
+    let root = bins::workspace_manifest();
+    let target = match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => root
+            .parent()
+            .map_or("target".into(), |root| root.join("target")),
+    };
     target.join("race-report")
 }
 
 impl SweepReport {
-    /// The SVG chart (see [`svg::chart`]).
+    /// The SVG chart of the report: both panels and the legend.
     pub fn to_svg(&self) -> String {
         svg::chart(self)
     }
@@ -55,6 +52,8 @@ impl SweepReport {
     }
 }
 
+/// Writes `bytes` to a temporary file beside `path`, then renames it over
+/// `path`, so a reader never sees half a report.
 fn write_replacing(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");

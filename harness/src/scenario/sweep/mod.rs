@@ -1,42 +1,23 @@
 //! Sweeps: the V3-05 race over a grid of timings, for several subjects, to
 //! map the whole race window instead of probing one instant of it.
 //!
-//! A *subject* is a wrapper command and the bridge mode it runs in (this
-//! workspace's wrapper in `prefix` and `fixed` mode, or any other command
-//! such as the original Node wrapper, mode unset). A *point* is a reconnect
-//! delay (`IAI_MCP_RECONNECT_TEST_DELAY_MS`, the width of the window) and an
-//! offset (time from the daemon's `DROP` to the racing call). The grid is
-//! every offset from `from_ms` to `to_ms` in steps of `step_ms` at the
-//! configured delay, plus, unless disabled, the *production* point: delay 0
-//! (no widener) and offset 0. Each (subject, point) pair runs `runs` times;
-//! every run is one [`run_race`](super::race::run_race) scenario, with its
-//! own socket, daemon and wrapper.
+//! A *subject* is a wrapper command and the bridge mode it runs in; a
+//! [`Point`] is a reconnect delay (the width of the window) and an offset
+//! (from the daemon's `DROP` to the racing call). Each (subject, point)
+//! runs `runs` times, each run one [`run_race`](super::race::run_race)
+//! scenario with its own socket, daemon and wrapper, up to `jobs` at once.
 //!
-//! # Order, parallelism and the seed
-//!
-//! Runs are independent, so up to `jobs` of them go at once. They start in
-//! a shuffled order (seeded by `seed`, so the order is reproducible): runs of
-//! neighbouring points and of both subjects are interleaved in time, and a
-//! slow drift of the machine (load, a thermal limit) spreads over the whole
-//! picture instead of biasing one stretch of offsets or one subject. Every
-//! result is stored under its (subject, delay, offset, run index) and the
-//! report lists them in grid order, so neither `jobs` nor the seed changes
-//! the report's layout; only timing-sensitive outcomes at the window's edges
-//! (offset close to the delay, or the production point) may differ from one
-//! sweep to the next, as they may between two sweeps with the same settings.
-//!
-//! # Stopping
-//!
-//! A raised stop flag (see [`stop_on_signals`], which raises it on SIGINT
-//! and SIGTERM) starts no new run and abandons the runs in flight within
-//! [`POLL`] (their processes are killed and reaped); [`run_sweep`] then
-//! returns the runs completed so far as a report marked
-//! [`partial`](SweepReport::partial).
+//! The runs start in an order shuffled by `seed` (reproducible), so a slow
+//! drift of the machine spreads over the whole picture instead of biasing
+//! one stretch of offsets or one subject; the report lists them in grid
+//! order, so neither `jobs` nor the seed changes its layout. A raised stop
+//! flag ([`stop_on_signals`]) starts no new run and abandons the runs in
+//! flight within [`POLL`]; the report is then [`partial`](SweepReport::partial).
 
 mod files;
 mod progress;
 mod report;
-pub mod svg;
+mod svg;
 
 use std::collections::BTreeSet;
 use std::io;
@@ -52,7 +33,8 @@ use anyhow::Context;
 use serde::Serialize;
 
 pub use files::{ReportFiles, default_out_dir};
-pub use progress::{SweepObserver, TerminalProgress};
+pub use progress::SweepObserver;
+use progress::TerminalProgress;
 pub use report::{
     PointReport, REPORT_FORMAT, REPORT_VERSION, RunRecord, SubjectInfo, SweepReport, SweepSettings,
 };
@@ -100,8 +82,7 @@ pub struct SweepConfig {
     pub delay_ms: u64,
     /// The first offset.
     pub from_ms: u64,
-    /// The last offset (inclusive, when a step lands on it); `None`:
-    /// `delay_ms` + [`DEFAULT_MARGIN_MS`].
+    /// The last offset (`None`: `delay_ms` + [`DEFAULT_MARGIN_MS`]).
     pub to_ms: Option<u64>,
     /// Step between offsets (at least 1).
     pub step_ms: u64,
@@ -113,9 +94,7 @@ pub struct SweepConfig {
     pub jobs: usize,
     /// Seed of the order the runs start in.
     pub seed: u64,
-    /// The rest of each run's configuration (call timeout, settle time,
-    /// recovery timeout, fake daemon binary); its mode, delay and offset are
-    /// set per run.
+    /// The rest of each run's configuration (mode, delay, offset: per run).
     pub race: RaceConfig,
 }
 
@@ -136,9 +115,8 @@ impl Default for SweepConfig {
     }
 }
 
-/// The number of runs at once when none is asked for: the machine's
-/// available parallelism (a run mostly waits, but its timing should not
-/// suffer from processes competing for the cores).
+/// Runs at once when none is asked for: one per core, so that runs do not
+/// compete for the cores and skew each other's timing.
 pub fn default_jobs() -> usize {
     thread::available_parallelism().map_or(1, NonZeroUsize::get)
 }
@@ -153,35 +131,36 @@ impl SweepConfig {
     /// Checks the settings; the error says what is wrong.
     pub fn validate(&self) -> Result<(), SweepError> {
         let to_ms = self.last_offset_ms();
-        let problem = if self.subjects.is_empty() {
-            Some("no subject to sweep".to_owned())
-        } else if self.step_ms == 0 {
-            Some("the step must be at least 1 ms".to_owned())
-        } else if self.from_ms > to_ms {
-            Some(format!(
-                "the first offset ({} ms) is after the last ({to_ms} ms)",
-                self.from_ms
-            ))
-        } else if self.runs == 0 {
-            Some("at least one run per point is needed".to_owned())
-        } else if self.jobs == 0 {
-            Some("at least one job is needed".to_owned())
-        } else {
-            None
-        };
+        let from_ms = self.from_ms;
+        let problem = [
+            (self.subjects.is_empty(), "no subject to sweep".to_owned()),
+            (
+                self.step_ms == 0,
+                "the step must be at least 1 ms".to_owned(),
+            ),
+            (
+                from_ms > to_ms,
+                format!("the first offset ({from_ms} ms) is after the last ({to_ms} ms)"),
+            ),
+            (
+                self.runs == 0,
+                "at least one run per point is needed".to_owned(),
+            ),
+            (self.jobs == 0, "at least one job is needed".to_owned()),
+        ]
+        .into_iter()
+        .find_map(|(bad, problem)| bad.then_some(problem));
         problem.map_or(Ok(()), |p| Err(SweepError::Config(p)))
     }
 
-    /// The swept offsets: `from_ms`, `from_ms + step_ms`, ... up to
-    /// [`last_offset_ms`](Self::last_offset_ms).
+    /// The swept offsets, `from_ms` to the last by `step_ms`.
     pub fn offsets(&self) -> Vec<u64> {
         let to_ms = self.last_offset_ms();
         let step = usize::try_from(self.step_ms.max(1)).unwrap_or(usize::MAX);
         (self.from_ms..=to_ms).step_by(step).collect()
     }
 
-    /// Every point, in report order: by delay, then offset (so the
-    /// production point comes first).
+    /// Every point, by delay, then offset (production first).
     pub fn points(&self) -> Vec<Point> {
         let mut points: BTreeSet<Point> = self
             .offsets()
@@ -206,8 +185,7 @@ impl SweepConfig {
     }
 }
 
-/// Why a sweep could not be carried out (its runs' outcomes, failures
-/// included, are data in the report).
+/// Why a sweep could not be carried out (failed runs are data in the report).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SweepError {
@@ -219,8 +197,8 @@ pub enum SweepError {
     Harness(#[from] HarnessError),
 }
 
-/// How one run ended: its report, or the harness error (as text) that kept
-/// it from measuring anything.
+/// How one run ended: its report, or the harness error that kept it from
+/// measuring anything.
 pub type RunResult = Result<RaceReport, String>;
 
 /// Counts of run results, by outcome.
@@ -230,8 +208,7 @@ pub struct Tally {
     pub ok: usize,
     /// Racing calls that failed with `daemon_unreachable`.
     pub daemon_unreachable: usize,
-    /// Of those, the calls written to the dying connection (`socket
-    /// closed`): a different race from V3-05's refusal.
+    /// Of those, calls written to the dying connection (`socket closed`).
     pub socket_closed: usize,
     /// Racing calls that failed otherwise.
     pub other_error: usize,
@@ -244,21 +221,20 @@ pub struct Tally {
 impl Tally {
     /// Counts `result`.
     pub fn add(&mut self, result: &RunResult) {
-        match result.as_ref().map(|r| &r.outcome) {
-            Ok(RaceOutcome::Ok) => self.ok += 1,
-            Ok(RaceOutcome::DaemonUnreachable) => {
+        let Ok(report) = result else {
+            self.errors += 1;
+            return;
+        };
+        match report.outcome {
+            RaceOutcome::Ok => self.ok += 1,
+            RaceOutcome::DaemonUnreachable => {
                 self.daemon_unreachable += 1;
-                let closed = result
-                    .as_ref()
-                    .ok()
-                    .and_then(|r| r.racing_response.as_ref());
-                if closed.is_some_and(|r| r.to_string().contains("socket closed")) {
-                    self.socket_closed += 1;
-                }
+                let response = report.racing_response.as_ref();
+                let closed = response.is_some_and(|r| r.to_string().contains("socket closed"));
+                self.socket_closed += usize::from(closed);
             }
-            Ok(RaceOutcome::OtherError(_)) => self.other_error += 1,
-            Ok(RaceOutcome::Timeout) => self.timeout += 1,
-            Err(_) => self.errors += 1,
+            RaceOutcome::OtherError(_) => self.other_error += 1,
+            RaceOutcome::Timeout => self.timeout += 1,
         }
     }
 
@@ -304,13 +280,10 @@ struct Task {
 pub(crate) type Grid = Vec<Vec<Vec<Option<RunResult>>>>;
 
 /// Runs the sweep described by `cfg`, telling `observer` about every run,
-/// until done or until `stop` is raised.
+/// until done or until `stop` is raised (the report is then partial).
 ///
-/// Returns the report (marked partial when stopped early). An error means
-/// the sweep could not start: invalid settings, or a fake daemon binary
-/// that cannot be found. A run that fails (for example a wrapper command
-/// that does not start) is recorded in the report as an error and the sweep
-/// goes on.
+/// An error means the sweep could not start (invalid settings, no fake
+/// daemon); a run that fails is recorded in the report and the sweep goes on.
 pub fn run_sweep(
     cfg: &SweepConfig,
     stop: &AtomicBool,
@@ -339,15 +312,7 @@ pub fn run_sweep(
     fastrand::Rng::with_seed(cfg.seed).shuffle(&mut tasks);
     let planned = tasks.len();
 
-    let mut grid: Grid = subjects
-        .iter()
-        .map(|_| {
-            points
-                .iter()
-                .map(|_| vec![None; cfg.runs as usize])
-                .collect()
-        })
-        .collect();
+    let mut grid: Grid = vec![vec![vec![None; cfg.runs as usize]; points.len()]; subjects.len()];
     observer.started(planned, cfg.jobs.min(planned));
 
     let next = AtomicUsize::new(0);
@@ -431,8 +396,7 @@ pub fn run_sweep(
     Ok(report)
 }
 
-/// The subjects, with a ` #n` suffix on labels seen before, so every label
-/// names one subject.
+/// The subjects, a label seen before suffixed ` #n` to name one subject.
 fn unique_labels(subjects: &[Subject]) -> Vec<Subject> {
     let mut seen = BTreeSet::new();
     subjects
@@ -450,16 +414,9 @@ fn unique_labels(subjects: &[Subject]) -> Vec<Subject> {
         .collect()
 }
 
-/// A stop flag raised by SIGINT (Ctrl-C) and SIGTERM, for [`run_sweep`].
-///
-/// The first signal raises the flag: no new run starts, the runs in flight
-/// are abandoned and the partial report can still be written. A second
-/// signal, once the flag is up, exits at once with status 130, for a sweep
-/// that does not stop (children are then left to the signal the terminal
-/// sent them too).
-///
-/// Installs process-wide signal handlers (through `signal-hook`, which
-/// needs no unsafe code here); call it once, from a binary.
+/// A stop flag raised by SIGINT (Ctrl-C) and SIGTERM, for [`run_sweep`]; a
+/// second signal exits at once with status 130, for a sweep that does not
+/// stop. Installs process-wide handlers: call it once, from a binary.
 pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     use signal_hook::flag;
@@ -474,11 +431,9 @@ pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// Runs a sweep from a binary: checks `cfg`, installs the signal handlers
-/// ([`stop_on_signals`]), runs it with a [`TerminalProgress`] on stderr, and
-/// writes its report files to `out_dir` ([`default_out_dir`] when `None`).
-/// Returns the report (partial if a signal stopped it) and where its files
-/// went.
+/// Runs a sweep from a binary: stops on signals ([`stop_on_signals`]), shows
+/// its progress on stderr, and writes the report files to `out_dir`
+/// ([`default_out_dir`] when `None`); returns the report and its files.
 pub fn run_sweep_in_terminal(
     cfg: &SweepConfig,
     out_dir: Option<&Path>,
@@ -496,24 +451,23 @@ pub fn run_sweep_in_terminal(
 /// Formats offsets as compact ranges for people, given the step between
 /// neighbours: `0-400, 700 ms`.
 pub fn format_offsets(offsets: &[u64], step_ms: u64) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut iter = offsets.iter().copied().peekable();
-    while let Some(start) = iter.next() {
-        let mut end = start;
-        while let Some(&next) = iter.peek() {
-            if next == end.saturating_add(step_ms) {
-                end = next;
-                iter.next();
-            } else {
-                break;
-            }
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for &offset in offsets {
+        match ranges.last_mut() {
+            Some((_, end)) if offset == end.saturating_add(step_ms) => *end = offset,
+            _ => ranges.push((offset, offset)),
         }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
     }
+    let parts: Vec<String> = ranges
+        .iter()
+        .map(|&(start, end)| {
+            if start == end {
+                start.to_string()
+            } else {
+                format!("{start}-{end}")
+            }
+        })
+        .collect();
     if parts.is_empty() {
         "none".to_owned()
     } else {
@@ -548,25 +502,19 @@ mod tests {
 
     #[test]
     fn default_grid_spans_the_window_and_a_margin_plus_production() {
-        let cfg = cfg();
-        assert_eq!(cfg.offsets(), (0..=1200).step_by(100).collect::<Vec<_>>());
-        let points = cfg.points();
+        let default = cfg();
         assert_eq!(
-            points[0],
-            Point {
-                delay_ms: 0,
-                offset_ms: 0
-            }
+            default.offsets(),
+            (0..=1200).step_by(100).collect::<Vec<_>>()
         );
+        let points = default.points();
+        assert_eq!((points[0].delay_ms, points[0].offset_ms), (0, 0));
         assert!(points[0].is_production());
         assert_eq!(points.len(), 14);
         assert!(points[1..].iter().all(|p| p.delay_ms == 1000));
-        assert_eq!(cfg.planned_runs(), 2 * 14 * 3);
-        assert!(cfg.validate().is_ok());
-    }
+        assert_eq!(default.planned_runs(), 2 * 14 * 3);
+        assert!(default.validate().is_ok());
 
-    #[test]
-    fn offsets_stop_at_the_last_offset_and_points_are_unique() {
         let cfg = SweepConfig {
             delay_ms: 0,
             from_ms: 0,
@@ -581,23 +529,16 @@ mod tests {
 
     #[test]
     fn invalid_settings_are_refused() {
-        for bad in [
-            SweepConfig {
-                step_ms: 0,
-                ..cfg()
-            },
-            SweepConfig {
-                from_ms: 500,
-                to_ms: Some(100),
-                ..cfg()
-            },
-            SweepConfig { runs: 0, ..cfg() },
-            SweepConfig { jobs: 0, ..cfg() },
-            SweepConfig {
-                subjects: Vec::new(),
-                ..cfg()
-            },
-        ] {
+        let spoilers: [fn(&mut SweepConfig); 5] = [
+            |c| c.step_ms = 0,
+            |c| (c.from_ms, c.to_ms) = (500, Some(100)),
+            |c| c.runs = 0,
+            |c| c.jobs = 0,
+            |c| c.subjects.clear(),
+        ];
+        for spoil in spoilers {
+            let mut bad = cfg();
+            spoil(&mut bad);
             assert!(matches!(bad.validate(), Err(SweepError::Config(_))));
         }
     }
@@ -615,24 +556,13 @@ mod tests {
     }
 
     #[test]
-    fn offsets_are_formatted_as_ranges() {
+    fn offsets_are_formatted_as_ranges_and_text_shortened() {
         assert_eq!(
             format_offsets(&[0, 100, 200, 400, 600, 700], 100),
             "0-200, 400, 600-700 ms"
         );
         assert_eq!(format_offsets(&[], 100), "none");
         assert_eq!(format_offsets(&[50], 650), "50 ms");
-    }
-
-    #[test]
-    fn tally_counts_each_outcome() {
-        let mut tally = Tally::default();
-        tally.add(&Err("boom".to_owned()));
-        assert_eq!((tally.errors, tally.failures(), tally.total()), (1, 1, 1));
-    }
-
-    #[test]
-    fn shorten_keeps_short_text() {
         assert_eq!(shorten("abc", 5), "abc");
         assert_eq!(shorten("abcdefgh", 6), "abc...");
     }

@@ -1,8 +1,5 @@
-//! Telling someone how a sweep is going.
-//!
-//! [`TerminalProgress`] draws a progress bar (runs done, elapsed, ETA,
-//! failures so far) on stderr when stderr is a terminal, and otherwise
-//! prints one plain line per finished run, which suits logs and tests.
+//! Telling someone how a sweep is going: [`TerminalProgress`] draws a bar
+//! on a terminal and prints a plain line per run otherwise (logs, tests).
 
 use std::io::{self, IsTerminal};
 use std::time::{Duration, Instant};
@@ -16,25 +13,17 @@ use crate::scenario::format_ms;
 /// [`run_sweep`](super::run_sweep). Every method does nothing by default.
 pub trait SweepObserver {
     /// The sweep starts `planned` runs, `jobs` at a time.
-    fn started(&mut self, planned: usize, jobs: usize) {
-        let _ = (planned, jobs);
-    }
+    fn started(&mut self, _planned: usize, _jobs: usize) {}
 
     /// A run finished.
-    fn run_done(&mut self, event: &RunEvent<'_>) {
-        let _ = event;
-    }
+    fn run_done(&mut self, _event: &RunEvent<'_>) {}
 
     /// The stop flag was seen after `done` of `planned` runs: no new run
     /// starts, runs in flight are being abandoned.
-    fn stopping(&mut self, done: usize, planned: usize) {
-        let _ = (done, planned);
-    }
+    fn stopping(&mut self, _done: usize, _planned: usize) {}
 
     /// The sweep ended (completely or not).
-    fn finished(&mut self, report: &SweepReport) {
-        let _ = report;
-    }
+    fn finished(&mut self, _report: &SweepReport) {}
 }
 
 /// Observes nothing.
@@ -42,35 +31,20 @@ impl SweepObserver for () {}
 
 /// Progress on stderr: a bar on a terminal, plain lines otherwise.
 #[derive(Debug)]
-pub struct TerminalProgress {
+pub(crate) struct TerminalProgress {
     bar: Option<ProgressBar>,
     started: Instant,
     planned: usize,
 }
 
-impl Default for TerminalProgress {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl TerminalProgress {
     /// A bar when stderr is a terminal, plain lines otherwise.
-    pub fn new() -> Self {
-        Self::with_bar(io::stderr().is_terminal())
-    }
-
-    /// A bar (`true`) or plain lines (`false`), whatever stderr is.
-    pub fn with_bar(bar: bool) -> Self {
-        let bar = bar.then(|| {
+    pub(crate) fn new() -> Self {
+        let bar = io::stderr().is_terminal().then(|| {
+            let template = "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}";
+            let style = ProgressStyle::with_template(template).expect("the template is valid");
             let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}",
-                )
-                .expect("the template is valid")
-                .progress_chars("=> "),
-            );
+            bar.set_style(style.progress_chars("=> "));
             bar
         });
         Self {
@@ -109,18 +83,6 @@ fn failures(tally: &Tally) -> String {
     }
 }
 
-/// `daemon_unreachable (0.6 ms)` or `error: ...`.
-fn outcome(event: &RunEvent<'_>) -> String {
-    match event.result {
-        Ok(report) => format!(
-            "{} ({})",
-            report.outcome.label(),
-            format_ms(report.racing_latency)
-        ),
-        Err(error) => format!("error: {}", super::shorten(error, 200)),
-    }
-}
-
 impl SweepObserver for TerminalProgress {
     fn started(&mut self, planned: usize, jobs: usize) {
         self.started = Instant::now();
@@ -156,7 +118,10 @@ impl SweepObserver for TerminalProgress {
                 event.point.delay_ms,
                 event.point.offset_ms,
                 event.run + 1,
-                outcome(event),
+                match event.result {
+                    Ok(r) => format!("{} ({})", r.outcome.label(), format_ms(r.racing_latency)),
+                    Err(error) => format!("error: {}", super::shorten(error, 200)),
+                },
                 failures(&event.tally),
                 self.eta(event.done)
                     .map_or_else(|| "n/a".to_owned(), |eta| format!("{} s", eta.as_secs())),

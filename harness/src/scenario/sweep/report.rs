@@ -1,45 +1,20 @@
-//! The sweep's report: the data (serialized as the JSON file), the terminal
+//! The sweep's report: the data (serialized as `sweep.json`), the terminal
 //! table and one summary line per subject.
 //!
-//! # JSON structure
-//!
-//! ```text
-//! {
-//!   "format": "iai-mcp-race-sweep", "version": 1,
-//!   "partial": false,            // true when the sweep was interrupted
-//!   "runs_planned": 84, "runs_done": 84, "elapsed_ms": 61234.5,
-//!   "config": {"delay_ms", "from_ms", "to_ms", "step_ms", "offsets_ms": [..],
-//!              "production_point", "runs", "jobs", "seed",
-//!              "call_timeout_ms", "settle_ms", "recovery_timeout_ms"},
-//!   "subjects": [{"label": "prefix", "wrapper": "/path/iai-mcp-wrapper",
-//!                 "mode": "prefix" | null}],
-//!   "points": [{                 // by subject, then delay, then offset
-//!     "subject": "prefix", "mode": "prefix" | null,
-//!     "delay_ms": 1000, "offset_ms": 300, "production": false,
-//!     "runs_planned": 3, "runs": 3,
-//!     "ok": 0, "daemon_unreachable": 3, "other_error": 0, "timeout": 0, "errors": 0,
-//!     "success_rate": 0.0 | null, "median_racing_latency_ms": 0.6 | null,
-//!     "conns_after": {"min": 1 | null, "max": 1 | null, "unknown": 0},
-//!     "runs_with_defects": 0,
-//!     "samples": [{"run": 0, "outcome": "daemon_unreachable", "detail": null,
-//!                  "racing_latency_ms": 0.6 | null, "recovered_after_ms": 1003.1 | null,
-//!                  "conns_after": 1 | null, "stdout_defects": 0}]
-//!   }]
-//! }
-//! ```
-//!
-//! `runs` counts the completed runs of a point, harness errors included
-//! (`runs` = `ok` + `daemon_unreachable` + `other_error` + `timeout` +
-//! `errors`); `success_rate` is `ok / runs` (`null` without runs). A sample's
-//! `outcome` is one of `ok`, `daemon_unreachable`, `other_error`, `timeout`
-//! and `error` (the harness could not carry the run out; `detail` says why,
-//! as it does for `other_error`).
+//! The JSON is a [`SweepReport`]: its `format` and `version`, whether it is
+//! `partial`, the run counts, the `config` and the `subjects`, then one
+//! [`PointReport`] per subject and point (by subject, then delay, then
+//! offset) with its outcome counts and one [`RunRecord`] per completed run
+//! in `samples`. Durations are fractional milliseconds, in fields ending in
+//! `_ms`. A point's `runs` counts its completed runs, harness errors
+//! included (`ok` + `daemon_unreachable` + `other_error` + `timeout` +
+//! `errors`), and `success_rate` is `ok / runs` (`null` without runs).
 
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Grid, Point, Subject, SweepConfig, Tally, format_offsets};
+use super::{Grid, Point, Subject, SweepConfig, Tally, format_offsets, shorten};
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::scenario::race::{ConnsRange, RaceConfig, RaceOutcome, RaceSummary};
 use crate::table::{Align, table_lines};
@@ -135,18 +110,9 @@ pub struct PointReport {
     pub runs_planned: u32,
     /// Runs completed (harness errors included).
     pub runs: usize,
-    /// Racing calls that succeeded.
-    pub ok: usize,
-    /// Racing calls that failed with `daemon_unreachable`.
-    pub daemon_unreachable: usize,
-    /// Of those, calls written to the dying connection (`socket closed`).
-    pub socket_closed: usize,
-    /// Racing calls that failed otherwise.
-    pub other_error: usize,
-    /// Racing calls that timed out.
-    pub timeout: usize,
-    /// Runs the harness could not carry out.
-    pub errors: usize,
+    /// The outcome counts.
+    #[serde(flatten)]
+    pub tally: Tally,
     /// `ok / runs`; `None` without runs.
     pub success_rate: Option<f64>,
     /// Median racing-call latency over the measured runs.
@@ -163,30 +129,8 @@ pub struct PointReport {
     pub samples: Vec<RunRecord>,
 }
 
-impl PointReport {
-    /// The point's timing.
-    pub fn point(&self) -> Point {
-        Point {
-            delay_ms: self.delay_ms,
-            offset_ms: self.offset_ms,
-        }
-    }
-
-    /// The outcome counts.
-    pub fn tally(&self) -> Tally {
-        Tally {
-            ok: self.ok,
-            daemon_unreachable: self.daemon_unreachable,
-            socket_closed: self.socket_closed,
-            other_error: self.other_error,
-            timeout: self.timeout,
-            errors: self.errors,
-        }
-    }
-}
-
 /// One completed run, as reported.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct RunRecord {
     /// The run's index among the point's runs, from 0.
     pub run: u32,
@@ -289,21 +233,21 @@ impl SweepReport {
             .points
             .iter()
             .map(|p| {
-                let runs = if p.runs < p.runs_planned as usize {
-                    format!("{}/{}", p.runs, p.runs_planned)
-                } else {
-                    p.runs.to_string()
-                };
+                let (t, planned) = (&p.tally, p.runs_planned as usize);
                 vec![
                     p.subject.clone(),
                     format!("{} ms", p.delay_ms),
                     format!("{} ms", p.offset_ms),
-                    runs,
-                    p.ok.to_string(),
-                    p.daemon_unreachable.to_string(),
-                    p.other_error.to_string(),
-                    p.timeout.to_string(),
-                    p.errors.to_string(),
+                    if p.runs < planned {
+                        format!("{}/{planned}", p.runs)
+                    } else {
+                        p.runs.to_string()
+                    },
+                    t.ok.to_string(),
+                    t.daemon_unreachable.to_string(),
+                    t.other_error.to_string(),
+                    t.timeout.to_string(),
+                    t.errors.to_string(),
                     p.success_rate
                         .map_or_else(|| "n/a".to_owned(), |r| format!("{:.0}%", r * 100.0)),
                     p.median_racing_latency
@@ -312,24 +256,20 @@ impl SweepReport {
                 ]
             })
             .collect();
-        let lines = table_lines(&header, &rows, Align::FirstLeft);
-        let mut out = String::new();
-        if self.partial {
-            out.push_str(&format!(
-                "PARTIAL: interrupted after {} of {} runs\n",
-                self.runs_done, self.runs_planned
-            ));
-        }
-        for line in &lines[..2] {
-            out.push_str(line);
-            out.push('\n');
-        }
-        let mut previous: Option<&str> = None;
-        for (line, point) in lines[2..].iter().zip(&self.points) {
-            if previous.is_some_and(|s| s != point.subject) {
+        let mut out = if self.partial {
+            let (done, planned) = (self.runs_done, self.runs_planned);
+            format!("PARTIAL: interrupted after {done} of {planned} runs\n")
+        } else {
+            String::new()
+        };
+        for (i, line) in table_lines(&header, &rows, Align::FirstLeft)
+            .iter()
+            .enumerate()
+        {
+            // A blank line between two subjects' rows.
+            if i > 2 && self.points[i - 2].subject != self.points[i - 3].subject {
                 out.push('\n');
             }
-            previous = Some(&point.subject);
             out.push_str(line);
             out.push('\n');
         }
@@ -341,88 +281,73 @@ impl SweepReport {
     /// failed otherwise, and how the production point fared.
     pub fn subject_summaries(&self) -> Vec<String> {
         let step = self.config.step_ms;
-        self.subjects
-            .iter()
-            .map(|subject| {
-                let (mut all_ok, mut unreachable, mut other, mut production) =
-                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-                let mut dying = Vec::new();
-                let mut errors = Vec::new();
-                let first_error = self
-                    .points_of(&subject.label)
-                    .flat_map(|p| &p.samples)
-                    .find(|s| s.outcome == "error")
-                    .and_then(|s| s.detail.as_deref());
-                for p in self.points_of(&subject.label).filter(|p| p.runs > 0) {
-                    if p.production {
-                        production.push(format!("{}/{} ok", p.ok, p.runs));
-                        continue;
-                    }
-                    if p.ok == p.runs {
-                        all_ok.push(p.offset_ms);
-                    }
-                    if p.daemon_unreachable > p.socket_closed {
-                        unreachable.push(p.offset_ms);
-                    }
-                    if p.socket_closed > 0 {
-                        dying.push(p.offset_ms);
-                    }
-                    if p.other_error + p.timeout > 0 {
-                        other.push(p.offset_ms);
-                    }
-                    if p.errors > 0 {
-                        errors.push(p.offset_ms);
-                    }
+        let summary = |label: &str| {
+            let (production, window): (Vec<&PointReport>, Vec<&PointReport>) = self
+                .points_of(label)
+                .filter(|p| p.runs > 0)
+                .partition(|p| p.production);
+            let at = |keep: fn(&PointReport) -> bool| -> Vec<u64> {
+                let offsets = window.iter().filter(|p| keep(p));
+                offsets.map(|p| p.offset_ms).collect()
+            };
+            let mut parts = Vec::new();
+            for (what, offsets, always) in [
+                ("every racing call ok", at(|p| p.tally.ok == p.runs), true),
+                (
+                    "refused (daemon_unreachable, V3-05)",
+                    at(|p| p.tally.daemon_unreachable > p.tally.socket_closed),
+                    true,
+                ),
+                (
+                    "written to the dying connection (socket closed)",
+                    at(|p| p.tally.socket_closed > 0),
+                    false,
+                ),
+                (
+                    "other failures",
+                    at(|p| p.tally.other_error + p.tally.timeout > 0),
+                    false,
+                ),
+            ] {
+                if always || !offsets.is_empty() {
+                    parts.push(format!("{what} at {}", format_offsets(&offsets, step)));
                 }
-                let mut parts = vec![
-                    format!("every racing call ok at {}", format_offsets(&all_ok, step)),
-                    format!(
-                        "refused (daemon_unreachable, V3-05) at {}",
-                        format_offsets(&unreachable, step)
-                    ),
-                ];
-                if !dying.is_empty() {
-                    parts.push(format!(
-                        "written to the dying connection (socket closed) at {}",
-                        format_offsets(&dying, step)
-                    ));
-                }
-                if !other.is_empty() {
-                    parts.push(format!(
-                        "other failures at {}",
-                        format_offsets(&other, step)
-                    ));
-                }
-                if let Some(first) = first_error {
-                    let at = if errors.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" at {}", format_offsets(&errors, step))
-                    };
-                    parts.push(format!(
-                        "runs the harness could not carry out{at} (first: {})",
-                        super::shorten(first, 160)
-                    ));
-                }
-                if !production.is_empty() {
-                    parts.push(format!(
-                        "without the widener (delay 0): {}",
-                        production.join(", ")
-                    ));
-                }
-                format!(
-                    "{} (reconnect delay {} ms): {}",
-                    subject.label,
-                    self.config.delay_ms,
-                    parts.join("; ")
-                )
-            })
-            .collect()
+            }
+            let first_error = self
+                .points_of(label)
+                .flat_map(|p| &p.samples)
+                .find(|s| s.outcome == "error")
+                .and_then(|s| s.detail.as_deref());
+            if let Some(first) = first_error {
+                let errors = at(|p| p.tally.errors > 0);
+                let at = if errors.is_empty() {
+                    String::new()
+                } else {
+                    format!(" at {}", format_offsets(&errors, step))
+                };
+                let first = shorten(first, 160);
+                parts.push(format!(
+                    "runs the harness could not carry out{at} (first: {first})"
+                ));
+            }
+            if !production.is_empty() {
+                let counts: Vec<String> = production
+                    .iter()
+                    .map(|p| format!("{}/{} ok", p.tally.ok, p.runs))
+                    .collect();
+                parts.push(format!(
+                    "without the widener (delay 0): {}",
+                    counts.join(", ")
+                ));
+            }
+            let delay = self.config.delay_ms;
+            format!("{label} (reconnect delay {delay} ms): {}", parts.join("; "))
+        };
+        self.subjects.iter().map(|s| summary(&s.label)).collect()
     }
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it over
-/// `path`, so a reader never sees half a report.
+/// What `subject`'s runs at `point` measured, from its results by run index.
 fn point_report(
     subject: &Subject,
     point: Point,
@@ -453,10 +378,7 @@ fn point_report(
                 run,
                 outcome: "error",
                 detail: Some(error.clone()),
-                racing_latency: None,
-                recovered_after: None,
-                conns_after: None,
-                stdout_defects: 0,
+                ..RunRecord::default()
             },
         });
         if let Ok(report) = result {
@@ -473,12 +395,7 @@ fn point_report(
         production: point.is_production(),
         runs_planned,
         runs: total,
-        ok: tally.ok,
-        daemon_unreachable: tally.daemon_unreachable,
-        socket_closed: tally.socket_closed,
-        other_error: tally.other_error,
-        timeout: tally.timeout,
-        errors: tally.errors,
+        tally,
         success_rate: (total > 0).then(|| tally.ok as f64 / total as f64),
         median_racing_latency: summary.median_racing_latency,
         conns_after: summary.conns_after,
@@ -490,26 +407,12 @@ fn point_report(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::scenario::race::RaceReport;
+    use crate::scenario::race::tests::report;
     use crate::wrapper::BridgeMode;
     use crate::wrapper::WrapperCommand;
 
     fn run(outcome: RaceOutcome, latency_ms: u64) -> Option<super::super::RunResult> {
-        Some(Ok(RaceReport {
-            mode: None,
-            endpoint: "/tmp/d.sock".into(),
-            outcome,
-            racing_latency: Duration::from_millis(latency_ms),
-            racing_response: None,
-            recovery_calls: Some(1),
-            recovered_after: Some(Duration::from_millis(1000)),
-            conns_after: Some(1),
-            second_drop: None,
-            exit_after_eof: None,
-            output_schema: None,
-            defects: Vec::new(),
-            wrapper_stderr_tail: None,
-        }))
+        Some(Ok(report(outcome, latency_ms, Some(1))))
     }
 
     /// A small report as a sweep of prefix and fixed would give, with one
@@ -529,39 +432,27 @@ pub(crate) mod tests {
             ..SweepConfig::default()
         };
         let points = cfg.points();
-        let grid: Grid = cfg
-            .subjects
-            .iter()
-            .map(|subject| {
-                points
-                    .iter()
-                    .map(|p| {
-                        let ok = subject.mode == Some(BridgeMode::Fixed)
-                            || p.is_production()
-                            || p.offset_ms >= p.delay_ms;
-                        let outcome = || {
-                            if ok {
-                                RaceOutcome::Ok
-                            } else {
-                                RaceOutcome::DaemonUnreachable
-                            }
-                        };
-                        let latency = if ok {
-                            400 - p.offset_ms.min(400) + 1
-                        } else {
-                            1
-                        };
-                        if p.offset_ms == 600 && ok && subject.mode == Some(BridgeMode::Prefix) {
-                            vec![run(outcome(), latency), Some(Err("boom".to_owned()))]
-                        } else if p.offset_ms == 200 && subject.mode == Some(BridgeMode::Fixed) {
-                            vec![run(outcome(), latency), None]
-                        } else {
-                            vec![run(outcome(), latency), run(outcome(), latency + 2)]
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
+        // Prefix fails inside the window; one prefix run is a harness error
+        // and one fixed run is missing.
+        let grid_of = |subject: &Subject| -> Vec<Vec<Option<super::super::RunResult>>> {
+            let prefix = subject.mode == Some(BridgeMode::Prefix);
+            let runs = |p: &Point| {
+                let ok = !prefix || p.is_production() || p.offset_ms >= p.delay_ms;
+                let (outcome, latency) = if ok {
+                    (RaceOutcome::Ok, 401 - p.offset_ms.min(400))
+                } else {
+                    (RaceOutcome::DaemonUnreachable, 1)
+                };
+                let second = match (prefix, p.offset_ms) {
+                    (true, 600) => Some(Err("boom".to_owned())),
+                    (false, 200) => None,
+                    _ => run(outcome.clone(), latency + 2),
+                };
+                vec![run(outcome, latency), second]
+            };
+            points.iter().map(runs).collect()
+        };
+        let grid: Grid = cfg.subjects.iter().map(grid_of).collect();
         SweepReport::new(
             &cfg,
             &RaceConfig::default(),
@@ -599,29 +490,18 @@ pub(crate) mod tests {
             ]
         );
         let p = &report.points[4];
-        assert_eq!((p.runs, p.ok, p.errors), (2, 1, 1));
+        assert_eq!((p.runs, p.tally.ok, p.tally.errors), (2, 1, 1));
         assert_eq!(p.success_rate, Some(0.5));
         assert_eq!(p.samples[1].outcome, "error");
         let p = &report.points[2];
-        assert_eq!((p.daemon_unreachable, p.success_rate), (2, Some(0.0)));
+        assert_eq!((p.tally.daemon_unreachable, p.success_rate), (2, Some(0.0)));
         assert_eq!(p.median_racing_latency, Some(Duration::from_millis(2)));
-    }
-
-    #[test]
-    fn json_has_the_documented_fields() {
-        let json: serde_json::Value = serde_json::from_str(&sample_report().to_json()).unwrap();
-        assert_eq!(json["format"], REPORT_FORMAT);
-        assert_eq!(json["version"], REPORT_VERSION);
-        assert_eq!(json["partial"], true);
-        assert_eq!(
-            json["config"]["offsets_ms"],
-            serde_json::json!([0, 200, 400, 600])
-        );
-        assert_eq!(json["subjects"][0]["mode"], "prefix");
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         let point = &json["points"][7];
-        assert_eq!(point["runs"], 1);
-        assert_eq!(point["runs_planned"], 2);
-        assert_eq!(point["samples"][0]["outcome"], "ok");
+        assert_eq!(
+            (&point["runs"], &point["runs_planned"]),
+            (&1.into(), &2.into())
+        );
         assert!(point["median_racing_latency_ms"].is_f64());
     }
 
