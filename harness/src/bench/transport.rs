@@ -244,7 +244,7 @@ where
 }
 
 /// A `result` value reduced to whether it is an object with
-/// `"isError": true`.
+/// `"isError": true`; anything but an object is not an error.
 struct ResultProbe {
     is_error: bool,
 }
@@ -257,8 +257,13 @@ impl<'de> Deserialize<'de> for ResultProbe {
 
 struct ResultVisitor;
 
-impl ResultVisitor {
-    const NOT_AN_ERROR: ResultProbe = ResultProbe { is_error: false };
+/// Visits scalars of the listed types as "not an error".
+macro_rules! not_an_error {
+    ($($visit:ident($ty:ty)),*) => {
+        $(fn $visit<E: de::Error>(self, _: $ty) -> Result<ResultProbe, E> {
+            Ok(ResultProbe { is_error: false })
+        })*
+    };
 }
 
 impl<'de> Visitor<'de> for ResultVisitor {
@@ -272,7 +277,9 @@ impl<'de> Visitor<'de> for ResultVisitor {
         let mut is_error = false;
         while let Some(key) = map.next_key::<ResultKey>()? {
             match key {
-                ResultKey::IsError => is_error = map.next_value::<IsErrorValue>()?.0,
+                // Only `true` makes the result an error (MCP says it is a
+                // boolean; anything else is read as "not an error").
+                ResultKey::IsError => is_error = map.next_value::<Value>()? == Value::Bool(true),
                 ResultKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -283,111 +290,30 @@ impl<'de> Visitor<'de> for ResultVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultProbe, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
+        Ok(ResultProbe { is_error: false })
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
+        Ok(ResultProbe { is_error: false })
     }
+
+    not_an_error!(
+        visit_bool(bool),
+        visit_i64(i64),
+        visit_u64(u64),
+        visit_f64(f64),
+        visit_str(&str)
+    );
 }
 
 /// A key of the `result` object: `isError` or anything else.
+#[derive(Deserialize)]
+#[serde(field_identifier)]
 enum ResultKey {
+    #[serde(rename = "isError")]
     IsError,
+    #[serde(other)]
     Other,
-}
-
-impl<'de> Deserialize<'de> for ResultKey {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = ResultKey;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object key")
-            }
-
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<ResultKey, E> {
-                Ok(if key == "isError" {
-                    ResultKey::IsError
-                } else {
-                    ResultKey::Other
-                })
-            }
-        }
-        deserializer.deserialize_identifier(KeyVisitor)
-    }
-}
-
-/// The value of `isError`: only `true` makes the result an error (MCP says
-/// it is a boolean; anything else is read as "not an error").
-struct IsErrorValue(bool);
-
-impl<'de> Deserialize<'de> for IsErrorValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Takes a boolean as is; skips anything else as `false`.
-        struct BoolVisitor;
-        impl<'de> Visitor<'de> for BoolVisitor {
-            type Value = IsErrorValue;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(v))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<IsErrorValue, A::Error> {
-                ResultVisitor.visit_map(map).map(|_| IsErrorValue(false))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<IsErrorValue, A::Error> {
-                ResultVisitor.visit_seq(seq).map(|_| IsErrorValue(false))
-            }
-
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-
-            fn visit_unit<E: de::Error>(self) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-        }
-        deserializer.deserialize_any(BoolVisitor)
-    }
 }
 
 /// One response as read by [`ResponseReader::next_response`].
