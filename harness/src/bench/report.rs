@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::scenarios::{PipelineRun, RecoveryRun, SequentialRun};
+use super::scenarios::{RecoveryRun, Run};
 use super::stats::{Summary, nanos};
-use crate::footprint::{CpuShare, PhaseWork, WorkPerCall};
+use crate::footprint::{CpuShare, CpuUsage, PhaseWork, WorkPerCall};
 use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
 
 /// The target: wrapper p50 latency at most this multiple of the floor's.
@@ -237,19 +237,14 @@ pub struct SequentialStats {
 }
 
 impl SequentialStats {
-    /// Summarises a run of `calls` calls.
-    pub(crate) fn new(
-        calls: usize,
-        mut run: SequentialRun,
-        cpu: Option<CpuShare>,
-        work: Option<PhaseWork>,
-    ) -> Self {
+    /// Summarises the sequential runs of a phase and their CPU usage.
+    pub(crate) fn new(mut run: Run, cpu: &CpuUsage) -> Self {
         Self {
-            calls,
+            calls: run.calls,
             failures: run.failures,
             latency: Summary::from_samples(&mut run.samples),
-            cpu,
-            work,
+            cpu: cpu.share(),
+            work: cpu.per_call(run.calls),
         }
     }
 }
@@ -276,13 +271,8 @@ pub struct ThroughputStats {
 }
 
 impl ThroughputStats {
-    /// Summarises a pipelined run at `depth`.
-    pub(crate) fn new(
-        depth: usize,
-        run: &PipelineRun,
-        cpu: Option<CpuShare>,
-        work: Option<PhaseWork>,
-    ) -> Self {
+    /// Summarises the pipelined runs at `depth` and their CPU usage.
+    pub(crate) fn new(depth: usize, run: &Run, cpu: &CpuUsage) -> Self {
         let seconds = run.elapsed.as_secs_f64();
         Self {
             depth,
@@ -295,8 +285,8 @@ impl ThroughputStats {
             } else {
                 0.0
             },
-            cpu,
-            work,
+            cpu: cpu.share(),
+            work: cpu.per_call(run.calls),
         }
     }
 }
