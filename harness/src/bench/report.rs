@@ -19,7 +19,7 @@ use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
 /// The target: wrapper p50 latency at most this multiple of the floor's.
 pub const MAX_P50_RATIO: f64 = 2.0;
 
-/// The target: pipelined throughput at [`TARGET_DEPTH`] at least this
+/// The target: pipelined throughput at `TARGET_DEPTH` (64) at least this
 /// fraction of the floor's.
 pub const MIN_THROUGHPUT_RATIO: f64 = 0.5;
 
@@ -38,10 +38,10 @@ pub const MAX_PEAK_RSS_BYTES: u64 = 10_000_000;
 pub const MAX_RECOVERY: Duration = Duration::from_millis(5);
 
 /// The target: read-like and write-like system calls of the wrapper per
-/// call at [`TARGET_DEPTH`], at most this many.
+/// call at `TARGET_DEPTH` (64), at most this many.
 pub const MAX_IO_CALLS_PER_CALL: f64 = 1.0;
 
-/// The target: the wrapper's CPU time per call at [`TARGET_DEPTH`] at most
+/// The target: the wrapper's CPU time per call at `TARGET_DEPTH` (64) at most
 /// this multiple of the fake daemon's (the wrapper handles two streams
 /// where the daemon handles one).
 pub const MAX_CPU_VS_DAEMON: f64 = 2.0;
@@ -333,7 +333,7 @@ impl RecoveryStats {
 pub enum Target {
     /// Sequential p50 latency relative to the floor's.
     LatencyRatio,
-    /// Throughput at [`TARGET_DEPTH`] relative to the floor's.
+    /// Throughput at `TARGET_DEPTH` (64) relative to the floor's.
     ThroughputRatio,
     /// Median cold start.
     ColdStart,
@@ -342,9 +342,9 @@ pub enum Target {
     /// Median recovery, and no failed attempt.
     Recovery,
     /// The wrapper's read-like and write-like system calls per call at
-    /// [`TARGET_DEPTH`].
+    /// `TARGET_DEPTH` (64).
     IoCallsPerCall,
-    /// The wrapper's CPU time per call at [`TARGET_DEPTH`] relative to the
+    /// The wrapper's CPU time per call at `TARGET_DEPTH` (64) relative to the
     /// fake daemon's.
     CpuVsDaemon,
 }

@@ -258,7 +258,7 @@ impl Subject {
         let socket = socket_path_in(dir.path());
         self._dir = Some(dir);
         self.daemon = Some(FakeDaemon::spawn_with(&config.fake_daemon_bin, &socket)?);
-        let mut child = WrapperEnv::new(cmd, &socket)?.spawn(config.response_timeout)?;
+        let mut child = WrapperEnv::new(cmd, Some(&socket))?.spawn(config.response_timeout)?;
         child.capture_stderr();
         self.pid = Some(child.pid());
         let template = &self.template;

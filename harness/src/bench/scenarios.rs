@@ -279,7 +279,7 @@ pub struct ColdSample {
 /// The process is killed afterwards. A failure carries the wrapper's stderr
 /// in its message.
 pub fn cold_start(cmd: &WrapperCommand, timeout: Duration) -> Result<ColdSample, HarnessError> {
-    let env = WrapperEnv::without_daemon(cmd)?;
+    let env = WrapperEnv::new(cmd, None)?;
     let initialize = initialize_template();
     let initialized = notification_line("notifications/initialized", &json!({}));
     let list = RequestTemplate::new("tools/list", &json!({}));

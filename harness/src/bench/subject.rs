@@ -141,18 +141,10 @@ pub struct WrapperEnv {
 }
 
 impl WrapperEnv {
-    /// Prepares `cmd` to dial `socket`, in fresh scratch directories.
-    pub fn new(cmd: &WrapperCommand, socket: &Path) -> Result<Self, HarnessError> {
-        Self::build(cmd, Some(socket))
-    }
-
-    /// Prepares `cmd` to dial a socket path where nothing listens (inside
-    /// its scratch directory): a cold start with no daemon present.
-    pub fn without_daemon(cmd: &WrapperCommand) -> Result<Self, HarnessError> {
-        Self::build(cmd, None)
-    }
-
-    fn build(cmd: &WrapperCommand, socket: Option<&Path>) -> Result<Self, HarnessError> {
+    /// Prepares `cmd` to dial `socket`, in fresh scratch directories; with
+    /// no socket, a path where nothing listens (inside its scratch
+    /// directory): a cold start with no daemon present.
+    pub fn new(cmd: &WrapperCommand, socket: Option<&Path>) -> Result<Self, HarnessError> {
         let scratch = short_tempdir()?;
         let absent = scratch.path().join("absent.sock");
         let socket = socket.unwrap_or(&absent);

@@ -19,8 +19,8 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::client::ClientError;
@@ -153,8 +153,7 @@ impl<W: Write> RequestWriter<W> {
 }
 
 /// How a response ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// A `result` that is not an MCP tool error.
     Success,
@@ -171,52 +170,34 @@ impl Outcome {
     }
 }
 
-/// What [`scan_response`] found in one line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scanned {
-    /// A response; `id` is `None` unless the id is an unsigned integer
-    /// (the bench only ever sends those).
-    Response {
-        /// The response's id.
-        id: Option<u64>,
-        /// Success or which kind of failure.
-        outcome: Outcome,
-    },
-    /// A JSON object that is not a response: a notification or a request
-    /// from the server.
-    Other,
-    /// Not a JSON object.
-    Malformed,
-}
-
-/// Classifies one line (newline stripped or not).
+/// The response in one line (newline stripped or not), or `None` for a
+/// line that is not one: a notification, a request from the server, or not
+/// a JSON object.
 ///
 /// A response is an object with `result` or `error` and no `method`. Only
 /// the envelope is deserialised: the `result` object is walked for a
 /// top-level `isError` member, and every other value is skipped by
 /// [`IgnoredAny`], which allocates nothing (the id of a response is a small
 /// number; a string id allocates once, and the bench never sends one).
-pub fn scan_response(line: &[u8]) -> Scanned {
+pub fn scan_response(line: &[u8]) -> Option<Response> {
     // serde would also read an array as a struct (members in order).
     if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return Scanned::Malformed;
+        return None;
     }
-    let Ok(envelope) = serde_json::from_slice::<Envelope>(line) else {
-        return Scanned::Malformed;
-    };
+    let envelope = serde_json::from_slice::<Envelope>(line).ok()?;
     if envelope.method.is_some() {
-        return Scanned::Other;
+        return None;
     }
     let outcome = match (envelope.result, envelope.error) {
         (_, Some(_)) => Outcome::RpcError,
         (Some(ResultProbe { is_error: true }), None) => Outcome::ToolError,
         (Some(_), None) => Outcome::Success,
-        (None, None) => return Scanned::Other,
+        (None, None) => return None,
     };
-    Scanned::Response {
+    Some(Response {
         id: envelope.id.as_ref().and_then(Value::as_u64),
         outcome,
-    }
+    })
 }
 
 /// The members of a message the bench looks at. Each is `Some` when
@@ -390,8 +371,8 @@ impl<R: Read> ResponseReader<R> {
                 self.line.pop();
             }
             match scan_response(&self.line) {
-                Scanned::Response { id, outcome } => return Ok(Response { id, outcome }),
-                Scanned::Other | Scanned::Malformed => self.skipped += 1,
+                Some(response) => return Ok(response),
+                None => self.skipped += 1,
             }
         }
     }
@@ -446,8 +427,8 @@ mod tests {
         assert!(note.get("id").is_none());
     }
 
-    fn response(id: Option<u64>, outcome: Outcome) -> Scanned {
-        Scanned::Response { id, outcome }
+    fn response(id: Option<u64>, outcome: Outcome) -> Option<Response> {
+        Some(Response { id, outcome })
     }
 
     #[test]
@@ -495,19 +476,16 @@ mod tests {
         );
         assert_eq!(
             scan_response(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#),
-            Scanned::Other
+            None
         );
         assert_eq!(
             scan_response(br#"{"jsonrpc":"2.0","id":9,"method":"ping","result":1}"#),
-            Scanned::Other
+            None
         );
-        assert_eq!(
-            scan_response(br#"{"jsonrpc":"2.0","id":9}"#),
-            Scanned::Other
-        );
-        assert_eq!(scan_response(b"not json"), Scanned::Malformed);
-        assert_eq!(scan_response(b"[1,2]"), Scanned::Malformed);
-        assert_eq!(scan_response(b"{\"id\":1,"), Scanned::Malformed);
+        assert_eq!(scan_response(br#"{"jsonrpc":"2.0","id":9}"#), None);
+        assert_eq!(scan_response(b"not json"), None);
+        assert_eq!(scan_response(b"[1,2]"), None);
+        assert_eq!(scan_response(b"{\"id\":1,"), None);
     }
 
     #[test]
