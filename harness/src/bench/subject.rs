@@ -182,19 +182,12 @@ impl WrapperEnv {
         let session = Session::new(stdout, stdin, timeout, Abort::Kill(guard.pid()));
         Ok(WrapperChild {
             session: Some(session),
-            stderr: StderrState::Pending(stderr),
+            stderr_pipe: stderr,
+            stderr: None,
             guard,
             _scratch: self._scratch,
         })
     }
-}
-
-#[derive(Debug)]
-enum StderrState {
-    /// Not read yet (starting the reader thread is left out of cold-start
-    /// timings); the pipe holds what the wrapper writes meanwhile.
-    Pending(Option<ChildStderr>),
-    Captured(CapturedOutput),
 }
 
 /// A running wrapper: the session on its stdio, its stderr, and the guard
@@ -204,7 +197,11 @@ pub struct WrapperChild {
     // Field order is drop order: close stdin and stdout before the guard
     // kills and reaps the process, and remove its directories last.
     session: Option<Session>,
-    stderr: StderrState,
+    /// Not read until [`capture_stderr`](Self::capture_stderr) (starting
+    /// the reader thread is left out of cold-start timings); the pipe
+    /// holds what the wrapper writes meanwhile.
+    stderr_pipe: Option<ChildStderr>,
+    stderr: Option<CapturedOutput>,
     guard: ChildGuard,
     _scratch: TempDir,
 }
@@ -230,27 +227,20 @@ impl WrapperChild {
     }
 
     /// Starts draining stderr (a no-op when already started).
-    pub fn capture_stderr(&mut self) {
-        if let StderrState::Pending(pipe) = &mut self.stderr {
-            let captured = match pipe.take() {
-                Some(pipe) => CapturedOutput::spawn(pipe, "bench-wrapper"),
-                None => CapturedOutput::spawn(std::io::empty(), "bench-wrapper"),
-            };
-            self.stderr = StderrState::Captured(captured);
-        }
+    pub fn capture_stderr(&mut self) -> &CapturedOutput {
+        let pipe = &mut self.stderr_pipe;
+        self.stderr.get_or_insert_with(|| match pipe.take() {
+            Some(pipe) => CapturedOutput::spawn(pipe, "bench-wrapper"),
+            None => CapturedOutput::spawn(std::io::empty(), "bench-wrapper"),
+        })
     }
 
     /// The last bytes of the wrapper's stderr, for error messages; waits
     /// briefly for a wrapper that has exited to finish writing.
     pub fn stderr_tail(&mut self) -> String {
-        self.capture_stderr();
-        match &self.stderr {
-            StderrState::Captured(captured) => {
-                captured.wait_eof(Duration::from_millis(200));
-                captured.tail(1024).trim().to_owned()
-            }
-            StderrState::Pending(_) => String::new(),
-        }
+        let captured = self.capture_stderr();
+        captured.wait_eof(Duration::from_millis(200));
+        captured.tail(1024).trim().to_owned()
     }
 
     /// Closes stdin and stdout and gives the wrapper `grace` to exit on its
