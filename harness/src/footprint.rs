@@ -160,31 +160,24 @@ impl Counters {
 
     /// What was done between `earlier` and `self`.
     pub fn since(&self, earlier: &Self) -> Self {
-        Self {
-            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
-            user_ticks: self.user_ticks.saturating_sub(earlier.user_ticks),
-            system_ticks: self.system_ticks.saturating_sub(earlier.system_ticks),
-            read_calls: self.read_calls.saturating_sub(earlier.read_calls),
-            write_calls: self.write_calls.saturating_sub(earlier.write_calls),
-            voluntary_switches: self
-                .voluntary_switches
-                .saturating_sub(earlier.voluntary_switches),
-            involuntary_switches: self
-                .involuntary_switches
-                .saturating_sub(earlier.involuntary_switches),
-        }
+        self.zip(earlier, u64::saturating_sub)
     }
 
     /// The sum of two stretches of work.
     pub fn plus(&self, other: &Self) -> Self {
+        self.zip(other, |a, b| a + b)
+    }
+
+    /// `f` of every counter of `self` and the same of `other`.
+    fn zip(&self, other: &Self, f: impl Fn(u64, u64) -> u64) -> Self {
         Self {
-            cpu_ns: self.cpu_ns + other.cpu_ns,
-            user_ticks: self.user_ticks + other.user_ticks,
-            system_ticks: self.system_ticks + other.system_ticks,
-            read_calls: self.read_calls + other.read_calls,
-            write_calls: self.write_calls + other.write_calls,
-            voluntary_switches: self.voluntary_switches + other.voluntary_switches,
-            involuntary_switches: self.involuntary_switches + other.involuntary_switches,
+            cpu_ns: f(self.cpu_ns, other.cpu_ns),
+            user_ticks: f(self.user_ticks, other.user_ticks),
+            system_ticks: f(self.system_ticks, other.system_ticks),
+            read_calls: f(self.read_calls, other.read_calls),
+            write_calls: f(self.write_calls, other.write_calls),
+            voluntary_switches: f(self.voluntary_switches, other.voluntary_switches),
+            involuntary_switches: f(self.involuntary_switches, other.involuntary_switches),
         }
     }
 

@@ -128,7 +128,14 @@ mod tests {
         assert_eq!(format_growth(Some(1536)), "+1.5 MiB");
         assert_eq!(format_growth(Some(-512)), "-0.5 MiB");
         assert_eq!(format_ns(850), "850 ns");
+        assert_eq!(format_ns(12_345), "12.3 µs");
+        assert_eq!(format_ns(4_560_000), "4.56 ms");
+        assert_eq!(format_ns(1_230_000_000), "1.23 s");
+        assert_eq!(format_rate(999.4), "999 calls/s");
         assert_eq!(format_rate(45_678.4), "45,678 calls/s");
+        assert_eq!(format_rate(1_234_567.0), "1,234,567 calls/s");
+        assert_eq!(format_ratio(0.5), "0.50×");
+        assert_eq!(format_bytes(4_096_000), "4.1 MB");
         assert_eq!(last_lines("a\nb\nc\n", 2, " / "), "b / c");
         assert_eq!(last_lines("a", 5, "\n"), "a");
     }

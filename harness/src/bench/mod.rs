@@ -24,19 +24,18 @@
 //! reported as pass/miss, never asserted: a miss is a finding, not a
 //! failure of the bench.
 //!
-//! Public modules: [`transport`] (the one client: request templates and
-//! response scanning), [`stats`] (percentiles) and [`report`] (figures,
-//! targets, rendering). Private ones: `scenarios` (the measured loops),
-//! `runner` (the order of the run, interleaving), `subject` (starting
-//! wrappers and the floor), `watchdog` (bounding blocking reads) and
-//! `procfs` (peak RSS and CPU time).
+//! Modules: `transport` (the one client: request templates and response
+//! scanning), `stats` (percentiles), `report` (figures, targets,
+//! rendering), `scenarios` (the measured loops), `runner` (the order of the
+//! run, interleaving), `subject` (starting wrappers and the floor) and
+//! `watchdog` (bounding blocking reads).
 
-pub mod report;
+mod report;
 mod runner;
 mod scenarios;
-pub mod stats;
+mod stats;
 mod subject;
-pub mod transport;
+mod transport;
 mod watchdog;
 
 use std::fs;

@@ -11,15 +11,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::scenarios::{PipelineRun, RecoveryRun, SequentialRun};
+use super::scenarios::{RecoveryRun, Run};
 use super::stats::{Summary, nanos};
-use crate::footprint::{CpuShare, PhaseWork, WorkPerCall};
+use crate::footprint::{CpuShare, CpuUsage, PhaseWork, WorkPerCall};
 use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
 
 /// The target: wrapper p50 latency at most this multiple of the floor's.
 pub const MAX_P50_RATIO: f64 = 2.0;
 
-/// The target: pipelined throughput at [`TARGET_DEPTH`] at least this
+/// The target: pipelined throughput at `TARGET_DEPTH` (64) at least this
 /// fraction of the floor's.
 pub const MIN_THROUGHPUT_RATIO: f64 = 0.5;
 
@@ -38,10 +38,10 @@ pub const MAX_PEAK_RSS_BYTES: u64 = 10_000_000;
 pub const MAX_RECOVERY: Duration = Duration::from_millis(5);
 
 /// The target: read-like and write-like system calls of the wrapper per
-/// call at [`TARGET_DEPTH`], at most this many.
+/// call at `TARGET_DEPTH` (64), at most this many.
 pub const MAX_IO_CALLS_PER_CALL: f64 = 1.0;
 
-/// The target: the wrapper's CPU time per call at [`TARGET_DEPTH`] at most
+/// The target: the wrapper's CPU time per call at `TARGET_DEPTH` (64) at most
 /// this multiple of the fake daemon's (the wrapper handles two streams
 /// where the daemon handles one).
 pub const MAX_CPU_VS_DAEMON: f64 = 2.0;
@@ -172,9 +172,17 @@ impl SubjectReport {
         self.pipelined.iter().find(|t| t.depth == depth)
     }
 
-    /// Per-call work in the sequential phase (`depth` `None`) or at
-    /// `depth` calls in flight, of every process.
-    pub fn work(&self, depth: Option<usize>) -> Option<&PhaseWork> {
+    /// How busy each process was in the sequential phase (`depth` `None`)
+    /// or at `depth` calls in flight.
+    fn cpu(&self, depth: Option<usize>) -> Option<CpuShare> {
+        match depth {
+            None => self.sequential.as_ref()?.cpu,
+            Some(depth) => self.throughput_at(depth)?.cpu,
+        }
+    }
+
+    /// Per-call work of every process, in the same phase as [`Self::cpu`].
+    fn work(&self, depth: Option<usize>) -> Option<&PhaseWork> {
         match depth {
             None => self.sequential.as_ref()?.work.as_ref(),
             Some(depth) => self.throughput_at(depth)?.work.as_ref(),
@@ -229,19 +237,14 @@ pub struct SequentialStats {
 }
 
 impl SequentialStats {
-    /// Summarises a run of `calls` calls.
-    pub(crate) fn new(
-        calls: usize,
-        mut run: SequentialRun,
-        cpu: Option<CpuShare>,
-        work: Option<PhaseWork>,
-    ) -> Self {
+    /// Summarises the sequential runs of a phase and their CPU usage.
+    pub(crate) fn new(mut run: Run, cpu: &CpuUsage) -> Self {
         Self {
-            calls,
+            calls: run.calls,
             failures: run.failures,
             latency: Summary::from_samples(&mut run.samples),
-            cpu,
-            work,
+            cpu: cpu.share(),
+            work: cpu.per_call(run.calls),
         }
     }
 }
@@ -268,13 +271,8 @@ pub struct ThroughputStats {
 }
 
 impl ThroughputStats {
-    /// Summarises a pipelined run at `depth`.
-    pub(crate) fn new(
-        depth: usize,
-        run: &PipelineRun,
-        cpu: Option<CpuShare>,
-        work: Option<PhaseWork>,
-    ) -> Self {
+    /// Summarises the pipelined runs at `depth` and their CPU usage.
+    pub(crate) fn new(depth: usize, run: &Run, cpu: &CpuUsage) -> Self {
         let seconds = run.elapsed.as_secs_f64();
         Self {
             depth,
@@ -287,8 +285,8 @@ impl ThroughputStats {
             } else {
                 0.0
             },
-            cpu,
-            work,
+            cpu: cpu.share(),
+            work: cpu.per_call(run.calls),
         }
     }
 }
@@ -335,7 +333,7 @@ impl RecoveryStats {
 pub enum Target {
     /// Sequential p50 latency relative to the floor's.
     LatencyRatio,
-    /// Throughput at [`TARGET_DEPTH`] relative to the floor's.
+    /// Throughput at `TARGET_DEPTH` (64) relative to the floor's.
     ThroughputRatio,
     /// Median cold start.
     ColdStart,
@@ -344,16 +342,16 @@ pub enum Target {
     /// Median recovery, and no failed attempt.
     Recovery,
     /// The wrapper's read-like and write-like system calls per call at
-    /// [`TARGET_DEPTH`].
+    /// `TARGET_DEPTH` (64).
     IoCallsPerCall,
-    /// The wrapper's CPU time per call at [`TARGET_DEPTH`] relative to the
+    /// The wrapper's CPU time per call at `TARGET_DEPTH` (64) relative to the
     /// fake daemon's.
     CpuVsDaemon,
 }
 
 impl Target {
     /// Every target, in report order.
-    pub const ALL: [Self; 7] = [
+    const ALL: [Self; 7] = [
         Self::LatencyRatio,
         Self::ThroughputRatio,
         Self::IoCallsPerCall,
@@ -363,103 +361,86 @@ impl Target {
         Self::Recovery,
     ];
 
-    /// What the target is about.
-    pub fn description(self) -> String {
+    /// What the target is about, and its limit, as text.
+    fn texts(self) -> (String, String) {
         match self {
-            Self::LatencyRatio => "sequential p50 latency vs floor".to_owned(),
-            Self::ThroughputRatio => format!("throughput at {TARGET_DEPTH} in flight vs floor"),
-            Self::ColdStart => "cold start to tools/list answered (median)".to_owned(),
-            Self::PeakRss => "peak RSS (VmHWM) after load".to_owned(),
-            Self::Recovery => "recovery from DROP (median, no failure)".to_owned(),
-            Self::IoCallsPerCall => {
-                format!("wrapper read + write system calls per call, {TARGET_DEPTH} in flight")
-            }
-            Self::CpuVsDaemon => {
-                format!("wrapper CPU per call vs fake daemon's, {TARGET_DEPTH} in flight")
-            }
-        }
-    }
-
-    /// The limit, as text.
-    pub fn limit(self) -> String {
-        match self {
-            Self::LatencyRatio => format!("≤ {MAX_P50_RATIO:.1}×"),
-            Self::ThroughputRatio => format!("≥ {MIN_THROUGHPUT_RATIO:.1}×"),
-            Self::ColdStart => format!("< {}", format_ns(nanos(MAX_COLD_START))),
-            Self::PeakRss => format!("< {}", format_bytes(MAX_PEAK_RSS_BYTES)),
-            Self::Recovery => format!("< {}", format_ns(nanos(MAX_RECOVERY))),
-            Self::IoCallsPerCall => format!("≤ {MAX_IO_CALLS_PER_CALL:.1}"),
-            Self::CpuVsDaemon => format!("≤ {MAX_CPU_VS_DAEMON:.1}×"),
+            Self::LatencyRatio => (
+                "sequential p50 latency vs floor".to_owned(),
+                format!("≤ {MAX_P50_RATIO:.1}×"),
+            ),
+            Self::ThroughputRatio => (
+                format!("throughput at {TARGET_DEPTH} in flight vs floor"),
+                format!("≥ {MIN_THROUGHPUT_RATIO:.1}×"),
+            ),
+            Self::ColdStart => (
+                "cold start to tools/list answered (median)".to_owned(),
+                format!("< {}", format_ns(nanos(MAX_COLD_START))),
+            ),
+            Self::PeakRss => (
+                "peak RSS (VmHWM) after load".to_owned(),
+                format!("< {}", format_bytes(MAX_PEAK_RSS_BYTES)),
+            ),
+            Self::Recovery => (
+                "recovery from DROP (median, no failure)".to_owned(),
+                format!("< {}", format_ns(nanos(MAX_RECOVERY))),
+            ),
+            Self::IoCallsPerCall => (
+                format!("wrapper read + write system calls per call, {TARGET_DEPTH} in flight"),
+                format!("≤ {MAX_IO_CALLS_PER_CALL:.1}"),
+            ),
+            Self::CpuVsDaemon => (
+                format!("wrapper CPU per call vs fake daemon's, {TARGET_DEPTH} in flight"),
+                format!("≤ {MAX_CPU_VS_DAEMON:.1}×"),
+            ),
         }
     }
 
     /// Checks `subject` against the target.
-    pub fn check(self, subject: &SubjectReport, floor: Option<&SubjectReport>) -> Verdict {
-        let (value, shown, pass) = match self {
-            Self::LatencyRatio => match latency_ratio(subject, floor) {
-                Some(ratio) => (Some(ratio), format_ratio(ratio), ratio <= MAX_P50_RATIO),
-                None => return Verdict::missing(subject),
-            },
-            Self::ThroughputRatio => match throughput_ratio(subject, floor, TARGET_DEPTH) {
-                Some(ratio) => (
-                    Some(ratio),
-                    format_ratio(ratio),
-                    ratio >= MIN_THROUGHPUT_RATIO,
-                ),
-                None => return Verdict::missing(subject),
-            },
-            Self::ColdStart => match cold_start_median(subject) {
-                Some(ns) => (Some(ns as f64), format_ns(ns), ns < nanos(MAX_COLD_START)),
-                None => return Verdict::missing(subject),
-            },
-            Self::PeakRss => match subject.peak_rss_kib {
-                Some(kib) => {
-                    let bytes = kib.saturating_mul(1024);
-                    (
-                        Some(bytes as f64),
-                        format_bytes(bytes),
-                        bytes < MAX_PEAK_RSS_BYTES,
-                    )
-                }
-                None => return Verdict::missing(subject),
-            },
+    fn check(self, subject: &SubjectReport, floor: Option<&SubjectReport>) -> Verdict {
+        let ratio = |r: f64, pass: bool| (Some(r), format_ratio(r), pass);
+        let figure = match self {
+            Self::LatencyRatio => {
+                latency_ratio(subject, floor).map(|r| ratio(r, r <= MAX_P50_RATIO))
+            }
+            Self::ThroughputRatio => throughput_ratio(subject, floor, TARGET_DEPTH)
+                .map(|r| ratio(r, r >= MIN_THROUGHPUT_RATIO)),
+            Self::ColdStart => cold_start_median(subject)
+                .map(|ns| (Some(ns as f64), format_ns(ns), ns < nanos(MAX_COLD_START))),
+            Self::PeakRss => subject.peak_rss_kib.map(|kib| {
+                let bytes = kib.saturating_mul(1024);
+                let pass = bytes < MAX_PEAK_RSS_BYTES;
+                (Some(bytes as f64), format_bytes(bytes), pass)
+            }),
             Self::Recovery => match &subject.recovery {
-                Some(recovery) if recovery.failures > 0 || recovery.abandoned.is_some() => (
-                    None,
-                    format!("{}/{} failed", recovery.failures, recovery.attempts),
-                    false,
-                ),
-                Some(RecoveryStats {
-                    from_drop: Some(summary),
-                    ..
-                }) => (
-                    Some(summary.p50_ns as f64),
-                    format_ns(summary.p50_ns),
-                    summary.p50_ns < nanos(MAX_RECOVERY),
-                ),
-                _ => return Verdict::missing(subject),
-            },
-            Self::IoCallsPerCall => match subject.own_work(Some(TARGET_DEPTH)) {
-                Some(work) => {
-                    let calls = work.io_calls();
-                    (
-                        Some(calls),
-                        format!("{calls:.2}"),
-                        calls <= MAX_IO_CALLS_PER_CALL,
-                    )
+                Some(r) if r.failures > 0 || r.abandoned.is_some() => {
+                    Some((None, format!("{}/{} failed", r.failures, r.attempts), false))
                 }
-                None => return Verdict::missing(subject),
+                r => r.as_ref().and_then(|r| r.from_drop).map(|s| {
+                    let pass = s.p50_ns < nanos(MAX_RECOVERY);
+                    (Some(s.p50_ns as f64), format_ns(s.p50_ns), pass)
+                }),
             },
-            Self::CpuVsDaemon => match cpu_vs_daemon(subject, Some(TARGET_DEPTH)) {
-                Some(ratio) => (Some(ratio), format_ratio(ratio), ratio <= MAX_CPU_VS_DAEMON),
-                None => return Verdict::missing(subject),
-            },
+            Self::IoCallsPerCall => subject.own_work(Some(TARGET_DEPTH)).map(|w| {
+                let calls = w.io_calls();
+                (
+                    Some(calls),
+                    format!("{calls:.2}"),
+                    calls <= MAX_IO_CALLS_PER_CALL,
+                )
+            }),
+            Self::CpuVsDaemon => {
+                cpu_vs_daemon(subject, Some(TARGET_DEPTH)).map(|r| ratio(r, r <= MAX_CPU_VS_DAEMON))
+            }
+        };
+        let (value, shown, pass) = match figure {
+            Some((value, shown, pass)) => (value, shown, Some(pass)),
+            None => (None, "no figure".to_owned(), None),
         };
         Verdict {
             subject: subject.name.clone(),
             value,
             shown,
-            pass: Some(pass),
+            pass,
         }
     }
 }
@@ -492,32 +473,24 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn missing(subject: &SubjectReport) -> Self {
-        Self {
-            subject: subject.name.clone(),
-            value: None,
-            shown: "no figure".to_owned(),
-            pass: None,
-        }
-    }
-
     fn cell(&self) -> String {
-        match self.pass {
-            Some(true) => format!("pass ({})", self.shown),
-            Some(false) => format!("**miss** ({})", self.shown),
-            None => format!("n/a ({})", self.shown),
-        }
+        let word = match self.pass {
+            Some(true) => "pass",
+            Some(false) => "**miss**",
+            None => "n/a",
+        };
+        format!("{word} ({})", self.shown)
     }
 }
 
 /// Subject p50 / floor p50.
-pub fn latency_ratio(subject: &SubjectReport, floor: Option<&SubjectReport>) -> Option<f64> {
+fn latency_ratio(subject: &SubjectReport, floor: Option<&SubjectReport>) -> Option<f64> {
     let p50 = |s: &SubjectReport| Some(s.sequential.as_ref()?.latency?.p50_ns);
     ratio(p50(subject)? as f64, p50(floor?)? as f64)
 }
 
 /// Subject calls/s / floor calls/s at `depth`.
-pub fn throughput_ratio(
+fn throughput_ratio(
     subject: &SubjectReport,
     floor: Option<&SubjectReport>,
     depth: usize,
@@ -530,7 +503,7 @@ pub fn throughput_ratio(
 
 /// The subject's CPU time per call / the fake daemon's, in the sequential
 /// phase (`depth` `None`) or at `depth`.
-pub fn cpu_vs_daemon(subject: &SubjectReport, depth: Option<usize>) -> Option<f64> {
+fn cpu_vs_daemon(subject: &SubjectReport, depth: Option<usize>) -> Option<f64> {
     let daemon = subject.work(depth)?.daemon?;
     ratio(subject.own_work(depth)?.cpu_ns, daemon.cpu_ns)
 }
@@ -543,6 +516,15 @@ fn cold_start_median(subject: &SubjectReport) -> Option<u64> {
     Some(subject.cold_start.as_ref()?.tools_list?.p50_ns)
 }
 
+/// A figure cell of a subject.
+type Cell<'a> = Box<dyn Fn(&SubjectReport) -> String + 'a>;
+
+/// Which figure of a [`Summary`] a row shows.
+type Stat = fn(&Summary) -> u64;
+const P50: Stat = |s| s.p50_ns;
+const P99: Stat = |s| s.p99_ns;
+const MAX: Stat = |s| s.max_ns;
+
 impl BenchReport {
     /// Assembles a report and checks the targets for every wrapper subject.
     pub fn new(
@@ -554,15 +536,18 @@ impl BenchReport {
         let floor = subjects.iter().find(|s| s.kind == SubjectKind::Floor);
         let targets = Target::ALL
             .iter()
-            .map(|&target| TargetRow {
-                target,
-                description: target.description(),
-                limit: target.limit(),
-                verdicts: subjects
-                    .iter()
-                    .filter(|s| s.kind == SubjectKind::Wrapper)
-                    .map(|s| target.check(s, floor))
-                    .collect(),
+            .map(|&target| {
+                let (description, limit) = target.texts();
+                TargetRow {
+                    target,
+                    description,
+                    limit,
+                    verdicts: subjects
+                        .iter()
+                        .filter(|s| s.kind == SubjectKind::Wrapper)
+                        .map(|s| target.check(s, floor))
+                        .collect(),
+                }
             })
             .collect();
         Self {
@@ -572,11 +557,6 @@ impl BenchReport {
             subjects,
             targets,
         }
-    }
-
-    /// The floor subject, if it was measured.
-    pub fn floor(&self) -> Option<&SubjectReport> {
-        self.subjects.iter().find(|s| s.kind == SubjectKind::Floor)
     }
 
     /// Whether every target passed for every wrapper subject named in
@@ -590,17 +570,10 @@ impl BenchReport {
         })
     }
 
-    /// Every error of every subject, as `subject: message`.
-    pub fn errors(&self) -> Vec<String> {
-        self.subjects
-            .iter()
-            .flat_map(|s| s.errors.iter().map(move |e| format!("{}: {e}", s.name)))
-            .collect()
-    }
-
     /// The report as Markdown: a figures table (one column per subject,
-    /// ratios to the floor in parentheses), a targets table (pass/miss per
-    /// wrapper) and notes on anything that went wrong.
+    /// ratios to the floor in parentheses), a work-per-call table, a
+    /// targets table (pass/miss per wrapper) and notes on anything that
+    /// went wrong.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
         let s = &self.settings;
@@ -621,7 +594,7 @@ impl BenchReport {
             self.host.arch,
             self.host.cpus,
         );
-        self.figures_table(&mut out);
+        self.subject_table(&mut out, "figure", self.figure_rows());
         let _ = writeln!(
             out,
             "\nWork per call, the same whatever the machine's load: system calls (`syscr` + `syscw` of \
@@ -629,10 +602,26 @@ impl BenchReport {
              and CPU time (all threads' schedstat; the kernel's share from utime/stime), of the client for the \
              floor and of the wrapper process for wrappers; then the fake daemon's CPU time per call.\n"
         );
-        self.work_table(&mut out);
-        if !self.targets.is_empty() && self.targets.iter().any(|r| !r.verdicts.is_empty()) {
+        self.subject_table(&mut out, "per call", self.work_rows());
+        let wrappers: Vec<&SubjectReport> = self
+            .subjects
+            .iter()
+            .filter(|s| s.kind == SubjectKind::Wrapper)
+            .collect();
+        if !wrappers.is_empty() {
+            let mut header = vec!["target".to_owned(), "limit".to_owned()];
+            header.extend(wrappers.iter().map(|s| cell_text(&s.name)));
+            let rows: Vec<Vec<String>> = self
+                .targets
+                .iter()
+                .map(|row| {
+                    let mut cells = vec![cell_text(&row.description), cell_text(&row.limit)];
+                    cells.extend(row.verdicts.iter().map(|v| cell_text(&v.cell())));
+                    cells
+                })
+                .collect();
             out.push('\n');
-            self.targets_table(&mut out);
+            write_table(&mut out, &header, &rows);
         }
         let notes = self.notes();
         if !notes.is_empty() {
@@ -644,158 +633,132 @@ impl BenchReport {
         out
     }
 
-    fn figures_table(&self, out: &mut String) {
-        let floor = self.floor();
-        let mut header = vec!["figure".to_owned()];
+    /// Writes a table with one row per `(label, cell)` and one column per
+    /// subject.
+    fn subject_table(&self, out: &mut String, corner: &str, rows: Vec<(String, Cell<'_>)>) {
+        let mut header = vec![corner.to_owned()];
         header.extend(self.subjects.iter().map(|s| cell_text(&s.name)));
-        let mut rows: Vec<Vec<String>> = Vec::new();
-        let mut row = |label: String, cell: &dyn Fn(&SubjectReport) -> String| {
-            let mut cells = vec![label];
-            cells.extend(self.subjects.iter().map(cell));
-            rows.push(cells);
-        };
-
-        let cold = |pick: fn(&ColdStartStats) -> Option<Summary>, value: fn(&Summary) -> u64| {
-            move |s: &SubjectReport| match &s.cold_start {
-                None => DASH.to_owned(),
-                Some(c) => pick(c).map_or_else(
-                    || format!("failed {}/{}", c.failures, c.attempts),
-                    |summary| format_ns(value(&summary)),
-                ),
-            }
-        };
-        row(
-            "cold start → initialize answered, median".to_owned(),
-            &cold(|c| c.initialize, |s| s.p50_ns),
-        );
-        row(
-            "cold start → tools/list answered, median".to_owned(),
-            &cold(|c| c.tools_list, |s| s.p50_ns),
-        );
-        row(
-            "cold start → tools/list answered, max".to_owned(),
-            &cold(|c| c.tools_list, |s| s.max_ns),
-        );
-
-        for (label, value) in [
-            ("p50", (|s: &Summary| s.p50_ns) as fn(&Summary) -> u64),
-            ("p99", |s: &Summary| s.p99_ns),
-            ("max", |s: &Summary| s.max_ns),
-        ] {
-            row(
-                format!("sequential latency {label}"),
-                &|s: &SubjectReport| {
-                    let Some(summary) = s.sequential.as_ref().and_then(|q| q.latency) else {
-                        return DASH.to_owned();
-                    };
-                    let floor_value = floor
-                        .filter(|f| s.kind != SubjectKind::Floor && f.kind == SubjectKind::Floor)
-                        .and_then(|f| f.sequential.as_ref()?.latency)
-                        .map(|f| value(&f) as f64);
-                    with_ratio(
-                        format_ns(value(&summary)),
-                        floor_value.and_then(|f| ratio(value(&summary) as f64, f)),
-                    )
-                },
-            );
-        }
-
-        for depth in self.depths() {
-            row(
-                format!("throughput, {depth} in flight"),
-                &|s: &SubjectReport| {
-                    let Some(t) = s.throughput_at(depth) else {
-                        return DASH.to_owned();
-                    };
-                    let r = (s.kind != SubjectKind::Floor)
-                        .then(|| throughput_ratio(s, floor, depth))
-                        .flatten();
-                    with_ratio(format_rate(t.calls_per_sec), r)
-                },
-            );
-        }
-        row(
-            "CPU during sequential (client / subject / daemon)".to_owned(),
-            &|s: &SubjectReport| format_cpu(s.sequential.as_ref().and_then(|q| q.cpu)),
-        );
-        for depth in self.depths() {
-            row(
-                format!("CPU at {depth} in flight (client / subject / daemon)"),
-                &|s: &SubjectReport| format_cpu(s.throughput_at(depth).and_then(|t| t.cpu)),
-            );
-        }
-
-        row(
-            "peak RSS (VmHWM) after load".to_owned(),
-            &|s: &SubjectReport| {
-                s.peak_rss_kib
-                    .map_or_else(|| DASH.to_owned(), |kib| format_bytes(kib * 1024))
-            },
-        );
-        let recovery = |pick: fn(&RecoveryStats) -> Option<Summary>, value: fn(&Summary) -> u64| {
-            move |s: &SubjectReport| match &s.recovery {
-                None => DASH.to_owned(),
-                Some(r) => {
-                    let mut cell =
-                        pick(r).map_or_else(|| DASH.to_owned(), |x| format_ns(value(&x)));
-                    if r.failures > 0 {
-                        let _ = write!(cell, "; {}/{} failed", r.failures, r.attempts);
-                    }
-                    if r.abandoned.is_some() {
-                        cell.push_str("; gave up");
-                    }
-                    cell
-                }
-            }
-        };
-        row(
-            "recovery, DROP → successful call, median".to_owned(),
-            &recovery(|r| r.from_drop, |s| s.p50_ns),
-        );
-        row(
-            "recovery, DROP → successful call, max".to_owned(),
-            &recovery(|r| r.from_drop, |s| s.max_ns),
-        );
-        row(
-            "recovery, DROPPED acknowledged → successful call, median".to_owned(),
-            &recovery(|r| r.from_dropped_ack, |s| s.p50_ns),
-        );
-        row("failed calls (sequential + pipelined)".to_owned(), &|s| {
-            s.failed_calls().to_string()
-        });
-
+        let rows: Vec<Vec<String>> = rows
+            .into_iter()
+            .map(|(label, cell)| {
+                let mut cells = vec![label];
+                cells.extend(self.subjects.iter().map(&cell));
+                cells
+            })
+            .collect();
         write_table(out, &header, &rows);
     }
 
-    fn work_table(&self, out: &mut String) {
-        let mut header = vec!["per call".to_owned()];
-        header.extend(self.subjects.iter().map(|s| cell_text(&s.name)));
-        let phases: Vec<(String, Option<usize>)> = std::iter::once(("sequential".to_owned(), None))
-            .chain(
-                self.depths()
-                    .into_iter()
-                    .map(|d| (format!("{d} in flight"), Some(d))),
-            )
-            .collect();
-        type Cell = fn(&SubjectReport, Option<usize>) -> Option<String>;
-        let figures: [(&str, Cell); 4] = [
+    /// The rows of the figures table, in order.
+    fn figure_rows(&self) -> Vec<(String, Cell<'_>)> {
+        let floor = self.subjects.iter().find(|s| s.kind == SubjectKind::Floor);
+        let mut rows: Vec<(String, Cell<'_>)> = Vec::new();
+        type Cold = fn(&ColdStartStats) -> Option<Summary>;
+        let cold: [(&str, Cold, Stat); 3] = [
+            ("initialize answered, median", |c| c.initialize, P50),
+            ("tools/list answered, median", |c| c.tools_list, P50),
+            ("tools/list answered, max", |c| c.tools_list, MAX),
+        ];
+        for (label, pick, stat) in cold {
+            let cell = move |s: &SubjectReport| match &s.cold_start {
+                None => DASH.to_owned(),
+                Some(c) => pick(c).map_or_else(
+                    || format!("failed {}/{}", c.failures, c.attempts),
+                    |summary| format_ns(stat(&summary)),
+                ),
+            };
+            rows.push((format!("cold start → {label}"), Box::new(cell)));
+        }
+        let latency = |s: &SubjectReport| s.sequential.as_ref()?.latency;
+        for (label, stat) in [("p50", P50), ("p99", P99), ("max", MAX)] {
+            let cell = move |s: &SubjectReport| {
+                let Some(summary) = latency(s) else {
+                    return DASH.to_owned();
+                };
+                let value = stat(&summary);
+                let r = floor
+                    .filter(|_| s.kind != SubjectKind::Floor)
+                    .and_then(latency)
+                    .and_then(|f| ratio(value as f64, stat(&f) as f64));
+                with_ratio(format_ns(value), r)
+            };
+            rows.push((format!("sequential latency {label}"), Box::new(cell)));
+        }
+        for depth in self.depths() {
+            let cell = move |s: &SubjectReport| {
+                let Some(t) = s.throughput_at(depth) else {
+                    return DASH.to_owned();
+                };
+                let r = (s.kind != SubjectKind::Floor)
+                    .then(|| throughput_ratio(s, floor, depth))
+                    .flatten();
+                with_ratio(format_rate(t.calls_per_sec), r)
+            };
+            rows.push((format!("throughput, {depth} in flight"), Box::new(cell)));
+        }
+        for (phase, depth) in self.phases() {
+            let label = match depth {
+                None => "CPU during sequential".to_owned(),
+                Some(_) => format!("CPU at {phase}"),
+            };
+            let cell = move |s: &SubjectReport| format_cpu(s.cpu(depth));
+            rows.push((
+                format!("{label} (client / subject / daemon)"),
+                Box::new(cell),
+            ));
+        }
+        let rss = |s: &SubjectReport| {
+            s.peak_rss_kib
+                .map_or_else(|| DASH.to_owned(), |kib| format_bytes(kib * 1024))
+        };
+        rows.push(("peak RSS (VmHWM) after load".to_owned(), Box::new(rss)));
+        type Recovered = fn(&RecoveryStats) -> Option<Summary>;
+        let recovery: [(&str, Recovered, Stat); 3] = [
+            ("DROP → successful call, median", |r| r.from_drop, P50),
+            ("DROP → successful call, max", |r| r.from_drop, MAX),
+            (
+                "DROPPED acknowledged → successful call, median",
+                |r| r.from_dropped_ack,
+                P50,
+            ),
+        ];
+        for (label, pick, stat) in recovery {
+            let cell = move |s: &SubjectReport| {
+                let Some(r) = &s.recovery else {
+                    return DASH.to_owned();
+                };
+                let mut cell = pick(r).map_or_else(|| DASH.to_owned(), |x| format_ns(stat(&x)));
+                if r.failures > 0 {
+                    let _ = write!(cell, "; {}/{} failed", r.failures, r.attempts);
+                }
+                if r.abandoned.is_some() {
+                    cell.push_str("; gave up");
+                }
+                cell
+            };
+            rows.push((format!("recovery, {label}"), Box::new(cell)));
+        }
+        let failed = |s: &SubjectReport| s.failed_calls().to_string();
+        rows.push((
+            "failed calls (sequential + pipelined)".to_owned(),
+            Box::new(failed),
+        ));
+        rows
+    }
+
+    /// The rows of the work-per-call table: each figure for each phase.
+    fn work_rows(&self) -> Vec<(String, Cell<'_>)> {
+        type Figure = fn(&SubjectReport, Option<usize>) -> Option<String>;
+        let figures: [(&str, Figure); 4] = [
             ("system calls (reads + writes)", |s, d| {
                 let w = s.own_work(d)?;
-                Some(format!(
-                    "{:.2} ({:.2} + {:.2})",
-                    w.io_calls(),
-                    w.read_calls,
-                    w.write_calls
-                ))
+                let (reads, writes) = (w.read_calls, w.write_calls);
+                Some(format!("{:.2} ({reads:.2} + {writes:.2})", w.io_calls()))
             }),
             ("context switches (vol. + invol.)", |s, d| {
                 let w = s.own_work(d)?;
-                Some(format!(
-                    "{:.2} ({:.2} + {:.2})",
-                    w.voluntary_switches + w.involuntary_switches,
-                    w.voluntary_switches,
-                    w.involuntary_switches
-                ))
+                let (vol, invol) = (w.voluntary_switches, w.involuntary_switches);
+                Some(format!("{:.2} ({vol:.2} + {invol:.2})", vol + invol))
             }),
             ("CPU time (kernel share)", |s, d| {
                 let w = s.own_work(d)?;
@@ -806,8 +769,7 @@ impl BenchReport {
                 })
             }),
             ("fake daemon CPU time", |s, d| {
-                let daemon = s.work(d)?.daemon?;
-                let cpu = format_ns(daemon.cpu_ns.round() as u64);
+                let cpu = format_ns(s.work(d)?.daemon?.cpu_ns.round() as u64);
                 Some(match (s.kind, cpu_vs_daemon(s, d)) {
                     (SubjectKind::Wrapper, Some(r)) => {
                         format!("{cpu} (wrapper {})", format_ratio(r))
@@ -816,70 +778,45 @@ impl BenchReport {
                 })
             }),
         ];
-        let mut rows = Vec::new();
-        for (label, cell) in figures {
+        let phases = self.phases();
+        let mut rows: Vec<(String, Cell<'_>)> = Vec::new();
+        for (label, figure) in figures {
             for (phase, depth) in &phases {
-                let mut cells = vec![format!("{label}, {phase}")];
-                cells.extend(
-                    self.subjects
-                        .iter()
-                        .map(|s| cell(s, *depth).unwrap_or_else(|| DASH.to_owned())),
-                );
-                rows.push(cells);
+                let depth = *depth;
+                let cell =
+                    move |s: &SubjectReport| figure(s, depth).unwrap_or_else(|| DASH.to_owned());
+                rows.push((format!("{label}, {phase}"), Box::new(cell)));
             }
         }
-        write_table(out, &header, &rows);
-    }
-
-    fn targets_table(&self, out: &mut String) {
-        let wrappers: Vec<&SubjectReport> = self
-            .subjects
-            .iter()
-            .filter(|s| s.kind == SubjectKind::Wrapper)
-            .collect();
-        let mut header = vec!["target".to_owned(), "limit".to_owned()];
-        header.extend(wrappers.iter().map(|s| cell_text(&s.name)));
-        let rows: Vec<Vec<String>> = self
-            .targets
-            .iter()
-            .map(|row| {
-                let mut cells = vec![cell_text(&row.description), cell_text(&row.limit)];
-                cells.extend(row.verdicts.iter().map(|v| cell_text(&v.cell())));
-                cells
-            })
-            .collect();
-        write_table(out, &header, &rows);
+        rows
     }
 
     fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         for s in &self.subjects {
+            let name = &s.name;
             for error in &s.errors {
-                notes.push(format!("{}: {}", s.name, one_line(error)));
+                notes.push(format!("{name}: {}", one_line(error)));
             }
             if let Some(r) = &s.recovery {
                 for example in &r.failure_examples {
-                    notes.push(format!(
-                        "{}: failed recovery call answered `{}`",
-                        s.name,
-                        one_line(example)
-                    ));
+                    let example = one_line(example);
+                    notes.push(format!("{name}: failed recovery call answered `{example}`"));
                 }
                 if let Some(why) = &r.abandoned {
-                    notes.push(format!("{}: recovery {}", s.name, one_line(why)));
+                    notes.push(format!("{name}: recovery {}", one_line(why)));
                 }
             }
             if s.skipped_lines > 0 {
                 notes.push(format!(
-                    "{}: {} output lines were not responses to pending calls",
-                    s.name, s.skipped_lines
+                    "{name}: {} output lines were not responses to pending calls",
+                    s.skipped_lines
                 ));
             }
             let stray: usize = s.pipelined.iter().map(|t| t.stray).sum();
             if stray > 0 {
                 notes.push(format!(
-                    "{}: {stray} pipelined responses had unknown or repeated ids",
-                    s.name
+                    "{name}: {stray} pipelined responses had unknown or repeated ids"
                 ));
             }
         }
@@ -897,6 +834,14 @@ impl BenchReport {
         depths.dedup();
         depths
     }
+
+    /// The sequential phase, then every depth, as (name, depth).
+    fn phases(&self) -> Vec<(String, Option<usize>)> {
+        let depths = self.depths().into_iter();
+        std::iter::once(("sequential".to_owned(), None))
+            .chain(depths.map(|d| (format!("{d} in flight"), Some(d))))
+            .collect()
+    }
 }
 
 const DASH: &str = "–";
@@ -911,38 +856,39 @@ fn with_ratio(value: String, ratio: Option<f64>) -> String {
 /// Writes a Markdown table; the first column is left-aligned, the others
 /// right-aligned, and columns are padded to line up in plain text too.
 fn write_table(out: &mut String, header: &[String], rows: &[Vec<String>]) {
-    let columns = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |out: &mut String, cells: &[String]| {
-        out.push('|');
-        for (k, (cell, width)) in cells.iter().zip(&widths).enumerate() {
-            let pad = width.saturating_sub(cell.chars().count());
+    let rule: Vec<String> = widths
+        .iter()
+        .enumerate()
+        .map(|(k, width)| {
+            let dashes = "-".repeat((*width).max(3));
             if k == 0 {
-                let _ = write!(out, " {cell}{} |", " ".repeat(pad));
+                dashes
             } else {
-                let _ = write!(out, " {}{cell} |", " ".repeat(pad));
+                format!("{}:", &dashes[1..])
+            }
+        })
+        .collect();
+    for (k, cells) in std::iter::once(header)
+        .chain([&rule[..]])
+        .chain(rows.iter().map(Vec::as_slice))
+        .enumerate()
+    {
+        out.push('|');
+        for (column, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+            let pad = " ".repeat(width.saturating_sub(cell.chars().count()));
+            if column == 0 || k == 1 {
+                let _ = write!(out, " {cell}{pad} |");
+            } else {
+                let _ = write!(out, " {pad}{cell} |");
             }
         }
         out.push('\n');
-    };
-    line(out, header);
-    out.push('|');
-    for (k, width) in widths.iter().enumerate().take(columns) {
-        let dashes = "-".repeat((*width).max(3));
-        if k == 0 {
-            let _ = write!(out, " {dashes} |");
-        } else {
-            let _ = write!(out, " {}: |", &dashes[1..]);
-        }
-    }
-    out.push('\n');
-    for row in rows {
-        line(out, row);
     }
 }
 
@@ -960,12 +906,8 @@ fn format_cpu(cpu: Option<CpuShare>) -> String {
         return DASH.to_owned();
     };
     let pct = |p: Option<f64>| p.map_or_else(|| DASH.to_owned(), |p| format!("{p:.0}%"));
-    format!(
-        "{} / {} / {}",
-        pct(cpu.client_pct),
-        pct(cpu.subject_pct),
-        pct(cpu.daemon_pct)
-    )
+    let (client, subject, daemon) = (cpu.client_pct, cpu.subject_pct, cpu.daemon_pct);
+    format!("{} / {} / {}", pct(client), pct(subject), pct(daemon))
 }
 
 #[cfg(test)]
@@ -1125,7 +1067,6 @@ mod tests {
         assert_eq!(verdicts(Target::CpuVsDaemon), [Some(false), None]);
         assert!(!report.all_targets_pass(&["wrapper"]));
         assert!(!report.all_targets_pass(&[]));
-        assert_eq!(report.errors(), ["node|js: pipelined: stream closed"]);
     }
 
     #[test]
@@ -1181,18 +1122,5 @@ mod tests {
             15_000
         );
         assert_eq!(json["targets"][0]["target"], "latency_ratio");
-    }
-
-    #[test]
-    fn formats_units() {
-        assert_eq!(format_ns(850), "850 ns");
-        assert_eq!(format_ns(12_345), "12.3 µs");
-        assert_eq!(format_ns(4_560_000), "4.56 ms");
-        assert_eq!(format_ns(1_230_000_000), "1.23 s");
-        assert_eq!(format_rate(999.4), "999 calls/s");
-        assert_eq!(format_rate(45_678.0), "45,678 calls/s");
-        assert_eq!(format_rate(1_234_567.0), "1,234,567 calls/s");
-        assert_eq!(format_ratio(0.5), "0.50×");
-        assert_eq!(format_bytes(4_096_000), "4.1 MB");
     }
 }

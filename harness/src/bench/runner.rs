@@ -14,7 +14,6 @@
 //! daemon; sequential rounds; for each depth, a warm-up and pipelined
 //! rounds; peak RSS; recovery, one wrapper after the other; close.
 
-use std::fs::File;
 use std::time::Duration;
 
 use tempfile::TempDir;
@@ -22,11 +21,9 @@ use tempfile::TempDir;
 use super::report::{
     ColdStartStats, RecoveryStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats,
 };
-use super::scenarios::{
-    PipelineRun, SequentialRun, cold_start, initialize, pipelined, recovery, sequential, wait_ready,
-};
+use super::scenarios::{Run, cold_start, initialize, pipelined, recovery, sequential, wait_ready};
 use super::stats::{Summary, nanos};
-use super::subject::{Session, WrapperChild, WrapperEnv, connect_floor};
+use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
 use super::transport::RequestTemplate;
 use super::{BenchConfig, FLOOR_NAME, TOOL, WRAPPER_NAME};
 use crate::bins::error_chain;
@@ -68,9 +65,22 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
         subjects.push(Subject::wrapper(config, report, cmd));
     }
     let mut bench = Bench { config, subjects };
-    bench.sequential()?;
+    let names = ["sequential calls"; 3];
+    bench.interleaved(names, config.calls, sequential, |report, run, cpu| {
+        report.sequential = Some(SequentialStats::new(run, cpu));
+    })?;
     for &depth in &config.depths {
-        bench.pipelined(depth)?;
+        let in_flight = format!("{depth} in flight");
+        let failed = format!("pipelined calls, {in_flight}");
+        let names = [in_flight.as_str(), "pipelined calls", failed.as_str()];
+        let run = |io: &mut Channel, template: &RequestTemplate, calls| {
+            pipelined(io, template, calls, depth)
+        };
+        bench.interleaved(names, config.pipelined_calls, run, |report, run, cpu| {
+            report
+                .pipelined
+                .push(ThroughputStats::new(depth, &run, cpu));
+        })?;
     }
     for subject in bench.live_wrappers() {
         subject.report.peak_rss_kib = subject.pid.and_then(peak_rss_kib);
@@ -145,41 +155,32 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
 /// The client's connection to a subject.
 enum Conn {
     /// Straight on the fake daemon's socket.
-    Floor(Session<File, File>),
+    Floor(Session),
     /// On a wrapper's stdio.
     Wrapper(WrapperChild),
 }
 
-/// Runs `$body` with `$session` bound to the subject's session, whatever
-/// its stream types.
-macro_rules! on_session {
-    ($conn:expr, $session:ident => $body:expr) => {
-        match $conn {
-            Conn::Floor($session) => $body,
-            Conn::Wrapper(child) => {
-                let $session = child.session();
-                $body
-            }
+impl Conn {
+    fn session(&mut self) -> &mut Session {
+        match self {
+            Self::Floor(session) => session,
+            Self::Wrapper(child) => child.session(),
         }
-    };
-}
+    }
 
-/// Sequential figures gathered over the rounds.
-#[derive(Default)]
-struct SequentialAcc {
-    run: SequentialRun,
-    calls: usize,
-    cpu: CpuUsage,
-}
+    fn skipped_lines(&self) -> u64 {
+        match self {
+            Self::Floor(session) => session.skipped_lines(),
+            Self::Wrapper(child) => child.skipped_lines(),
+        }
+    }
 
-/// Pipelined figures at one depth gathered over the rounds.
-#[derive(Default)]
-struct PipelineAcc {
-    calls: usize,
-    failures: usize,
-    stray: usize,
-    elapsed: Duration,
-    cpu: CpuUsage,
+    fn stderr_tail(&mut self) -> String {
+        match self {
+            Self::Floor(_) => String::new(),
+            Self::Wrapper(child) => child.stderr_tail(),
+        }
+    }
 }
 
 /// One subject while the bench runs.
@@ -189,8 +190,6 @@ struct Subject {
     conn: Option<Conn>,
     template: RequestTemplate,
     pid: Option<u32>,
-    sequential: SequentialAcc,
-    pipelined: Vec<(usize, PipelineAcc)>,
     // Drop order: the connection (above) first, then the daemon, then its
     // directory.
     daemon: Option<FakeDaemon>,
@@ -213,20 +212,15 @@ impl Subject {
         if let Err(e) = warm {
             return Err(floor_failed(&e, &daemon));
         }
+        let command = format!(
+            "{} (client on its socket)",
+            config.fake_daemon_bin.display()
+        );
         Ok(Self {
-            report: SubjectReport::new(
-                FLOOR_NAME,
-                SubjectKind::Floor,
-                format!(
-                    "{} (client on its socket)",
-                    config.fake_daemon_bin.display()
-                ),
-            ),
+            report: SubjectReport::new(FLOOR_NAME, SubjectKind::Floor, command),
             conn: Some(Conn::Floor(session)),
             template,
             pid: None,
-            sequential: SequentialAcc::default(),
-            pipelined: Vec::new(),
             daemon: Some(daemon),
             _dir: Some(dir),
         })
@@ -241,26 +235,16 @@ impl Subject {
             conn: None,
             template: RequestTemplate::tool_call(TOOL),
             pid: None,
-            sequential: SequentialAcc::default(),
-            pipelined: Vec::new(),
             daemon: None,
             _dir: None,
         };
-        progress(
-            config,
-            &format!("{}: starting and warming up", subject.report.name),
-        );
+        let name = &subject.report.name;
+        progress(config, &format!("{name}: starting and warming up"));
         if let Err(e) = subject.start_wrapper(config, cmd) {
-            let stderr = match &mut subject.conn {
-                Some(Conn::Wrapper(child)) => child.stderr_tail(),
-                _ => String::new(),
-            };
-            subject.conn = None;
-            subject.report.errors.push(format!(
-                "starting: {}{}",
-                error_chain(&e),
-                stderr_suffix(&stderr)
-            ));
+            // A wrapper's failure is recorded, never returned; lines read
+            // while starting are not counted.
+            let _ = subject.fail("starting", &e);
+            subject.report.skipped_lines = 0;
         }
         subject
     }
@@ -274,61 +258,41 @@ impl Subject {
         let socket = socket_path_in(dir.path());
         self._dir = Some(dir);
         self.daemon = Some(FakeDaemon::spawn_with(&config.fake_daemon_bin, &socket)?);
-        let mut child = WrapperEnv::new(cmd, &socket)?.spawn(config.response_timeout)?;
+        let mut child = WrapperEnv::new(cmd, Some(&socket))?.spawn(config.response_timeout)?;
         child.capture_stderr();
         self.pid = Some(child.pid());
-        let child = self.conn.insert(Conn::Wrapper(child));
         let template = &self.template;
-        on_session!(child, session => session.guarded("initialize and warm-up", |io| {
+        let conn = self.conn.insert(Conn::Wrapper(child));
+        conn.session().guarded("initialize and warm-up", |io| {
             initialize(io)?;
             wait_ready(io, template, READY_WITHIN)?;
             sequential(io, template, config.warmup_calls).map(drop)
-        }))
-    }
-
-    fn daemon_pid(&self) -> Option<u32> {
-        self.daemon.as_ref().map(FakeDaemon::pid)
+        })
     }
 
     /// Records `error` and drops the connection (the wrapper is killed).
     /// For the floor the error is returned instead: nothing can be compared
     /// without it.
     fn fail(&mut self, phase: &str, error: &HarnessError) -> Result<(), HarnessError> {
-        let stderr = match &mut self.conn {
-            Some(Conn::Wrapper(child)) => child.stderr_tail(),
-            _ => String::new(),
-        };
-        if let Some(conn) = &self.conn {
-            self.report.skipped_lines += skipped_lines(conn);
+        let mut stderr = String::new();
+        if let Some(mut conn) = self.conn.take() {
+            stderr = conn.stderr_tail();
+            self.report.skipped_lines += conn.skipped_lines();
         }
-        self.conn = None;
         if self.report.kind == SubjectKind::Floor {
             return Err(match &self.daemon {
                 Some(daemon) => floor_failed(error, daemon),
                 None => HarnessError::Scenario(error_chain(error)),
             });
         }
-        self.report.errors.push(format!(
-            "{phase}: {}{}",
-            error_chain(error),
-            stderr_suffix(&stderr)
-        ));
+        let stderr = if stderr.is_empty() {
+            String::new()
+        } else {
+            format!("; its stderr: {stderr}")
+        };
+        let error = error_chain(error);
+        self.report.errors.push(format!("{phase}: {error}{stderr}"));
         Ok(())
-    }
-}
-
-fn skipped_lines(conn: &Conn) -> u64 {
-    match conn {
-        Conn::Floor(session) => session.skipped_lines(),
-        Conn::Wrapper(child) => child.skipped_lines(),
-    }
-}
-
-fn stderr_suffix(stderr: &str) -> String {
-    if stderr.is_empty() {
-        String::new()
-    } else {
-        format!("; its stderr: {stderr}")
     }
 }
 
@@ -352,133 +316,57 @@ impl Bench<'_> {
             .filter(|s| s.report.kind == SubjectKind::Wrapper && s.conn.is_some())
     }
 
-    /// Sequential calls, `rounds` slices per subject, interleaved; each
-    /// slice after a short unmeasured warm-up.
-    fn sequential(&mut self) -> Result<(), HarnessError> {
+    /// One compared phase: `total` calls made by `run` in `rounds` slices
+    /// per subject, interleaved, each slice after a short unmeasured
+    /// warm-up and with every process's counters read around it. `names`
+    /// are the phase's name in progress lines, in timeouts and in errors.
+    /// Only subjects that finished every round are given to `book`.
+    fn interleaved(
+        &mut self,
+        [progress_name, guard_name, error_name]: [&str; 3],
+        total: usize,
+        run: impl Fn(&mut Channel, &RequestTemplate, usize) -> Result<Run, HarnessError>,
+        book: impl Fn(&mut SubjectReport, Run, &CpuUsage),
+    ) -> Result<(), HarnessError> {
         let config = self.config;
         let rounds = config.rounds.max(1);
         let warmup = config.warmup_calls / rounds;
+        let mut totals = vec![(Run::default(), CpuUsage::default()); self.subjects.len()];
         for round in 0..rounds {
-            progress(
-                config,
-                &format!(
-                    "sequential calls, round {}/{rounds}, {} calls per subject",
-                    round + 1,
-                    slice(config.calls, rounds, round)
-                ),
-            );
-            let calls = slice(config.calls, rounds, round);
-            for subject in &mut self.subjects {
-                let (pid, daemon) = (subject.pid, subject.daemon_pid());
+            let calls = slice(total, rounds, round);
+            let round = round + 1;
+            let line =
+                format!("{progress_name}, round {round}/{rounds}, {calls} calls per subject");
+            progress(config, &line);
+            for (subject, (sum, cpu)) in self.subjects.iter_mut().zip(&mut totals) {
+                let (pid, daemon) = (subject.pid, subject.daemon.as_ref().map(FakeDaemon::pid));
                 let Some(conn) = &mut subject.conn else {
                     continue;
                 };
                 let template = &subject.template;
-                let result = on_session!(conn, session => session.guarded("sequential calls", |io| {
-                    sequential(io, template, warmup)?;
-                    let before = daemon.map(|d| CpuSnapshot::take(pid, d));
-                    let run = sequential(io, template, calls)?;
-                    let after = daemon.map(|d| CpuSnapshot::take(pid, d));
-                    let cpu = before.zip(after).map(|(b, a)| b.usage_until(&a));
-                    Ok((run, cpu))
-                }));
-                match result {
-                    Ok((run, cpu)) => {
-                        let acc = &mut subject.sequential;
-                        acc.run.samples.extend(run.samples);
-                        acc.run.failures += run.failures;
-                        acc.calls += calls;
-                        if let Some(cpu) = cpu {
-                            acc.cpu.add(&cpu);
-                        }
-                    }
-                    Err(e) => subject.fail("sequential calls", &e)?,
-                }
-            }
-        }
-        for subject in &mut self.subjects {
-            // Only subjects that finished every round get a figure.
-            if subject.conn.is_some() && subject.sequential.calls > 0 {
-                let acc = std::mem::take(&mut subject.sequential);
-                subject.report.sequential = Some(SequentialStats::new(
-                    acc.calls,
-                    acc.run,
-                    acc.cpu.share(),
-                    acc.cpu.per_call(acc.calls),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Pipelined calls at `depth`: a warm-up per subject, then `rounds`
-    /// slices per subject, interleaved.
-    fn pipelined(&mut self, depth: usize) -> Result<(), HarnessError> {
-        let config = self.config;
-        let rounds = config.rounds.max(1);
-        let warmup = config.warmup_calls / rounds;
-        for subject in &mut self.subjects {
-            subject.pipelined.push((depth, PipelineAcc::default()));
-        }
-        for round in 0..rounds {
-            let calls = slice(config.pipelined_calls, rounds, round);
-            progress(
-                config,
-                &format!(
-                    "{depth} in flight, round {}/{rounds}, {calls} calls per subject",
-                    round + 1
-                ),
-            );
-            for subject in &mut self.subjects {
-                let (pid, daemon) = (subject.pid, subject.daemon_pid());
-                let Some(conn) = &mut subject.conn else {
-                    continue;
-                };
-                let template = &subject.template;
-                let result = on_session!(conn, session => session.guarded("pipelined calls", |io| {
+                let result = conn.session().guarded(guard_name, |io| {
                     if warmup > 0 {
-                        pipelined(io, template, warmup, depth)?;
+                        run(io, template, warmup)?;
                     }
                     let before = daemon.map(|d| CpuSnapshot::take(pid, d));
-                    let run = pipelined(io, template, calls, depth)?;
+                    let measured = run(io, template, calls)?;
                     let after = daemon.map(|d| CpuSnapshot::take(pid, d));
-                    let cpu = before.zip(after).map(|(b, a)| b.usage_until(&a));
-                    Ok((run, cpu))
-                }));
+                    Ok((measured, before.zip(after).map(|(b, a)| b.usage_until(&a))))
+                });
                 match result {
-                    Ok((run, cpu)) => {
-                        if let Some((_, acc)) = subject.pipelined.last_mut() {
-                            acc.calls += run.calls;
-                            acc.failures += run.failures;
-                            acc.stray += run.stray;
-                            acc.elapsed += run.elapsed;
-                            if let Some(cpu) = cpu {
-                                acc.cpu.add(&cpu);
-                            }
+                    Ok((measured, usage)) => {
+                        sum.add(measured);
+                        if let Some(usage) = usage {
+                            cpu.add(&usage);
                         }
                     }
-                    Err(e) => subject.fail(&format!("pipelined calls, {depth} in flight"), &e)?,
+                    Err(e) => subject.fail(error_name, &e)?,
                 }
             }
         }
-        for subject in &mut self.subjects {
-            // Only subjects that finished every round get a figure.
-            if subject.conn.is_none() {
-                continue;
-            }
-            if let Some((depth, acc)) = subject.pipelined.pop() {
-                let run = PipelineRun {
-                    calls: acc.calls,
-                    failures: acc.failures,
-                    stray: acc.stray,
-                    elapsed: acc.elapsed,
-                };
-                subject.report.pipelined.push(ThroughputStats::new(
-                    depth,
-                    &run,
-                    acc.cpu.share(),
-                    acc.cpu.per_call(acc.calls),
-                ));
+        for (subject, (run, cpu)) in self.subjects.iter_mut().zip(totals) {
+            if subject.conn.is_some() {
+                book(&mut subject.report, run, &cpu);
             }
         }
         Ok(())
@@ -492,20 +380,15 @@ impl Bench<'_> {
             return;
         }
         for subject in self.live_wrappers() {
-            progress(
-                config,
-                &format!(
-                    "{}: {} recoveries from DROP",
-                    subject.report.name, config.recoveries
-                ),
-            );
-            let (Some(Conn::Wrapper(child)), Some(daemon)) = (&mut subject.conn, &subject.daemon)
-            else {
+            let name = &subject.report.name;
+            let count = config.recoveries;
+            progress(config, &format!("{name}: {count} recoveries from DROP"));
+            let (Some(conn), Some(daemon)) = (&mut subject.conn, &subject.daemon) else {
                 continue;
             };
             let template = &subject.template;
-            let result = child.session().guarded("recovery", |io| {
-                recovery(io, template, daemon, config.recoveries, READY_WITHIN)
+            let result = conn.session().guarded("recovery", |io| {
+                recovery(io, template, daemon, count, READY_WITHIN)
             });
             match result {
                 Ok(run) => subject.report.recovery = Some(RecoveryStats::new(run)),
@@ -524,7 +407,7 @@ impl Bench<'_> {
             .into_iter()
             .map(|mut subject| {
                 if let Some(conn) = &mut subject.conn {
-                    subject.report.skipped_lines += skipped_lines(conn);
+                    subject.report.skipped_lines += conn.skipped_lines();
                     if let Conn::Wrapper(child) = conn {
                         child.close(EXIT_GRACE);
                     }

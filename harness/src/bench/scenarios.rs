@@ -6,7 +6,6 @@
 //! *stream* (the subject exited, or stopped answering and was stopped by
 //! the watchdog) is an error that ends the phase.
 
-use std::io::{Read, Write};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -32,7 +31,7 @@ const RECOVERY_SETTLE: Duration = Duration::from_millis(20);
 
 /// Sends `initialize` and `notifications/initialized`; an error response
 /// is [`ClientError::ErrorResponse`].
-pub fn initialize<R: Read, W: Write>(io: &mut Channel<R, W>) -> Result<(), HarnessError> {
+pub fn initialize(io: &mut Channel) -> Result<(), HarnessError> {
     let response = io.call(&initialize_template())?;
     if !response.outcome.is_success() {
         return Err(error_response(io).into());
@@ -43,7 +42,7 @@ pub fn initialize<R: Read, W: Write>(io: &mut Channel<R, W>) -> Result<(), Harne
 }
 
 /// The last line read as a [`ClientError::ErrorResponse`].
-fn error_response<R: Read, W: Write>(io: &Channel<R, W>) -> ClientError {
+fn error_response(io: &Channel) -> ClientError {
     let value = serde_json::from_slice(io.reader.last_line())
         .unwrap_or_else(|_| serde_json::Value::String(io.last_line_excerpt()));
     ClientError::ErrorResponse(value)
@@ -52,8 +51,8 @@ fn error_response<R: Read, W: Write>(io: &Channel<R, W>) -> ClientError {
 /// Calls until one call succeeds, for at most `within`: a wrapper may still
 /// be connecting to the daemon (this workspace's waits for the connection;
 /// others may fail fast until it is up).
-pub fn wait_ready<R: Read, W: Write>(
-    io: &mut Channel<R, W>,
+pub fn wait_ready(
+    io: &mut Channel,
     template: &RequestTemplate,
     within: Duration,
 ) -> Result<(), HarnessError> {
@@ -72,25 +71,47 @@ pub fn wait_ready<R: Read, W: Write>(
     }
 }
 
-/// What [`sequential`] observed.
+/// What [`sequential`] or [`pipelined`] observed; the runs of the slices
+/// of a phase add up.
 #[derive(Debug, Clone, Default)]
-pub struct SequentialRun {
-    /// Latency of each successful call, in nanoseconds, in call order.
-    pub samples: Vec<u64>,
+pub struct Run {
+    /// Calls made (and answered).
+    pub calls: usize,
     /// Calls answered with an error.
     pub failures: usize,
+    /// Latency of each successful call, in nanoseconds, in call order
+    /// (sequential runs).
+    pub samples: Vec<u64>,
+    /// Responses whose id was not one of the run's, or came twice
+    /// (pipelined runs).
+    pub stray: usize,
+    /// From the first request written to the last response read
+    /// (pipelined runs).
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// Adds the figures of `other`.
+    pub fn add(&mut self, other: Self) {
+        self.calls += other.calls;
+        self.failures += other.failures;
+        self.samples.extend(other.samples);
+        self.stray += other.stray;
+        self.elapsed += other.elapsed;
+    }
 }
 
 /// `calls` calls one after the other, each timed from just before its
 /// request is written to just after its response is parsed.
-pub fn sequential<R: Read, W: Write>(
-    io: &mut Channel<R, W>,
+pub fn sequential(
+    io: &mut Channel,
     template: &RequestTemplate,
     calls: usize,
-) -> Result<SequentialRun, HarnessError> {
-    let mut run = SequentialRun {
+) -> Result<Run, HarnessError> {
+    let mut run = Run {
+        calls,
         samples: Vec::with_capacity(calls),
-        failures: 0,
+        ..Run::default()
     };
     for _ in 0..calls {
         let id = io.take_ids(1);
@@ -107,29 +128,16 @@ pub fn sequential<R: Read, W: Write>(
     Ok(run)
 }
 
-/// What [`pipelined`] observed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PipelineRun {
-    /// Calls made (and answered).
-    pub calls: usize,
-    /// Calls answered with an error.
-    pub failures: usize,
-    /// Responses whose id was not one of this run's, or came twice.
-    pub stray: usize,
-    /// From the first request written to the last response read.
-    pub elapsed: Duration,
-}
-
 /// `calls` calls with up to `depth` in flight: a writer thread sends a
 /// request whenever fewer than `depth` are unanswered, and this thread reads
 /// responses (in whatever order they come) and hands the writer a permit
 /// for each.
-pub fn pipelined<R: Read, W: Write + Send>(
-    io: &mut Channel<R, W>,
+pub fn pipelined(
+    io: &mut Channel,
     template: &RequestTemplate,
     calls: usize,
     depth: usize,
-) -> Result<PipelineRun, HarnessError> {
+) -> Result<Run, HarnessError> {
     let depth = depth.max(1);
     let first = io.take_ids(calls);
     let Channel { reader, writer, .. } = io;
@@ -159,11 +167,9 @@ pub fn pipelined<R: Read, W: Write + Send>(
         // the writer before the scope joins it.
         let permits = permits;
         let mut answered = vec![false; calls];
-        let mut run = PipelineRun {
+        let mut run = Run {
             calls,
-            failures: 0,
-            stray: 0,
-            elapsed: Duration::ZERO,
+            ..Run::default()
         };
         let mut received = 0;
         while received < calls {
@@ -221,8 +227,8 @@ pub struct RecoveryRun {
 /// a failure recorded and is given up to `ready_within` to reconnect before
 /// the next attempt; if it does not, the attempts stop and
 /// [`RecoveryRun::abandoned`] says why.
-pub fn recovery<R: Read, W: Write>(
-    io: &mut Channel<R, W>,
+pub fn recovery(
+    io: &mut Channel,
     template: &RequestTemplate,
     daemon: &FakeDaemon,
     attempts: usize,
@@ -273,7 +279,7 @@ pub struct ColdSample {
 /// The process is killed afterwards. A failure carries the wrapper's stderr
 /// in its message.
 pub fn cold_start(cmd: &WrapperCommand, timeout: Duration) -> Result<ColdSample, HarnessError> {
-    let env = WrapperEnv::without_daemon(cmd)?;
+    let env = WrapperEnv::new(cmd, None)?;
     let initialize = initialize_template();
     let initialized = notification_line("notifications/initialized", &json!({}));
     let list = RequestTemplate::new("tools/list", &json!({}));
@@ -306,7 +312,7 @@ pub fn cold_start(cmd: &WrapperCommand, timeout: Duration) -> Result<ColdSample,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{BufRead, BufReader};
+    use std::io::{BufRead, BufReader, Write};
     use std::os::unix::net::UnixStream;
 
     use crate::bench::subject::connect_floor;

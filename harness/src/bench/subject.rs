@@ -10,11 +10,10 @@
 //! [`McpClient`](crate::client::McpClient)'s reader thread, must own stdout.
 
 use std::fs::File;
-use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use std::process::{ChildStderr, Command};
 use std::time::Duration;
 
 use tempfile::TempDir;
@@ -37,17 +36,23 @@ const REMOVED_ENV: [&str; 3] = [
 ];
 
 /// The client's two halves and the id counter: everything a phase needs.
+///
+/// Both halves are [`File`]s, that is `read(2)` and `write(2)` (which the
+/// kernel counts in `/proc/PID/io`) on a wrapper's pipes and on the
+/// floor's socket alike, rather than `recv(2)` and `send(2)` (which it
+/// does not count).
 #[derive(Debug)]
-pub struct Channel<R, W> {
+pub struct Channel {
     /// The read half.
-    pub reader: ResponseReader<R>,
+    pub reader: ResponseReader<File>,
     /// The write half.
-    pub writer: RequestWriter<W>,
+    pub writer: RequestWriter<File>,
     next_id: u64,
 }
 
-impl<R: Read, W: Write> Channel<R, W> {
-    fn new(reader: R, writer: W) -> Self {
+impl Channel {
+    fn new(reader: impl Into<OwnedFd>, writer: impl Into<OwnedFd>) -> Self {
+        let (reader, writer) = (File::from(reader.into()), File::from(writer.into()));
         Self {
             reader: ResponseReader::new(reader),
             writer: RequestWriter::new(writer),
@@ -77,13 +82,18 @@ impl<R: Read, W: Write> Channel<R, W> {
 
 /// A [`Channel`] and the [`Watchdog`] that bounds its waits.
 #[derive(Debug)]
-pub struct Session<R, W> {
-    channel: Channel<R, W>,
+pub struct Session {
+    channel: Channel,
     watchdog: Watchdog,
 }
 
-impl<R: Read, W: Write> Session<R, W> {
-    fn new(reader: R, writer: W, timeout: Duration, abort: Abort) -> Self {
+impl Session {
+    fn new(
+        reader: impl Into<OwnedFd>,
+        writer: impl Into<OwnedFd>,
+        timeout: Duration,
+        abort: Abort,
+    ) -> Self {
         let channel = Channel::new(reader, writer);
         let watchdog = Watchdog::new(channel.reader.progress(), timeout, abort);
         Self { channel, watchdog }
@@ -94,7 +104,7 @@ impl<R: Read, W: Write> Session<R, W> {
     pub fn guarded<T>(
         &mut self,
         what: &str,
-        phase: impl FnOnce(&mut Channel<R, W>) -> Result<T, HarnessError>,
+        phase: impl FnOnce(&mut Channel) -> Result<T, HarnessError>,
     ) -> Result<T, HarnessError> {
         let Self { channel, watchdog } = self;
         watchdog.guard(what, || phase(channel))
@@ -107,16 +117,7 @@ impl<R: Read, W: Write> Session<R, W> {
 }
 
 /// A session straight on the fake daemon's socket: the floor.
-///
-/// The socket is read and written through [`File`]s, that is with
-/// `read(2)` and `write(2)` (which the kernel counts in `/proc/PID/io`)
-/// rather than `recv(2)` and `send(2)` (which it does not): the floor's
-/// system call counts then cover its reads and writes, as a wrapper's do
-/// on its pipes.
-pub fn connect_floor(
-    socket: &Path,
-    timeout: Duration,
-) -> Result<Session<File, File>, HarnessError> {
+pub fn connect_floor(socket: &Path, timeout: Duration) -> Result<Session, HarnessError> {
     let stream = UnixStream::connect(socket)
         .map_err(|e| HarnessError::io(format!("connecting to {}", socket.display()), e))?;
     let clone = |what: &str| {
@@ -124,10 +125,9 @@ pub fn connect_floor(
             .try_clone()
             .map_err(|e| HarnessError::io(format!("cloning the floor socket for {what}"), e))
     };
-    let reader = File::from(OwnedFd::from(clone("reading")?));
+    let reader = clone("reading")?;
     let abort = Abort::Shutdown(clone("the watchdog")?);
-    let writer = File::from(OwnedFd::from(stream));
-    Ok(Session::new(reader, writer, timeout, abort))
+    Ok(Session::new(reader, stream, timeout, abort))
 }
 
 /// A wrapper's scratch directories and the command that starts it in
@@ -141,18 +141,10 @@ pub struct WrapperEnv {
 }
 
 impl WrapperEnv {
-    /// Prepares `cmd` to dial `socket`, in fresh scratch directories.
-    pub fn new(cmd: &WrapperCommand, socket: &Path) -> Result<Self, HarnessError> {
-        Self::build(cmd, Some(socket))
-    }
-
-    /// Prepares `cmd` to dial a socket path where nothing listens (inside
-    /// its scratch directory): a cold start with no daemon present.
-    pub fn without_daemon(cmd: &WrapperCommand) -> Result<Self, HarnessError> {
-        Self::build(cmd, None)
-    }
-
-    fn build(cmd: &WrapperCommand, socket: Option<&Path>) -> Result<Self, HarnessError> {
+    /// Prepares `cmd` to dial `socket`, in fresh scratch directories; with
+    /// no socket, a path where nothing listens (inside its scratch
+    /// directory): a cold start with no daemon present.
+    pub fn new(cmd: &WrapperCommand, socket: Option<&Path>) -> Result<Self, HarnessError> {
         let scratch = short_tempdir()?;
         let absent = scratch.path().join("absent.sock");
         let socket = socket.unwrap_or(&absent);
@@ -190,19 +182,12 @@ impl WrapperEnv {
         let session = Session::new(stdout, stdin, timeout, Abort::Kill(guard.pid()));
         Ok(WrapperChild {
             session: Some(session),
-            stderr: StderrState::Pending(stderr),
+            stderr_pipe: stderr,
+            stderr: None,
             guard,
             _scratch: self._scratch,
         })
     }
-}
-
-#[derive(Debug)]
-enum StderrState {
-    /// Not read yet (starting the reader thread is left out of cold-start
-    /// timings); the pipe holds what the wrapper writes meanwhile.
-    Pending(Option<ChildStderr>),
-    Captured(CapturedOutput),
 }
 
 /// A running wrapper: the session on its stdio, its stderr, and the guard
@@ -211,8 +196,12 @@ enum StderrState {
 pub struct WrapperChild {
     // Field order is drop order: close stdin and stdout before the guard
     // kills and reaps the process, and remove its directories last.
-    session: Option<Session<ChildStdout, ChildStdin>>,
-    stderr: StderrState,
+    session: Option<Session>,
+    /// Not read until [`capture_stderr`](Self::capture_stderr) (starting
+    /// the reader thread is left out of cold-start timings); the pipe
+    /// holds what the wrapper writes meanwhile.
+    stderr_pipe: Option<ChildStderr>,
+    stderr: Option<CapturedOutput>,
     guard: ChildGuard,
     _scratch: TempDir,
 }
@@ -223,7 +212,7 @@ impl WrapperChild {
     /// # Panics
     ///
     /// Panics after [`close`](Self::close).
-    pub fn session(&mut self) -> &mut Session<ChildStdout, ChildStdin> {
+    pub fn session(&mut self) -> &mut Session {
         self.session.as_mut().expect("session used after close")
     }
 
@@ -238,27 +227,20 @@ impl WrapperChild {
     }
 
     /// Starts draining stderr (a no-op when already started).
-    pub fn capture_stderr(&mut self) {
-        if let StderrState::Pending(pipe) = &mut self.stderr {
-            let captured = match pipe.take() {
-                Some(pipe) => CapturedOutput::spawn(pipe, "bench-wrapper"),
-                None => CapturedOutput::spawn(std::io::empty(), "bench-wrapper"),
-            };
-            self.stderr = StderrState::Captured(captured);
-        }
+    pub fn capture_stderr(&mut self) -> &CapturedOutput {
+        let pipe = &mut self.stderr_pipe;
+        self.stderr.get_or_insert_with(|| match pipe.take() {
+            Some(pipe) => CapturedOutput::spawn(pipe, "bench-wrapper"),
+            None => CapturedOutput::spawn(std::io::empty(), "bench-wrapper"),
+        })
     }
 
     /// The last bytes of the wrapper's stderr, for error messages; waits
     /// briefly for a wrapper that has exited to finish writing.
     pub fn stderr_tail(&mut self) -> String {
-        self.capture_stderr();
-        match &self.stderr {
-            StderrState::Captured(captured) => {
-                captured.wait_eof(Duration::from_millis(200));
-                captured.tail(1024).trim().to_owned()
-            }
-            StderrState::Pending(_) => String::new(),
-        }
+        let captured = self.capture_stderr();
+        captured.wait_eof(Duration::from_millis(200));
+        captured.tail(1024).trim().to_owned()
     }
 
     /// Closes stdin and stdout and gives the wrapper `grace` to exit on its

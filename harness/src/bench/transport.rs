@@ -19,8 +19,8 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::client::ClientError;
@@ -153,8 +153,7 @@ impl<W: Write> RequestWriter<W> {
 }
 
 /// How a response ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// A `result` that is not an MCP tool error.
     Success,
@@ -171,52 +170,34 @@ impl Outcome {
     }
 }
 
-/// What [`scan_response`] found in one line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scanned {
-    /// A response; `id` is `None` unless the id is an unsigned integer
-    /// (the bench only ever sends those).
-    Response {
-        /// The response's id.
-        id: Option<u64>,
-        /// Success or which kind of failure.
-        outcome: Outcome,
-    },
-    /// A JSON object that is not a response: a notification or a request
-    /// from the server.
-    Other,
-    /// Not a JSON object.
-    Malformed,
-}
-
-/// Classifies one line (newline stripped or not).
+/// The response in one line (newline stripped or not), or `None` for a
+/// line that is not one: a notification, a request from the server, or not
+/// a JSON object.
 ///
 /// A response is an object with `result` or `error` and no `method`. Only
 /// the envelope is deserialised: the `result` object is walked for a
 /// top-level `isError` member, and every other value is skipped by
 /// [`IgnoredAny`], which allocates nothing (the id of a response is a small
 /// number; a string id allocates once, and the bench never sends one).
-pub fn scan_response(line: &[u8]) -> Scanned {
+pub fn scan_response(line: &[u8]) -> Option<Response> {
     // serde would also read an array as a struct (members in order).
     if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return Scanned::Malformed;
+        return None;
     }
-    let Ok(envelope) = serde_json::from_slice::<Envelope>(line) else {
-        return Scanned::Malformed;
-    };
+    let envelope = serde_json::from_slice::<Envelope>(line).ok()?;
     if envelope.method.is_some() {
-        return Scanned::Other;
+        return None;
     }
     let outcome = match (envelope.result, envelope.error) {
         (_, Some(_)) => Outcome::RpcError,
         (Some(ResultProbe { is_error: true }), None) => Outcome::ToolError,
         (Some(_), None) => Outcome::Success,
-        (None, None) => return Scanned::Other,
+        (None, None) => return None,
     };
-    Scanned::Response {
+    Some(Response {
         id: envelope.id.as_ref().and_then(Value::as_u64),
         outcome,
-    }
+    })
 }
 
 /// The members of a message the bench looks at. Each is `Some` when
@@ -244,7 +225,7 @@ where
 }
 
 /// A `result` value reduced to whether it is an object with
-/// `"isError": true`.
+/// `"isError": true`; anything but an object is not an error.
 struct ResultProbe {
     is_error: bool,
 }
@@ -257,8 +238,13 @@ impl<'de> Deserialize<'de> for ResultProbe {
 
 struct ResultVisitor;
 
-impl ResultVisitor {
-    const NOT_AN_ERROR: ResultProbe = ResultProbe { is_error: false };
+/// Visits scalars of the listed types as "not an error".
+macro_rules! not_an_error {
+    ($($visit:ident($ty:ty)),*) => {
+        $(fn $visit<E: de::Error>(self, _: $ty) -> Result<ResultProbe, E> {
+            Ok(ResultProbe { is_error: false })
+        })*
+    };
 }
 
 impl<'de> Visitor<'de> for ResultVisitor {
@@ -272,7 +258,9 @@ impl<'de> Visitor<'de> for ResultVisitor {
         let mut is_error = false;
         while let Some(key) = map.next_key::<ResultKey>()? {
             match key {
-                ResultKey::IsError => is_error = map.next_value::<IsErrorValue>()?.0,
+                // Only `true` makes the result an error (MCP says it is a
+                // boolean; anything else is read as "not an error").
+                ResultKey::IsError => is_error = map.next_value::<Value>()? == Value::Bool(true),
                 ResultKey::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -283,111 +271,30 @@ impl<'de> Visitor<'de> for ResultVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultProbe, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
+        Ok(ResultProbe { is_error: false })
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<ResultProbe, E> {
-        Ok(Self::NOT_AN_ERROR)
+        Ok(ResultProbe { is_error: false })
     }
+
+    not_an_error!(
+        visit_bool(bool),
+        visit_i64(i64),
+        visit_u64(u64),
+        visit_f64(f64),
+        visit_str(&str)
+    );
 }
 
 /// A key of the `result` object: `isError` or anything else.
+#[derive(Deserialize)]
+#[serde(field_identifier)]
 enum ResultKey {
+    #[serde(rename = "isError")]
     IsError,
+    #[serde(other)]
     Other,
-}
-
-impl<'de> Deserialize<'de> for ResultKey {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = ResultKey;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object key")
-            }
-
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<ResultKey, E> {
-                Ok(if key == "isError" {
-                    ResultKey::IsError
-                } else {
-                    ResultKey::Other
-                })
-            }
-        }
-        deserializer.deserialize_identifier(KeyVisitor)
-    }
-}
-
-/// The value of `isError`: only `true` makes the result an error (MCP says
-/// it is a boolean; anything else is read as "not an error").
-struct IsErrorValue(bool);
-
-impl<'de> Deserialize<'de> for IsErrorValue {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        /// Takes a boolean as is; skips anything else as `false`.
-        struct BoolVisitor;
-        impl<'de> Visitor<'de> for BoolVisitor {
-            type Value = IsErrorValue;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(v))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<IsErrorValue, A::Error> {
-                ResultVisitor.visit_map(map).map(|_| IsErrorValue(false))
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<IsErrorValue, A::Error> {
-                ResultVisitor.visit_seq(seq).map(|_| IsErrorValue(false))
-            }
-
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-
-            fn visit_unit<E: de::Error>(self) -> Result<IsErrorValue, E> {
-                Ok(IsErrorValue(false))
-            }
-        }
-        deserializer.deserialize_any(BoolVisitor)
-    }
 }
 
 /// One response as read by [`ResponseReader::next_response`].
@@ -464,8 +371,8 @@ impl<R: Read> ResponseReader<R> {
                 self.line.pop();
             }
             match scan_response(&self.line) {
-                Scanned::Response { id, outcome } => return Ok(Response { id, outcome }),
-                Scanned::Other | Scanned::Malformed => self.skipped += 1,
+                Some(response) => return Ok(response),
+                None => self.skipped += 1,
             }
         }
     }
@@ -520,8 +427,8 @@ mod tests {
         assert!(note.get("id").is_none());
     }
 
-    fn response(id: Option<u64>, outcome: Outcome) -> Scanned {
-        Scanned::Response { id, outcome }
+    fn response(id: Option<u64>, outcome: Outcome) -> Option<Response> {
+        Some(Response { id, outcome })
     }
 
     #[test]
@@ -569,19 +476,16 @@ mod tests {
         );
         assert_eq!(
             scan_response(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#),
-            Scanned::Other
+            None
         );
         assert_eq!(
             scan_response(br#"{"jsonrpc":"2.0","id":9,"method":"ping","result":1}"#),
-            Scanned::Other
+            None
         );
-        assert_eq!(
-            scan_response(br#"{"jsonrpc":"2.0","id":9}"#),
-            Scanned::Other
-        );
-        assert_eq!(scan_response(b"not json"), Scanned::Malformed);
-        assert_eq!(scan_response(b"[1,2]"), Scanned::Malformed);
-        assert_eq!(scan_response(b"{\"id\":1,"), Scanned::Malformed);
+        assert_eq!(scan_response(br#"{"jsonrpc":"2.0","id":9}"#), None);
+        assert_eq!(scan_response(b"not json"), None);
+        assert_eq!(scan_response(b"[1,2]"), None);
+        assert_eq!(scan_response(b"{\"id\":1,"), None);
     }
 
     #[test]
