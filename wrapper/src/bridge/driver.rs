@@ -270,8 +270,14 @@ impl Driver {
                 // Only the attempt the core waits for becomes the live
                 // connection; any other is dropped unused.
                 if self.core.connecting() == Some(conn) {
-                    self.install(conn, stream);
-                    self.core.connected(conn, now);
+                    match self.install(conn, stream) {
+                        Ok(()) => self.core.connected(conn, now),
+                        Err(e) => self.core.connect_failed(
+                            conn,
+                            format!("could not register the connection: {e}"),
+                            now,
+                        ),
+                    }
                 }
             }
             ConnEvent::ConnectDone(conn, Err(error)) => {
@@ -406,15 +412,10 @@ impl Driver {
         }
     }
 
-    fn install(&mut self, conn: ConnId, stream: DaemonStream) {
-        let (read, socket) = match socket::split(stream) {
-            Ok(halves) => halves,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not register the daemon connection");
-                let _ = self.events_tx.send(ConnEvent::Closed(conn));
-                return;
-            }
-        };
+    /// Makes `stream` the live connection, with its reader task; an error
+    /// leaves the live connection as it was.
+    fn install(&mut self, conn: ConnId, stream: DaemonStream) -> std::io::Result<()> {
+        let (read, socket) = socket::split(stream)?;
         let events = self.events_tx.clone();
         let max = self.config.max_line_bytes;
         let mut frames = FramedRead::new(read, LineCodec::new(max));
@@ -435,6 +436,7 @@ impl Driver {
         }) {
             old.reader.abort();
         }
+        Ok(())
     }
 
     /// Writes the queued lines: as much as the socket takes now, in one

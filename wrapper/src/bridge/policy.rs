@@ -116,15 +116,17 @@ impl Backoff {
     /// the wrappers of many sessions so that they do not dial a restarting
     /// daemon in lockstep: the delay is drawn from `[step / 2, 3 step / 2)`,
     /// which keeps the mean at the step and spreads a herd that lost its
-    /// daemon at one instant over a whole step.
+    /// daemon at one instant over a whole step. The cap bounds the draw
+    /// (`[step / 2, cap)` near it), so no pause is longer than the cap.
     pub fn delay(&self, failures: u32, jitter: f64) -> Duration {
         let exp = failures.saturating_sub(1).min(31);
         let step = self
             .initial
             .saturating_mul(1u32 << exp.min(20))
             .min(self.max);
-        let jitter = jitter.clamp(0.0, 1.0);
-        step.mul_f64(0.5 + jitter).max(Duration::from_millis(1))
+        let low = step / 2;
+        let high = (step + low).min(self.max);
+        (low + (high - low).mul_f64(jitter.clamp(0.0, 1.0))).max(Duration::from_millis(1))
     }
 }
 
@@ -262,8 +264,11 @@ mod tests {
         assert_eq!(b.delay(3, 0.0), Duration::from_millis(200));
         assert_eq!(b.delay(10, 0.0), Duration::from_millis(500));
         assert_eq!(b.delay(2, 0.5), Duration::from_millis(200));
-        assert!(b.delay(100, 0.999) < Duration::from_millis(1500));
-        assert!(b.delay(100, 0.999) >= Duration::from_millis(1498));
+        assert_eq!(b.delay(3, 0.5), Duration::from_millis(400));
+        // Near the cap the draw stops at it: [400, 1000) at step 800.
+        assert_eq!(b.delay(4, 0.5), Duration::from_millis(700));
+        assert!(b.delay(100, 0.999) < Duration::from_millis(1000));
+        assert!(b.delay(100, 0.999) >= Duration::from_millis(998));
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! result kept as the JSON text the daemon sent.
 //!
 //! Only `id`, `result` and `error` are looked at; the result is not parsed
-//! into a tree (it is passed on to the client as it came), and any other
-//! member is skipped without allocating. A line that is not an ordinary
+//! into a tree (it is passed on to the client as compact JSON text, see
+//! [`DaemonResult`]), and any other member is skipped without allocating. A line that is not an ordinary
 //! response object (not an object, members given twice, not JSON) is
 //! judged by a full parse instead, so unusual input is treated exactly as
 //! a `Value` would have it (the last of repeated members wins).
@@ -14,23 +14,82 @@ use serde_json::value::RawValue;
 
 use super::error::BridgeError;
 
-/// A daemon result: the JSON text the daemon sent (checked to be JSON),
+/// A daemon result: its JSON text, compact (no whitespace between tokens),
 /// passed on to the client without being parsed into a tree. Two results
 /// are equal when their texts are.
+///
+/// The text is the daemon's own when it needs nothing else; a result that
+/// spells a character as a `\uXXXX` escape (a daemon writing ASCII only) or
+/// a number with an exponent is written anew from a tree, as a serialiser
+/// writes it: the text content the model reads then shows characters, not
+/// escapes, and what a strict client refuses (a lone surrogate, a number
+/// beyond the range of a double) becomes an error here instead. Members
+/// given twice in one object are passed on as written.
 #[derive(Debug, Clone)]
-pub struct DaemonResult(Box<RawValue>);
+pub struct DaemonResult(String);
 
 impl DaemonResult {
-    /// The result's JSON text, as the daemon wrote it.
+    /// The result's JSON text.
     pub fn json(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 
     /// A result made here rather than by the daemon (the CLI's answers in
     /// degraded mode, tests).
     pub fn from_value(value: &Value) -> Self {
-        // A `Value` always serialises; the default is `null`.
-        Self(serde_json::value::to_raw_value(value).unwrap_or_default())
+        Self(value.to_string())
+    }
+
+    /// The daemon's `result` text, made ready to pass on.
+    fn from_daemon(raw: &RawValue) -> Result<Self, BridgeError> {
+        let json = raw.get();
+        let mut compact: Option<String> = None;
+        let (mut start, mut in_string, mut escaped, mut previous) = (0, false, false, 0);
+        for (i, b) in json.bytes().enumerate() {
+            if in_string {
+                if escaped {
+                    if b == b'u' {
+                        return Self::rewritten(json);
+                    }
+                    escaped = false;
+                } else if b == b'\\' {
+                    escaped = true;
+                } else if b == b'"' {
+                    in_string = false;
+                }
+            } else {
+                match b {
+                    b'"' => in_string = true,
+                    b'e' | b'E' if u8::is_ascii_digit(&previous) => return Self::rewritten(json),
+                    // ASCII bytes: slicing next to them stays on char boundaries.
+                    b' ' | b'\t' | b'\n' | b'\r' => {
+                        let out = compact.get_or_insert_with(|| String::with_capacity(json.len()));
+                        out.push_str(&json[start..i]);
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            previous = b;
+        }
+        Ok(Self(match compact {
+            None => json.to_owned(),
+            Some(mut out) => {
+                out.push_str(&json[start..]);
+                out
+            }
+        }))
+    }
+
+    /// `json` read into a tree and written anew.
+    fn rewritten(json: &str) -> Result<Self, BridgeError> {
+        match serde_json::from_str::<Value>(json) {
+            Ok(value) => Ok(Self::from_value(&value)),
+            Err(e) => Err(BridgeError::Daemon {
+                code: -32603,
+                message: format!("the daemon's result cannot be passed on: {e}"),
+            }),
+        }
     }
 }
 
@@ -107,7 +166,7 @@ fn outcome(
     error: Option<Value>,
 ) -> Result<DaemonResult, BridgeError> {
     match (result, error) {
-        (Some(result), _) => Ok(DaemonResult(result)),
+        (Some(result), _) => DaemonResult::from_daemon(&result),
         (None, Some(error)) => Err(daemon_error(&error)),
         (None, None) => Err(BridgeError::Daemon {
             code: -32603,
@@ -138,12 +197,37 @@ mod tests {
     }
 
     #[test]
-    fn keeps_the_result_text_as_sent() {
+    fn keeps_the_result_text_as_sent_without_whitespace() {
         let (id, outcome) = message(r#"{"jsonrpc": "2.0", "id": 7, "result": {"a": [1, 2.50]}}"#);
         assert_eq!(id, Some(Value::from(7)));
-        assert_eq!(outcome.expect("a result"), r#"{"a": [1, 2.50]}"#);
+        assert_eq!(outcome.expect("a result"), r#"{"a":[1,2.50]}"#);
+        let (_, outcome) = message(
+            "{\"id\":1,\"result\":{ \"a b\" : [1, 2],\n\t\"c\": \"x \\\" y\", \"d\": \"é\" }}",
+        );
+        assert_eq!(
+            outcome.expect("a result"),
+            r#"{"a b":[1,2],"c":"x \" y","d":"é"}"#
+        );
+        let (_, outcome) = message(r#"{"id":1,"result":{"a":[true,false,1]}}"#);
+        assert_eq!(outcome.expect("a result"), r#"{"a":[true,false,1]}"#);
         let (_, outcome) = message(r#"{"id":1,"result":null,"error":{"code":1}}"#);
         assert_eq!(outcome.expect("null is a result"), "null");
+    }
+
+    #[test]
+    fn escapes_and_exponents_are_written_anew() {
+        let (_, outcome) =
+            message(r#"{"id":1,"result":{"t": "caf\u00e9 \ud83d\ude00", "n": 1.5E3}}"#);
+        assert_eq!(outcome.expect("a result"), r#"{"t":"café 😀","n":1500.0}"#);
+        let (_, outcome) = message(r#"{"id":1,"result":["\\u00e9", 10e-1]}"#);
+        assert_eq!(outcome.expect("a result"), r#"["\\u00e9",1.0]"#);
+        for refused in [r#"{"t":"\ud800"}"#, r#"[1e400]"#] {
+            let (_, outcome) = message(&format!(r#"{{"id":1,"result":{refused}}}"#));
+            assert!(
+                matches!(outcome, Err(BridgeError::Daemon { code: -32603, .. })),
+                "{refused}: {outcome:?}"
+            );
+        }
     }
 
     #[test]

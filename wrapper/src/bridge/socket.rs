@@ -12,8 +12,10 @@
 //! drained, so the next wait goes straight to the reactor instead of
 //! through a read that would fail with `EAGAIN`. Writing is a plain
 //! non-blocking `write` on the descriptor; only when the socket is full
-//! does the [`Writer`] register with the reactor to wait for room, and it
-//! leaves again once everything is written. A descriptor registered for
+//! does the [`Writer`] register with the reactor to wait for room (and
+//! write through that registration, so that a write refused again clears
+//! the readiness it waits on), and it leaves again once everything is
+//! written. A descriptor registered for
 //! writing all the time would wake the wrapper each time the daemon reads
 //! (the kernel reports new room as an event), one wasted wake-up per call.
 //!
@@ -58,6 +60,13 @@ impl Writer {
     /// when it takes nothing: then [`Writer::blocked`] has what to wait
     /// on). Once everything queued is written, call [`Writer::idle`].
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        // While registered, write through the registration: a `WouldBlock`
+        // there clears the readiness the last wake-up reported, so the next
+        // wait sleeps until the daemon reads again instead of returning at
+        // once forever.
+        if let Some(waiter) = &self.waiter {
+            return waiter.try_write(bytes);
+        }
         match (&self.file).write(bytes) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 if self.waiter.is_none() {
@@ -122,5 +131,42 @@ mod tests {
         assert!(writer.write(b"more").expect("written") > 0);
         writer.idle();
         assert!(writer.blocked().is_none());
+    }
+
+    /// A socket filled again after a wake-up must put the next wait to
+    /// sleep; a readiness left set would spin the driver until the daemon
+    /// reads.
+    #[tokio::test]
+    async fn a_socket_full_again_after_room_waits_again() {
+        let (ours, mut theirs) = tokio::net::UnixStream::pair().expect("a socket pair");
+        let (_reader, mut writer) = split(DaemonStream::Unix(ours)).expect("registered");
+        let fill = |writer: &mut Writer| {
+            let chunk = vec![b'x'; 64 * 1024];
+            let mut written = 0;
+            loop {
+                match writer.write(&chunk) {
+                    Ok(n) => written += n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return written,
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        };
+        let written = fill(&mut writer);
+        let mut sink = vec![0u8; written];
+        theirs.read_exact(&mut sink).await.expect("drained");
+        writer
+            .blocked()
+            .expect("registered")
+            .writable()
+            .await
+            .expect("room");
+        assert!(fill(&mut writer) > 0, "the room was used");
+        let waiter = writer.blocked().expect("still registered");
+        let mut wait = std::pin::pin!(waiter.writable());
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(
+            wait.as_mut().poll(&mut cx).is_pending(),
+            "a full socket reported room"
+        );
     }
 }

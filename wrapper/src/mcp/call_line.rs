@@ -5,13 +5,18 @@
 //! tool name, the arguments object and `_meta`; `jsonrpc`, `method` and
 //! `name` are borrowed from the line. Anything this reader is not sure of
 //! (another method, a string with escapes, members given twice, any other
-//! member, a modern-era `_meta`, an unknown tool, arguments that are not an
+//! member, a modern-era `_meta`, an unknown tool, params or arguments that are not an
 //! object) makes it step aside, and the dispatcher judges the line by the
 //! full rules, so no answer differs from theirs. Every value it keeps is
 //! read in place, never skipped, so nesting counts against serde_json's
 //! depth limit exactly as in a tree of the whole line.
 
-use serde::Deserialize;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::protocol::PROTOCOL_VERSION_KEY;
@@ -23,7 +28,7 @@ struct Envelope<'a> {
     jsonrpc: &'a str,
     id: Value,
     method: &'a str,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "object")]
     params: Params<'a>,
 }
 
@@ -35,6 +40,22 @@ struct Params<'a> {
     arguments: Option<Map<String, Value>>,
     #[serde(default, rename = "_meta")]
     meta: Option<Map<String, Value>>,
+}
+
+/// `params`, taken only from an object: serde reads a struct from an array
+/// too (members in order), where the full rules refuse one.
+fn object<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Params<'a>, D::Error> {
+    struct Members<'a>(PhantomData<Params<'a>>);
+    impl<'de: 'a, 'a> Visitor<'de> for Members<'a> {
+        type Value = Params<'a>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, members: A) -> Result<Params<'a>, A::Error> {
+            Params::deserialize(MapAccessDeserializer::new(members))
+        }
+    }
+    deserializer.deserialize_map(Members(PhantomData))
 }
 
 /// A legacy-era `tools/call` of a known tool, as read by [`tool_call`].

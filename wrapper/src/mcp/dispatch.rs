@@ -511,6 +511,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"topology","_meta":{"progressToken":3}}}"#,
             r#"{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"topology","_meta":null}}"#,
             r#"{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"topology","_meta":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":18,"method":"tools/call","params":["topology"]}"#,
+            r#"{"jsonrpc":"2.0","id":19,"method":"tools/call","params":["topology",{},null]}"#,
             "{not json",
         ];
         // Nesting around the depth limit, in the arguments and in members

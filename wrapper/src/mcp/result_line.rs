@@ -3,14 +3,11 @@
 //!
 //! The result is both the text content (as JSON text) and the
 //! `structuredContent` of the MCP result. Neither needs a tree: the text is
-//! the result's JSON without the whitespace between tokens (as a compact
-//! serialiser would write it), escaped once as a JSON string, and the same
-//! text is the structured content (wrapped as `{"value": ...}` when it is
+//! the result's compact JSON (as the bridge keeps it), escaped once as a
+//! JSON string, and the same text is the structured content (wrapped as `{"value": ...}` when it is
 //! not an object). The members come in the order the tree-built response
 //! had: `jsonrpc`, `id`, `result`; `content`, `structuredContent`, then the
 //! modern era's `resultType` and `_meta`.
-
-use std::borrow::Cow;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -21,12 +18,12 @@ use crate::bridge::DaemonResult;
 /// The whole response line (newline included) answering request `id`,
 /// made in `era`, with the daemon's `result`.
 pub fn success(id: &Value, era: Era, result: &DaemonResult) -> Vec<u8> {
-    let json = compact(result.json());
+    let json = result.json();
     let mut line = Vec::with_capacity(2 * json.len() + 160);
     line.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     push_json(&mut line, id);
     line.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
-    push_json(&mut line, json.as_ref());
+    push_json(&mut line, json);
     line.extend_from_slice(br#"}],"structuredContent":"#);
     if json.starts_with('{') {
         line.extend_from_slice(json.as_bytes());
@@ -50,44 +47,6 @@ pub fn success(id: &Value, era: Era, result: &DaemonResult) -> Vec<u8> {
 /// serialise into a `Vec`).
 fn push_json<T: Serialize + ?Sized>(line: &mut Vec<u8>, value: &T) {
     let _ = serde_json::to_writer(line, value);
-}
-
-/// `json` (valid JSON text) without the whitespace between its tokens;
-/// borrowed when it has none, as the JSON of most daemons does not.
-pub fn compact(json: &str) -> Cow<'_, str> {
-    let mut out: Option<String> = None;
-    let mut start = 0;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, b) in json.bytes().enumerate() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            // ASCII bytes: slicing next to them stays on char boundaries.
-            b' ' | b'\t' | b'\n' | b'\r' => {
-                let out = out.get_or_insert_with(|| String::with_capacity(json.len()));
-                out.push_str(&json[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    match out {
-        None => Cow::Borrowed(json),
-        Some(mut out) => {
-            out.push_str(&json[start..]);
-            Cow::Owned(out)
-        }
-    }
 }
 
 #[cfg(test)]
@@ -132,21 +91,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn spaced_json_is_compacted_outside_strings_only() {
-        assert_eq!(compact(r#"{"a":[1,2]}"#), Cow::Borrowed(r#"{"a":[1,2]}"#));
-        assert_eq!(
-            compact("{ \"a b\" : [1, 2],\n\t\"c\": \"x \\\" y\" }"),
-            r#"{"a b":[1,2],"c":"x \" y"}"#
-        );
-        let spaced = DaemonResult::from_value(&json!(null));
-        let line = success(&json!(1), Era::Legacy, &spaced);
-        let parsed: Value = serde_json::from_slice(&line).unwrap();
-        assert_eq!(
-            parsed["result"]["structuredContent"],
-            json!({"value": null})
-        );
     }
 }
