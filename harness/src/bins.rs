@@ -137,23 +137,15 @@ pub fn locate(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
     // Holding the lock across a build makes concurrent tests wait for the one
     // build instead of starting their own.
     let mut cache = lock(CACHE.get_or_init(Default::default));
-    if let Some(cached) = cache.get(bin) {
-        return cached
-            .clone()
-            .map_err(|detail| HarnessError::BinaryNotFound {
-                bin: bin.bin.to_owned(),
-                detail,
-            });
-    }
-    let result = locate_uncached(bin);
-    cache.insert(
-        *bin,
-        result
-            .as_ref()
-            .map(Clone::clone)
-            .map_err(|e| error_chain(e)),
-    );
-    result
+    let found = cache
+        .entry(*bin)
+        .or_insert_with(|| locate_uncached(bin).map_err(|e| error_chain(&e)));
+    found
+        .clone()
+        .map_err(|detail| HarnessError::BinaryNotFound {
+            bin: bin.bin.to_owned(),
+            detail,
+        })
 }
 
 fn locate_uncached(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
@@ -181,23 +173,27 @@ fn locate_uncached(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
         .expect("cargo_build returns one path per binary"))
 }
 
-/// The workspace's `target` directory, where reports go: the parent of the
-/// profile directory the current executable runs from, else `target` beside
-/// the workspace manifest.
+/// The workspace's `target` directory, where reports go:
+/// `$CARGO_TARGET_DIR` when set, else the parent of the profile directory
+/// the current executable runs from, else `target` beside the workspace
+/// manifest.
 pub fn target_dir() -> PathBuf {
-    target_dir_of_current_exe()
-        .and_then(|dir| dir.parent().map(Path::to_path_buf))
-        .filter(|dir| dir.file_name().is_some_and(|n| n == "target"))
-        .unwrap_or_else(|| {
-            workspace_manifest()
-                .parent()
-                .map_or_else(|| PathBuf::from("target"), |root| root.join("target"))
-        })
+    let from_exe = || {
+        let dir = target_dir_of_current_exe()?.parent()?.to_path_buf();
+        dir.file_name()
+            .is_some_and(|n| n == "target")
+            .then_some(dir)
+    };
+    env::var_os("CARGO_TARGET_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(from_exe)
+        .unwrap_or_else(|| workspace_manifest().with_file_name("target"))
 }
 
 /// The manifest of the workspace this crate belongs to, found from the
 /// crate's own source location at compile time.
-pub fn workspace_manifest() -> PathBuf {
+fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("harness lives one level below the workspace root")

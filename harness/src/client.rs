@@ -182,10 +182,7 @@ impl McpClient {
 
     /// Writes `line` followed by a newline.
     pub fn send_line(&mut self, line: &str) -> Result<(), ClientError> {
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        self.send_raw(&bytes)
+        self.send_raw(format!("{line}\n").as_bytes())
     }
 
     /// Closes the server's stdin (it sees end of file). Later sends fail
@@ -248,13 +245,8 @@ impl McpClient {
     /// Returns the `initialize` response. A JSON-RPC error response is
     /// [`ClientError::ErrorResponse`], and then no notification is sent.
     pub fn initialize(&mut self, protocol_version: &str) -> Result<Value, ClientError> {
-        let params = json!({
-            "protocolVersion": protocol_version,
-            "capabilities": {},
-            "clientInfo": {"name": "harness", "version": env!("CARGO_PKG_VERSION")},
-        });
         let timeout = self.default_timeout;
-        let response = self.request("initialize", params, timeout)?;
+        let response = self.request("initialize", initialize_params(protocol_version), timeout)?;
         if response.get("result").is_none() {
             return Err(ClientError::ErrorResponse(response));
         }
@@ -298,6 +290,16 @@ impl McpClient {
     }
 }
 
+/// The `initialize` parameters for `protocol_version`, client name
+/// `harness`.
+pub(crate) fn initialize_params(protocol_version: &str) -> Value {
+    json!({
+        "protocolVersion": protocol_version,
+        "capabilities": {},
+        "clientInfo": {"name": "harness", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
 /// Whether `message` is the response (not a request or notification) with
 /// this id.
 fn is_response_to(message: &Value, id: &Value) -> bool {
@@ -330,12 +332,10 @@ fn read_messages(stdout: impl Read, tx: &Sender<Value>, defects: &Mutex<Vec<Stri
         }
         line.pop();
         match serde_json::from_slice::<Value>(&line) {
+            // If the client is gone, keep draining so the child never blocks
+            // on a full pipe.
             Ok(message @ Value::Object(_)) => {
-                if tx.send(message).is_err() {
-                    // The client is gone; keep draining so the child never
-                    // blocks on a full pipe.
-                    continue;
-                }
+                let _ = tx.send(message);
             }
             Ok(_) => lock(defects).push(format!(
                 "JSON line that is not an object: {}",

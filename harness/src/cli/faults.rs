@@ -6,14 +6,24 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use harness::scenario::down_up::{DownUpConfig, run_down_up};
-use harness::scenario::hang::{HangConfig, run_hang};
-use harness::scenario::herd::{HerdConfig, run_herd};
-use harness::scenario::hostile::{HostileConfig, run_hostile};
-use harness::scenario::soak::{SoakConfig, run_soak, seed_from_clock};
-use harness::scenario::storm::{StormConfig, run_storm};
+use harness::scenario::down_up::DownUpConfig;
+use harness::scenario::hang::HangConfig;
+use harness::scenario::herd::HerdConfig;
+use harness::scenario::hostile::HostileConfig;
+use harness::scenario::soak::{SoakConfig, seed_from_clock};
+use harness::scenario::storm::StormConfig;
+use harness::scenario::{DownUp, Hang, Herd, Hostile, Scenario, Soak, Storm};
+use harness::score::run_scenario;
 
 use super::{Target, print_judged};
+
+/// Runs `S` against the target with its defaults changed by `tweak`, and
+/// prints its judged report; returns the exit code.
+fn judged<S: Scenario>(target: &Target, tweak: impl FnOnce(&mut S::Config)) -> Result<ExitCode> {
+    let cmd = target.command()?;
+    let report = run_scenario::<S>(&cmd, &target.setup(), tweak).context(S::NAME)?;
+    print_judged(S::NAME, &cmd, target, &report)
+}
 
 /// Milliseconds of a default duration, for `default_value_t`.
 fn ms(d: Duration) -> u64 {
@@ -48,18 +58,14 @@ pub struct StormArgs {
 
 /// Runs the storm and prints its report.
 pub fn storm(args: &StormArgs) -> Result<ExitCode> {
-    let cmd = args.target.command()?;
-    let cfg = StormConfig {
-        setup: args.target.setup(),
-        drops: args.drops,
-        concurrency: usize::try_from(args.concurrency).context("--concurrency")?,
-        daemon_delay_ms: args.delay_ms,
-        drop_interval: Duration::from_millis(args.drop_interval_ms),
-        write_every: args.write_every,
-        ..StormConfig::default()
-    };
-    let report = run_storm(&cmd, &cfg).context("storm")?;
-    print_judged("storm", &cmd, &args.target, &report)
+    let concurrency = usize::try_from(args.concurrency).context("--concurrency")?;
+    judged::<Storm>(&args.target, |c| {
+        c.drops = args.drops;
+        c.concurrency = concurrency;
+        c.daemon_delay_ms = args.delay_ms;
+        c.drop_interval = Duration::from_millis(args.drop_interval_ms);
+        c.write_every = args.write_every;
+    })
 }
 
 /// The daemon goes down and comes back.
@@ -90,19 +96,14 @@ pub struct DownUpArgs {
 
 /// Runs down-up and prints its report.
 pub fn down_up(args: &DownUpArgs) -> Result<ExitCode> {
-    let cmd = args.target.command()?;
-    let cfg = DownUpConfig {
-        setup: args.target.setup(),
-        connect_wait: Duration::from_millis(args.connect_wait_ms),
-        down_calls: args.down_calls,
-        rate_window: Duration::from_millis(args.rate_window_ms),
-        backoff_initial_ms: args.backoff_initial_ms,
-        backoff_max_ms: args.backoff_max_ms,
-        max_attempt_rate: args.max_attempt_rate,
-        ..DownUpConfig::default()
-    };
-    let report = run_down_up(&cmd, &cfg).context("down-up")?;
-    print_judged("down-up", &cmd, &args.target, &report)
+    judged::<DownUp>(&args.target, |c| {
+        c.connect_wait = Duration::from_millis(args.connect_wait_ms);
+        c.down_calls = args.down_calls;
+        c.rate_window = Duration::from_millis(args.rate_window_ms);
+        c.backoff_initial_ms = args.backoff_initial_ms;
+        c.backoff_max_ms = args.backoff_max_ms;
+        c.max_attempt_rate = args.max_attempt_rate;
+    })
 }
 
 /// The daemon hangs, then resumes.
@@ -117,14 +118,9 @@ pub struct HangArgs {
 
 /// Runs hang and prints its report.
 pub fn hang(args: &HangArgs) -> Result<ExitCode> {
-    let cmd = args.target.command()?;
-    let cfg = HangConfig {
-        setup: args.target.setup(),
-        call_timeout: Duration::from_millis(args.call_timeout_ms),
-        ..HangConfig::default()
-    };
-    let report = run_hang(&cmd, &cfg).context("hang")?;
-    print_judged("hang", &cmd, &args.target, &report)
+    judged::<Hang>(&args.target, |c| {
+        c.call_timeout = Duration::from_millis(args.call_timeout_ms);
+    })
 }
 
 /// Many wrappers on one daemon: it drops every connection, then goes down
@@ -148,16 +144,12 @@ pub struct HerdArgs {
 
 /// Runs the herd and prints its report.
 pub fn herd(args: &HerdArgs) -> Result<ExitCode> {
-    let cmd = args.target.command()?;
-    let cfg = HerdConfig {
-        setup: args.target.setup(),
-        wrappers: usize::try_from(args.wrappers).context("--wrappers")?,
-        down_for: Duration::from_millis(args.down_ms),
-        max_dial_fraction: args.max_dial_fraction,
-        ..HerdConfig::default()
-    };
-    let report = run_herd(&cmd, &cfg).context("herd")?;
-    print_judged("herd", &cmd, &args.target, &report)
+    let wrappers = usize::try_from(args.wrappers).context("--wrappers")?;
+    judged::<Herd>(&args.target, |c| {
+        c.wrappers = wrappers;
+        c.down_for = Duration::from_millis(args.down_ms);
+        c.max_dial_fraction = args.max_dial_fraction;
+    })
 }
 
 /// A hostile client: random and malformed lines among valid requests.
@@ -184,17 +176,12 @@ pub struct HostileArgs {
 
 /// Runs the hostile client and prints its report.
 pub fn hostile(args: &HostileArgs) -> Result<ExitCode> {
-    let cmd = args.target.command()?;
-    let cfg = HostileConfig {
-        setup: args.target.setup(),
-        lines: args.lines,
-        seed: args.seed,
-        in_flight: usize::try_from(args.in_flight).context("--in-flight")?,
-        max_line_bytes: usize::try_from(args.max_line_bytes).context("--max-line-bytes")?,
-        ..HostileConfig::default()
-    };
-    let report = run_hostile(&cmd, &cfg).context("hostile")?;
-    print_judged("hostile", &cmd, &args.target, &report)
+    let in_flight = usize::try_from(args.in_flight).context("--in-flight")?;
+    let max_line_bytes = usize::try_from(args.max_line_bytes).context("--max-line-bytes")?;
+    judged::<Hostile>(&args.target, |c| {
+        (c.lines, c.seed) = (args.lines, args.seed);
+        (c.in_flight, c.max_line_bytes) = (in_flight, max_line_bytes);
+    })
 }
 
 /// Soak: calls keep flowing while the daemon misbehaves on a seeded
@@ -225,14 +212,7 @@ pub struct SoakArgs {
 pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
     let cmd = args.target.command()?;
     let seed = args.seed.unwrap_or_else(seed_from_clock);
-    let cfg = SoakConfig {
-        setup: args.target.setup(),
-        duration: Duration::from_secs(args.seconds),
-        seed,
-        concurrency: usize::try_from(args.concurrency).context("--concurrency")?,
-        daemon_delay_ms: args.delay_ms,
-        ..SoakConfig::default()
-    };
+    let concurrency = usize::try_from(args.concurrency).context("--concurrency")?;
     let transport = match args.target.transport {
         harness::Transport::Tcp => " --transport tcp",
         harness::Transport::Unix => "",
@@ -243,7 +223,11 @@ pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
         cmd.display(),
         args.target.transport.as_str()
     );
-    let report = run_soak(&cmd, &cfg).context("soak")?;
+    let report = run_scenario::<Soak>(&cmd, &args.target.setup(), |c| {
+        (c.duration, c.seed) = (Duration::from_secs(args.seconds), seed);
+        (c.concurrency, c.daemon_delay_ms) = (concurrency, args.delay_ms);
+    })
+    .context("soak")?;
     let code = print_judged("soak", &cmd, &args.target, &report)?;
     if !args.target.json {
         let release = if harness::bins::Profile::of_current_exe() == harness::bins::Profile::Release

@@ -62,7 +62,10 @@ pub fn race(args: &RaceArgs) -> Result<ExitCode> {
             }
             reports.push(report);
         }
-        summaries.push(RaceSummary::from_reports(subject.mode, &reports));
+        summaries.push(RaceSummary::from_runs(
+            subject.mode,
+            reports.iter().map(Some),
+        ));
         all_runs.push(reports);
     }
     if args.target.json {
@@ -103,9 +106,9 @@ fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>])
         let line = format!(
             "verdict: {}: prefix mode reproduced V3-05 in {}/{} runs; fixed mode answered {}/{} racing calls holding {} daemon connection(s) after recovery",
             if passed { "PASS" } else { "FAIL" },
-            prefix.daemon_unreachable,
+            prefix.tally.daemon_unreachable,
             prefix.runs,
-            fixed.ok,
+            fixed.tally.ok,
             fixed.runs,
             fixed.conns_after
         );
@@ -144,8 +147,8 @@ fn print_table(summaries: &[RaceSummary], wrapper: &str) {
             [
                 mode_label(s.mode),
                 s.runs.to_string(),
-                s.ok.to_string(),
-                s.daemon_unreachable.to_string(),
+                s.tally.ok.to_string(),
+                s.tally.daemon_unreachable.to_string(),
                 s.other_failures().to_string(),
                 s.median_racing_latency
                     .map_or_else(|| "n/a".to_owned(), format_ms),

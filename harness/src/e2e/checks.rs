@@ -75,10 +75,8 @@ impl Kit<'_> {
     ) -> Result<WrapperProcess, HarnessError> {
         let index = self.py.bundled_wrapper()?;
         let mut opts = real.wrapper_options(endpoint, self.py);
-        opts.cli = None;
         opts.extra_env
             .retain(|(k, _)| k != "PATH" && k != "IAI_MCP_ADMIN_CLI");
-        opts = opts.env("IAI_MCP_CLI", self.py.program("iai"));
         let cmd = WrapperCommand {
             program: self.node.into(),
             args: vec![index.into()],
@@ -126,7 +124,7 @@ impl Kit<'_> {
         let check = "--check against the live daemon";
         let output = Command::new(self.wrapper)
             .arg("--check")
-            .envs(self.wrapper_env(real))
+            .envs(real.wrapper_env(self.py))
             .stdin(Stdio::null())
             .output();
         match output {
@@ -148,25 +146,10 @@ impl Kit<'_> {
         }
     }
 
-    /// The environment for a wrapper started by another program (the SDK,
-    /// `--check`): what [`RealDaemon::wrapper_options`] sets.
-    fn wrapper_env(&self, real: &RealDaemon) -> Vec<(OsString, OsString)> {
-        let mut env = real.env().to_vec();
-        env.extend([
-            ("IAI_MCP_STATE_DIR".into(), real.store().into()),
-            ("IAI_MCP_CLI".into(), self.py.program("iai").into()),
-            (
-                "IAI_MCP_ADMIN_CLI".into(),
-                self.py.program("iai-mcp").into(),
-            ),
-            ("IAI_MCP_DOCTOR".into(), "off".into()),
-        ]);
-        env
-    }
-
     /// Runs `sdk_check.py MODE` against the wrapper.
     fn sdk(&self, real: &RealDaemon, mode: &str) -> Result<(Vec<SdkCall>, Vec<String>), String> {
-        self.sdk_with(real, mode, &[self.wrapper.into()], self.wrapper_env(real))
+        let env = real.wrapper_env(self.py);
+        self.sdk_with(real, mode, &[self.wrapper.into()], env)
     }
 
     /// Runs `sdk_check.py MODE` with the SDK starting `argv` in `env`.

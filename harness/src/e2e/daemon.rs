@@ -142,11 +142,6 @@ impl RealDaemon {
         &self.socket
     }
 
-    /// The store directory (also the wrappers' state directory).
-    pub fn store(&self) -> &Path {
-        &self.store
-    }
-
     /// A directory for the run's own files.
     pub fn scratch(&self) -> &Path {
         self.dir.path()
@@ -161,24 +156,32 @@ impl RealDaemon {
         )
     }
 
-    /// Options for a wrapper in this daemon's environment: the same `HOME`,
-    /// store and state directory, the real CLIs, dialling `endpoint` (the
-    /// daemon's socket unless given), the doctor off (steps that want it
-    /// turn it on).
+    /// The environment of a wrapper in this daemon's environment, for a
+    /// program that starts it (the SDK, `--check`): the same `HOME`, store
+    /// and state directory, the real CLIs, the doctor off (steps that want
+    /// it turn it on).
+    pub fn wrapper_env(&self, py: &PyEnv) -> Vec<(OsString, OsString)> {
+        let mut env = self.env.clone();
+        env.extend([
+            ("IAI_MCP_STATE_DIR".into(), self.store.clone().into()),
+            ("IAI_MCP_CLI".into(), py.program("iai").into()),
+            ("IAI_MCP_ADMIN_CLI".into(), py.program("iai-mcp").into()),
+            ("IAI_MCP_DOCTOR".into(), "off".into()),
+        ]);
+        env
+    }
+
+    /// Options for a wrapper in [`wrapper_env`](Self::wrapper_env), dialling
+    /// `endpoint` (the daemon's socket unless given).
     pub fn wrapper_options(&self, endpoint: Option<PathBuf>, py: &PyEnv) -> WrapperOptions {
-        let mut opts = WrapperOptions::at(DaemonEndpoint::Unix(
-            endpoint.unwrap_or_else(|| self.socket.clone()),
-        ));
+        let endpoint = endpoint.unwrap_or_else(|| self.socket.clone());
+        let mut opts = WrapperOptions::at(DaemonEndpoint::Unix(endpoint));
         opts.home = Some(self.home.clone());
         opts.state_dir = Some(self.store.clone());
         opts.store_dir = Some(self.store.clone());
-        opts.cli = Some(py.program("iai"));
-        opts.extra_env = self.env.clone();
+        opts.extra_env = self.wrapper_env(py);
         opts.extra_env
             .retain(|(k, _)| k != "IAI_DAEMON_SOCKET_PATH");
-        opts.extra_env
-            .push(("IAI_MCP_ADMIN_CLI".into(), py.program("iai-mcp").into()));
-        opts.extra_env.push(("IAI_MCP_DOCTOR".into(), "off".into()));
         opts
     }
 

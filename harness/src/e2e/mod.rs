@@ -34,6 +34,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::error::HarnessError;
+use crate::table::{Align, table_lines};
 
 /// How to run the kit.
 #[derive(Debug, Clone)]
@@ -121,34 +122,19 @@ impl E2eReport {
 
 impl fmt::Display for E2eReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let width = self
-            .rows
-            .iter()
-            .map(|r| r.check.chars().count())
-            .max()
-            .unwrap_or(5)
-            .max(5);
-        writeln!(f, "{:<width$} | result | detail", "check")?;
-        writeln!(f, "{:-<width$}-|--------|-------", "")?;
+        let mut rows = Vec::new();
         for row in &self.rows {
             let mut lines = row.detail.lines();
-            writeln!(
-                f,
-                "{:<width$} | {:<6} | {}",
-                row.check,
-                row.verdict,
-                lines.next().unwrap_or("")
-            )?;
-            for line in lines {
-                writeln!(f, "{:<width$} |        |   {line}", "")?;
-            }
+            let first = lines.next().unwrap_or("").to_owned();
+            rows.push([row.check.clone(), row.verdict.to_string(), first]);
+            rows.extend(lines.map(|line| [String::new(), String::new(), format!("  {line}")]));
+        }
+        for line in table_lines(&["check", "result", "detail"], &rows, Align::Left) {
+            writeln!(f, "{line}")?;
         }
         writeln!(f, "{}", self.setup)?;
-        let failed = self
-            .rows
-            .iter()
-            .filter(|r| r.verdict == Verdict::Fail)
-            .count();
+        let failed = self.rows.iter().filter(|r| r.verdict == Verdict::Fail);
+        let failed = failed.count();
         write!(
             f,
             "verdict: {} ({} checks, {failed} failed, {:.0} s)",

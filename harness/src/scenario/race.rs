@@ -350,42 +350,90 @@ impl fmt::Display for ConnsRange {
     }
 }
 
-/// Counts over several race runs.
+/// Counts of race runs, by how their racing call ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Racing calls that succeeded.
+    pub ok: usize,
+    /// Racing calls that failed with `daemon_unreachable`.
+    pub daemon_unreachable: usize,
+    /// Of those, calls written to the dying connection (`socket closed`).
+    pub socket_closed: usize,
+    /// Racing calls that failed otherwise.
+    pub other_error: usize,
+    /// Racing calls without an answer in time.
+    pub timeout: usize,
+    /// Runs the harness could not carry out.
+    pub errors: usize,
+}
+
+impl Tally {
+    /// Counts one run: its report, or `None` for a run the harness could
+    /// not carry out.
+    pub fn add(&mut self, report: Option<&RaceReport>) {
+        let Some(report) = report else {
+            self.errors += 1;
+            return;
+        };
+        match report.outcome {
+            RaceOutcome::Ok => self.ok += 1,
+            RaceOutcome::DaemonUnreachable => {
+                self.daemon_unreachable += 1;
+                let response = report.racing_response.as_ref();
+                let closed = response.is_some_and(|r| r.to_string().contains("socket closed"));
+                self.socket_closed += usize::from(closed);
+            }
+            RaceOutcome::OtherError(_) => self.other_error += 1,
+            RaceOutcome::Timeout => self.timeout += 1,
+        }
+    }
+
+    /// All runs counted.
+    pub fn total(&self) -> usize {
+        self.ok + self.failures()
+    }
+
+    /// Runs whose racing call did not succeed, harness errors included.
+    pub fn failures(&self) -> usize {
+        self.daemon_unreachable + self.other_error + self.timeout + self.errors
+    }
+}
+
+/// Counts and figures over several race runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct RaceSummary {
     /// The bridge mode of the runs.
     pub mode: Option<BridgeMode>,
-    /// Number of runs.
+    /// Number of runs, harness errors included.
     pub runs: usize,
-    /// Runs whose racing call succeeded.
-    pub ok: usize,
-    /// Runs whose racing call failed with `daemon_unreachable`.
-    pub daemon_unreachable: usize,
-    /// Runs whose racing call failed otherwise.
-    pub other_error: usize,
-    /// Runs whose racing call timed out.
-    pub timeout: usize,
-    /// Median racing-call latency over all runs.
+    /// The runs by outcome.
+    #[serde(flatten)]
+    pub tally: Tally,
+    /// Median racing-call latency over the measured runs.
     #[serde(
         rename = "median_racing_latency_ms",
         serialize_with = "serialize_opt_ms"
     )]
     pub median_racing_latency: Option<Duration>,
-    /// Daemon connections held after recovery, over all runs.
+    /// Daemon connections held after recovery, over the measured runs.
     pub conns_after: ConnsRange,
     /// Runs that saw at least one stdout defect.
     pub runs_with_defects: usize,
 }
 
 impl RaceSummary {
-    /// Summarizes `reports`, all run in `mode`.
-    pub fn from_reports(mode: Option<BridgeMode>, reports: &[RaceReport]) -> Self {
-        let count = |label: &str| {
-            reports
-                .iter()
-                .filter(|r| r.outcome.label() == label)
-                .count()
-        };
+    /// Summarizes runs made in `mode`: each one's report, or `None` for a
+    /// run the harness could not carry out.
+    pub fn from_runs<'a>(
+        mode: Option<BridgeMode>,
+        runs: impl IntoIterator<Item = Option<&'a RaceReport>>,
+    ) -> Self {
+        let mut tally = Tally::default();
+        let mut reports = Vec::new();
+        for run in runs {
+            tally.add(run);
+            reports.extend(run);
+        }
         let mut latencies: Vec<Duration> = reports.iter().map(|r| r.racing_latency).collect();
         latencies.sort_unstable();
         let median_racing_latency = match latencies.len() {
@@ -396,11 +444,8 @@ impl RaceSummary {
         let conns: Vec<u32> = reports.iter().filter_map(|r| r.conns_after).collect();
         Self {
             mode,
-            runs: reports.len(),
-            ok: count("ok"),
-            daemon_unreachable: count("daemon_unreachable"),
-            other_error: count("other_error"),
-            timeout: count("timeout"),
+            runs: tally.total(),
+            tally,
             median_racing_latency,
             conns_after: ConnsRange {
                 min: conns.iter().copied().min(),
@@ -413,18 +458,18 @@ impl RaceSummary {
 
     /// Failures other than `daemon_unreachable` (other errors and timeouts).
     pub fn other_failures(&self) -> usize {
-        self.other_error + self.timeout
+        self.tally.other_error + self.tally.timeout
     }
 
     /// Whether every run reproduced the V3-05 bug.
     pub fn always_reproduced_bug(&self) -> bool {
-        self.runs > 0 && self.daemon_unreachable == self.runs
+        self.runs > 0 && self.tally.daemon_unreachable == self.runs
     }
 
     /// Whether every racing call succeeded and every run recovered holding
     /// exactly one daemon connection: the fixed behaviour.
     pub fn always_fixed(&self) -> bool {
-        self.runs > 0 && self.ok == self.runs && self.conns_after.all_exactly(1)
+        self.runs > 0 && self.tally.ok == self.runs && self.conns_after.all_exactly(1)
     }
 }
 
@@ -478,7 +523,7 @@ pub(crate) mod tests {
             report(RaceOutcome::Ok, 1010, Some(1)),
             report(RaceOutcome::Ok, 1004, Some(1)),
         ];
-        let summary = RaceSummary::from_reports(Some(BridgeMode::Fixed), &reports);
+        let summary = RaceSummary::from_runs(Some(BridgeMode::Fixed), reports.iter().map(Some));
         assert!(summary.always_fixed() && !summary.always_reproduced_bug());
         let median = summary.median_racing_latency;
         assert_eq!(median, Some(Duration::from_millis(1004)));
@@ -490,17 +535,30 @@ pub(crate) mod tests {
             report(RaceOutcome::Timeout, 20_000, None),
             report(RaceOutcome::OtherError("x".into()), 6, Some(1)),
         ];
-        let summary = RaceSummary::from_reports(Some(BridgeMode::Prefix), &reports);
-        let failures = (summary.daemon_unreachable, summary.other_failures());
-        assert_eq!((failures, summary.ok), ((2, 2), 0));
+        let summary = RaceSummary::from_runs(Some(BridgeMode::Prefix), reports.iter().map(Some));
+        let failures = (summary.tally.daemon_unreachable, summary.other_failures());
+        assert_eq!((failures, summary.tally.ok), ((2, 2), 0));
         let median = summary.median_racing_latency;
         assert_eq!(median, Some(Duration::from_millis(5)));
         assert_eq!(summary.conns_after.to_string(), "1-2 (1 without recovery)");
         assert!(!summary.always_fixed() && !summary.always_reproduced_bug());
 
-        let empty = RaceSummary::from_reports(None, &[]);
+        let empty = RaceSummary::from_runs(None, []);
         assert!(!empty.always_fixed() && !empty.always_reproduced_bug());
         assert_eq!(empty.conns_after.to_string(), "n/a");
+    }
+
+    #[test]
+    fn a_call_written_to_the_dying_connection_is_told_apart_from_a_refusal() {
+        let mut closed = report(RaceOutcome::DaemonUnreachable, 1, Some(1));
+        closed.racing_response = Some(
+            json!({"result": {"isError": true, "content": [{"type": "text",
+            "text": "error: daemon_unreachable: socket closed (code -32002)"}]}}),
+        );
+        let refused = report(RaceOutcome::DaemonUnreachable, 1, Some(1));
+        let tally = RaceSummary::from_runs(None, [Some(&closed), Some(&refused), None]).tally;
+        assert_eq!((tally.daemon_unreachable, tally.socket_closed), (2, 1));
+        assert_eq!((tally.errors, tally.total(), tally.failures()), (1, 3, 3));
     }
 
     #[test]

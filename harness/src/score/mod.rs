@@ -208,16 +208,26 @@ fn score_subject(
     runs
 }
 
-/// The checks of one run of `S` with its defaults, `setup`, and `tweak`.
+/// The checks of one run of `S` ([`run_scenario`]).
 fn judged<S: Scenario>(
     cmd: &WrapperCommand,
     setup: &Setup,
     tweak: impl FnOnce(&mut S::Config),
 ) -> Result<Vec<Check>, HarnessError> {
+    Ok(run_scenario::<S>(cmd, setup, tweak)?.checks())
+}
+
+/// Runs `S` once against `cmd` with its defaults, `setup`, and `tweak`: the
+/// scorecard's runs and the command line's.
+pub fn run_scenario<S: Scenario>(
+    cmd: &WrapperCommand,
+    setup: &Setup,
+    tweak: impl FnOnce(&mut S::Config),
+) -> Result<S::Report, HarnessError> {
     let mut cfg = S::Config::default();
     *S::setup(&mut cfg) = setup.clone();
     tweak(&mut cfg);
-    Ok(S::run(cmd, &cfg)?.checks())
+    S::run(cmd, &cfg)
 }
 
 impl Scorecard {

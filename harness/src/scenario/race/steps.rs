@@ -15,7 +15,7 @@ use super::{
     PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, SchemaCheck, SecondDrop, TOOL, classify,
 };
 use crate::bins::error_chain;
-use crate::client::{ClientError, DEFAULT_TIMEOUT};
+use crate::client::{ClientError, DEFAULT_TIMEOUT, initialize_params};
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::schema::OutputSchema;
@@ -31,12 +31,20 @@ const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
 /// How much of the wrapper's stderr a report keeps when something failed.
 const STDERR_TAIL_BYTES: usize = 1000;
 
-/// Why a wait ended without the awaited answer.
+/// Why a wait or a run ended without the awaited answer.
 enum Interrupted {
     /// The stop flag was raised.
     Stopped,
     /// The client failed (timeout, wrapper gone, ...).
     Client(ClientError),
+    /// The run cannot measure anything.
+    Failed(HarnessError),
+}
+
+impl From<HarnessError> for Interrupted {
+    fn from(error: HarnessError) -> Self {
+        Self::Failed(error)
+    }
 }
 
 /// Runs the race once against the wrapper started by `cmd`, like
@@ -50,23 +58,28 @@ pub fn run_race_until_stopped(
     cfg: &RaceConfig,
     stop: &AtomicBool,
 ) -> Result<Option<RaceReport>, HarnessError> {
-    let result = race(cmd, cfg, stop);
-    if stopped(stop) { Ok(None) } else { result }
+    match race(cmd, cfg, stop) {
+        _ if stopped(stop) => Ok(None),
+        Ok(report) => Ok(Some(report)),
+        Err(Interrupted::Stopped) => Ok(None),
+        Err(Interrupted::Failed(e)) => Err(e),
+        Err(Interrupted::Client(e)) => Err(HarnessError::Scenario(error_chain(&e))),
+    }
 }
 
 fn stopped(stop: &AtomicBool) -> bool {
     stop.load(Ordering::SeqCst)
 }
 
-/// Sleeps until `deadline`, `false` when `stop` was raised meanwhile.
-fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
+/// Sleeps until `deadline`, unless `stop` is raised meanwhile.
+fn sleep_until(deadline: Instant, stop: &AtomicBool) -> Result<(), Interrupted> {
     loop {
         if stopped(stop) {
-            return false;
+            return Err(Interrupted::Stopped);
         }
         let now = Instant::now();
         if now >= deadline {
-            return true;
+            return Ok(());
         }
         thread::sleep((deadline - now).min(POLL));
     }
@@ -114,18 +127,17 @@ impl Requests<'_> {
         }
     }
 
-    /// A step before the race: its answer, `None` when stopped, or the
-    /// error that keeps the run from measuring anything.
+    /// A step before the race: a client error keeps the run from
+    /// measuring anything.
     fn step<T>(
         &mut self,
         what: &str,
         step: impl FnOnce(&mut Self) -> Result<T, Interrupted>,
-    ) -> Result<Option<T>, HarnessError> {
-        match step(self) {
-            Ok(answer) => Ok(Some(answer)),
-            Err(Interrupted::Stopped) => Ok(None),
-            Err(Interrupted::Client(e)) => Err(precondition(self.wrapper, what, &error_chain(&e))),
-        }
+    ) -> Result<T, Interrupted> {
+        step(self).map_err(|e| match e {
+            Interrupted::Client(e) => precondition(self.wrapper, what, &error_chain(&e)).into(),
+            other => other,
+        })
     }
 
     fn call_tool(&mut self, timeout: Duration) -> Result<Value, Interrupted> {
@@ -139,11 +151,7 @@ impl Requests<'_> {
     /// The legacy handshake, as [`McpClient::initialize`](crate::client::McpClient::initialize)
     /// does it.
     fn initialize(&mut self, timeout: Duration) -> Result<(), Interrupted> {
-        let params = json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "harness", "version": env!("CARGO_PKG_VERSION")},
-        });
+        let params = initialize_params(PROTOCOL_VERSION);
         let response = self.request("initialize", params, timeout)?;
         if response.get("result").is_none() {
             return Err(Interrupted::Client(ClientError::ErrorResponse(response)));
@@ -154,12 +162,12 @@ impl Requests<'_> {
     }
 }
 
-/// The run; `Ok(None)` when stopped.
+/// The run.
 fn race(
     cmd: &WrapperCommand,
     cfg: &RaceConfig,
     stop: &AtomicBool,
-) -> Result<Option<RaceReport>, HarnessError> {
+) -> Result<RaceReport, Interrupted> {
     let dir = short_tempdir()?;
     let socket = socket_path_in(dir.path());
     let daemon = FakeDaemon::spawn_on(&cfg.setup.daemon_bin()?, &socket, cfg.setup.transport)?;
@@ -177,39 +185,28 @@ fn race(
     };
 
     let timeout = cfg.call_timeout;
-    let Some(()) = requests.step("initialize", |r| r.initialize(DEFAULT_TIMEOUT))? else {
-        return Ok(None);
-    };
+    requests.step("initialize", |r| r.initialize(DEFAULT_TIMEOUT))?;
     let list = |r: &mut Requests<'_>| r.request("tools/list", json!({}), timeout);
-    let Some(listed) = requests.step("tools/list", list)? else {
-        return Ok(None);
-    };
+    let listed = requests.step("tools/list", list)?;
     let schema = OutputSchema::of_tool(&listed, TOOL)
         .map_err(|e| precondition(requests.wrapper, "compiling the listed outputSchema", &e))?;
-    let Some(baseline) = requests.step("the baseline tools/call", |r| r.call_tool(timeout))? else {
-        return Ok(None);
-    };
+    let baseline = requests.step("the baseline tools/call", |r| r.call_tool(timeout))?;
     if classify(&baseline) != RaceOutcome::Ok {
-        return Err(precondition(
-            requests.wrapper,
-            "the baseline tools/call",
-            &format!("it did not succeed: {baseline}"),
-        ));
+        let what = format!("it did not succeed: {baseline}");
+        return Err(precondition(requests.wrapper, "the baseline tools/call", &what).into());
     }
 
-    let Some(first) = round(&mut requests, &daemon, cfg)? else {
-        return Ok(None);
-    };
+    let first = round(&mut requests, &daemon, cfg)?;
     let second_drop = match (&first.recovery, cfg.second_drop) {
-        (Some(_), true) => match round(&mut requests, &daemon, cfg)? {
-            Some(second) => Some(SecondDrop {
+        (Some(_), true) => {
+            let second = round(&mut requests, &daemon, cfg)?;
+            Some(SecondDrop {
                 outcome: second.outcome,
                 racing_response: second.racing_response,
                 served_after: second.recovery.is_some(),
                 conns_after: second.conns_after,
-            }),
-            None => return Ok(None),
-        },
+            })
+        }
         _ => None,
     };
 
@@ -244,7 +241,7 @@ fn race(
     let wrapper_stderr_tail = failed.then(|| wrapper.stderr_tail(STDERR_TAIL_BYTES));
     let _ = daemon.quit();
 
-    Ok(Some(RaceReport {
+    Ok(RaceReport {
         mode: cfg.setup.mode,
         endpoint,
         outcome: first.outcome,
@@ -258,7 +255,7 @@ fn race(
         output_schema,
         defects,
         wrapper_stderr_tail,
-    }))
+    })
 }
 
 /// How long a wrapper may take to exit once its stdin closed before the
@@ -275,51 +272,48 @@ struct Round {
 }
 
 /// Drops the wrapper's connection, makes the racing call `offset_ms`
-/// later, then waits for recovery and counts the daemon's connections;
-/// `Ok(None)` when stopped.
+/// later, then waits for recovery and counts the daemon's connections.
 fn round(
     requests: &mut Requests<'_>,
     daemon: &FakeDaemon,
     cfg: &RaceConfig,
-) -> Result<Option<Round>, HarnessError> {
+) -> Result<Round, Interrupted> {
     let stop = requests.stop;
     if stopped(stop) {
-        return Ok(None);
+        return Err(Interrupted::Stopped);
     }
     daemon.drop_connections()?;
     let dropped_at = Instant::now();
     // The scenario's timing parameter: where in the reconnect window the
     // racing call lands.
-    if !sleep_until(dropped_at + Duration::from_millis(cfg.offset_ms), stop) {
-        return Ok(None);
-    }
+    sleep_until(dropped_at + Duration::from_millis(cfg.offset_ms), stop)?;
 
     let sent_at = Instant::now();
     let racing = requests.call_tool(cfg.call_timeout);
     let racing_latency = sent_at.elapsed();
     let (outcome, racing_response) = match racing {
         Ok(response) => (classify(&response), Some(response)),
-        Err(Interrupted::Stopped) => return Ok(None),
         Err(Interrupted::Client(ClientError::Timeout { .. })) => (RaceOutcome::Timeout, None),
         Err(Interrupted::Client(e)) => (RaceOutcome::OtherError(error_chain(&e)), None),
+        Err(e) => return Err(e),
     };
 
-    let Ok(recovery) = recover(requests, cfg, dropped_at) else {
-        return Ok(None);
-    };
+    let recovery = recover(requests, cfg, dropped_at)?;
     let settled = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.settle;
     let conns_after = match recovery {
-        Some(_) if !sleep_until(settled, stop) => return Ok(None),
-        Some(_) => Some(daemon.stats()?.conns),
+        Some(_) => {
+            sleep_until(settled, stop)?;
+            Some(daemon.stats()?.conns)
+        }
         None => None,
     };
-    Ok(Some(Round {
+    Ok(Round {
         outcome,
         racing_latency,
         racing_response,
         recovery,
         conns_after,
-    }))
+    })
 }
 
 /// Repeats the tool call until one succeeds or time is up; returns the
@@ -339,16 +333,14 @@ fn recover(
                 return Ok(Some((calls, dropped_at.elapsed())));
             }
             Ok(_) | Err(Interrupted::Client(ClientError::Timeout { .. })) => {}
-            Err(Interrupted::Stopped) => return Err(Interrupted::Stopped),
             // The wrapper is gone: no call will ever succeed.
             Err(Interrupted::Client(_)) => return Ok(None),
+            Err(e) => return Err(e),
         }
         if Instant::now() + RECOVERY_RETRY_INTERVAL >= deadline {
             return Ok(None);
         }
-        if !sleep_until(Instant::now() + RECOVERY_RETRY_INTERVAL, requests.stop) {
-            return Err(Interrupted::Stopped);
-        }
+        sleep_until(Instant::now() + RECOVERY_RETRY_INTERVAL, requests.stop)?;
     }
 }
 

@@ -18,17 +18,9 @@ pub struct ReportFiles {
 }
 
 /// The default report directory: `race-report` in the workspace's target
-/// directory (`$CARGO_TARGET_DIR` when set, else `target/` next to the
-/// workspace manifest).
+/// directory ([`bins::target_dir`]).
 pub fn default_out_dir() -> PathBuf {
-    let root = bins::workspace_manifest();
-    let target = match std::env::var_os("CARGO_TARGET_DIR").filter(|dir| !dir.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => root
-            .parent()
-            .map_or("target".into(), |root| root.join("target")),
-    };
-    target.join("race-report")
+    bins::target_dir().join("race-report")
 }
 
 impl SweepReport {

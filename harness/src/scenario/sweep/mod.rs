@@ -35,11 +35,9 @@ use serde::Serialize;
 pub use files::{ReportFiles, default_out_dir};
 pub use progress::SweepObserver;
 use progress::TerminalProgress;
-pub use report::{
-    PointReport, REPORT_FORMAT, REPORT_VERSION, RunRecord, SubjectInfo, SweepReport, SweepSettings,
-};
+pub use report::SweepReport;
 
-use super::race::{POLL, RaceConfig, RaceOutcome, RaceReport, run_race_until_stopped};
+use super::race::{POLL, RaceConfig, RaceReport, Tally, run_race_until_stopped};
 use crate::bins::{self, error_chain};
 use crate::error::HarnessError;
 
@@ -201,54 +199,6 @@ pub enum SweepError {
 /// measuring anything.
 pub type RunResult = Result<RaceReport, String>;
 
-/// Counts of run results, by outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Tally {
-    /// Racing calls that succeeded.
-    pub ok: usize,
-    /// Racing calls that failed with `daemon_unreachable`.
-    pub daemon_unreachable: usize,
-    /// Of those, calls written to the dying connection (`socket closed`).
-    pub socket_closed: usize,
-    /// Racing calls that failed otherwise.
-    pub other_error: usize,
-    /// Racing calls without an answer in time.
-    pub timeout: usize,
-    /// Runs the harness could not carry out.
-    pub errors: usize,
-}
-
-impl Tally {
-    /// Counts `result`.
-    pub fn add(&mut self, result: &RunResult) {
-        let Ok(report) = result else {
-            self.errors += 1;
-            return;
-        };
-        match report.outcome {
-            RaceOutcome::Ok => self.ok += 1,
-            RaceOutcome::DaemonUnreachable => {
-                self.daemon_unreachable += 1;
-                let response = report.racing_response.as_ref();
-                let closed = response.is_some_and(|r| r.to_string().contains("socket closed"));
-                self.socket_closed += usize::from(closed);
-            }
-            RaceOutcome::OtherError(_) => self.other_error += 1,
-            RaceOutcome::Timeout => self.timeout += 1,
-        }
-    }
-
-    /// All runs counted.
-    pub fn total(&self) -> usize {
-        self.ok + self.failures()
-    }
-
-    /// Runs whose racing call did not succeed, harness errors included.
-    pub fn failures(&self) -> usize {
-        self.daemon_unreachable + self.other_error + self.timeout + self.errors
-    }
-}
-
 /// One finished run, as told to a [`SweepObserver`].
 #[derive(Debug)]
 pub struct RunEvent<'a> {
@@ -368,7 +318,7 @@ pub fn run_sweep(
             match rx.recv_timeout(POLL) {
                 Ok((task, result)) => {
                     done += 1;
-                    tally.add(&result);
+                    tally.add(result.as_ref().ok());
                     let slot = &mut grid[task.subject][task.point][task.run as usize];
                     let result = slot.insert(result);
                     observer.run_done(&RunEvent {

@@ -14,25 +14,25 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Grid, Point, Subject, SweepConfig, Tally, format_offsets, shorten};
+use super::{Grid, Point, RunResult, Subject, SweepConfig, format_offsets, shorten};
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
-use crate::scenario::race::{ConnsRange, RaceConfig, RaceOutcome, RaceSummary};
+use crate::scenario::race::{RaceConfig, RaceOutcome, RaceSummary};
 use crate::table::{Align, table_lines};
 
 /// The `format` field of the JSON report.
-pub const REPORT_FORMAT: &str = "iai-mcp-race-sweep";
+const REPORT_FORMAT: &str = "iai-mcp-race-sweep";
 
 /// The `version` field of the JSON report; raised when fields change
 /// meaning or go away (new fields may appear without a new version).
-pub const REPORT_VERSION: u32 = 1;
+const REPORT_VERSION: u32 = 1;
 
 /// A sweep's results, in grid order.
 #[derive(Debug, Clone, Serialize)]
 pub struct SweepReport {
     /// Always [`REPORT_FORMAT`].
-    pub format: &'static str,
+    format: &'static str,
     /// Always [`REPORT_VERSION`].
-    pub version: u32,
+    version: u32,
     /// Whether the sweep was stopped before every run was made.
     pub partial: bool,
     /// Runs the sweep was to make.
@@ -41,18 +41,18 @@ pub struct SweepReport {
     pub runs_done: usize,
     /// Wall time of the sweep.
     #[serde(rename = "elapsed_ms", serialize_with = "serialize_ms")]
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
     /// The settings.
-    pub config: SweepSettings,
+    pub(crate) config: SweepSettings,
     /// The subjects, in report order.
-    pub subjects: Vec<SubjectInfo>,
+    pub(crate) subjects: Vec<SubjectInfo>,
     /// One entry per subject and point: by subject, then delay, then offset.
-    pub points: Vec<PointReport>,
+    pub(crate) points: Vec<PointReport>,
 }
 
 /// The settings of a sweep, as reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct SweepSettings {
+pub(crate) struct SweepSettings {
     /// The reconnect delay of the swept points.
     pub delay_ms: u64,
     /// The first offset.
@@ -84,7 +84,7 @@ pub struct SweepSettings {
 
 /// A subject, as reported.
 #[derive(Debug, Clone, Serialize)]
-pub struct SubjectInfo {
+pub(crate) struct SubjectInfo {
     /// Its label.
     pub label: String,
     /// The wrapper command line.
@@ -95,11 +95,9 @@ pub struct SubjectInfo {
 
 /// What one subject's runs at one point measured.
 #[derive(Debug, Clone, Serialize)]
-pub struct PointReport {
+pub(crate) struct PointReport {
     /// The subject's label.
     pub subject: String,
-    /// The subject's bridge mode.
-    pub mode: Option<crate::wrapper::BridgeMode>,
     /// The reconnect delay.
     pub delay_ms: u64,
     /// The racing call's offset after the drop.
@@ -108,30 +106,19 @@ pub struct PointReport {
     pub production: bool,
     /// Runs planned.
     pub runs_planned: u32,
-    /// Runs completed (harness errors included).
-    pub runs: usize,
-    /// The outcome counts.
+    /// The subject's mode, the completed runs (harness errors included),
+    /// their outcome counts, median latency, connections and defects.
     #[serde(flatten)]
-    pub tally: Tally,
+    pub summary: RaceSummary,
     /// `ok / runs`; `None` without runs.
     pub success_rate: Option<f64>,
-    /// Median racing-call latency over the measured runs.
-    #[serde(
-        rename = "median_racing_latency_ms",
-        serialize_with = "serialize_opt_ms"
-    )]
-    pub median_racing_latency: Option<Duration>,
-    /// Daemon connections held after recovery.
-    pub conns_after: ConnsRange,
-    /// Runs that saw stdout framing defects.
-    pub runs_with_defects: usize,
     /// Every completed run, by run index.
     pub samples: Vec<RunRecord>,
 }
 
 /// One completed run, as reported.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RunRecord {
+pub(crate) struct RunRecord {
     /// The run's index among the point's runs, from 0.
     pub run: u32,
     /// `ok`, `daemon_unreachable`, `other_error`, `timeout` or `error`.
@@ -163,8 +150,8 @@ impl SweepReport {
         let mut runs_done = 0;
         for (subject, by_point) in subjects.iter().zip(grid) {
             for (point, runs) in points.iter().zip(by_point) {
-                let report = point_report(subject, *point, cfg.runs, runs);
-                runs_done += report.runs;
+                let report = point_report(subject, *point, cfg.runs, &runs);
+                runs_done += report.summary.runs;
                 reports.push(report);
             }
         }
@@ -203,7 +190,10 @@ impl SweepReport {
     }
 
     /// The points of the subject labelled `label`, in order.
-    pub fn points_of<'a>(&'a self, label: &'a str) -> impl Iterator<Item = &'a PointReport> + 'a {
+    pub(crate) fn points_of<'a>(
+        &'a self,
+        label: &'a str,
+    ) -> impl Iterator<Item = &'a PointReport> + 'a {
         self.points.iter().filter(move |p| p.subject == label)
     }
 
@@ -233,15 +223,16 @@ impl SweepReport {
             .points
             .iter()
             .map(|p| {
-                let (t, planned) = (&p.tally, p.runs_planned as usize);
+                let (s, planned) = (&p.summary, p.runs_planned as usize);
+                let t = &s.tally;
                 vec![
                     p.subject.clone(),
                     format!("{} ms", p.delay_ms),
                     format!("{} ms", p.offset_ms),
-                    if p.runs < planned {
-                        format!("{}/{planned}", p.runs)
+                    if s.runs < planned {
+                        format!("{}/{planned}", s.runs)
                     } else {
-                        p.runs.to_string()
+                        s.runs.to_string()
                     },
                     t.ok.to_string(),
                     t.daemon_unreachable.to_string(),
@@ -250,9 +241,9 @@ impl SweepReport {
                     t.errors.to_string(),
                     p.success_rate
                         .map_or_else(|| "n/a".to_owned(), |r| format!("{:.0}%", r * 100.0)),
-                    p.median_racing_latency
+                    s.median_racing_latency
                         .map_or_else(|| "n/a".to_owned(), format_ms),
-                    p.conns_after.to_string(),
+                    s.conns_after.to_string(),
                 ]
             })
             .collect();
@@ -284,30 +275,26 @@ impl SweepReport {
         let summary = |label: &str| {
             let (production, window): (Vec<&PointReport>, Vec<&PointReport>) = self
                 .points_of(label)
-                .filter(|p| p.runs > 0)
+                .filter(|p| p.summary.runs > 0)
                 .partition(|p| p.production);
-            let at = |keep: fn(&PointReport) -> bool| -> Vec<u64> {
-                let offsets = window.iter().filter(|p| keep(p));
+            let at = |keep: fn(&RaceSummary) -> bool| -> Vec<u64> {
+                let offsets = window.iter().filter(|p| keep(&p.summary));
                 offsets.map(|p| p.offset_ms).collect()
             };
             let mut parts = Vec::new();
             for (what, offsets, always) in [
-                ("every racing call ok", at(|p| p.tally.ok == p.runs), true),
+                ("every racing call ok", at(|s| s.tally.ok == s.runs), true),
                 (
                     "refused (daemon_unreachable, V3-05)",
-                    at(|p| p.tally.daemon_unreachable > p.tally.socket_closed),
+                    at(|s| s.tally.daemon_unreachable > s.tally.socket_closed),
                     true,
                 ),
                 (
                     "written to the dying connection (socket closed)",
-                    at(|p| p.tally.socket_closed > 0),
+                    at(|s| s.tally.socket_closed > 0),
                     false,
                 ),
-                (
-                    "other failures",
-                    at(|p| p.tally.other_error + p.tally.timeout > 0),
-                    false,
-                ),
+                ("other failures", at(|s| s.other_failures() > 0), false),
             ] {
                 if always || !offsets.is_empty() {
                     parts.push(format!("{what} at {}", format_offsets(&offsets, step)));
@@ -319,7 +306,7 @@ impl SweepReport {
                 .find(|s| s.outcome == "error")
                 .and_then(|s| s.detail.as_deref());
             if let Some(first) = first_error {
-                let errors = at(|p| p.tally.errors > 0);
+                let errors = at(|s| s.tally.errors > 0);
                 let at = if errors.is_empty() {
                     String::new()
                 } else {
@@ -333,7 +320,7 @@ impl SweepReport {
             if !production.is_empty() {
                 let counts: Vec<String> = production
                     .iter()
-                    .map(|p| format!("{}/{} ok", p.tally.ok, p.runs))
+                    .map(|p| format!("{}/{} ok", p.summary.tally.ok, p.summary.runs))
                     .collect();
                 parts.push(format!(
                     "without the widener (delay 0): {}",
@@ -352,16 +339,12 @@ fn point_report(
     subject: &Subject,
     point: Point,
     runs_planned: u32,
-    runs: Vec<Option<super::RunResult>>,
+    runs: &[Option<RunResult>],
 ) -> PointReport {
-    let mut tally = Tally::default();
-    let mut samples = Vec::new();
-    let mut measured = Vec::new();
-    for (index, result) in runs.into_iter().enumerate() {
-        let Some(result) = result else { continue };
-        tally.add(&result);
-        let run = u32::try_from(index).expect("run indices fit in u32");
-        samples.push(match &result {
+    let done = runs.iter().flatten();
+    let summary = RaceSummary::from_runs(subject.mode, done.map(|r| r.as_ref().ok()));
+    let samples = (0..).zip(runs).filter_map(|(run, result)| {
+        let record = match result.as_ref()? {
             Ok(report) => RunRecord {
                 run,
                 outcome: report.outcome.label(),
@@ -380,27 +363,18 @@ fn point_report(
                 detail: Some(error.clone()),
                 ..RunRecord::default()
             },
-        });
-        if let Ok(report) = result {
-            measured.push(report);
-        }
-    }
-    let summary = RaceSummary::from_reports(subject.mode, &measured);
-    let total = tally.total();
+        };
+        Some(record)
+    });
     PointReport {
         subject: subject.label.clone(),
-        mode: subject.mode,
         delay_ms: point.delay_ms,
         offset_ms: point.offset_ms,
         production: point.is_production(),
         runs_planned,
-        runs: total,
-        tally,
-        success_rate: (total > 0).then(|| tally.ok as f64 / total as f64),
-        median_racing_latency: summary.median_racing_latency,
-        conns_after: summary.conns_after,
-        runs_with_defects: summary.runs_with_defects,
-        samples,
+        success_rate: (summary.runs > 0).then(|| summary.tally.ok as f64 / summary.runs as f64),
+        summary,
+        samples: samples.collect(),
     }
 }
 
@@ -411,7 +385,7 @@ pub(crate) mod tests {
     use crate::wrapper::BridgeMode;
     use crate::wrapper::WrapperCommand;
 
-    fn run(outcome: RaceOutcome, latency_ms: u64) -> Option<super::super::RunResult> {
+    fn run(outcome: RaceOutcome, latency_ms: u64) -> Option<RunResult> {
         Some(Ok(report(outcome, latency_ms, Some(1))))
     }
 
@@ -434,7 +408,7 @@ pub(crate) mod tests {
         let points = cfg.points();
         // Prefix fails inside the window; one prefix run is a harness error
         // and one fixed run is missing.
-        let grid_of = |subject: &Subject| -> Vec<Vec<Option<super::super::RunResult>>> {
+        let grid_of = |subject: &Subject| -> Vec<Vec<Option<RunResult>>> {
             let prefix = subject.mode == Some(BridgeMode::Prefix);
             let runs = |p: &Point| {
                 let ok = !prefix || p.is_production() || p.offset_ms >= p.delay_ms;
@@ -490,12 +464,14 @@ pub(crate) mod tests {
             ]
         );
         let p = &report.points[4];
-        assert_eq!((p.runs, p.tally.ok, p.tally.errors), (2, 1, 1));
+        let t = &p.summary.tally;
+        assert_eq!((p.summary.runs, t.ok, t.errors), (2, 1, 1));
         assert_eq!(p.success_rate, Some(0.5));
         assert_eq!(p.samples[1].outcome, "error");
         let p = &report.points[2];
-        assert_eq!((p.tally.daemon_unreachable, p.success_rate), (2, Some(0.0)));
-        assert_eq!(p.median_racing_latency, Some(Duration::from_millis(2)));
+        let s = &p.summary;
+        assert_eq!((s.tally.daemon_unreachable, p.success_rate), (2, Some(0.0)));
+        assert_eq!(s.median_racing_latency, Some(Duration::from_millis(2)));
         let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
         let point = &json["points"][7];
         assert_eq!(
@@ -541,18 +517,5 @@ pub(crate) mod tests {
             lines[1]
         );
         assert!(!lines[1].contains("dying"), "{}", lines[1]);
-    }
-
-    #[test]
-    fn a_call_written_to_the_dying_connection_is_told_apart_from_a_refusal() {
-        let mut tally = super::super::Tally::default();
-        let mut closed = run(RaceOutcome::DaemonUnreachable, 1).expect("run");
-        if let Ok(report) = &mut closed {
-            report.racing_response = Some(serde_json::json!({"result": {"isError": true,
-                "content": [{"type": "text", "text": "error: daemon_unreachable: socket closed (code -32002)"}]}}));
-        }
-        tally.add(&closed);
-        tally.add(&run(RaceOutcome::DaemonUnreachable, 1).expect("run"));
-        assert_eq!((tally.daemon_unreachable, tally.socket_closed), (2, 1));
     }
 }

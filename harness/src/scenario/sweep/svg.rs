@@ -58,16 +58,17 @@ impl SvgWriter {
         svg
     }
 
-    fn start_tag(&mut self, tag: &str, attrs: &Attrs<'_>) {
+    /// `<tag` and the attributes of every group in order, unclosed.
+    fn start_tag(&mut self, tag: &str, groups: &[&Attrs<'_>]) {
         let _ = write!(self.out, "{}<{tag}", "  ".repeat(self.open.len()));
-        for (name, value) in attrs {
+        for (name, value) in groups.iter().copied().flatten() {
             let _ = write!(self.out, " {name}=\"{}\"", escape(&value.to_string()));
         }
     }
 
     /// Opens `<tag attrs>`, until [`close`](Self::close).
     fn open(&mut self, tag: &'static str, attrs: &Attrs<'_>) {
-        self.start_tag(tag, attrs);
+        self.start_tag(tag, &[attrs]);
         self.out.push_str(">\n");
         self.open.push(tag);
     }
@@ -78,22 +79,25 @@ impl SvgWriter {
         }
     }
 
-    /// An empty element `<tag attrs/>`.
-    fn leaf(&mut self, tag: &str, attrs: &Attrs<'_>) {
-        self.start_tag(tag, attrs);
+    /// An empty element `<tag attrs/>`, the attributes of `groups` in order.
+    fn leaf(&mut self, tag: &str, groups: &[&Attrs<'_>]) {
+        self.start_tag(tag, groups);
         self.out.push_str("/>\n");
     }
 
     /// A `<line>` from `from` to `to`, `style` after the coordinates.
     fn line(&mut self, from: (f64, f64), to: (f64, f64), style: &Attrs<'_>) {
-        let (x1, x2, y1, y2) = (N(from.0), N(to.0), N(from.1), N(to.1));
-        let ends: [(&str, &dyn Display); 4] = [("x1", &x1), ("x2", &x2), ("y1", &y1), ("y2", &y2)];
-        self.leaf("line", &[&ends[..], style].concat());
+        let (x1, x2, y1, y2) = (&N(from.0), &N(to.0), &N(from.1), &N(to.1));
+        self.leaf(
+            "line",
+            &[&[("x1", x1), ("x2", x2), ("y1", y1), ("y2", y2)], style],
+        );
     }
 
-    /// `<tag attrs>text</tag>`, the text escaped.
-    fn text(&mut self, tag: &str, attrs: &Attrs<'_>, text: &str) {
-        self.start_tag(tag, attrs);
+    /// `<tag attrs>text</tag>`, the attributes of `groups` in order, the
+    /// text escaped.
+    fn text(&mut self, tag: &str, groups: &[&Attrs<'_>], text: &str) {
+        self.start_tag(tag, groups);
         let _ = writeln!(self.out, ">{}</{tag}>", escape(text));
     }
 
@@ -157,13 +161,8 @@ fn label(
     fill: &str,
     text: &str,
 ) {
-    let (x, y) = (N(at.0), N(at.1));
-    let place: [(&str, &dyn Display); 3] = [("x", &x), ("y", &y), ("font-size", &size)];
-    svg.text(
-        "text",
-        &[&place[..], extra, &[("fill", &fill)]].concat(),
-        text,
-    );
+    let place: &Attrs<'_> = &[("x", &N(at.0)), ("y", &N(at.1)), ("font-size", &size)];
+    svg.text("text", &[place, extra, &[("fill", &fill)]], text);
 }
 
 /// `x,y x,y ...`, as `points` attributes take them.
@@ -228,9 +227,13 @@ fn rect(
     (x, y, w, h): (f64, f64, f64, f64),
     style: &Attrs<'_>,
 ) {
-    let (x, y, w, h) = (N(x), N(y), N(w), N(h));
-    let place: [(&str, &dyn Display); 4] = [("x", &x), ("y", &y), ("width", &w), ("height", &h)];
-    svg.leaf("rect", &[lead, &place, style].concat());
+    let place: &Attrs<'_> = &[
+        ("x", &N(x)),
+        ("y", &N(y)),
+        ("width", &N(w)),
+        ("height", &N(h)),
+    ];
+    svg.leaf("rect", &[lead, place, style]);
 }
 
 /// The marker of subject `index` centred at `at`: circle, square, triangle
@@ -238,15 +241,13 @@ fn rect(
 fn marker(svg: &mut SvgWriter, index: usize, at: (f64, f64), colour: &str, hollow: bool) {
     let (x, y, r) = (at.0, at.1, 4.5);
     let fill = if hollow { "#ffffff" } else { colour };
-    let style: [(&str, &dyn Display); 3] =
-        [("fill", &fill), ("stroke", &colour), ("stroke-width", &1.5)];
+    let style: &Attrs<'_> = &[("fill", &fill), ("stroke", &colour), ("stroke-width", &1.5)];
     let corners = match index % 4 {
         0 => {
-            let (cx, cy, r) = (N(x), N(y), N(r));
-            let centre: [(&str, &dyn Display); 3] = [("cx", &cx), ("cy", &cy), ("r", &r)];
-            return svg.leaf("circle", &[&centre[..], &style].concat());
+            let centre: &Attrs<'_> = &[("cx", &N(x)), ("cy", &N(y)), ("r", &N(r))];
+            return svg.leaf("circle", &[centre, style]);
         }
-        1 => return rect(svg, &[], (x - r, y - r, 2.0 * r, 2.0 * r), &style),
+        1 => return rect(svg, &[], (x - r, y - r, 2.0 * r, 2.0 * r), style),
         2 => points([(x, y - r - 1.0), (x + r + 0.5, y + r), (x - r - 0.5, y + r)]),
         _ => points([
             (x, y - r - 1.0),
@@ -255,10 +256,7 @@ fn marker(svg: &mut SvgWriter, index: usize, at: (f64, f64), colour: &str, hollo
             (x - r - 1.0, y),
         ]),
     };
-    svg.leaf(
-        "polygon",
-        &[&[("points", &corners as &dyn Display)], &style[..]].concat(),
-    );
+    svg.leaf("polygon", &[&[("points", &corners)], style]);
 }
 
 /// Successful racing calls of a point, in percent.
@@ -268,27 +266,26 @@ fn success_percent(point: &PointReport) -> Option<f64> {
 
 /// Median racing-call latency of a point, in milliseconds.
 fn latency_ms(point: &PointReport) -> Option<f64> {
-    point
-        .median_racing_latency
-        .map(|d| d.as_secs_f64() * 1000.0)
+    let latency = point.summary.median_racing_latency;
+    latency.map(|d| d.as_secs_f64() * 1000.0)
 }
 
 /// The tooltip of a point.
 fn tooltip(point: &PointReport) -> String {
     let latency = latency_ms(point).map_or_else(|| "n/a".to_owned(), |ms| format!("{ms:.1} ms"));
-    let t = &point.tally;
+    let (s, t) = (&point.summary, &point.summary.tally);
     format!(
         "{}, delay {} ms, offset {} ms: {}/{} ok, {} daemon_unreachable, {} other, {} timeout, {} errors; median latency {latency}; conns after {}",
         point.subject,
         point.delay_ms,
         point.offset_ms,
         t.ok,
-        point.runs,
+        s.runs,
         t.daemon_unreachable,
         t.other_error,
         t.timeout,
         t.errors,
-        point.conns_after
+        s.conns_after
     )
 }
 
@@ -355,21 +352,15 @@ impl Chart<'_> {
             label(svg, (prod_x, bottom + 18.0), 11, MIDDLE, AXIS, "delay 0");
         }
         let delay_x = self.x.at(delay_ms);
-        let style = [&[("class", &"delay-marker" as &dyn Display)][..], DELAY].concat();
-        svg.line((delay_x, top), (delay_x, bottom), &style);
+        let class: &Attrs<'_> = &[("class", &"delay-marker")];
+        svg.line((delay_x, top), (delay_x, bottom), &[class, DELAY].concat());
         let text = format!("reconnect delay {} ms", report.config.delay_ms);
         label(svg, (delay_x, top - 5.0), 11, MIDDLE, "#333333", &text);
         let mid = top + PANEL_HEIGHT / 2.0;
         let rotate = format!("rotate(-90 22 {})", N(mid));
-        let y_title: [(&str, &dyn Display); 6] = [
-            ("x", &N(22.0)),
-            ("y", &N(mid)),
-            ("font-size", &12),
-            ("text-anchor", &"middle"),
-            ("fill", &AXIS),
-            ("transform", &rotate),
-        ];
-        svg.text("text", &y_title, spec.y_title);
+        let place: &Attrs<'_> = &[("x", &N(22.0)), ("y", &N(mid)), ("font-size", &12)];
+        let style: &Attrs<'_> = &[("fill", &AXIS), ("transform", &rotate)];
+        svg.text("text", &[place, MIDDLE, style], spec.y_title);
         for (index, subject) in report.subjects.iter().enumerate() {
             let colour = PALETTE[index % PALETTE.len()];
             svg.open(
@@ -382,7 +373,7 @@ impl Chart<'_> {
                 .filter_map(|p| Some(((self.x.at(p.offset_ms as f64), y.at((spec.value)(p)?)), p)))
                 .collect();
             let at = points(line.iter().map(|(at, _)| *at));
-            let stroke: [(&str, &dyn Display); 6] = [
+            let stroke: &Attrs<'_> = &[
                 ("class", &"series-line"),
                 ("points", &at),
                 ("fill", &"none"),
@@ -390,7 +381,7 @@ impl Chart<'_> {
                 ("stroke-width", &2),
                 ("stroke-linejoin", &"round"),
             ];
-            svg.leaf("polyline", &[&stroke[..], dash(index)].concat());
+            svg.leaf("polyline", &[stroke, dash(index)]);
             for (at, point) in &line {
                 point_marker(svg, point, index, *at, false);
             }
@@ -476,7 +467,10 @@ fn point_marker(
 /// The chart of `report` as a complete SVG document.
 pub(super) fn chart(report: &SweepReport) -> String {
     let cfg = &report.config;
-    let production = report.points.iter().any(|p| p.production && p.runs > 0)
+    let production = report
+        .points
+        .iter()
+        .any(|p| p.production && p.summary.runs > 0)
         || (cfg.production_point && report.points.iter().any(|p| p.production));
     let x_start = if production {
         LEFT + PROD_WIDTH + PROD_GAP
@@ -506,12 +500,8 @@ pub(super) fn chart(report: &SweepReport) -> String {
         &[],
         "V3-05 race window: racing call outcome against its offset after the DROP",
     );
-    let background: [(&str, &dyn Display); 3] = [
-        ("width", &N(WIDTH)),
-        ("height", &N(HEIGHT)),
-        ("fill", &"#fafafa"),
-    ];
-    svg.leaf("rect", &background);
+    let background: &Attrs<'_> = &[("width", &N(WIDTH)), ("height", &N(HEIGHT))];
+    svg.leaf("rect", &[background, &[("fill", &"#fafafa")]]);
     let title = "V3-05 race window: the racing call against its offset after the DROP";
     label(&mut svg, (LEFT, 30.0), 18, BOLD, "#222222", title);
     let mut subtitle = format!(
