@@ -41,44 +41,13 @@ impl DaemonResult {
     }
 
     /// The daemon's `result` text, made ready to pass on.
-    fn from_daemon(raw: &RawValue) -> Result<Self, BridgeError> {
-        let json = raw.get();
-        let mut compact: Option<String> = None;
-        let (mut start, mut in_string, mut escaped, mut previous) = (0, false, false, 0);
-        for (i, b) in json.bytes().enumerate() {
-            if in_string {
-                if escaped {
-                    if b == b'u' {
-                        return Self::rewritten(json);
-                    }
-                    escaped = false;
-                } else if b == b'\\' {
-                    escaped = true;
-                } else if b == b'"' {
-                    in_string = false;
-                }
-            } else {
-                match b {
-                    b'"' => in_string = true,
-                    b'e' | b'E' if u8::is_ascii_digit(&previous) => return Self::rewritten(json),
-                    // ASCII bytes: slicing next to them stays on char boundaries.
-                    b' ' | b'\t' | b'\n' | b'\r' => {
-                        let out = compact.get_or_insert_with(|| String::with_capacity(json.len()));
-                        out.push_str(&json[start..i]);
-                        start = i + 1;
-                    }
-                    _ => {}
-                }
-            }
-            previous = b;
+    fn from_daemon(raw: Box<RawValue>) -> Result<Self, BridgeError> {
+        match read(raw.get()) {
+            // The daemon's own text, not copied.
+            Text::Compact => Ok(Self(Box::<str>::from(raw).into_string())),
+            Text::Spaced(compact) => Ok(Self(compact)),
+            Text::Escaped => Self::rewritten(raw.get()),
         }
-        Ok(Self(match compact {
-            None => json.to_owned(),
-            Some(mut out) => {
-                out.push_str(&json[start..]);
-                out
-            }
-        }))
     }
 
     /// `json` read into a tree and written anew.
@@ -89,6 +58,57 @@ impl DaemonResult {
                 code: -32603,
                 message: format!("the daemon's result cannot be passed on: {e}"),
             }),
+        }
+    }
+}
+
+/// What a result's text needs before it is passed on.
+enum Text {
+    /// Nothing: it is compact.
+    Compact,
+    /// It had whitespace between tokens: the text without it.
+    Spaced(String),
+    /// A tree (see [`DaemonResult`]): it holds a `\uXXXX` escape or a
+    /// number with an exponent.
+    Escaped,
+}
+
+/// Reads `json` (valid JSON text) for what it needs.
+fn read(json: &str) -> Text {
+    let mut compact: Option<String> = None;
+    let (mut start, mut in_string, mut escaped, mut previous) = (0, false, false, 0);
+    for (i, b) in json.bytes().enumerate() {
+        if in_string {
+            if escaped {
+                if b == b'u' {
+                    return Text::Escaped;
+                }
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'e' | b'E' if u8::is_ascii_digit(&previous) => return Text::Escaped,
+                // ASCII bytes: slicing next to them stays on char boundaries.
+                b' ' | b'\t' | b'\n' | b'\r' => {
+                    let out = compact.get_or_insert_with(|| String::with_capacity(json.len()));
+                    out.push_str(&json[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        previous = b;
+    }
+    match compact {
+        None => Text::Compact,
+        Some(mut out) => {
+            out.push_str(&json[start..]);
+            Text::Spaced(out)
         }
     }
 }
@@ -166,7 +186,7 @@ fn outcome(
     error: Option<Value>,
 ) -> Result<DaemonResult, BridgeError> {
     match (result, error) {
-        (Some(result), _) => DaemonResult::from_daemon(&result),
+        (Some(result), _) => DaemonResult::from_daemon(result),
         (None, Some(error)) => Err(daemon_error(&error)),
         (None, None) => Err(BridgeError::Daemon {
             code: -32603,
