@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::live::{LiveSession, PROBE_TOOL, env_ms, problems_text};
+use super::live::{LiveSession, PROBE_TOOL, WrapperOutput, env_ms, or_na, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
@@ -117,10 +117,9 @@ pub struct DownUpReport {
     pub up_to_success: Option<Duration>,
     /// Connections the daemon held at the end (must be 1).
     pub conns_after: u32,
-    /// Stdout framing defects (must be none).
-    pub defects: Vec<String>,
-    /// The end of the wrapper's stderr, kept when the scenario did not pass.
-    pub wrapper_stderr_tail: Option<String>,
+    /// Its stdout defects and the end of its stderr.
+    #[serde(flatten)]
+    pub output: WrapperOutput,
 }
 
 impl Judged for DownUpReport {
@@ -186,7 +185,7 @@ impl Judged for DownUpReport {
             },
         );
         checks.one_connection(self.conns_after);
-        checks.stdout_clean(&self.defects);
+        checks.stdout_clean(&self.output.defects);
         checks.into_vec()
     }
 }
@@ -201,24 +200,22 @@ impl fmt::Display for DownUpReport {
             .count();
         let named = self.down_calls.iter().filter(|c| c.names_socket).count();
         let median = median(self.down_calls.iter().map(|c| c.latency).collect());
-        let count = |n: Option<u64>| n.map_or_else(|| "n/a".to_owned(), |n| n.to_string());
         write!(
             f,
             "{}: unreachable {unreachable}/{calls} (socket named {named}/{calls}, after {}), attempts {}, success {} after UP, conns {}; \
              down for {}, attempts while down {}, in the last {} {}; recovery calls {}; defects {}; problems: {}",
             if self.passed() { "PASS" } else { "FAIL" },
-            median.map_or_else(|| "n/a".to_owned(), format_ms),
-            self.attempt_rate_per_s
-                .map_or_else(|| "n/a".to_owned(), |r| format!("{r:.1}/s")),
+            or_na(median.map(format_ms)),
+            or_na(self.attempt_rate_per_s.map(|r| format!("{r:.1}/s"))),
             self.up_to_success
                 .map_or_else(|| "never".to_owned(), format_ms),
             self.conns_after,
             format_ms(self.down_for),
-            count(self.attempts_while_down),
+            or_na(self.attempts_while_down),
             format_ms(self.rate_window),
-            count(self.attempts_in_window),
+            or_na(self.attempts_in_window),
             self.recovery_calls,
-            self.defects.len(),
+            self.output.defects.len(),
             problems_text(&self.problems())
         )
     }
@@ -239,12 +236,16 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         ("IAI_MCP_LOG", "info".to_owned()),
         env_ms("IAI_MCP_CONNECT_WAIT_MS", cfg.connect_wait),
     ];
-    if let Some(ms) = cfg.backoff_initial_ms {
-        env.push(("IAI_MCP_BACKOFF_INITIAL_MS", ms.to_string()));
-    }
-    if let Some(ms) = cfg.backoff_max_ms {
-        env.push(("IAI_MCP_BACKOFF_MAX_MS", ms.to_string()));
-    }
+    let backoff = [
+        ("IAI_MCP_BACKOFF_INITIAL_MS", cfg.backoff_initial_ms),
+        ("IAI_MCP_BACKOFF_MAX_MS", cfg.backoff_max_ms),
+    ];
+    env.extend(
+        backoff
+            .map(|(name, ms)| ms.map(|ms| (name, ms.to_string())))
+            .into_iter()
+            .flatten(),
+    );
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     let socket_path = session.endpoint_label();
     let logged = |session: &LiveSession| {
@@ -303,7 +304,7 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
     session.collect_unsolicited(cfg.settle);
     let conns_after = session.daemon.stats()?.conns;
 
-    let mut report = DownUpReport {
+    let report = DownUpReport {
         mode: cfg.setup.mode,
         socket_path,
         connect_wait: cfg.connect_wait,
@@ -317,11 +318,9 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         recovery_calls,
         up_to_success,
         conns_after,
-        defects: session.wrapper.defects(),
-        wrapper_stderr_tail: None,
+        output: WrapperOutput::default(),
     };
-    report.wrapper_stderr_tail = session.finish_report(report.passed());
-    Ok(report)
+    Ok(session.conclude(report, |r| &mut r.output))
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::live::{LiveSession, env_ms, problems_text};
+use super::live::{LiveSession, WrapperOutput, env_ms, or_na, problems_text};
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
 use crate::bins::error_chain;
@@ -304,10 +304,9 @@ pub struct HostileReport {
     pub duration: Duration,
     /// A few offending lines and replies, with their line numbers.
     pub samples: Vec<String>,
-    /// Stdout framing defects (must be none).
-    pub defects: Vec<String>,
-    /// The end of the wrapper's stderr, kept when the run did not pass.
-    pub wrapper_stderr_tail: Option<String>,
+    /// Its stdout defects and the end of its stderr.
+    #[serde(flatten)]
+    pub output: WrapperOutput,
 }
 
 impl Judged for HostileReport {
@@ -352,7 +351,7 @@ impl Judged for HostileReport {
             Cause::NotJson,
             "stdout messages that are not responses",
         );
-        checks.stdout_clean(&self.defects);
+        checks.stdout_clean(&self.output.defects);
         checks.zero(
             Prop::StaysUp,
             self.valid_failed,
@@ -370,7 +369,6 @@ impl fmt::Display for HostileReport {
         let seed = self
             .seed
             .map_or_else(|| "given lines".to_owned(), |s| format!("seed {s}"));
-        let fds = |at: Footprint| at.fds.map_or_else(|| "n/a".to_owned(), |n| n.to_string());
         writeln!(
             f,
             "{} ({seed}, {} lines, {:.1} MiB, cap {} bytes, {} in flight, {})",
@@ -417,7 +415,7 @@ impl fmt::Display for HostileReport {
         writeln!(
             f,
             "  stdout: {} defects, {} non-responses, {} replies to unknown ids",
-            self.defects.len(),
+            self.output.defects.len(),
             self.not_responses,
             self.unknown_id_replies
         )?;
@@ -428,8 +426,8 @@ impl fmt::Display for HostileReport {
             format_kib(self.end.rss_kib),
             format_growth(self.rss_growth_kib),
             format_kib(Some(self.rss_growth_limit_kib)),
-            fds(self.start),
-            fds(self.end),
+            or_na(self.start.fds),
+            or_na(self.end.fds),
             if self.wrapper_alive { "yes" } else { "no" },
         )?;
         for sample in &self.samples {
@@ -710,11 +708,8 @@ fn run(
     tally.report.end = end;
     tally.report.rss_growth_kib = growth(tally.report.start.rss_kib, end.rss_kib);
     tally.report.wrapper_alive = matches!(session.wrapper.try_wait(), Ok(None));
-    tally.report.defects = session.wrapper.defects();
     tally.finish();
-    let mut report = tally.report;
-    report.wrapper_stderr_tail = session.finish_report(report.passed());
-    Ok(report)
+    Ok(session.conclude(tally.report, |r| &mut r.output))
 }
 
 /// Receives until at most `limit` required answers are outstanding, giving
