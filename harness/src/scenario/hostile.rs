@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::live::{LiveSession, WrapperOutput, env_ms, or_na, problems_text};
+use super::live::{LiveSession, WrapperOutput, config, env_ms, or_na, problems_text};
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
 use crate::bins::error_chain;
@@ -51,50 +51,35 @@ const MAX_SAMPLES: usize = 12;
 /// How much of a line a sample quotes.
 const EXCERPT_BYTES: usize = 120;
 
-/// Parameters of a hostile run.
-#[derive(Debug, Clone)]
-pub struct HostileConfig {
-    /// Lines to send in all (valid requests included).
-    pub lines: usize,
-    /// Seed of the line generator; the same seed and line count send the
-    /// same bytes.
-    pub seed: u64,
-    /// Most lines owing an answer that may be outstanding at once.
-    pub in_flight: usize,
-    /// `IAI_MCP_MAX_LINE_BYTES` for the wrapper: some lines are generated
-    /// just below, at and above it.
-    pub max_line_bytes: usize,
-    /// Lines sent (and answered) before the first memory sample, so the
-    /// wrapper's buffers and allocator have reached their working size.
-    pub warmup_lines: usize,
-    /// Growth of `VmRSS` between the two samples that still counts as flat,
-    /// in KiB. Generous on purpose (the default is 8 MiB): allocator
-    /// behaviour varies between runs, and a leak worth finding grows with
-    /// the line count far beyond it.
-    pub rss_growth_limit_kib: u64,
-    /// How long to wait for a reply when the window of lines in flight is
-    /// full (or at the end) before giving up on the missing ones; keep it
-    /// above the wrapper's call timeout in this run (10 s).
-    pub stall_timeout: Duration,
-    /// How long to watch stdout for late or duplicate replies at the end.
-    pub settle: Duration,
-    /// The wrapper's bridge mode and the fake daemon.
-    pub setup: Setup,
-}
-
-impl Default for HostileConfig {
-    fn default() -> Self {
-        Self {
-            lines: 20_000,
-            seed: 1,
-            in_flight: 32,
-            max_line_bytes: 65_536,
-            warmup_lines: 2_000,
-            rss_growth_limit_kib: 8 * 1024,
-            stall_timeout: Duration::from_secs(15),
-            settle: Duration::from_millis(300),
-            setup: Setup::default(),
-        }
+config! {
+    /// Parameters of a hostile run.
+    pub struct HostileConfig {
+        /// Lines to send in all (valid requests included).
+        pub lines: usize = 20_000,
+        /// Seed of the line generator; the same seed and line count send the
+        /// same bytes.
+        pub seed: u64 = 1,
+        /// Most lines owing an answer that may be outstanding at once.
+        pub in_flight: usize = 32,
+        /// `IAI_MCP_MAX_LINE_BYTES` for the wrapper: some lines are generated
+        /// just below, at and above it.
+        pub max_line_bytes: usize = 65_536,
+        /// Lines sent (and answered) before the first memory sample, so the
+        /// wrapper's buffers and allocator have reached their working size.
+        pub warmup_lines: usize = 2_000,
+        /// Growth of `VmRSS` between the two samples that still counts as flat,
+        /// in KiB. Generous on purpose (the default is 8 MiB): allocator
+        /// behaviour varies between runs, and a leak worth finding grows with
+        /// the line count far beyond it.
+        pub rss_growth_limit_kib: u64 = 8 * 1024,
+        /// How long to wait for a reply when the window of lines in flight is
+        /// full (or at the end) before giving up on the missing ones; keep it
+        /// above the wrapper's call timeout in this run (10 s).
+        pub stall_timeout: Duration = Duration::from_secs(15),
+        /// How long to watch stdout for late or duplicate replies at the end.
+        pub settle: Duration = Duration::from_millis(300),
+        /// The wrapper's bridge mode and the fake daemon.
+        pub setup: Setup = Setup::default(),
     }
 }
 
@@ -509,15 +494,13 @@ impl Tally {
 
     /// Books one message from the wrapper's stdout.
     fn receive(&mut self, message: &Value) {
+        let quote = || excerpt(message.to_string().as_bytes());
         let is_response = message.get("jsonrpc") == Some(&Value::String("2.0".into()))
             && message.get("method").is_none()
             && message.get("result").is_some() != message.get("error").is_some();
         let Some(id) = message.get("id").filter(|_| is_response) else {
             self.report.not_responses += 1;
-            self.sample(format!(
-                "not a JSON-RPC response on stdout: {}",
-                excerpt(message.to_string().as_bytes())
-            ));
+            self.sample(format!("not a JSON-RPC response on stdout: {}", quote()));
             return;
         };
         if id.is_null() {
@@ -525,19 +508,13 @@ impl Tally {
                 self.report.null_id_errors += 1;
             } else {
                 self.report.null_id_results += 1;
-                self.sample(format!(
-                    "id:null result: {}",
-                    excerpt(message.to_string().as_bytes())
-                ));
+                self.sample(format!("id:null result: {}", quote()));
             }
             return;
         }
         let Some(owed) = self.owed.get_mut(&id.to_string()) else {
             self.report.unknown_id_replies += 1;
-            self.sample(format!(
-                "reply to an id never sent: {}",
-                excerpt(message.to_string().as_bytes())
-            ));
+            self.sample(format!("reply to an id never sent: {}", quote()));
             return;
         };
         owed.answers += 1;
@@ -559,7 +536,7 @@ impl Tally {
                 self.report.valid_failed += 1;
                 self.sample(format!(
                     "valid line {line} failed: {} <- {line_excerpt}",
-                    excerpt(message.to_string().as_bytes())
+                    quote()
                 ));
             } else {
                 self.report.valid_ok += 1;
@@ -661,15 +638,14 @@ fn run(
     };
 
     let started = Instant::now();
-    let mut sampled_start = false;
+    let mut start = None;
     for (n, (kind, mut line)) in source.enumerate() {
         if n == cfg.warmup_lines {
             if let Err(why) = wait_outstanding(&mut session, &mut tally, 0, cfg.stall_timeout) {
                 tally.report.stalled = Some(format!("after the warm-up: {why}"));
                 break;
             }
-            tally.report.start = quiet_sample(&mut session, &mut tally, pid);
-            sampled_start = true;
+            start = Some(quiet_sample(&mut session, &mut tally, pid));
         }
         let expect = expected_reply(&line, cfg.max_line_bytes);
         if let Err(why) = wait_outstanding(
@@ -701,12 +677,10 @@ fn run(
         tally.receive(&message);
     }
     let end = Footprint::sample(pid);
-    if !sampled_start {
-        // Fewer lines than the warm-up: nothing to compare against.
-        tally.report.start = end;
-    }
-    tally.report.end = end;
-    tally.report.rss_growth_kib = growth(tally.report.start.rss_kib, end.rss_kib);
+    // Fewer lines than the warm-up: nothing to compare against.
+    let start = start.unwrap_or(end);
+    (tally.report.start, tally.report.end) = (start, end);
+    tally.report.rss_growth_kib = growth(start.rss_kib, end.rss_kib);
     tally.report.wrapper_alive = matches!(session.wrapper.try_wait(), Ok(None));
     tally.finish();
     Ok(session.conclude(tally.report, |r| &mut r.output))

@@ -326,7 +326,6 @@ impl LineGen {
     }
 
     fn bad_text(&mut self) -> Vec<u8> {
-        let id = self.fresh_id();
         const BAD: &[&[u8]] = &[
             b"\xff",
             b"\xfe\xff",
@@ -343,28 +342,18 @@ impl LineGen {
             b"\\u12",
             b"\\x41",
         ];
+        const SHAPES: [&str; 4] = [
+            r#"{"jsonrpc":"2.0","id":{id},"method":"ping","params":{"s":"a{bad}b"}}"#,
+            r#"{"jsonrpc":"2.0","id":{id},"method":"{bad}"}"#,
+            r#"{bad}{"jsonrpc":"2.0","id":{id},"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":"{bad}","method":"ping"}"#,
+        ];
+        let id = self.fresh_id();
         let bad = *self.rng.pick(BAD);
-        let (head, tail): (String, &[u8]) = match self.rng.below(4) {
-            0 => (
-                format!(
-                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"s\":\"a"
-                ),
-                b"b\"}}",
-            ),
-            1 => (
-                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\""),
-                b"\"}",
-            ),
-            2 => {
-                let request = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}");
-                return [bad, request.as_bytes()].concat();
-            }
-            _ => (
-                "{\"jsonrpc\":\"2.0\",\"id\":\"".to_owned(),
-                b"\",\"method\":\"ping\"}",
-            ),
-        };
-        [head.as_bytes(), bad, tail].concat()
+        let shape = *self.rng.pick(&SHAPES);
+        let line = fill(shape, &[("id", &id)]);
+        let (head, tail) = line.split_once("{bad}").unwrap_or_default();
+        [head.as_bytes(), bad, tail.as_bytes()].concat()
     }
 
     fn truncated(&mut self) -> Vec<u8> {
@@ -532,55 +521,59 @@ impl LineGen {
     }
 
     /// A line of exactly `len` bytes (when `len` leaves room for the
-    /// frame): `head`, filler, `tail`.
-    fn padded(&mut self, head: &str, tail: &str, len: usize) -> Vec<u8> {
-        let fill = len.saturating_sub(head.len() + tail.len());
-        let mut line = String::with_capacity(len);
-        line.push_str(head);
-        line.push_str(&self.filler_exact(fill));
-        line.push_str(tail);
-        line.into_bytes()
+    /// frame): `shape` with `values` filled in and, in place of `{pad}`,
+    /// filler (or, in place of `{tricky}`, [`tricky_exact`](Self::tricky_exact)
+    /// text).
+    fn padded(&mut self, shape: &str, values: &[(&str, &str)], len: usize) -> Vec<u8> {
+        let line = fill(shape, values);
+        let (head, tail) = line
+            .split_once("{pad}")
+            .or_else(|| line.split_once("{tricky}"))
+            .unwrap_or_default();
+        let room = len.saturating_sub(head.len() + tail.len());
+        let content = if line.contains("{pad}") {
+            self.filler_exact(room)
+        } else {
+            self.tricky_exact(room)
+        };
+        [head, &content, tail].concat().into_bytes()
     }
 
     fn long_string(&mut self) -> Vec<u8> {
+        const SHAPES: [&str; 4] = [
+            r#"{"jsonrpc":"2.0","id":{id},"method":"ping","params":{"pad":"{tricky}"}}"#,
+            r#"{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{"name":"memory_recall","arguments":{"cue":"{tag} {pad}"}}}"#,
+            r#"{"jsonrpc":"2.0","id":{id},"method":"no/such/{pad}"}"#,
+            r#"{"jsonrpc":"2.0","method":"ping","params":{"pad":"{pad}"},"id":{id}}"#,
+        ];
         let len = if self.rng.percent(20) {
             self.cap
         } else {
             self.rng.between(1024, self.cap as u64) as usize
         };
         let id = self.fresh_id();
-        match self.rng.below(4) {
-            0 => {
-                let head = format!(
-                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"pad\":\""
-                );
-                let content = self.tricky_exact(len.saturating_sub(head.len() + 3));
-                format!("{head}{content}\"}}}}").into_bytes()
-            }
-            1 => {
-                let tag = self.tag();
-                self.padded(
-                    &format!(
-                        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"memory_recall\",\"arguments\":{{\"cue\":\"{tag} "
-                    ),
-                    "\"}}}",
-                    len,
-                )
-            }
-            2 => self.padded(
-                &format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"no/such/"),
-                "\"}",
-                len,
-            ),
-            _ => self.padded(
-                "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"pad\":\"",
-                &format!("\"}},\"id\":{id}}}"),
-                len,
-            ),
-        }
+        let shape = *self.rng.pick(&SHAPES);
+        let tag = if shape.contains("{tag}") {
+            self.tag()
+        } else {
+            String::new()
+        };
+        self.padded(shape, &[("id", &id), ("tag", &tag)], len)
     }
 
     fn over_cap(&mut self) -> Vec<u8> {
+        const SHAPES: [&str; 6] = [
+            r#"{"jsonrpc":"2.0","id":{id},"method":"ping","params":{"pad":"{pad}"}}"#,
+            r#"{"id":{id},"pad":"{pad}"}"#,
+            r#"{"jsonrpc":"2.0","method":"ping","params":{"pad":"{pad}"},"id":{id}}"#,
+            // An id string longer than the head the wrapper keeps.
+            r#"{"jsonrpc":"2.0","id":{long_id},"pad":"{pad}"}"#,
+            // The id last, after nested decoy ids and a string full of
+            // escapes and brackets.
+            r#"{"jsonrpc":"2.0","method":"ping","params":{"id":"decoy","pad":"{tricky}","n":[1,{"id":2}]},"id":{id}}"#,
+            // No object at all: filler only, never an id.
+            "{pad}",
+        ];
         let len = match self.rng.below(10) {
             0 => self.cap + 1,
             1 => self.cap + 2,
@@ -588,48 +581,20 @@ impl LineGen {
             _ => self.rng.between(self.cap as u64 + 3, 2 * self.cap as u64) as usize,
         };
         let id = self.fresh_id();
-        match self.rng.below(6) {
-            0 => self.padded(
-                &format!(
-                    "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\",\"params\":{{\"pad\":\""
-                ),
-                "\"}}",
-                len,
-            ),
-            1 => self.padded(&format!("{{\"id\":{id},\"pad\":\""), "\"}", len),
-            2 => self.padded(
-                "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"pad\":\"",
-                &format!("\"}},\"id\":{id}}}"),
-                len,
-            ),
-            3 => {
-                // An id string longer than the head the wrapper keeps.
-                let long = self.filler_text(600, 2000);
-                let long_id = self.claim_id(format!("\"{long}\""));
-                self.padded(
-                    &format!("{{\"jsonrpc\":\"2.0\",\"id\":{long_id},\"pad\":\""),
-                    "\"}",
-                    len,
-                )
-            }
-            4 => {
-                // The id last, after nested decoy ids and a string full of
-                // escapes and brackets.
-                let head = "{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"params\":{\"id\":\"decoy\",\"pad\":\"";
-                let tail = format!("\",\"n\":[1,{{\"id\":2}}]}},\"id\":{id}}}");
-                let fill = len.saturating_sub(head.len() + tail.len());
-                let content = self.tricky_exact(fill);
-                format!("{head}{content}{tail}").into_bytes()
-            }
-            _ => {
-                // No object at all: filler only, never an id.
-                let mut line = self.padded("", "", len);
-                if let Some(first) = line.first_mut() {
-                    *first = b'x';
-                }
-                line
-            }
+        let shape = *self.rng.pick(&SHAPES);
+        let long_id = if shape.contains("{long_id}") {
+            let long = self.filler_text(600, 2000);
+            self.claim_id(format!("\"{long}\""))
+        } else {
+            String::new()
+        };
+        let mut line = self.padded(shape, &[("id", &id), ("long_id", &long_id)], len);
+        if shape == "{pad}"
+            && let Some(first) = line.first_mut()
+        {
+            *first = b'x';
         }
+        line
     }
 
     fn notification(&mut self) -> String {
