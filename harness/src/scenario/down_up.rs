@@ -310,6 +310,7 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::live::assert_each_breaks_once;
 
     fn unreachable(socket: &str) -> CallOutcome {
         CallOutcome::ToolError(format!(
@@ -358,11 +359,7 @@ mod tests {
             |r| r.up_to_success = None,
             |r| r.conns_after = 2,
         ];
-        for breakage in breakages {
-            let mut report = clean_report();
-            breakage(&mut report);
-            assert_eq!(report.problems().len(), 1, "{report}");
-        }
+        assert_each_breaks_once(clean_report, breakages);
         let json = serde_json::to_value(clean_report()).unwrap();
         assert_eq!(json["down_calls"][0]["latency_ms"], json!(501.0));
         assert_eq!(json["attempt_rate_per_s"], json!(1.0));

@@ -198,6 +198,7 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::live::assert_each_breaks_once;
 
     fn clean_report() -> HangReport {
         HangReport {
@@ -233,10 +234,6 @@ mod tests {
             |r| r.conns_after = 2,
             |r| r.output.defects.push("x".into()),
         ];
-        for breakage in breakages {
-            let mut report = clean_report();
-            breakage(&mut report);
-            assert_eq!(report.problems().len(), 1, "{report}");
-        }
+        assert_each_breaks_once(clean_report, breakages);
     }
 }

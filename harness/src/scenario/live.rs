@@ -373,6 +373,22 @@ pub(crate) fn tag_numbers<'t>(
     })
 }
 
+/// Asserts that the report `clean` makes passes, and that each of
+/// `breakages` makes it fail with exactly one problem.
+#[cfg(test)]
+pub(crate) fn assert_each_breaks_once<R: Judged + fmt::Display, const N: usize>(
+    clean: fn() -> R,
+    breakages: [fn(&mut R); N],
+) {
+    let report = clean();
+    assert!(report.passed(), "{report}");
+    for breakage in breakages {
+        let mut report = clean();
+        breakage(&mut report);
+        assert_eq!(report.problems().len(), 1, "{report}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

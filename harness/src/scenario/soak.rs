@@ -11,21 +11,14 @@
 //!    (`IAI_MCP_CALL_TIMEOUT_MS`, `IAI_MCP_CONNECT_WAIT_MS`, backoff), so a
 //!    fault costs milliseconds, not minutes; `initialize`, a baseline call;
 //! 2. set the daemon's answer delay to [`SoakConfig::daemon_delay_ms`], so
-//!    calls really are in flight at the daemon when a fault strikes (and the
-//!    rate stays near `concurrency / delay`, which keeps the daemon's request
-//!    journal complete for minutes); keep [`SoakConfig::concurrency`] calls
-//!    in flight, pipelined with ids of our own: reads (`topology`, `schema_list`, `events_query`,
-//!    `memory_recall`, `curiosity_pending`, `episodes_recent`) and, about
-//!    one in [`SoakConfig::write_every`], a `memory_capture` write, every
-//!    call tagged `soak-<n>` in its arguments (except `topology` and
-//!    `episodes_recent`, which take none that fit);
+//!    calls are in flight at the daemon when a fault strikes; keep
+//!    [`SoakConfig::concurrency`] calls in flight, pipelined with ids of our
+//!    own: reads (`READS`) and, about one in [`SoakConfig::write_every`], a
+//!    `memory_capture` write, each tagged `soak-<n>` in its arguments where
+//!    one fits;
 //! 3. meanwhile, from a seeded schedule, one fault episode at a time
-//!    ([`FaultKind`]): `DROP`; `DELAY <ms>` then back to the base delay;
-//!    `HANG` then `RESUME` (shorter than the call timeout); `GARBAGE <n>`;
-//!    `SLICE <b>` then `SLICE 0`; `CUT`; `DOWN` then `UP`; `STRAY`;
-//!    `DUPLICATE`; half of the lasting episodes also see instant faults
-//!    (`DROP`, `GARBAGE`, `CUT`, `STRAY`, `DUPLICATE`) strike while they
-//!    last;
+//!    ([`FaultKind`]), each lasting one undone before the next; half of the
+//!    lasting episodes also see instant faults strike while they last;
 //! 4. every [`SoakConfig::herd_every`], a herd episode: the schedule is
 //!    paused, [`SoakConfig::herd_wrappers`] more wrappers join the daemon,
 //!    and it drops every connection, then goes down and up
@@ -41,11 +34,10 @@
 //!
 //! The run passes when no call is lost (unanswered at the end) or answered
 //! twice, no reply names an id never sent, no write reached the daemon
-//! twice, the descriptors and
-//! memory stayed flat, stdout carried only JSON-RPC, and the wrapper is
-//! alive. How calls ended (ok, `daemon_unreachable`, `daemon_timeout`,
-//! `parse_error`, other) is reported, not judged: faults make calls fail by
-//! design.
+//! twice, the descriptors and memory stayed flat, stdout carried only
+//! JSON-RPC, and the wrapper is alive. How calls ended (ok,
+//! `daemon_unreachable`, `daemon_timeout`, `parse_error`, other) is
+//! reported, not judged: faults make calls fail by design.
 //!
 //! The seed fixes the fault sequence and the call mix; the timing of each
 //! episode relative to the calls depends on the machine, so a replay with
@@ -696,22 +688,17 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
     };
     let mut lost = Vec::new();
     for (n, (call, &seen)) in calls.iter().zip(&received).enumerate() {
-        match call.answers {
-            0 => {
-                report.lost += 1;
-                if lost.len() < MAX_SAMPLES / 2 {
-                    lost.push(format!(
-                        "call #{n} {} (write: {}) sent at {:.3} s: never answered; the daemon received it {seen} time(s)",
-                        call.tool,
-                        call.write,
-                        call.sent_at.duration_since(started).as_secs_f64()
-                    ));
-                }
-            }
-            1 => report.answered += 1,
-            _ => {
-                report.answered += 1;
-                report.duplicate_replies += 1;
+        report.answered += u64::from(call.answers > 0);
+        report.duplicate_replies += u64::from(call.answers > 1);
+        if call.answers == 0 {
+            report.lost += 1;
+            if lost.len() < MAX_SAMPLES / 2 {
+                lost.push(format!(
+                    "call #{n} {} (write: {}) sent at {:.3} s: never answered; the daemon received it {seen} time(s)",
+                    call.tool,
+                    call.write,
+                    call.sent_at.duration_since(started).as_secs_f64()
+                ));
             }
         }
         let class = call.outcome.as_ref().map(Class::of);
@@ -742,6 +729,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::live::assert_each_breaks_once;
 
     #[test]
     fn tags_are_found_in_the_log_and_lookalikes_ignored() {
@@ -800,8 +788,6 @@ mod tests {
 
     #[test]
     fn passes_only_when_every_must_condition_holds() {
-        let report = clean_report();
-        assert!(report.passed(), "{report}");
         let breakages: [fn(&mut SoakReport); 9] = [
             |r| r.lost = 1,
             |r| r.duplicate_replies = 1,
@@ -813,12 +799,7 @@ mod tests {
             |r| r.wrapper_alive = false,
             |r| r.wrapper_gone = Some("eof".into()),
         ];
-        for breakage in breakages {
-            let mut report = clean_report();
-            breakage(&mut report);
-            assert!(!report.passed(), "{report}");
-            assert_eq!(report.problems().len(), 1, "{report}");
-        }
+        assert_each_breaks_once(clean_report, breakages);
         let mut report = clean_report();
         report.end.fds = Some(18);
         report.rss_growth_kib = Some(-4000);
