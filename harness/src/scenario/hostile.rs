@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::live::{LiveSession, WrapperOutput, config, env_ms, or_na, problems_text};
+use super::live::{LiveSession, MAX_SAMPLES, WrapperOutput, config, env_ms, or_na, problems_text};
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
 use crate::bins::error_chain;
@@ -44,9 +44,6 @@ pub const MAX_OVERSIZED_ID_BYTES: usize = 256;
 /// `IAI_MCP_CALL_TIMEOUT_MS` of the run: well below the default
 /// [`HostileConfig::stall_timeout`].
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// How many problem samples a report keeps.
-const MAX_SAMPLES: usize = 12;
 
 /// How much of a line a sample quotes.
 const EXCERPT_BYTES: usize = 120;

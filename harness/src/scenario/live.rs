@@ -41,6 +41,9 @@ pub(crate) const READ_TOOLS: [(&str, &str); 4] = [
 /// client's own ids: call `n` has id `CALL_ID_BASE + n`.
 const CALL_ID_BASE: u64 = 1_000_000;
 
+/// How many samples (lost calls, odd messages) a report keeps.
+pub(crate) const MAX_SAMPLES: usize = 12;
+
 /// Bound on the baseline call (the wrapper's first connect may take a
 /// moment on a loaded machine).
 const BASELINE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -231,34 +234,39 @@ pub(crate) struct Sent {
     pub(crate) outcome: Option<CallOutcome>,
 }
 
-/// What a message from the wrapper was to a [`Pipeline`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Booked {
-    /// The first answer to call `n`.
-    First(usize),
-    /// Another answer to call `n`.
-    Again(usize),
-    /// Not an answer to any call sent.
-    Other,
-}
-
 /// Calls kept in flight on a session, each with an id of our own (call `n`
-/// has id `CALL_ID_BASE + n`), and their answers.
+/// has id `CALL_ID_BASE + n`), and what came back.
 pub(crate) struct Pipeline<'a> {
     pub(crate) session: &'a mut LiveSession,
+    /// When the pipeline began: the samples time calls from here.
+    pub(crate) started: Instant,
     pub(crate) calls: Vec<Sent>,
     pub(crate) in_flight: usize,
+    /// Messages that answer no call sent, notifications included.
+    pub(crate) unmatched: u64,
+    /// Of those, the responses.
+    pub(crate) stray: usize,
+    /// A few odd messages, in words: answering no call, answering a call
+    /// again, first answers `odd` picks out.
+    pub(crate) samples: Vec<String>,
+    odd: fn(&CallOutcome) -> bool,
     /// Why the wrapper stopped talking, if it did.
     pub(crate) gone: Option<String>,
 }
 
 impl<'a> Pipeline<'a> {
-    /// No calls yet on `session`.
-    pub(crate) fn new(session: &'a mut LiveSession) -> Self {
+    /// No calls yet on `session`; first answers for which `odd` holds are
+    /// sampled.
+    pub(crate) fn new(session: &'a mut LiveSession, odd: fn(&CallOutcome) -> bool) -> Self {
         Self {
             session,
+            started: Instant::now(),
             calls: Vec::new(),
             in_flight: 0,
+            unmatched: 0,
+            stray: 0,
+            samples: Vec::new(),
+            odd,
             gone: None,
         }
     }
@@ -287,8 +295,9 @@ impl<'a> Pipeline<'a> {
         true
     }
 
-    /// Books one message from the wrapper.
-    pub(crate) fn book(&mut self, message: &Value) -> Booked {
+    /// Books one message from the wrapper; whether it was the first answer
+    /// to a call.
+    pub(crate) fn receive(&mut self, message: &Value) -> bool {
         let n = message
             .get("id")
             .and_then(Value::as_u64)
@@ -296,28 +305,61 @@ impl<'a> Pipeline<'a> {
             .and_then(|n| usize::try_from(n).ok())
             .filter(|&n| n < self.calls.len() && is_response(message));
         let Some(n) = n else {
-            return Booked::Other;
+            self.unmatched += 1;
+            self.stray += usize::from(is_response(message));
+            let text: String = message.to_string().chars().take(200).collect();
+            self.sample(format!("a message answering no call: {text}"));
+            return false;
         };
         let call = &mut self.calls[n];
         call.answers += 1;
         if call.answers > 1 {
-            return Booked::Again(n);
+            let since = call.sent_at.duration_since(self.started).as_secs_f64();
+            let (tool, answers) = (call.tool, call.answers);
+            self.sample(format!(
+                "call #{n} {tool} sent at {since:.3} s answered {answers} times"
+            ));
+            return false;
         }
-        call.outcome = Some(CallOutcome::from_response(message));
+        let outcome = CallOutcome::from_response(message);
+        let odd = (self.odd)(&outcome).then(|| format!("call #{n} {}: {outcome}", call.tool));
+        call.outcome = Some(outcome);
         self.in_flight -= 1;
-        Booked::First(n)
+        if let Some(text) = odd {
+            self.sample(text);
+        }
+        true
     }
 
-    /// The next message within `timeout`; `None` when none came (or the
-    /// wrapper went away: `gone` then says why).
-    pub(crate) fn recv(&mut self, timeout: Duration) -> Option<Value> {
+    /// Receives one message within `timeout`, if one comes (else, if the
+    /// wrapper went away, `gone` says why); whether it was the first answer
+    /// to a call.
+    pub(crate) fn receive_for(&mut self, timeout: Duration) -> bool {
         match self.session.wrapper.recv_any(timeout) {
-            Ok(message) => Some(message),
-            Err(ClientError::Timeout { .. }) => None,
+            Ok(message) => self.receive(&message),
+            Err(ClientError::Timeout { .. }) => false,
             Err(e) => {
                 self.gone = Some(error_chain(&e));
-                None
+                false
             }
+        }
+    }
+
+    /// Receives until no call is in flight, at most `timeout`.
+    pub(crate) fn drain(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.in_flight > 0 && self.gone.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            self.receive_for(left);
+        }
+    }
+
+    fn sample(&mut self, text: String) {
+        if self.samples.len() < MAX_SAMPLES {
+            self.samples.push(text);
         }
     }
 }

@@ -54,7 +54,8 @@ use serde_json::{Value, json};
 
 use super::herd::{HerdConfig, HerdReport, herd_on};
 use super::live::{
-    Booked, LiveSession, Pipeline, WrapperOutput, config, env_ms, or_na, problems_text, tag_numbers,
+    LiveSession, MAX_SAMPLES, Pipeline, WrapperOutput, config, env_ms, or_na, problems_text,
+    tag_numbers,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -71,9 +72,6 @@ use faults::{Schedule, ScheduleBounds};
 
 /// The tag prefix carried by call arguments; followed by 9 digits.
 const TAG_PREFIX: &str = "soak-";
-
-/// How many samples (lost calls, odd outcomes) a report keeps.
-const MAX_SAMPLES: usize = 12;
 
 /// How long the fake daemon may take to produce its `LOG` (tens of MiB at
 /// the end of a long soak).
@@ -454,71 +452,13 @@ struct Soak<'a> {
     pipe: Pipeline<'a>,
     calls_rng: Rng,
     write_every: u32,
-    unexpected: u64,
-    started: Instant,
-    samples: Vec<String>,
 }
 
 impl Soak<'_> {
-    fn sample(&mut self, text: String) {
-        if self.samples.len() < MAX_SAMPLES {
-            self.samples.push(text);
-        }
-    }
-
     fn send_next(&mut self) -> bool {
         let n = self.pipe.calls.len();
         let (tool, arguments, write) = call_for(&mut self.calls_rng, n, self.write_every);
         self.pipe.send(tool, arguments, write)
-    }
-
-    /// Books one message, keeping samples of the odd ones.
-    fn receive(&mut self, message: &Value) {
-        let text = match self.pipe.book(message) {
-            Booked::Other => {
-                self.unexpected += 1;
-                let text: String = message.to_string().chars().take(200).collect();
-                format!("a message answering no call: {text}")
-            }
-            Booked::Again(n) => {
-                let call = &self.pipe.calls[n];
-                format!(
-                    "call #{n} {} sent at {:.3} s answered {} times",
-                    call.tool,
-                    call.sent_at.duration_since(self.started).as_secs_f64(),
-                    call.answers
-                )
-            }
-            Booked::First(n) => {
-                let call = &self.pipe.calls[n];
-                match &call.outcome {
-                    Some(outcome) if Class::of(outcome) == Class::Other => {
-                        format!("call #{n} {}: {outcome}", call.tool)
-                    }
-                    _ => return,
-                }
-            }
-        };
-        self.sample(text);
-    }
-
-    /// Receives for at most `timeout`.
-    fn receive_for(&mut self, timeout: Duration) {
-        if let Some(message) = self.pipe.recv(timeout) {
-            self.receive(&message);
-        }
-    }
-
-    /// Waits until no call is in flight, at most `timeout`.
-    fn drain(&mut self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while self.pipe.in_flight > 0 && self.pipe.gone.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            self.receive_for(left);
-        }
     }
 
     /// With nothing in flight: sends single calls until one succeeds (at most
@@ -529,7 +469,7 @@ impl Soak<'_> {
                 return;
             }
             let n = self.pipe.calls.len() - 1;
-            self.drain(timeout);
+            self.pipe.drain(timeout);
             if self.pipe.calls[n].outcome == Some(CallOutcome::Ok) {
                 return;
             }
@@ -545,9 +485,9 @@ impl Soak<'_> {
         settle: Duration,
     ) -> Result<Footprint, HarnessError> {
         schedule.quiesce(&self.pipe.session.daemon)?;
-        self.drain(drain_timeout);
+        self.pipe.drain(drain_timeout);
         for message in self.pipe.session.collect_unsolicited(settle) {
-            self.receive(&message);
+            self.pipe.receive(&message);
         }
         self.probe(drain_timeout);
         Ok(Footprint::sample(self.pipe.session.wrapper.pid()))
@@ -579,7 +519,12 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     session.daemon.delay(cfg.daemon_delay_ms)?;
     let concurrency = cfg.concurrency.max(1);
-    let started = Instant::now();
+    let mut soak = Soak {
+        pipe: Pipeline::new(&mut session, |o| Class::of(o) == Class::Other),
+        calls_rng: Rng::new(cfg.seed ^ 0x5041_4b5f_4341_4c4c),
+        write_every: cfg.write_every,
+    };
+    let started = soak.pipe.started;
     let mut schedule = Schedule::new(
         Rng::new(cfg.seed),
         ScheduleBounds {
@@ -590,14 +535,6 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         },
         started,
     );
-    let mut soak = Soak {
-        pipe: Pipeline::new(&mut session),
-        calls_rng: Rng::new(cfg.seed ^ 0x5041_4b5f_4341_4c4c),
-        write_every: cfg.write_every,
-        unexpected: 0,
-        started,
-        samples: Vec::new(),
-    };
 
     let end_at = started + cfg.duration;
     let mut warmup_at = Some(started + cfg.warmup.min(cfg.duration));
@@ -648,18 +585,19 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
             .flatten()
             .min()
             .unwrap_or(end_at);
-        soak.receive_for(wake.saturating_duration_since(now));
+        soak.pipe.receive_for(wake.saturating_duration_since(now));
     }
     let duration = started.elapsed();
     let end = soak.checkpoint(&mut schedule, cfg.drain_timeout, cfg.settle)?;
     let start = start.unwrap_or(end);
     let wrapper_alive = matches!(soak.pipe.session.wrapper.try_wait(), Ok(None));
-    let Soak {
-        pipe: Pipeline { calls, gone, .. },
-        unexpected,
+    let Pipeline {
+        calls,
+        unmatched,
         mut samples,
+        gone,
         ..
-    } = soak;
+    } = soak.pipe;
     let log = session.daemon.command_timeout("LOG", LOG_TIMEOUT)?;
     let (received, journal_dropped) = scan_log(&log, calls.len());
     drop(log);
@@ -672,7 +610,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         call_timeout: cfg.call_timeout,
         connect_wait: cfg.connect_wait,
         calls_sent: calls.len() as u64,
-        unexpected_messages: unexpected,
+        unexpected_messages: unmatched,
         journal_dropped,
         outcomes: Class::ALL.iter().map(|&c| (c, 0)).collect(),
         faults: schedule.counts.clone(),

@@ -17,8 +17,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::live::{
-    Booked, LiveSession, Pipeline, READ_TOOLS, WrapperOutput, config, is_response, problems_text,
-    tag_numbers,
+    LiveSession, Pipeline, READ_TOOLS, WrapperOutput, config, problems_text, tag_numbers,
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
@@ -262,28 +261,14 @@ fn send_next(storm: &mut Pipeline<'_>, write_every: u32) -> bool {
     storm.send(tool, arguments, write)
 }
 
-/// Books one message from the wrapper, counting answers to no call in
-/// `stray`; whether it was the first answer to one of the storm's calls.
-fn receive(storm: &mut Pipeline<'_>, message: &Value, stray: &mut usize) -> bool {
-    match storm.book(message) {
-        Booked::First(_) => true,
-        Booked::Again(_) => false,
-        Booked::Other => {
-            *stray += usize::from(is_response(message));
-            false
-        }
-    }
-}
-
 /// Runs the drop storm once against the wrapper started by `cmd`.
 pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport, HarnessError> {
     let env = [("IAI_MCP_LOG", "info".to_owned())];
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     session.daemon.delay(cfg.daemon_delay_ms)?;
 
-    let mut storm = Pipeline::new(&mut session);
-    let mut stray = 0;
-    let started = Instant::now();
+    let mut storm = Pipeline::new(&mut session, |_| false);
+    let started = storm.started;
     for _ in 0..cfg.concurrency {
         if !send_next(&mut storm, cfg.write_every) {
             break;
@@ -326,8 +311,7 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
             // Held back by the gate: an answer opens it.
             None => next_drop + cfg.drain_timeout,
         };
-        if let Some(message) = storm.recv(wake.saturating_duration_since(now))
-            && receive(&mut storm, &message, &mut stray)
+        if storm.receive_for(wake.saturating_duration_since(now))
             && storm.in_flight < cfg.concurrency
         {
             send_next(&mut storm, cfg.write_every);
@@ -335,20 +319,15 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
     }
     let storm_duration = started.elapsed();
 
-    // Drain the answers still owed.
-    let drain_deadline = Instant::now() + cfg.drain_timeout;
-    while storm.gone.is_none() && storm.in_flight > 0 {
-        let left = drain_deadline.saturating_duration_since(Instant::now());
-        let Some(message) = storm.recv(left) else {
-            break;
-        };
-        receive(&mut storm, &message, &mut stray);
-    }
-    // Late and duplicate answers; then the connection count.
+    // Drain the answers still owed; late and duplicate answers; then the
+    // connection count.
+    storm.drain(cfg.drain_timeout);
     for message in storm.session.collect_unsolicited(cfg.settle) {
-        receive(&mut storm, &message, &mut stray);
+        storm.receive(&message);
     }
-    let Pipeline { calls, gone, .. } = storm;
+    let Pipeline {
+        calls, stray, gone, ..
+    } = storm;
     let stats = session.daemon.stats()?;
     let log = session.daemon.request_log()?;
 
