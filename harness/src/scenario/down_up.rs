@@ -220,16 +220,12 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         ("IAI_MCP_LOG", "info".to_owned()),
         env_ms("IAI_MCP_CONNECT_WAIT_MS", cfg.connect_wait),
     ];
-    let backoff = [
-        ("IAI_MCP_BACKOFF_INITIAL_MS", cfg.backoff_initial_ms),
-        ("IAI_MCP_BACKOFF_MAX_MS", cfg.backoff_max_ms),
-    ];
-    env.extend(
-        backoff
-            .map(|(name, ms)| ms.map(|ms| (name, ms.to_string())))
-            .into_iter()
-            .flatten(),
-    );
+    if let Some(ms) = cfg.backoff_initial_ms {
+        env.push(("IAI_MCP_BACKOFF_INITIAL_MS", ms.to_string()));
+    }
+    if let Some(ms) = cfg.backoff_max_ms {
+        env.push(("IAI_MCP_BACKOFF_MAX_MS", ms.to_string()));
+    }
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     let socket_path = session.endpoint_label();
     let logged = |session: &LiveSession| {

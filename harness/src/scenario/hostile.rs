@@ -636,39 +636,32 @@ fn run(
 
     let started = Instant::now();
     let mut start = None;
-    for (n, (kind, mut line)) in source.enumerate() {
-        if n == cfg.warmup_lines {
-            if let Err(why) = wait_outstanding(&mut session, &mut tally, 0, cfg.stall_timeout) {
-                tally.report.stalled = Some(format!("after the warm-up: {why}"));
-                break;
+    let stall = cfg.stall_timeout;
+    let send_all = || -> Result<(), String> {
+        for (n, (kind, mut line)) in source.enumerate() {
+            if n == cfg.warmup_lines {
+                wait_outstanding(&mut session, &mut tally, 0, stall)
+                    .map_err(|why| format!("after the warm-up: {why}"))?;
+                start = Some(quiet_sample(&mut session, &mut tally, pid));
             }
-            start = Some(quiet_sample(&mut session, &mut tally, pid));
+            let expect = expected_reply(&line, cfg.max_line_bytes);
+            let limit = in_flight - usize::from(matches!(expect, Expect::Exactly(_)));
+            wait_outstanding(&mut session, &mut tally, limit, stall)
+                .map_err(|why| format!("before line {n}: {why}"))?;
+            tally.register(n, kind, &line, &expect);
+            line.push(b'\n');
+            session
+                .wrapper
+                .send_raw(&line)
+                .map_err(|e| format!("sending line {n}: {}", error_chain(&e)))?;
+            while let Some(message) = session.wrapper.next_unmatched() {
+                tally.receive(&message);
+            }
         }
-        let expect = expected_reply(&line, cfg.max_line_bytes);
-        if let Err(why) = wait_outstanding(
-            &mut session,
-            &mut tally,
-            in_flight - usize::from(matches!(expect, Expect::Exactly(_))),
-            cfg.stall_timeout,
-        ) {
-            tally.report.stalled = Some(format!("before line {n}: {why}"));
-            break;
-        }
-        tally.register(n, kind, &line, &expect);
-        line.push(b'\n');
-        if let Err(e) = session.wrapper.send_raw(&line) {
-            tally.report.stalled = Some(format!("sending line {n}: {}", error_chain(&e)));
-            break;
-        }
-        while let Some(message) = session.wrapper.next_unmatched() {
-            tally.receive(&message);
-        }
-    }
-    if tally.report.stalled.is_none()
-        && let Err(why) = wait_outstanding(&mut session, &mut tally, 0, cfg.stall_timeout)
-    {
-        tally.report.stalled = Some(format!("at the end: {why}"));
-    }
+        wait_outstanding(&mut session, &mut tally, 0, stall)
+            .map_err(|why| format!("at the end: {why}"))
+    };
+    tally.report.stalled = send_all().err();
     tally.report.duration = started.elapsed();
     for message in session.collect_unsolicited(cfg.settle) {
         tally.receive(&message);
