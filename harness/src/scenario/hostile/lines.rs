@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::random::Rng;
-use crate::scenario::live::READ_TOOLS;
+use crate::scenario::live::{READ_TOOLS, write_serde_name};
 
 /// What kind of line the generator made, for the report's counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -65,8 +65,7 @@ pub enum LineKind {
 impl fmt::Display for LineKind {
     /// The kind's snake_case name, as in JSON reports.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = serde_json::to_value(self).map_err(|_| fmt::Error)?;
-        f.write_str(name.as_str().unwrap_or_default())
+        write_serde_name(self, f)
     }
 }
 
