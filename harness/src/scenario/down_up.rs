@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::live::{LiveSession, PROBE_TOOL, WrapperOutput, config, env_ms, or_na, problems_text};
+use super::live::{
+    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
+    problems_text,
+};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
@@ -281,7 +284,7 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         thread::sleep(next.saturating_duration_since(Instant::now()));
     }
     // Late extra connections would show up here.
-    session.collect_unsolicited(cfg.settle);
+    collect_unsolicited(&mut session.wrapper, cfg.settle);
     let conns_after = session.daemon.stats()?.conns;
 
     let report = DownUpReport {

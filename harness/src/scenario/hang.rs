@@ -11,7 +11,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::live::{
-    LiveSession, PROBE_TOOL, WrapperOutput, config, env_ms, is_response, problems_text,
+    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, config, env_ms, is_response,
+    problems_text,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -164,8 +165,7 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
     session.daemon.resume()?;
     let (resumed_outcome, resumed_latency) = session.call(PROBE_TOOL, json!({}), bound);
 
-    let responses = session
-        .collect_unsolicited(cfg.settle)
+    let responses = collect_unsolicited(&mut session.wrapper, cfg.settle)
         .iter()
         .filter(|m| is_response(m))
         .count();

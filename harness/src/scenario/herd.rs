@@ -34,8 +34,8 @@ use serde_json::json;
 
 use super::down_up::CONNECT_FAILED_LOG;
 use super::live::{
-    PROBE_TOOL, STDERR_TAIL_BYTES, config, is_response, or_na, spawn_wrapper, start_daemon,
-    write_serde_name,
+    PROBE_TOOL, STDERR_TAIL_BYTES, collect_unsolicited, config, is_response, or_na, spawn_wrapper,
+    start_daemon, write_serde_name,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -363,15 +363,8 @@ fn member(
         // Pacing between calls, not a synchronisation.
         thread::sleep(cfg.call_interval);
     }
-    let settle_until = Instant::now() + cfg.settle;
-    while let Some(message) = wrapper.next_unmatched().or_else(|| {
-        let left = settle_until.saturating_duration_since(Instant::now());
-        (!left.is_zero())
-            .then(|| wrapper.recv_any(left).ok())
-            .flatten()
-    }) {
-        log.extra_answers += u64::from(is_response(&message));
-    }
+    let late = collect_unsolicited(&mut wrapper, cfg.settle);
+    log.extra_answers = late.iter().filter(|m| is_response(m)).count() as u64;
     log.defects = wrapper.defects();
     wrapper.close_stdin();
     let _ = wrapper.wait_exit(Duration::from_secs(2));

@@ -24,7 +24,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::live::{LiveSession, MAX_SAMPLES, WrapperOutput, config, env_ms, or_na, problems_text};
+use super::live::{
+    LiveSession, MAX_SAMPLES, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
+    problems_text,
+};
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
 use crate::bins::error_chain;
@@ -663,7 +666,7 @@ fn run(
     };
     tally.report.stalled = send_all().err();
     tally.report.duration = started.elapsed();
-    for message in session.collect_unsolicited(cfg.settle) {
+    for message in collect_unsolicited(&mut session.wrapper, cfg.settle) {
         tally.receive(&message);
     }
     let end = Footprint::sample(pid);
@@ -703,7 +706,7 @@ fn wait_outstanding(
 /// Samples the wrapper's footprint once it has been idle for a moment
 /// (messages arriving meanwhile are booked).
 fn quiet_sample(session: &mut LiveSession, tally: &mut Tally, pid: u32) -> Footprint {
-    for message in session.collect_unsolicited(Duration::from_millis(100)) {
+    for message in collect_unsolicited(&mut session.wrapper, Duration::from_millis(100)) {
         tally.receive(&message);
     }
     Footprint::sample(pid)

@@ -175,22 +175,6 @@ impl LiveSession {
         (CallOutcome::from_client(result), sent.elapsed())
     }
 
-    /// Collects, for `period`, every message nobody has asked for (late or
-    /// duplicate responses, notifications). Returns early only if the
-    /// wrapper closes its stdout.
-    pub(crate) fn collect_unsolicited(&mut self, period: Duration) -> Vec<Value> {
-        let until = Instant::now() + period;
-        let mut messages = Vec::new();
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.wrapper.recv_any(left) {
-                Ok(message) => messages.push(message),
-                Err(ClientError::Timeout { .. }) if Instant::now() < until => {}
-                Err(_) => return messages,
-            }
-        }
-    }
-
     /// The end of the wrapper's stderr.
     pub(crate) fn stderr_tail(&self) -> String {
         self.wrapper.stderr_tail(STDERR_TAIL_BYTES)
@@ -360,6 +344,22 @@ impl<'a> Pipeline<'a> {
     fn sample(&mut self, text: String) {
         if self.samples.len() < MAX_SAMPLES {
             self.samples.push(text);
+        }
+    }
+}
+
+/// Collects, for `period`, every message from `wrapper` nobody has asked
+/// for (late or duplicate responses, notifications). Returns early only if
+/// the wrapper closes its stdout.
+pub(crate) fn collect_unsolicited(wrapper: &mut WrapperProcess, period: Duration) -> Vec<Value> {
+    let until = Instant::now() + period;
+    let mut messages = Vec::new();
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match wrapper.recv_any(left) {
+            Ok(message) => messages.push(message),
+            Err(ClientError::Timeout { .. }) if Instant::now() < until => {}
+            Err(_) => return messages,
         }
     }
 }

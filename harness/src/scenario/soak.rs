@@ -54,8 +54,8 @@ use serde_json::{Value, json};
 
 use super::herd::{HerdConfig, HerdReport, herd_on};
 use super::live::{
-    LiveSession, MAX_SAMPLES, Pipeline, WrapperOutput, config, env_ms, or_na, problems_text,
-    tag_numbers,
+    LiveSession, MAX_SAMPLES, Pipeline, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
+    problems_text, tag_numbers,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -486,7 +486,7 @@ impl Soak<'_> {
     ) -> Result<Footprint, HarnessError> {
         schedule.quiesce(&self.pipe.session.daemon)?;
         self.pipe.drain(drain_timeout);
-        for message in self.pipe.session.collect_unsolicited(settle) {
+        for message in collect_unsolicited(&mut self.pipe.session.wrapper, settle) {
             self.pipe.receive(&message);
         }
         self.probe(drain_timeout);

@@ -17,7 +17,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::live::{
-    LiveSession, Pipeline, READ_TOOLS, WrapperOutput, config, problems_text, tag_numbers,
+    LiveSession, Pipeline, READ_TOOLS, WrapperOutput, collect_unsolicited, config, problems_text,
+    tag_numbers,
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
@@ -322,7 +323,7 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
     // Drain the answers still owed; late and duplicate answers; then the
     // connection count.
     storm.drain(cfg.drain_timeout);
-    for message in storm.session.collect_unsolicited(cfg.settle) {
+    for message in collect_unsolicited(&mut storm.session.wrapper, cfg.settle) {
         storm.receive(&message);
     }
     let Pipeline {
