@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 
-use super::live::{LiveSession, PROBE_TOOL, env_ms, problems_text};
+use super::live::{
+    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
+    problems_text,
+};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
@@ -25,49 +28,33 @@ pub const CONNECT_FAILED_LOG: &str = "daemon connect failed";
 /// Shortest period between the starts of two recovery calls.
 const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Parameters of the down-up scenario.
-#[derive(Debug, Clone)]
-pub struct DownUpConfig {
-    /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
-    pub connect_wait: Duration,
-    /// Calls made while the daemon is down.
-    pub down_calls: u32,
-    /// How long, after those calls, the daemon stays down while connect
-    /// attempts are counted.
-    pub rate_window: Duration,
-    /// `IAI_MCP_BACKOFF_INITIAL_MS`; `None` leaves the wrapper's default.
-    pub backoff_initial_ms: Option<u64>,
-    /// `IAI_MCP_BACKOFF_MAX_MS`; `None` leaves the wrapper's default.
-    pub backoff_max_ms: Option<u64>,
-    /// Connect attempts per second in the window at or above which the
-    /// wrapper counts as busy-looping.
-    pub max_attempt_rate: f64,
-    /// How much longer than `connect_wait` the harness waits for any one
-    /// call's answer before recording no response.
-    pub call_grace: Duration,
-    /// How long after `UP` recovery may take.
-    pub recovery_timeout: Duration,
-    /// How long after the first success to wait before counting the
-    /// daemon's connections.
-    pub settle: Duration,
-    /// The wrapper's bridge mode and the fake daemon.
-    pub setup: Setup,
-}
-
-impl Default for DownUpConfig {
-    fn default() -> Self {
-        Self {
-            connect_wait: Duration::from_millis(500),
-            down_calls: 2,
-            rate_window: Duration::from_secs(2),
-            backoff_initial_ms: None,
-            backoff_max_ms: None,
-            max_attempt_rate: 50.0,
-            call_grace: Duration::from_secs(10),
-            recovery_timeout: Duration::from_secs(10),
-            settle: Duration::from_millis(250),
-            setup: Setup::default(),
-        }
+config! {
+    /// Parameters of the down-up scenario.
+    pub struct DownUpConfig {
+        /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+        pub connect_wait: Duration = Duration::from_millis(500),
+        /// Calls made while the daemon is down.
+        pub down_calls: u32 = 2,
+        /// How long, after those calls, the daemon stays down while connect
+        /// attempts are counted.
+        pub rate_window: Duration = Duration::from_secs(2),
+        /// `IAI_MCP_BACKOFF_INITIAL_MS`; `None` leaves the wrapper's default.
+        pub backoff_initial_ms: Option<u64> = None,
+        /// `IAI_MCP_BACKOFF_MAX_MS`; `None` leaves the wrapper's default.
+        pub backoff_max_ms: Option<u64> = None,
+        /// Connect attempts per second in the window at or above which the
+        /// wrapper counts as busy-looping.
+        pub max_attempt_rate: f64 = 50.0,
+        /// How much longer than `connect_wait` the harness waits for any one
+        /// call's answer before recording no response.
+        pub call_grace: Duration = Duration::from_secs(10),
+        /// How long after `UP` recovery may take.
+        pub recovery_timeout: Duration = Duration::from_secs(10),
+        /// How long after the first success to wait before counting the
+        /// daemon's connections.
+        pub settle: Duration = Duration::from_millis(250),
+        /// The wrapper's bridge mode and the fake daemon.
+        pub setup: Setup = Setup::default(),
     }
 }
 
@@ -117,10 +104,9 @@ pub struct DownUpReport {
     pub up_to_success: Option<Duration>,
     /// Connections the daemon held at the end (must be 1).
     pub conns_after: u32,
-    /// Stdout framing defects (must be none).
-    pub defects: Vec<String>,
-    /// The end of the wrapper's stderr, kept when the scenario did not pass.
-    pub wrapper_stderr_tail: Option<String>,
+    /// Its stdout defects and the end of its stderr.
+    #[serde(flatten)]
+    pub output: WrapperOutput,
 }
 
 impl Judged for DownUpReport {
@@ -186,7 +172,7 @@ impl Judged for DownUpReport {
             },
         );
         checks.one_connection(self.conns_after);
-        checks.stdout_clean(&self.defects);
+        checks.stdout_clean(&self.output.defects);
         checks.into_vec()
     }
 }
@@ -201,24 +187,22 @@ impl fmt::Display for DownUpReport {
             .count();
         let named = self.down_calls.iter().filter(|c| c.names_socket).count();
         let median = median(self.down_calls.iter().map(|c| c.latency).collect());
-        let count = |n: Option<u64>| n.map_or_else(|| "n/a".to_owned(), |n| n.to_string());
         write!(
             f,
             "{}: unreachable {unreachable}/{calls} (socket named {named}/{calls}, after {}), attempts {}, success {} after UP, conns {}; \
              down for {}, attempts while down {}, in the last {} {}; recovery calls {}; defects {}; problems: {}",
             if self.passed() { "PASS" } else { "FAIL" },
-            median.map_or_else(|| "n/a".to_owned(), format_ms),
-            self.attempt_rate_per_s
-                .map_or_else(|| "n/a".to_owned(), |r| format!("{r:.1}/s")),
+            or_na(median.map(format_ms)),
+            or_na(self.attempt_rate_per_s.map(|r| format!("{r:.1}/s"))),
             self.up_to_success
                 .map_or_else(|| "never".to_owned(), format_ms),
             self.conns_after,
             format_ms(self.down_for),
-            count(self.attempts_while_down),
+            or_na(self.attempts_while_down),
             format_ms(self.rate_window),
-            count(self.attempts_in_window),
+            or_na(self.attempts_in_window),
             self.recovery_calls,
-            self.defects.len(),
+            self.output.defects.len(),
             problems_text(&self.problems())
         )
     }
@@ -300,10 +284,10 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         thread::sleep(next.saturating_duration_since(Instant::now()));
     }
     // Late extra connections would show up here.
-    session.collect_unsolicited(cfg.settle);
+    collect_unsolicited(&mut session.wrapper, cfg.settle);
     let conns_after = session.daemon.stats()?.conns;
 
-    let mut report = DownUpReport {
+    let report = DownUpReport {
         mode: cfg.setup.mode,
         socket_path,
         connect_wait: cfg.connect_wait,
@@ -317,16 +301,15 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         recovery_calls,
         up_to_success,
         conns_after,
-        defects: session.wrapper.defects(),
-        wrapper_stderr_tail: None,
+        output: WrapperOutput::default(),
     };
-    report.wrapper_stderr_tail = session.finish_report(report.passed());
-    Ok(report)
+    Ok(session.conclude(report, |r| &mut r.output))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::live::assert_each_breaks_once;
 
     fn unreachable(socket: &str) -> CallOutcome {
         CallOutcome::ToolError(format!(
@@ -375,11 +358,7 @@ mod tests {
             |r| r.up_to_success = None,
             |r| r.conns_after = 2,
         ];
-        for breakage in breakages {
-            let mut report = clean_report();
-            breakage(&mut report);
-            assert_eq!(report.problems().len(), 1, "{report}");
-        }
+        assert_each_breaks_once(clean_report, breakages);
         let json = serde_json::to_value(clean_report()).unwrap();
         assert_eq!(json["down_calls"][0]["latency_ms"], json!(501.0));
         assert_eq!(json["attempt_rate_per_s"], json!(1.0));

@@ -10,7 +10,10 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::json;
 
-use super::live::{LiveSession, PROBE_TOOL, env_ms, is_response, problems_text};
+use super::live::{
+    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, config, env_ms, is_response,
+    problems_text,
+};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
@@ -18,28 +21,18 @@ use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
-/// Parameters of the hang scenario.
-#[derive(Debug, Clone)]
-pub struct HangConfig {
-    /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
-    pub call_timeout: Duration,
-    /// How much longer than `call_timeout` the harness waits for any one
-    /// call's answer before recording no response.
-    pub call_grace: Duration,
-    /// How long to watch for the late answer before counting connections.
-    pub settle: Duration,
-    /// The wrapper's bridge mode and the fake daemon.
-    pub setup: Setup,
-}
-
-impl Default for HangConfig {
-    fn default() -> Self {
-        Self {
-            call_timeout: Duration::from_millis(500),
-            call_grace: Duration::from_secs(10),
-            settle: Duration::from_millis(250),
-            setup: Setup::default(),
-        }
+config! {
+    /// Parameters of the hang scenario.
+    pub struct HangConfig {
+        /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+        pub call_timeout: Duration = Duration::from_millis(500),
+        /// How much longer than `call_timeout` the harness waits for any one
+        /// call's answer before recording no response.
+        pub call_grace: Duration = Duration::from_secs(10),
+        /// How long to watch for the late answer before counting connections.
+        pub settle: Duration = Duration::from_millis(250),
+        /// The wrapper's bridge mode and the fake daemon.
+        pub setup: Setup = Setup::default(),
     }
 }
 
@@ -73,10 +66,9 @@ pub struct HangReport {
     pub new_connections: u64,
     /// Connections the daemon held at the end (must be 1).
     pub conns_after: u32,
-    /// Stdout framing defects (must be none).
-    pub defects: Vec<String>,
-    /// The end of the wrapper's stderr, kept when the scenario did not pass.
-    pub wrapper_stderr_tail: Option<String>,
+    /// Its stdout defects and the end of its stderr.
+    #[serde(flatten)]
+    pub output: WrapperOutput,
 }
 
 impl Judged for HangReport {
@@ -126,7 +118,7 @@ impl Judged for HangReport {
             "answers to no call",
         );
         checks.one_connection(self.conns_after);
-        checks.stdout_clean(&self.defects);
+        checks.stdout_clean(&self.output.defects);
         checks.into_vec()
     }
 }
@@ -152,7 +144,7 @@ impl fmt::Display for HangReport {
             self.new_connections,
             self.conns_after,
             self.hung_outcome,
-            self.defects.len(),
+            self.output.defects.len(),
             problems_text(&self.problems())
         )
     }
@@ -173,8 +165,7 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
     session.daemon.resume()?;
     let (resumed_outcome, resumed_latency) = session.call(PROBE_TOOL, json!({}), bound);
 
-    let responses = session
-        .collect_unsolicited(cfg.settle)
+    let responses = collect_unsolicited(&mut session.wrapper, cfg.settle)
         .iter()
         .filter(|m| is_response(m))
         .count();
@@ -188,7 +179,7 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         .saturating_sub(before.accepted)
         .saturating_sub(after.controls.saturating_sub(before.controls));
 
-    let mut report = HangReport {
+    let report = HangReport {
         mode: cfg.setup.mode,
         call_timeout: cfg.call_timeout,
         hung_outcome,
@@ -199,16 +190,15 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         unsolicited: responses - late_answers,
         new_connections,
         conns_after: after.conns,
-        defects: session.wrapper.defects(),
-        wrapper_stderr_tail: None,
+        output: WrapperOutput::default(),
     };
-    report.wrapper_stderr_tail = session.finish_report(report.passed());
-    Ok(report)
+    Ok(session.conclude(report, |r| &mut r.output))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::live::assert_each_breaks_once;
 
     fn clean_report() -> HangReport {
         HangReport {
@@ -224,8 +214,7 @@ mod tests {
             unsolicited: 0,
             new_connections: 1,
             conns_after: 1,
-            defects: Vec::new(),
-            wrapper_stderr_tail: None,
+            output: WrapperOutput::default(),
         }
     }
 
@@ -243,21 +232,8 @@ mod tests {
             |r| r.unsolicited = 1,
             |r| r.new_connections = 0,
             |r| r.conns_after = 2,
-            |r| r.defects.push("x".into()),
+            |r| r.output.defects.push("x".into()),
         ];
-        for breakage in breakages {
-            let mut report = clean_report();
-            breakage(&mut report);
-            assert_eq!(report.problems().len(), 1, "{report}");
-        }
-    }
-
-    #[test]
-    fn recognises_responses() {
-        assert!(is_response(&json!({"id": 1, "result": {}})));
-        assert!(is_response(&json!({"id": null, "error": {}})));
-        assert!(!is_response(
-            &json!({"method": "notifications/message", "params": {}})
-        ));
+        assert_each_breaks_once(clean_report, breakages);
     }
 }

@@ -33,7 +33,10 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::down_up::CONNECT_FAILED_LOG;
-use super::live::{PROBE_TOOL, STDERR_TAIL_BYTES, is_response};
+use super::live::{
+    PROBE_TOOL, STDERR_TAIL_BYTES, collect_unsolicited, config, is_response, or_na, spawn_wrapper,
+    start_daemon, write_serde_name,
+};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::race::PROTOCOL_VERSION;
@@ -42,48 +45,32 @@ use crate::bins::error_chain;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
-use crate::tempdir::{short_tempdir, socket_path_in};
-use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
+use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
 
-/// Parameters of the herd.
-#[derive(Debug, Clone)]
-pub struct HerdConfig {
-    /// Wrappers on the one daemon.
-    pub wrappers: usize,
-    /// Pause between one wrapper's answer and its next call.
-    pub call_interval: Duration,
-    /// How long calls flow before each fault, and how long the daemon's
-    /// connections are left to settle after a recovery before they are
-    /// counted.
-    pub settle: Duration,
-    /// How long the daemon stays down.
-    pub down_for: Duration,
-    /// The window in which dials and accepts are counted together.
-    pub window: Duration,
-    /// The largest share of the wrappers that may dial within one window
-    /// (first attempts after the loss excepted).
-    pub max_dial_fraction: f64,
-    /// How long the last wrapper may take to answer again after a fault.
-    pub recovery_timeout: Duration,
-    /// The longest the harness waits for any one answer.
-    pub call_bound: Duration,
-    /// The wrappers' bridge mode and the fake daemon.
-    pub setup: Setup,
-}
-
-impl Default for HerdConfig {
-    fn default() -> Self {
-        Self {
-            wrappers: 50,
-            call_interval: Duration::from_millis(20),
-            settle: Duration::from_millis(300),
-            down_for: Duration::from_secs(1),
-            window: Duration::from_millis(10),
-            max_dial_fraction: 0.5,
-            recovery_timeout: Duration::from_secs(10),
-            call_bound: Duration::from_secs(30),
-            setup: Setup::default(),
-        }
+config! {
+    /// Parameters of the herd.
+    pub struct HerdConfig {
+        /// Wrappers on the one daemon.
+        pub wrappers: usize = 50,
+        /// Pause between one wrapper's answer and its next call.
+        pub call_interval: Duration = Duration::from_millis(20),
+        /// How long calls flow before each fault, and how long the daemon's
+        /// connections are left to settle after a recovery before they are
+        /// counted.
+        pub settle: Duration = Duration::from_millis(300),
+        /// How long the daemon stays down.
+        pub down_for: Duration = Duration::from_secs(1),
+        /// The window in which dials and accepts are counted together.
+        pub window: Duration = Duration::from_millis(10),
+        /// The largest share of the wrappers that may dial within one window
+        /// (first attempts after the loss excepted).
+        pub max_dial_fraction: f64 = 0.5,
+        /// How long the last wrapper may take to answer again after a fault.
+        pub recovery_timeout: Duration = Duration::from_secs(10),
+        /// The longest the harness waits for any one answer.
+        pub call_bound: Duration = Duration::from_secs(30),
+        /// The wrappers' bridge mode and the fake daemon.
+        pub setup: Setup = Setup::default(),
     }
 }
 
@@ -98,11 +85,9 @@ pub enum HerdFault {
 }
 
 impl fmt::Display for HerdFault {
+    /// The fault's kebab-case name, as in JSON reports.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            HerdFault::DropAll => "drop-all",
-            HerdFault::DownUp => "down-up",
-        })
+        write_serde_name(self, f)
     }
 }
 
@@ -277,10 +262,8 @@ impl fmt::Display for HerdReport {
         write!(
             f,
             "; dials while down {}, peak {} per {}",
-            self.dials_while_down
-                .map_or_else(|| "n/a".to_owned(), |d| d.to_string()),
-            self.peak_dials
-                .map_or_else(|| "n/a".to_owned(), |p| p.to_string()),
+            or_na(self.dials_while_down),
+            or_na(self.peak_dials),
             format_ms(self.window)
         )
     }
@@ -366,7 +349,6 @@ fn member(
             latest[index] = Some((sent, answered));
             progress.changed.notify_all();
         }
-        let gone = matches!(outcome, CallOutcome::WrapperGone(_));
         if let CallOutcome::WrapperGone(why) = &outcome {
             log.gone = Some(why.clone());
         }
@@ -375,21 +357,14 @@ fn member(
             answered,
             outcome,
         });
-        if gone {
+        if log.gone.is_some() {
             break;
         }
         // Pacing between calls, not a synchronisation.
         thread::sleep(cfg.call_interval);
     }
-    let settle_until = Instant::now() + cfg.settle;
-    while let Some(message) = wrapper.next_unmatched().or_else(|| {
-        let left = settle_until.saturating_duration_since(Instant::now());
-        (!left.is_zero())
-            .then(|| wrapper.recv_any(left).ok())
-            .flatten()
-    }) {
-        log.extra_answers += u64::from(is_response(&message));
-    }
+    let late = collect_unsolicited(&mut wrapper, cfg.settle);
+    log.extra_answers = late.iter().filter(|m| is_response(m)).count() as u64;
     log.defects = wrapper.defects();
     wrapper.close_stdin();
     let _ = wrapper.wait_exit(Duration::from_secs(2));
@@ -413,12 +388,7 @@ struct Made {
 /// Runs the herd once: `cfg.wrappers` wrappers started by `cmd` on one fake
 /// daemon.
 pub fn run_herd(cmd: &WrapperCommand, cfg: &HerdConfig) -> Result<HerdReport, HarnessError> {
-    let dir = short_tempdir()?;
-    let daemon = FakeDaemon::spawn_on(
-        &cfg.setup.daemon_bin()?,
-        &socket_path_in(dir.path()),
-        cfg.setup.transport,
-    )?;
+    let (dir, daemon) = start_daemon(&cfg.setup)?;
     let report = herd_on(cmd, &daemon, cfg, &[], 0);
     let _ = daemon.quit();
     drop(dir);
@@ -447,15 +417,10 @@ pub(crate) fn herd_on(
         handles: Vec::new(),
         progress: Arc::clone(&progress),
     };
+    let mut env = env.to_vec();
+    env.insert(0, ("IAI_MCP_LOG", "info".to_owned()));
     for index in 0..n {
-        let mut opts = WrapperOptions {
-            mode: cfg.setup.mode,
-            ..WrapperOptions::for_daemon(daemon)
-        };
-        opts.extra_env.push(("IAI_MCP_LOG".into(), "info".into()));
-        opts.extra_env
-            .extend(env.iter().map(|(k, v)| ((*k).into(), v.into())));
-        let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
+        let mut wrapper = spawn_wrapper(cmd, cfg.setup.mode, daemon, &env)?;
         let started = wrapper
             .initialize(PROTOCOL_VERSION)
             .and_then(|_| wrapper.call_tool(PROBE_TOOL, json!({}), cfg.call_bound));
@@ -518,10 +483,11 @@ struct Members {
 }
 
 impl Members {
-    fn finish(mut self) -> Vec<Log> {
+    /// Stops every member thread and collects what each did.
+    fn finish(&mut self) -> Vec<Log> {
         self.progress.stop.store(true, Ordering::Relaxed);
-        std::mem::take(&mut self.handles)
-            .into_iter()
+        self.handles
+            .drain(..)
             .map(|h| h.join().unwrap_or_default())
             .collect()
     }
@@ -529,10 +495,7 @@ impl Members {
 
 impl Drop for Members {
     fn drop(&mut self) {
-        self.progress.stop.store(true, Ordering::Relaxed);
-        for handle in self.handles.drain(..) {
-            let _ = handle.join();
-        }
+        self.finish();
     }
 }
 

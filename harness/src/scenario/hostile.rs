@@ -24,7 +24,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::live::{LiveSession, env_ms, problems_text};
+use super::live::{
+    LiveSession, MAX_SAMPLES, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
+    problems_text,
+};
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
 use crate::bins::error_chain;
@@ -45,56 +48,38 @@ pub const MAX_OVERSIZED_ID_BYTES: usize = 256;
 /// [`HostileConfig::stall_timeout`].
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How many problem samples a report keeps.
-const MAX_SAMPLES: usize = 12;
-
 /// How much of a line a sample quotes.
 const EXCERPT_BYTES: usize = 120;
 
-/// Parameters of a hostile run.
-#[derive(Debug, Clone)]
-pub struct HostileConfig {
-    /// Lines to send in all (valid requests included).
-    pub lines: usize,
-    /// Seed of the line generator; the same seed and line count send the
-    /// same bytes.
-    pub seed: u64,
-    /// Most lines owing an answer that may be outstanding at once.
-    pub in_flight: usize,
-    /// `IAI_MCP_MAX_LINE_BYTES` for the wrapper: some lines are generated
-    /// just below, at and above it.
-    pub max_line_bytes: usize,
-    /// Lines sent (and answered) before the first memory sample, so the
-    /// wrapper's buffers and allocator have reached their working size.
-    pub warmup_lines: usize,
-    /// Growth of `VmRSS` between the two samples that still counts as flat,
-    /// in KiB. Generous on purpose (the default is 8 MiB): allocator
-    /// behaviour varies between runs, and a leak worth finding grows with
-    /// the line count far beyond it.
-    pub rss_growth_limit_kib: u64,
-    /// How long to wait for a reply when the window of lines in flight is
-    /// full (or at the end) before giving up on the missing ones; keep it
-    /// above the wrapper's call timeout in this run (10 s).
-    pub stall_timeout: Duration,
-    /// How long to watch stdout for late or duplicate replies at the end.
-    pub settle: Duration,
-    /// The wrapper's bridge mode and the fake daemon.
-    pub setup: Setup,
-}
-
-impl Default for HostileConfig {
-    fn default() -> Self {
-        Self {
-            lines: 20_000,
-            seed: 1,
-            in_flight: 32,
-            max_line_bytes: 65_536,
-            warmup_lines: 2_000,
-            rss_growth_limit_kib: 8 * 1024,
-            stall_timeout: Duration::from_secs(15),
-            settle: Duration::from_millis(300),
-            setup: Setup::default(),
-        }
+config! {
+    /// Parameters of a hostile run.
+    pub struct HostileConfig {
+        /// Lines to send in all (valid requests included).
+        pub lines: usize = 20_000,
+        /// Seed of the line generator; the same seed and line count send the
+        /// same bytes.
+        pub seed: u64 = 1,
+        /// Most lines owing an answer that may be outstanding at once.
+        pub in_flight: usize = 32,
+        /// `IAI_MCP_MAX_LINE_BYTES` for the wrapper: some lines are generated
+        /// just below, at and above it.
+        pub max_line_bytes: usize = 65_536,
+        /// Lines sent (and answered) before the first memory sample, so the
+        /// wrapper's buffers and allocator have reached their working size.
+        pub warmup_lines: usize = 2_000,
+        /// Growth of `VmRSS` between the two samples that still counts as flat,
+        /// in KiB. Generous on purpose (the default is 8 MiB): allocator
+        /// behaviour varies between runs, and a leak worth finding grows with
+        /// the line count far beyond it.
+        pub rss_growth_limit_kib: u64 = 8 * 1024,
+        /// How long to wait for a reply when the window of lines in flight is
+        /// full (or at the end) before giving up on the missing ones; keep it
+        /// above the wrapper's call timeout in this run (10 s).
+        pub stall_timeout: Duration = Duration::from_secs(15),
+        /// How long to watch stdout for late or duplicate replies at the end.
+        pub settle: Duration = Duration::from_millis(300),
+        /// The wrapper's bridge mode and the fake daemon.
+        pub setup: Setup = Setup::default(),
     }
 }
 
@@ -304,10 +289,9 @@ pub struct HostileReport {
     pub duration: Duration,
     /// A few offending lines and replies, with their line numbers.
     pub samples: Vec<String>,
-    /// Stdout framing defects (must be none).
-    pub defects: Vec<String>,
-    /// The end of the wrapper's stderr, kept when the run did not pass.
-    pub wrapper_stderr_tail: Option<String>,
+    /// Its stdout defects and the end of its stderr.
+    #[serde(flatten)]
+    pub output: WrapperOutput,
 }
 
 impl Judged for HostileReport {
@@ -352,7 +336,7 @@ impl Judged for HostileReport {
             Cause::NotJson,
             "stdout messages that are not responses",
         );
-        checks.stdout_clean(&self.defects);
+        checks.stdout_clean(&self.output.defects);
         checks.zero(
             Prop::StaysUp,
             self.valid_failed,
@@ -370,7 +354,6 @@ impl fmt::Display for HostileReport {
         let seed = self
             .seed
             .map_or_else(|| "given lines".to_owned(), |s| format!("seed {s}"));
-        let fds = |at: Footprint| at.fds.map_or_else(|| "n/a".to_owned(), |n| n.to_string());
         writeln!(
             f,
             "{} ({seed}, {} lines, {:.1} MiB, cap {} bytes, {} in flight, {})",
@@ -417,7 +400,7 @@ impl fmt::Display for HostileReport {
         writeln!(
             f,
             "  stdout: {} defects, {} non-responses, {} replies to unknown ids",
-            self.defects.len(),
+            self.output.defects.len(),
             self.not_responses,
             self.unknown_id_replies
         )?;
@@ -428,8 +411,8 @@ impl fmt::Display for HostileReport {
             format_kib(self.end.rss_kib),
             format_growth(self.rss_growth_kib),
             format_kib(Some(self.rss_growth_limit_kib)),
-            fds(self.start),
-            fds(self.end),
+            or_na(self.start.fds),
+            or_na(self.end.fds),
             if self.wrapper_alive { "yes" } else { "no" },
         )?;
         for sample in &self.samples {
@@ -511,15 +494,13 @@ impl Tally {
 
     /// Books one message from the wrapper's stdout.
     fn receive(&mut self, message: &Value) {
+        let quote = || excerpt(message.to_string().as_bytes());
         let is_response = message.get("jsonrpc") == Some(&Value::String("2.0".into()))
             && message.get("method").is_none()
             && message.get("result").is_some() != message.get("error").is_some();
         let Some(id) = message.get("id").filter(|_| is_response) else {
             self.report.not_responses += 1;
-            self.sample(format!(
-                "not a JSON-RPC response on stdout: {}",
-                excerpt(message.to_string().as_bytes())
-            ));
+            self.sample(format!("not a JSON-RPC response on stdout: {}", quote()));
             return;
         };
         if id.is_null() {
@@ -527,19 +508,13 @@ impl Tally {
                 self.report.null_id_errors += 1;
             } else {
                 self.report.null_id_results += 1;
-                self.sample(format!(
-                    "id:null result: {}",
-                    excerpt(message.to_string().as_bytes())
-                ));
+                self.sample(format!("id:null result: {}", quote()));
             }
             return;
         }
         let Some(owed) = self.owed.get_mut(&id.to_string()) else {
             self.report.unknown_id_replies += 1;
-            self.sample(format!(
-                "reply to an id never sent: {}",
-                excerpt(message.to_string().as_bytes())
-            ));
+            self.sample(format!("reply to an id never sent: {}", quote()));
             return;
         };
         owed.answers += 1;
@@ -561,7 +536,7 @@ impl Tally {
                 self.report.valid_failed += 1;
                 self.sample(format!(
                     "valid line {line} failed: {} <- {line_excerpt}",
-                    excerpt(message.to_string().as_bytes())
+                    quote()
                 ));
             } else {
                 self.report.valid_ok += 1;
@@ -663,58 +638,45 @@ fn run(
     };
 
     let started = Instant::now();
-    let mut sampled_start = false;
-    for (n, (kind, mut line)) in source.enumerate() {
-        if n == cfg.warmup_lines {
-            if let Err(why) = wait_outstanding(&mut session, &mut tally, 0, cfg.stall_timeout) {
-                tally.report.stalled = Some(format!("after the warm-up: {why}"));
-                break;
+    let mut start = None;
+    let stall = cfg.stall_timeout;
+    let send_all = || -> Result<(), String> {
+        for (n, (kind, mut line)) in source.enumerate() {
+            if n == cfg.warmup_lines {
+                wait_outstanding(&mut session, &mut tally, 0, stall)
+                    .map_err(|why| format!("after the warm-up: {why}"))?;
+                start = Some(quiet_sample(&mut session, &mut tally, pid));
             }
-            tally.report.start = quiet_sample(&mut session, &mut tally, pid);
-            sampled_start = true;
+            let expect = expected_reply(&line, cfg.max_line_bytes);
+            let limit = in_flight - usize::from(matches!(expect, Expect::Exactly(_)));
+            wait_outstanding(&mut session, &mut tally, limit, stall)
+                .map_err(|why| format!("before line {n}: {why}"))?;
+            tally.register(n, kind, &line, &expect);
+            line.push(b'\n');
+            session
+                .wrapper
+                .send_raw(&line)
+                .map_err(|e| format!("sending line {n}: {}", error_chain(&e)))?;
+            while let Some(message) = session.wrapper.next_unmatched() {
+                tally.receive(&message);
+            }
         }
-        let expect = expected_reply(&line, cfg.max_line_bytes);
-        if let Err(why) = wait_outstanding(
-            &mut session,
-            &mut tally,
-            in_flight - usize::from(matches!(expect, Expect::Exactly(_))),
-            cfg.stall_timeout,
-        ) {
-            tally.report.stalled = Some(format!("before line {n}: {why}"));
-            break;
-        }
-        tally.register(n, kind, &line, &expect);
-        line.push(b'\n');
-        if let Err(e) = session.wrapper.send_raw(&line) {
-            tally.report.stalled = Some(format!("sending line {n}: {}", error_chain(&e)));
-            break;
-        }
-        while let Some(message) = session.wrapper.next_unmatched() {
-            tally.receive(&message);
-        }
-    }
-    if tally.report.stalled.is_none()
-        && let Err(why) = wait_outstanding(&mut session, &mut tally, 0, cfg.stall_timeout)
-    {
-        tally.report.stalled = Some(format!("at the end: {why}"));
-    }
+        wait_outstanding(&mut session, &mut tally, 0, stall)
+            .map_err(|why| format!("at the end: {why}"))
+    };
+    tally.report.stalled = send_all().err();
     tally.report.duration = started.elapsed();
-    for message in session.collect_unsolicited(cfg.settle) {
+    for message in collect_unsolicited(&mut session.wrapper, cfg.settle) {
         tally.receive(&message);
     }
     let end = Footprint::sample(pid);
-    if !sampled_start {
-        // Fewer lines than the warm-up: nothing to compare against.
-        tally.report.start = end;
-    }
-    tally.report.end = end;
-    tally.report.rss_growth_kib = growth(tally.report.start.rss_kib, end.rss_kib);
+    // Fewer lines than the warm-up: nothing to compare against.
+    let start = start.unwrap_or(end);
+    (tally.report.start, tally.report.end) = (start, end);
+    tally.report.rss_growth_kib = growth(start.rss_kib, end.rss_kib);
     tally.report.wrapper_alive = matches!(session.wrapper.try_wait(), Ok(None));
-    tally.report.defects = session.wrapper.defects();
     tally.finish();
-    let mut report = tally.report;
-    report.wrapper_stderr_tail = session.finish_report(report.passed());
-    Ok(report)
+    Ok(session.conclude(tally.report, |r| &mut r.output))
 }
 
 /// Receives until at most `limit` required answers are outstanding, giving
@@ -744,7 +706,7 @@ fn wait_outstanding(
 /// Samples the wrapper's footprint once it has been idle for a moment
 /// (messages arriving meanwhile are booked).
 fn quiet_sample(session: &mut LiveSession, tally: &mut Tally, pid: u32) -> Footprint {
-    for message in session.collect_unsolicited(Duration::from_millis(100)) {
+    for message in collect_unsolicited(&mut session.wrapper, Duration::from_millis(100)) {
         tally.receive(&message);
     }
     Footprint::sample(pid)

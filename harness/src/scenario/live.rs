@@ -1,13 +1,18 @@
 //! What the live fault scenarios share: a fake daemon and a wrapper started
-//! together, handshaken, and proven to work before any fault is injected.
+//! together, handshaken, and proven to work before any fault is injected;
+//! calls pipelined on them; and what every report keeps of the wrapper's
+//! output.
 
 use std::ffi::OsString;
+use std::fmt;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use super::outcome::CallOutcome;
+use super::property::Judged;
 use super::race::PROTOCOL_VERSION;
 use super::setup::Setup;
 use crate::bins::error_chain;
@@ -15,7 +20,7 @@ use crate::client::ClientError;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::tempdir::{short_tempdir, socket_path_in};
-use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
+use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// How much of the wrapper's stderr a report keeps when something failed.
 pub(crate) const STDERR_TAIL_BYTES: usize = 2000;
@@ -36,9 +41,76 @@ pub(crate) const READ_TOOLS: [(&str, &str); 4] = [
 /// client's own ids: call `n` has id `CALL_ID_BASE + n`.
 const CALL_ID_BASE: u64 = 1_000_000;
 
+/// How many samples (lost calls, odd messages) a report keeps.
+pub(crate) const MAX_SAMPLES: usize = 12;
+
 /// Bound on the baseline call (the wrapper's first connect may take a
 /// moment on a loaded machine).
 const BASELINE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Declares a scenario's configuration: the struct, each field with its
+/// default beside it, and the [`Default`] made of those defaults.
+macro_rules! config {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $($(#[$field_attr:meta])* pub $field:ident: $ty:ty = $default:expr,)*
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone)]
+        pub struct $name {
+            $($(#[$field_attr])* pub $field: $ty,)*
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self {
+                    $($field: $default,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use config;
+
+/// What every live report keeps of the wrapper's output, flattened into
+/// the report's JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WrapperOutput {
+    /// Stdout framing defects (must be none).
+    pub defects: Vec<String>,
+    /// The end of the wrapper's stderr, kept when the run did not pass.
+    pub wrapper_stderr_tail: Option<String>,
+}
+
+/// Starts the fake daemon `setup` names, listening in a fresh short
+/// temporary directory (removed when the returned `TempDir` drops).
+pub(crate) fn start_daemon(setup: &Setup) -> Result<(TempDir, FakeDaemon), HarnessError> {
+    let dir = short_tempdir()?;
+    let socket = socket_path_in(dir.path());
+    let daemon = FakeDaemon::spawn_on(&setup.daemon_bin()?, &socket, setup.transport)?;
+    Ok((dir, daemon))
+}
+
+/// Starts a wrapper dialling `daemon` in `mode`, with `env` set on top of
+/// the harness's isolated environment (no reconnect test delay).
+pub(crate) fn spawn_wrapper(
+    cmd: &WrapperCommand,
+    mode: Option<BridgeMode>,
+    daemon: &FakeDaemon,
+    env: &[(&str, String)],
+) -> Result<WrapperProcess, HarnessError> {
+    let mut opts = WrapperOptions {
+        mode,
+        ..WrapperOptions::for_daemon(daemon)
+    };
+    opts.extra_env.extend(
+        env.iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    WrapperProcess::spawn(cmd, &opts)
+}
 
 /// A fake daemon and a wrapper dialling it, initialized, with one tool call
 /// answered.
@@ -53,8 +125,7 @@ pub(crate) struct LiveSession {
 }
 
 impl LiveSession {
-    /// Starts the daemon and the wrapper (`mode`, `env` set on top of the
-    /// harness's isolated environment; no reconnect test delay), performs
+    /// Starts the daemon and the wrapper (see [`spawn_wrapper`]), performs
     /// the handshake and a baseline call, which must succeed: otherwise
     /// nothing the scenario measures would mean anything, and the result is
     /// a [`HarnessError::Scenario`].
@@ -63,18 +134,8 @@ impl LiveSession {
         setup: &Setup,
         env: &[(&str, String)],
     ) -> Result<Self, HarnessError> {
-        let dir = short_tempdir()?;
-        let socket = socket_path_in(dir.path());
-        let daemon = FakeDaemon::spawn_on(&setup.daemon_bin()?, &socket, setup.transport)?;
-        let mut opts = WrapperOptions {
-            mode: setup.mode,
-            ..WrapperOptions::for_daemon(&daemon)
-        };
-        opts.extra_env.extend(
-            env.iter()
-                .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-        );
-        let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
+        let (dir, daemon) = start_daemon(setup)?;
+        let mut wrapper = spawn_wrapper(cmd, setup.mode, &daemon, env)?;
         wrapper.set_default_timeout(BASELINE_TIMEOUT);
         let mut session = Self {
             wrapper,
@@ -114,56 +175,28 @@ impl LiveSession {
         (CallOutcome::from_client(result), sent.elapsed())
     }
 
-    /// Sends call number `n` (`tools/call` of `tool` with `arguments`) with an
-    /// id of our own, without waiting for its answer; see [`answered_call`].
-    pub(crate) fn send_call(
-        &mut self,
-        n: usize,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<(), ClientError> {
-        self.wrapper.send_request_with_id(
-            json!(CALL_ID_BASE + n as u64),
-            "tools/call",
-            json!({"name": tool, "arguments": arguments}),
-        )
-    }
-
-    /// Collects, for `period`, every message nobody has asked for (late or
-    /// duplicate responses, notifications). Returns early only if the
-    /// wrapper closes its stdout.
-    pub(crate) fn collect_unsolicited(&mut self, period: Duration) -> Vec<Value> {
-        let until = Instant::now() + period;
-        let mut messages = Vec::new();
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            match self.wrapper.recv_any(left) {
-                Ok(message) => messages.push(message),
-                Err(ClientError::Timeout { .. }) if Instant::now() < until => {}
-                Err(_) => return messages,
-            }
-        }
-    }
-
     /// The end of the wrapper's stderr.
     pub(crate) fn stderr_tail(&self) -> String {
         self.wrapper.stderr_tail(STDERR_TAIL_BYTES)
     }
 
-    /// Ends both processes politely (the guards kill them if that fails).
-    pub(crate) fn finish(mut self) {
+    /// Ends both processes politely (the guards kill them if that fails)
+    /// and returns `report` with its [`WrapperOutput`] (which `output`
+    /// reaches) filled in: the stdout defects, then, unless the report
+    /// passes with them, the end of the wrapper's stderr.
+    pub(crate) fn conclude<R: Judged>(
+        mut self,
+        mut report: R,
+        output: fn(&mut R) -> &mut WrapperOutput,
+    ) -> R {
+        output(&mut report).defects = self.wrapper.defects();
+        if !report.passed() {
+            output(&mut report).wrapper_stderr_tail = Some(self.stderr_tail());
+        }
         self.wrapper.close_stdin();
         let _ = self.wrapper.wait_exit(Duration::from_secs(2));
         let _ = self.daemon.quit();
-    }
-
-    /// Ends both processes like [`finish`](Self::finish); unless the run
-    /// `passed`, first takes the end of the wrapper's stderr and returns it,
-    /// for a report's `wrapper_stderr_tail`.
-    pub(crate) fn finish_report(self, passed: bool) -> Option<String> {
-        let tail = (!passed).then(|| self.stderr_tail());
-        self.finish();
-        tail
+        report
     }
 
     fn precondition(&self, step: &str, what: &str) -> HarnessError {
@@ -171,6 +204,163 @@ impl LiveSession {
             "{step} failed: {what}; wrapper stderr (tail): {}",
             self.stderr_tail().trim_end()
         ))
+    }
+}
+
+/// A call sent through a [`Pipeline`], and what came back.
+#[derive(Debug)]
+pub(crate) struct Sent {
+    pub(crate) tool: &'static str,
+    pub(crate) write: bool,
+    pub(crate) sent_at: Instant,
+    pub(crate) answers: u32,
+    /// How its first answer ended.
+    pub(crate) outcome: Option<CallOutcome>,
+}
+
+/// Calls kept in flight on a session, each with an id of our own (call `n`
+/// has id `CALL_ID_BASE + n`), and what came back.
+pub(crate) struct Pipeline<'a> {
+    pub(crate) session: &'a mut LiveSession,
+    /// When the pipeline began: the samples time calls from here.
+    pub(crate) started: Instant,
+    pub(crate) calls: Vec<Sent>,
+    pub(crate) in_flight: usize,
+    /// Messages that answer no call sent, notifications included.
+    pub(crate) unmatched: u64,
+    /// Of those, the responses.
+    pub(crate) stray: usize,
+    /// A few odd messages, in words: answering no call, answering a call
+    /// again, first answers `odd` picks out.
+    pub(crate) samples: Vec<String>,
+    odd: fn(&CallOutcome) -> bool,
+    /// Why the wrapper stopped talking, if it did.
+    pub(crate) gone: Option<String>,
+}
+
+impl<'a> Pipeline<'a> {
+    /// No calls yet on `session`; first answers for which `odd` holds are
+    /// sampled.
+    pub(crate) fn new(session: &'a mut LiveSession, odd: fn(&CallOutcome) -> bool) -> Self {
+        Self {
+            session,
+            started: Instant::now(),
+            calls: Vec::new(),
+            in_flight: 0,
+            unmatched: 0,
+            stray: 0,
+            samples: Vec::new(),
+            odd,
+            gone: None,
+        }
+    }
+
+    /// Sends the next call (`tools/call` of `tool`) without waiting for its
+    /// answer; `false` when the wrapper is gone (and `gone` says why).
+    pub(crate) fn send(&mut self, tool: &'static str, arguments: Value, write: bool) -> bool {
+        let id = json!(CALL_ID_BASE + self.calls.len() as u64);
+        let params = json!({"name": tool, "arguments": arguments});
+        if let Err(e) = self
+            .session
+            .wrapper
+            .send_request_with_id(id, "tools/call", params)
+        {
+            self.gone = Some(error_chain(&e));
+            return false;
+        }
+        self.calls.push(Sent {
+            tool,
+            write,
+            sent_at: Instant::now(),
+            answers: 0,
+            outcome: None,
+        });
+        self.in_flight += 1;
+        true
+    }
+
+    /// Books one message from the wrapper; whether it was the first answer
+    /// to a call.
+    pub(crate) fn receive(&mut self, message: &Value) -> bool {
+        let n = message
+            .get("id")
+            .and_then(Value::as_u64)
+            .and_then(|id| id.checked_sub(CALL_ID_BASE))
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n < self.calls.len() && is_response(message));
+        let Some(n) = n else {
+            self.unmatched += 1;
+            self.stray += usize::from(is_response(message));
+            let text: String = message.to_string().chars().take(200).collect();
+            self.sample(format!("a message answering no call: {text}"));
+            return false;
+        };
+        let call = &mut self.calls[n];
+        call.answers += 1;
+        if call.answers > 1 {
+            let since = call.sent_at.duration_since(self.started).as_secs_f64();
+            let (tool, answers) = (call.tool, call.answers);
+            self.sample(format!(
+                "call #{n} {tool} sent at {since:.3} s answered {answers} times"
+            ));
+            return false;
+        }
+        let outcome = CallOutcome::from_response(message);
+        let odd = (self.odd)(&outcome).then(|| format!("call #{n} {}: {outcome}", call.tool));
+        call.outcome = Some(outcome);
+        self.in_flight -= 1;
+        if let Some(text) = odd {
+            self.sample(text);
+        }
+        true
+    }
+
+    /// Receives one message within `timeout`, if one comes (else, if the
+    /// wrapper went away, `gone` says why); whether it was the first answer
+    /// to a call.
+    pub(crate) fn receive_for(&mut self, timeout: Duration) -> bool {
+        match self.session.wrapper.recv_any(timeout) {
+            Ok(message) => self.receive(&message),
+            Err(ClientError::Timeout { .. }) => false,
+            Err(e) => {
+                self.gone = Some(error_chain(&e));
+                false
+            }
+        }
+    }
+
+    /// Receives until no call is in flight, at most `timeout`.
+    pub(crate) fn drain(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.in_flight > 0 && self.gone.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            self.receive_for(left);
+        }
+    }
+
+    fn sample(&mut self, text: String) {
+        if self.samples.len() < MAX_SAMPLES {
+            self.samples.push(text);
+        }
+    }
+}
+
+/// Collects, for `period`, every message from `wrapper` nobody has asked
+/// for (late or duplicate responses, notifications). Returns early only if
+/// the wrapper closes its stdout.
+pub(crate) fn collect_unsolicited(wrapper: &mut WrapperProcess, period: Duration) -> Vec<Value> {
+    let until = Instant::now() + period;
+    let mut messages = Vec::new();
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match wrapper.recv_any(left) {
+            Ok(message) => messages.push(message),
+            Err(ClientError::Timeout { .. }) if Instant::now() < until => {}
+            Err(_) => return messages,
+        }
     }
 }
 
@@ -190,19 +380,67 @@ pub(crate) fn is_response(message: &Value) -> bool {
         && (message.get("result").is_some() || message.get("error").is_some())
 }
 
-/// The number of the call (sent with [`LiveSession::send_call`]) whose id
-/// `message` carries, if it is one of the first `sent`.
-pub(crate) fn answered_call(message: &Value, sent: usize) -> Option<usize> {
-    message
-        .get("id")
-        .and_then(Value::as_u64)
-        .and_then(|id| id.checked_sub(CALL_ID_BASE))
-        .and_then(|i| usize::try_from(i).ok())
-        .filter(|&i| i < sent)
-}
-
 /// An environment variable for the wrapper holding a duration in whole
 /// milliseconds (`IAI_MCP_CALL_TIMEOUT_MS` and the like).
 pub(crate) fn env_ms(name: &'static str, duration: Duration) -> (&'static str, String) {
     (name, duration.as_millis().to_string())
+}
+
+/// A figure that may be missing, for people: the figure, or `n/a`.
+pub(crate) fn or_na(figure: Option<impl fmt::Display>) -> String {
+    figure.map_or_else(|| "n/a".to_owned(), |f| f.to_string())
+}
+
+/// Writes the name serde gives `value` (a unit variant, in its
+/// `rename_all` spelling), so text and JSON reports name it alike.
+pub(crate) fn write_serde_name(value: &impl Serialize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let name = serde_json::to_value(value).map_err(|_| fmt::Error)?;
+    f.write_str(name.as_str().unwrap_or_default())
+}
+
+/// The call numbers tagged `<prefix><digits>` in `text`, `digits` wide, in
+/// order; lookalikes (fewer digits, other characters) are skipped.
+pub(crate) fn tag_numbers<'t>(
+    text: &'t str,
+    prefix: &'t str,
+    digits: usize,
+) -> impl Iterator<Item = usize> + 't {
+    text.match_indices(prefix).filter_map(move |(at, _)| {
+        let start = at + prefix.len();
+        let number = text.get(start..start + digits)?;
+        number
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| number.parse().ok())?
+    })
+}
+
+/// Asserts that the report `clean` makes passes, and that each of
+/// `breakages` makes it fail with exactly one problem.
+#[cfg(test)]
+pub(crate) fn assert_each_breaks_once<R: Judged + fmt::Display, const N: usize>(
+    clean: fn() -> R,
+    breakages: [fn(&mut R); N],
+) {
+    let report = clean();
+    assert!(report.passed(), "{report}");
+    for breakage in breakages {
+        let mut report = clean();
+        breakage(&mut report);
+        assert_eq!(report.problems().len(), 1, "{report}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_responses() {
+        assert!(is_response(&json!({"id": 1, "result": {}})));
+        assert!(is_response(&json!({"id": null, "error": {}})));
+        assert!(!is_response(
+            &json!({"method": "notifications/message", "params": {}})
+        ));
+    }
 }

@@ -29,6 +29,7 @@ use crate::error::HarnessError;
 pub use crate::format::format_ms;
 pub use crate::table::{Align, table_lines};
 use crate::wrapper::WrapperCommand;
+pub use live::WrapperOutput;
 use property::Judged;
 pub use setup::Setup;
 

@@ -11,21 +11,14 @@
 //!    (`IAI_MCP_CALL_TIMEOUT_MS`, `IAI_MCP_CONNECT_WAIT_MS`, backoff), so a
 //!    fault costs milliseconds, not minutes; `initialize`, a baseline call;
 //! 2. set the daemon's answer delay to [`SoakConfig::daemon_delay_ms`], so
-//!    calls really are in flight at the daemon when a fault strikes (and the
-//!    rate stays near `concurrency / delay`, which keeps the daemon's request
-//!    journal complete for minutes); keep [`SoakConfig::concurrency`] calls
-//!    in flight, pipelined with ids of our own: reads (`topology`, `schema_list`, `events_query`,
-//!    `memory_recall`, `curiosity_pending`, `episodes_recent`) and, about
-//!    one in [`SoakConfig::write_every`], a `memory_capture` write, every
-//!    call tagged `soak-<n>` in its arguments (except `topology` and
-//!    `episodes_recent`, which take none that fit);
+//!    calls are in flight at the daemon when a fault strikes; keep
+//!    [`SoakConfig::concurrency`] calls in flight, pipelined with ids of our
+//!    own: reads (`READS`) and, about one in [`SoakConfig::write_every`], a
+//!    `memory_capture` write, each tagged `soak-<n>` in its arguments where
+//!    one fits;
 //! 3. meanwhile, from a seeded schedule, one fault episode at a time
-//!    ([`FaultKind`]): `DROP`; `DELAY <ms>` then back to the base delay;
-//!    `HANG` then `RESUME` (shorter than the call timeout); `GARBAGE <n>`;
-//!    `SLICE <b>` then `SLICE 0`; `CUT`; `DOWN` then `UP`; `STRAY`;
-//!    `DUPLICATE`; half of the lasting episodes also see instant faults
-//!    (`DROP`, `GARBAGE`, `CUT`, `STRAY`, `DUPLICATE`) strike while they
-//!    last;
+//!    ([`FaultKind`]), each lasting one undone before the next; half of the
+//!    lasting episodes also see instant faults strike while they last;
 //! 4. every [`SoakConfig::herd_every`], a herd episode: the schedule is
 //!    paused, [`SoakConfig::herd_wrappers`] more wrappers join the daemon,
 //!    and it drops every connection, then goes down and up
@@ -41,11 +34,10 @@
 //!
 //! The run passes when no call is lost (unanswered at the end) or answered
 //! twice, no reply names an id never sent, no write reached the daemon
-//! twice, the descriptors and
-//! memory stayed flat, stdout carried only JSON-RPC, and the wrapper is
-//! alive. How calls ended (ok, `daemon_unreachable`, `daemon_timeout`,
-//! `parse_error`, other) is reported, not judged: faults make calls fail by
-//! design.
+//! twice, the descriptors and memory stayed flat, stdout carried only
+//! JSON-RPC, and the wrapper is alive. How calls ended (ok,
+//! `daemon_unreachable`, `daemon_timeout`, `parse_error`, other) is
+//! reported, not judged: faults make calls fail by design.
 //!
 //! The seed fixes the fault sequence and the call mix; the timing of each
 //! episode relative to the calls depends on the machine, so a replay with
@@ -61,12 +53,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::herd::{HerdConfig, HerdReport, herd_on};
-use super::live::{LiveSession, answered_call, env_ms, is_response, problems_text};
+use super::live::{
+    LiveSession, MAX_SAMPLES, Pipeline, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
+    problems_text, tag_numbers,
+};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
-use crate::bins::error_chain;
-use crate::client::ClientError;
 use crate::error::HarnessError;
 use crate::footprint::{Footprint, growth};
 use crate::format::{format_growth, format_kib};
@@ -79,9 +72,6 @@ use faults::{Schedule, ScheduleBounds};
 
 /// The tag prefix carried by call arguments; followed by 9 digits.
 const TAG_PREFIX: &str = "soak-";
-
-/// How many samples (lost calls, odd outcomes) a report keeps.
-const MAX_SAMPLES: usize = 12;
 
 /// How long the fake daemon may take to produce its `LOG` (tens of MiB at
 /// the end of a long soak).
@@ -101,92 +91,65 @@ const READS: [(&str, Option<&str>); 6] = [
     ("episodes_recent", None),
 ];
 
-/// Parameters of a soak.
-#[derive(Debug, Clone)]
-pub struct SoakConfig {
-    /// How long calls keep flowing (the checkpoints and the final drain
-    /// come on top).
-    pub duration: Duration,
-    /// Seed of the fault schedule and the call mix.
-    pub seed: u64,
-    /// Calls kept in flight.
-    pub concurrency: usize,
-    /// About one call in `write_every` is a write (0: reads only).
-    pub write_every: u32,
-    /// The daemon's answer delay (`DELAY`) outside `DELAY` episodes, in
-    /// milliseconds. With it, every call spends that long at the daemon, so
-    /// drops and cuts catch calls in flight, and the rate is about
-    /// `concurrency / delay`: 8 in flight and 8 ms make about 1000 calls/s,
-    /// which the daemon's 64 MiB request journal holds for over 5 minutes
-    /// (a faster rate makes it forget the oldest requests: reported as
-    /// `journal_dropped`). 0 runs as fast as the wrapper goes.
-    pub daemon_delay_ms: u64,
-    /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
-    pub call_timeout: Duration,
-    /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
-    pub connect_wait: Duration,
-    /// `IAI_MCP_BACKOFF_INITIAL_MS`.
-    pub backoff_initial_ms: u64,
-    /// `IAI_MCP_BACKOFF_MAX_MS`.
-    pub backoff_max_ms: u64,
-    /// Shortest pause between two fault episodes.
-    pub fault_gap_min: Duration,
-    /// Longest pause between two fault episodes.
-    pub fault_gap_max: Duration,
-    /// Longest hold of `DELAY`, `SLICE` and `DOWN`.
-    pub max_fault_hold: Duration,
-    /// Longest `HANG`; must stay below `call_timeout` so held calls are
-    /// answered on `RESUME` (a `daemon_timeout` would still count as an
-    /// answer).
-    pub max_hang: Duration,
-    /// Calls and faults before the first footprint sample, so buffers and
-    /// the allocator reach their working size.
-    pub warmup: Duration,
-    /// Bound on waiting for the answers still owed at a checkpoint.
-    pub drain_timeout: Duration,
-    /// Time between herd episodes (zero: none).
-    pub herd_every: Duration,
-    /// Wrappers that join the daemon for a herd episode.
-    pub herd_wrappers: usize,
-    /// How long to watch for late or duplicate answers at the end.
-    pub settle: Duration,
-    /// Growth of `VmRSS` from the first sample to the last that still counts
-    /// as flat, in KiB. Generous on purpose (8 MiB by default): allocator
-    /// noise must not fail a run, and a leak per call or per fault grows
-    /// far beyond it over a soak.
-    pub rss_growth_limit_kib: u64,
-    /// Open descriptors the wrapper may hold at the end beyond those at the
-    /// start (a connect in progress).
-    pub fd_slack: u64,
-    /// The wrapper's bridge mode and the fake daemon.
-    pub setup: Setup,
-}
-
-impl Default for SoakConfig {
-    fn default() -> Self {
-        Self {
-            duration: Duration::from_secs(60),
-            seed: 1,
-            concurrency: 8,
-            write_every: 4,
-            daemon_delay_ms: 8,
-            call_timeout: Duration::from_millis(2000),
-            connect_wait: Duration::from_millis(1000),
-            backoff_initial_ms: 10,
-            backoff_max_ms: 100,
-            fault_gap_min: Duration::from_millis(50),
-            fault_gap_max: Duration::from_millis(500),
-            max_fault_hold: Duration::from_millis(1500),
-            max_hang: Duration::from_millis(1000),
-            warmup: Duration::from_secs(5),
-            drain_timeout: Duration::from_secs(20),
-            herd_every: Duration::from_secs(20),
-            herd_wrappers: 10,
-            settle: Duration::from_millis(500),
-            rss_growth_limit_kib: 8 * 1024,
-            fd_slack: 2,
-            setup: Setup::default(),
-        }
+config! {
+    /// Parameters of a soak.
+    pub struct SoakConfig {
+        /// How long calls keep flowing (the checkpoints and the final drain
+        /// come on top).
+        pub duration: Duration = Duration::from_secs(60),
+        /// Seed of the fault schedule and the call mix.
+        pub seed: u64 = 1,
+        /// Calls kept in flight.
+        pub concurrency: usize = 8,
+        /// About one call in `write_every` is a write (0: reads only).
+        pub write_every: u32 = 4,
+        /// The daemon's answer delay (`DELAY`) outside `DELAY` episodes, in
+        /// milliseconds. With it, every call spends that long at the daemon, so
+        /// drops and cuts catch calls in flight, and the rate is about
+        /// `concurrency / delay`: 8 in flight and 8 ms make about 1000 calls/s,
+        /// which the daemon's 64 MiB request journal holds for over 5 minutes
+        /// (a faster rate makes it forget the oldest requests: reported as
+        /// `journal_dropped`). 0 runs as fast as the wrapper goes.
+        pub daemon_delay_ms: u64 = 8,
+        /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+        pub call_timeout: Duration = Duration::from_millis(2000),
+        /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+        pub connect_wait: Duration = Duration::from_millis(1000),
+        /// `IAI_MCP_BACKOFF_INITIAL_MS`.
+        pub backoff_initial_ms: u64 = 10,
+        /// `IAI_MCP_BACKOFF_MAX_MS`.
+        pub backoff_max_ms: u64 = 100,
+        /// Shortest pause between two fault episodes.
+        pub fault_gap_min: Duration = Duration::from_millis(50),
+        /// Longest pause between two fault episodes.
+        pub fault_gap_max: Duration = Duration::from_millis(500),
+        /// Longest hold of `DELAY`, `SLICE` and `DOWN`.
+        pub max_fault_hold: Duration = Duration::from_millis(1500),
+        /// Longest `HANG`; must stay below `call_timeout` so held calls are
+        /// answered on `RESUME` (a `daemon_timeout` would still count as an
+        /// answer).
+        pub max_hang: Duration = Duration::from_millis(1000),
+        /// Calls and faults before the first footprint sample, so buffers and
+        /// the allocator reach their working size.
+        pub warmup: Duration = Duration::from_secs(5),
+        /// Bound on waiting for the answers still owed at a checkpoint.
+        pub drain_timeout: Duration = Duration::from_secs(20),
+        /// Time between herd episodes (zero: none).
+        pub herd_every: Duration = Duration::from_secs(20),
+        /// Wrappers that join the daemon for a herd episode.
+        pub herd_wrappers: usize = 10,
+        /// How long to watch for late or duplicate answers at the end.
+        pub settle: Duration = Duration::from_millis(500),
+        /// Growth of `VmRSS` from the first sample to the last that still counts
+        /// as flat, in KiB. Generous on purpose (8 MiB by default): allocator
+        /// noise must not fail a run, and a leak per call or per fault grows
+        /// far beyond it over a soak.
+        pub rss_growth_limit_kib: u64 = 8 * 1024,
+        /// Open descriptors the wrapper may hold at the end beyond those at the
+        /// start (a connect in progress).
+        pub fd_slack: u64 = 2,
+        /// The wrapper's bridge mode and the fake daemon.
+        pub setup: Setup = Setup::default(),
     }
 }
 
@@ -233,7 +196,7 @@ impl Class {
 }
 
 /// What a soak measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct SoakReport {
     /// The seed (replay: the same seed gives the same faults and calls).
     pub seed: u64,
@@ -303,10 +266,9 @@ pub struct SoakReport {
     pub samples: Vec<String>,
     /// The last fault commands, kept when the run did not pass.
     pub recent_faults: Vec<String>,
-    /// Stdout framing defects (must be none).
-    pub defects: Vec<String>,
-    /// The end of the wrapper's stderr, kept when the run did not pass.
-    pub wrapper_stderr_tail: Option<String>,
+    /// Its stdout defects and the end of its stderr.
+    #[serde(flatten)]
+    pub output: WrapperOutput,
 }
 
 impl Judged for SoakReport {
@@ -336,7 +298,7 @@ impl Judged for SoakReport {
             Cause::WrittenTwice,
             "writes received twice by the daemon",
         );
-        checks.stdout_clean(&self.defects);
+        checks.stdout_clean(&self.output.defects);
         if let (Some(start), Some(end)) = (self.start.fds, self.end.fds) {
             checks.expect(
                 Prop::StaysUp,
@@ -354,10 +316,6 @@ impl Judged for SoakReport {
         checks.extend(self.herds.iter().flat_map(Judged::checks));
         checks
     }
-}
-
-fn opt_text(value: Option<u64>) -> String {
-    value.map_or_else(|| "n/a".to_owned(), |v| v.to_string())
 }
 
 impl fmt::Display for SoakReport {
@@ -412,15 +370,15 @@ impl fmt::Display for SoakReport {
         writeln!(
             f,
             "  wrapper:  fds start {}, end {} (flat: end <= start + {}); RSS start {}, end {}, growth {} (flat: below {}); alive {}; stdout defects {}",
-            opt_text(self.start.fds),
-            opt_text(self.end.fds),
+            or_na(self.start.fds),
+            or_na(self.end.fds),
             self.fd_slack,
             format_kib(self.start.rss_kib),
             format_kib(self.end.rss_kib),
             format_growth(self.rss_growth_kib),
             format_kib(Some(self.rss_growth_limit_kib)),
             if self.wrapper_alive { "yes" } else { "no" },
-            self.defects.len(),
+            self.output.defects.len(),
         )?;
         let herds_passed = self.herds.iter().filter(|h| h.passed()).count();
         writeln!(
@@ -440,57 +398,41 @@ impl fmt::Display for SoakReport {
     }
 }
 
-/// One soak call.
-#[derive(Debug)]
-struct SoakCall {
-    tool: &'static str,
-    write: bool,
-    tagged: bool,
-    /// Since the start of the run.
-    sent_at: Duration,
-    answers: u32,
-    class: Option<Class>,
-}
-
 /// The unique tag of call `n`.
 fn tag(n: usize) -> String {
     format!("{TAG_PREFIX}{n:09}")
 }
 
-/// Tool and arguments of the next call (`n`), whether it is a write, and
-/// whether its arguments carry its tag.
-fn call_for(rng: &mut Rng, n: usize, write_every: u32) -> (&'static str, Value, bool, bool) {
+/// Tool and arguments of the next call (`n`), and whether it is a write.
+fn call_for(rng: &mut Rng, n: usize, write_every: u32) -> (&'static str, Value, bool) {
     if write_every > 0 && rng.below(u64::from(write_every)) == 0 {
         let text = format!("soak write {}: a memory that must be stored once", tag(n));
-        return ("memory_capture", json!({ "text": text }), true, true);
+        return ("memory_capture", json!({ "text": text }), true);
     }
     let (tool, field) = *rng.pick(&READS);
-    match (tool, field) {
-        (_, Some(field)) => {
-            let mut arguments = serde_json::Map::new();
-            arguments.insert(field.to_owned(), Value::String(tag(n)));
-            (tool, Value::Object(arguments), false, true)
-        }
-        ("episodes_recent", None) => (tool, json!({"n": 5}), false, false),
-        _ => (tool, json!({}), false, false),
-    }
+    let arguments = match (tool, field) {
+        (_, Some(field)) => json!({ field: tag(n) }),
+        ("episodes_recent", None) => json!({"n": 5}),
+        _ => json!({}),
+    };
+    (tool, arguments, false)
+}
+
+/// Whether the calls of `tool` carry their tag: writes, and reads with an
+/// argument for it.
+fn tagged(tool: &str) -> bool {
+    READS
+        .iter()
+        .find(|(read, _)| *read == tool)
+        .is_none_or(|(_, field)| field.is_some())
 }
 
 /// Counts, per call number below `calls`, how often its tag occurs in the
 /// daemon's `LOG` line, and reads the journal's `dropped` count.
 fn scan_log(log: &str, calls: usize) -> (Vec<u32>, u64) {
     let mut received = vec![0u32; calls];
-    for (at, _) in log.match_indices(TAG_PREFIX) {
-        let start = at + TAG_PREFIX.len();
-        let Some(digits) = log.get(start..start + 9) else {
-            continue;
-        };
-        if let Ok(n) = digits.parse::<usize>()
-            && digits.bytes().all(|b| b.is_ascii_digit())
-            && n < calls
-        {
-            received[n] += 1;
-        }
+    for n in tag_numbers(log, TAG_PREFIX, 9).filter(|&n| n < calls) {
+        received[n] += 1;
     }
     let dropped = log
         .rfind("\"dropped\":")
@@ -507,113 +449,28 @@ fn scan_log(log: &str, calls: usize) -> (Vec<u32>, u64) {
 
 /// The running soak.
 struct Soak<'a> {
-    session: &'a mut LiveSession,
+    pipe: Pipeline<'a>,
     calls_rng: Rng,
     write_every: u32,
-    calls: Vec<SoakCall>,
-    in_flight: usize,
-    unexpected: u64,
-    started: Instant,
-    samples: Vec<String>,
-    wrapper_gone: Option<String>,
 }
 
 impl Soak<'_> {
-    fn sample(&mut self, text: String) {
-        if self.samples.len() < MAX_SAMPLES {
-            self.samples.push(text);
-        }
-    }
-
     fn send_next(&mut self) -> bool {
-        let n = self.calls.len();
-        let (tool, arguments, write, tagged) = call_for(&mut self.calls_rng, n, self.write_every);
-        if let Err(e) = self.session.send_call(n, tool, arguments) {
-            self.wrapper_gone = Some(error_chain(&e));
-            return false;
-        }
-        self.calls.push(SoakCall {
-            tool,
-            write,
-            tagged,
-            sent_at: self.started.elapsed(),
-            answers: 0,
-            class: None,
-        });
-        self.in_flight += 1;
-        true
-    }
-
-    /// Books one message; returns the class of a first answer.
-    fn receive(&mut self, message: &Value) -> Option<Class> {
-        let index = answered_call(message, self.calls.len()).filter(|_| is_response(message));
-        let Some(index) = index else {
-            self.unexpected += 1;
-            let text = message.to_string();
-            self.sample(format!(
-                "a message answering no call: {}",
-                text.chars().take(200).collect::<String>()
-            ));
-            return None;
-        };
-        let call = &mut self.calls[index];
-        call.answers += 1;
-        if call.answers > 1 {
-            let (tool, sent_at, answers) = (call.tool, call.sent_at, call.answers);
-            self.sample(format!(
-                "call #{index} {tool} sent at {:.3} s answered {answers} times",
-                sent_at.as_secs_f64()
-            ));
-            return None;
-        }
-        let outcome = CallOutcome::from_response(message);
-        let class = Class::of(&outcome);
-        call.class = Some(class);
-        self.in_flight -= 1;
-        if class == Class::Other {
-            let tool = call.tool;
-            self.sample(format!("call #{index} {tool}: {outcome}"));
-        }
-        Some(class)
-    }
-
-    /// Receives for at most `timeout`; `false` if nothing came.
-    fn receive_for(&mut self, timeout: Duration) -> bool {
-        match self.session.wrapper.recv_any(timeout) {
-            Ok(message) => {
-                self.receive(&message);
-                true
-            }
-            Err(ClientError::Timeout { .. }) => false,
-            Err(e) => {
-                self.wrapper_gone = Some(error_chain(&e));
-                false
-            }
-        }
-    }
-
-    /// Waits until no call is in flight, at most `timeout`.
-    fn drain(&mut self, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while self.in_flight > 0 && self.wrapper_gone.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return;
-            }
-            self.receive_for(left);
-        }
+        let n = self.pipe.calls.len();
+        let (tool, arguments, write) = call_for(&mut self.calls_rng, n, self.write_every);
+        self.pipe.send(tool, arguments, write)
     }
 
     /// With nothing in flight: sends single calls until one succeeds (at most
     /// [`PROBE_TRIES`]), so the wrapper is connected and idle.
     fn probe(&mut self, timeout: Duration) {
         for _ in 0..PROBE_TRIES {
-            if self.wrapper_gone.is_some() || !self.send_next() {
+            if self.pipe.gone.is_some() || !self.send_next() {
                 return;
             }
-            let n = self.calls.len() - 1;
-            self.drain(timeout);
-            if self.calls[n].class == Some(Class::Ok) {
+            let n = self.pipe.calls.len() - 1;
+            self.pipe.drain(timeout);
+            if self.pipe.calls[n].outcome == Some(CallOutcome::Ok) {
                 return;
             }
         }
@@ -627,13 +484,13 @@ impl Soak<'_> {
         drain_timeout: Duration,
         settle: Duration,
     ) -> Result<Footprint, HarnessError> {
-        schedule.quiesce(&self.session.daemon)?;
-        self.drain(drain_timeout);
-        for message in self.session.collect_unsolicited(settle) {
-            self.receive(&message);
+        schedule.quiesce(&self.pipe.session.daemon)?;
+        self.pipe.drain(drain_timeout);
+        for message in collect_unsolicited(&mut self.pipe.session.wrapper, settle) {
+            self.pipe.receive(&message);
         }
         self.probe(drain_timeout);
-        Ok(Footprint::sample(self.session.wrapper.pid()))
+        Ok(Footprint::sample(self.pipe.session.wrapper.pid()))
     }
 }
 
@@ -662,7 +519,12 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     session.daemon.delay(cfg.daemon_delay_ms)?;
     let concurrency = cfg.concurrency.max(1);
-    let started = Instant::now();
+    let mut soak = Soak {
+        pipe: Pipeline::new(&mut session, |o| Class::of(o) == Class::Other),
+        calls_rng: Rng::new(cfg.seed ^ 0x5041_4b5f_4341_4c4c),
+        write_every: cfg.write_every,
+    };
+    let started = soak.pipe.started;
     let mut schedule = Schedule::new(
         Rng::new(cfg.seed),
         ScheduleBounds {
@@ -673,17 +535,6 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         },
         started,
     );
-    let mut soak = Soak {
-        session: &mut session,
-        calls_rng: Rng::new(cfg.seed ^ 0x5041_4b5f_4341_4c4c),
-        write_every: cfg.write_every,
-        calls: Vec::new(),
-        in_flight: 0,
-        unexpected: 0,
-        started,
-        samples: Vec::new(),
-        wrapper_gone: None,
-    };
 
     let end_at = started + cfg.duration;
     let mut warmup_at = Some(started + cfg.warmup.min(cfg.duration));
@@ -702,7 +553,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
     };
     let mut herds = Vec::new();
     let mut start = None;
-    while soak.wrapper_gone.is_none() {
+    while soak.pipe.gone.is_none() {
         let now = Instant::now();
         if now >= end_at {
             break;
@@ -715,17 +566,18 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         }
         if herd_at.is_some_and(|at| now >= at) {
             // The soak's own wrapper is one more client of the daemon.
-            schedule.quiesce(&soak.session.daemon)?;
-            herds.push(herd_on(cmd, &soak.session.daemon, &herd, &env, 1)?);
+            let daemon = &soak.pipe.session.daemon;
+            schedule.quiesce(daemon)?;
+            herds.push(herd_on(cmd, daemon, &herd, &env, 1)?);
             schedule.resume();
             herd_at = Some(Instant::now() + cfg.herd_every);
             continue;
         }
         if now >= schedule.next_at() {
-            schedule.step(&soak.session.daemon, now)?;
+            schedule.step(&soak.pipe.session.daemon, now)?;
             continue;
         }
-        while soak.in_flight < concurrency && soak.wrapper_gone.is_none() {
+        while soak.pipe.in_flight < concurrency && soak.pipe.gone.is_none() {
             soak.send_next();
         }
         let wake = [Some(end_at), warmup_at, herd_at, Some(schedule.next_at())]
@@ -733,19 +585,19 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
             .flatten()
             .min()
             .unwrap_or(end_at);
-        soak.receive_for(wake.saturating_duration_since(now));
+        soak.pipe.receive_for(wake.saturating_duration_since(now));
     }
     let duration = started.elapsed();
     let end = soak.checkpoint(&mut schedule, cfg.drain_timeout, cfg.settle)?;
     let start = start.unwrap_or(end);
-    let wrapper_alive = matches!(soak.session.wrapper.try_wait(), Ok(None));
-    let Soak {
+    let wrapper_alive = matches!(soak.pipe.session.wrapper.try_wait(), Ok(None));
+    let Pipeline {
         calls,
-        unexpected,
+        unmatched,
         mut samples,
-        wrapper_gone,
+        gone,
         ..
-    } = soak;
+    } = soak.pipe;
     let log = session.daemon.command_timeout("LOG", LOG_TIMEOUT)?;
     let (received, journal_dropped) = scan_log(&log, calls.len());
     drop(log);
@@ -758,15 +610,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         call_timeout: cfg.call_timeout,
         connect_wait: cfg.connect_wait,
         calls_sent: calls.len() as u64,
-        answered: 0,
-        lost: 0,
-        duplicate_replies: 0,
-        unexpected_messages: unexpected,
-        writes_sent: 0,
-        writes_seen_twice: 0,
-        writes_failed_but_received: 0,
-        reads_replayed: 0,
-        reads_seen_over_twice: 0,
+        unexpected_messages: unmatched,
         journal_dropped,
         outcomes: Class::ALL.iter().map(|&c| (c, 0)).collect(),
         faults: schedule.counts.clone(),
@@ -776,43 +620,35 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         rss_growth_kib: growth(start.rss_kib, end.rss_kib),
         rss_growth_limit_kib: cfg.rss_growth_limit_kib,
         fd_slack: cfg.fd_slack,
-        calls_per_second: 0.0,
         wrapper_alive,
-        wrapper_gone,
-        samples: Vec::new(),
-        recent_faults: Vec::new(),
-        defects: session.wrapper.defects(),
-        wrapper_stderr_tail: None,
+        wrapper_gone: gone,
+        ..SoakReport::default()
     };
     let mut lost = Vec::new();
     for (n, (call, &seen)) in calls.iter().zip(&received).enumerate() {
-        match call.answers {
-            0 => {
-                report.lost += 1;
-                if lost.len() < MAX_SAMPLES / 2 {
-                    lost.push(format!(
-                        "call #{n} {} (write: {}) sent at {:.3} s: never answered; the daemon received it {seen} time(s)",
-                        call.tool,
-                        call.write,
-                        call.sent_at.as_secs_f64()
-                    ));
-                }
-            }
-            1 => report.answered += 1,
-            _ => {
-                report.answered += 1;
-                report.duplicate_replies += 1;
+        report.answered += u64::from(call.answers > 0);
+        report.duplicate_replies += u64::from(call.answers > 1);
+        if call.answers == 0 {
+            report.lost += 1;
+            if lost.len() < MAX_SAMPLES / 2 {
+                lost.push(format!(
+                    "call #{n} {} (write: {}) sent at {:.3} s: never answered; the daemon received it {seen} time(s)",
+                    call.tool,
+                    call.write,
+                    call.sent_at.duration_since(started).as_secs_f64()
+                ));
             }
         }
-        if let Some(class) = call.class {
+        let class = call.outcome.as_ref().map(Class::of);
+        if let Some(class) = class {
             *report.outcomes.entry(class).or_default() += 1;
         }
         if call.write {
             report.writes_sent += 1;
             report.writes_seen_twice += u64::from(seen > 1);
-            let failed = call.class.is_some_and(|c| c != Class::Ok);
+            let failed = class.is_some_and(|c| c != Class::Ok);
             report.writes_failed_but_received += u64::from(failed && seen > 0);
-        } else if call.tagged {
+        } else if tagged(call.tool) {
             report.reads_replayed += u64::from(seen == 2);
             report.reads_seen_over_twice += u64::from(seen > 2);
         }
@@ -821,24 +657,25 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
     lost.truncate(MAX_SAMPLES);
     report.samples = lost;
     report.calls_per_second = report.answered as f64 / duration.as_secs_f64().max(1e-3);
+    let mut report = session.conclude(report, |r| &mut r.output);
     if !report.passed() {
         report.recent_faults = schedule.recent().to_vec();
     }
-    report.wrapper_stderr_tail = session.finish_report(report.passed());
     Ok(report)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::live::assert_each_breaks_once;
 
     #[test]
     fn tags_are_found_in_the_log_and_lookalikes_ignored() {
         let mut rng = Rng::new(3);
         let mut writes = 0;
         for n in 0..200 {
-            let (tool, arguments, write, tagged) = call_for(&mut rng, n, 4);
-            if tagged {
+            let (tool, arguments, write) = call_for(&mut rng, n, 4);
+            if tagged(tool) {
                 let (received, _) = scan_log(&arguments.to_string(), 200);
                 assert_eq!(received[n], 1, "{tool} {arguments}");
             }
@@ -855,6 +692,10 @@ mod tests {
     }
 
     fn clean_report() -> SoakReport {
+        let footprint = |rss_kib| Footprint {
+            rss_kib: Some(rss_kib),
+            fds: Some(16),
+        };
         SoakReport {
             seed: 9,
             mode: Some(BridgeMode::Fixed),
@@ -864,63 +705,39 @@ mod tests {
             connect_wait: Duration::from_secs(1),
             calls_sent: 1000,
             answered: 1000,
-            lost: 0,
-            duplicate_replies: 0,
-            unexpected_messages: 0,
             writes_sent: 250,
-            writes_seen_twice: 0,
             writes_failed_but_received: 3,
             reads_replayed: 5,
-            reads_seen_over_twice: 0,
-            journal_dropped: 0,
             outcomes: Class::ALL
                 .iter()
                 .map(|&c| (c, [990, 10, 0, 0, 0][c as usize]))
                 .collect(),
             faults: FaultKind::ALL.iter().map(|&k| (k, 2)).collect(),
-            herds: Vec::new(),
-            start: Footprint {
-                rss_kib: Some(5000),
-                fds: Some(16),
-            },
-            end: Footprint {
-                rss_kib: Some(5200),
-                fds: Some(16),
-            },
+            start: footprint(5000),
+            end: footprint(5200),
             rss_growth_kib: Some(200),
             rss_growth_limit_kib: 8192,
             fd_slack: 2,
             calls_per_second: 33.3,
             wrapper_alive: true,
-            wrapper_gone: None,
-            samples: Vec::new(),
-            recent_faults: Vec::new(),
-            defects: Vec::new(),
-            wrapper_stderr_tail: None,
+            ..SoakReport::default()
         }
     }
 
     #[test]
     fn passes_only_when_every_must_condition_holds() {
-        let report = clean_report();
-        assert!(report.passed(), "{report}");
         let breakages: [fn(&mut SoakReport); 9] = [
             |r| r.lost = 1,
             |r| r.duplicate_replies = 1,
             |r| r.unexpected_messages = 1,
             |r| r.writes_seen_twice = 1,
-            |r| r.defects.push("x".into()),
+            |r| r.output.defects.push("x".into()),
             |r| r.end.fds = Some(19),
             |r| r.rss_growth_kib = Some(8192),
             |r| r.wrapper_alive = false,
             |r| r.wrapper_gone = Some("eof".into()),
         ];
-        for breakage in breakages {
-            let mut report = clean_report();
-            breakage(&mut report);
-            assert!(!report.passed(), "{report}");
-            assert_eq!(report.problems().len(), 1, "{report}");
-        }
+        assert_each_breaks_once(clean_report, breakages);
         let mut report = clean_report();
         report.end.fds = Some(18);
         report.rss_growth_kib = Some(-4000);

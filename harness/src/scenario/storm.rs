@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::live::{LiveSession, READ_TOOLS, answered_call, is_response, problems_text};
-use super::outcome::CallOutcome;
+use super::live::{
+    LiveSession, Pipeline, READ_TOOLS, WrapperOutput, collect_unsolicited, config, problems_text,
+    tag_numbers,
+};
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
-use crate::bins::error_chain;
-use crate::client::ClientError;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -29,43 +29,29 @@ use crate::wrapper::{BridgeMode, WrapperCommand};
 /// How many failure texts a report keeps.
 const MAX_FAILURE_SAMPLES: usize = 8;
 
-/// Parameters of the drop storm.
-#[derive(Debug, Clone)]
-pub struct StormConfig {
-    /// How many times the daemon drops the connection.
-    pub drops: u32,
-    /// How many calls are kept in flight.
-    pub concurrency: usize,
-    /// The daemon's answer delay (`DELAY`), so calls are in flight when a
-    /// drop hits.
-    pub daemon_delay_ms: u64,
-    /// Time between two drops; keep it well above the answer delay plus a
-    /// reconnect, so a replayed read is answered before the next drop.
-    pub drop_interval: Duration,
-    /// Every `write_every`-th call is a write (0: no writes).
-    pub write_every: u32,
-    /// Bound on waiting for the answers still owed after the storm, and on
-    /// holding a drop back for calls hit by the previous one.
-    pub drain_timeout: Duration,
-    /// How long to watch for late or duplicate answers before counting the
-    /// daemon's connections.
-    pub settle: Duration,
-    /// The wrapper's bridge mode and the fake daemon.
-    pub setup: Setup,
-}
-
-impl Default for StormConfig {
-    fn default() -> Self {
-        Self {
-            drops: 5,
-            concurrency: 8,
-            daemon_delay_ms: 20,
-            drop_interval: Duration::from_millis(150),
-            write_every: 3,
-            drain_timeout: Duration::from_secs(10),
-            settle: Duration::from_millis(250),
-            setup: Setup::default(),
-        }
+config! {
+    /// Parameters of the drop storm.
+    pub struct StormConfig {
+        /// How many times the daemon drops the connection.
+        pub drops: u32 = 5,
+        /// How many calls are kept in flight.
+        pub concurrency: usize = 8,
+        /// The daemon's answer delay (`DELAY`), so calls are in flight when a
+        /// drop hits.
+        pub daemon_delay_ms: u64 = 20,
+        /// Time between two drops; keep it well above the answer delay plus a
+        /// reconnect, so a replayed read is answered before the next drop.
+        pub drop_interval: Duration = Duration::from_millis(150),
+        /// Every `write_every`-th call is a write (0: no writes).
+        pub write_every: u32 = 3,
+        /// Bound on waiting for the answers still owed after the storm, and on
+        /// holding a drop back for calls hit by the previous one.
+        pub drain_timeout: Duration = Duration::from_secs(10),
+        /// How long to watch for late or duplicate answers before counting the
+        /// daemon's connections.
+        pub settle: Duration = Duration::from_millis(250),
+        /// The wrapper's bridge mode and the fake daemon.
+        pub setup: Setup = Setup::default(),
     }
 }
 
@@ -127,10 +113,9 @@ pub struct StormReport {
     pub failure_samples: Vec<String>,
     /// Why the wrapper stopped talking, if it did (must be `None`).
     pub wrapper_gone: Option<String>,
-    /// Stdout framing defects (must be none).
-    pub defects: Vec<String>,
-    /// The end of the wrapper's stderr, kept when the storm did not pass.
-    pub wrapper_stderr_tail: Option<String>,
+    /// Its stdout defects and the end of its stderr.
+    #[serde(flatten)]
+    pub output: WrapperOutput,
 }
 
 impl Judged for StormReport {
@@ -193,7 +178,7 @@ impl Judged for StormReport {
                 Some(why) => format!("went away during {} drops: {why}", self.drops),
             },
         );
-        checks.stdout_clean(&self.defects);
+        checks.stdout_clean(&self.output.defects);
         checks.into_vec()
     }
 }
@@ -224,7 +209,7 @@ impl fmt::Display for StormReport {
             self.conns_after,
             self.accepted,
             format_ms(self.storm_duration),
-            self.defects.len(),
+            self.output.defects.len(),
             problems_text(&self.problems()),
             if self.failure_samples.is_empty() {
                 String::new()
@@ -238,16 +223,6 @@ impl fmt::Display for StormReport {
     }
 }
 
-/// One storm call: what was asked and how it was answered.
-#[derive(Debug)]
-struct StormCall {
-    tool: &'static str,
-    write: bool,
-    sent_at: Instant,
-    answers: u32,
-    outcome: Option<CallOutcome>,
-}
-
 /// The unique tag of call `n`, carried in one of its arguments.
 fn tag(n: usize) -> String {
     format!("storm-{n:06}")
@@ -255,15 +230,7 @@ fn tag(n: usize) -> String {
 
 /// The call number whose tag appears in `params`, if any.
 fn tag_in(params: &Value) -> Option<usize> {
-    let text = params.to_string();
-    text.match_indices("storm-").find_map(|(at, prefix)| {
-        let digits = text.get(at + prefix.len()..at + prefix.len() + 6)?;
-        digits
-            .bytes()
-            .all(|b| b.is_ascii_digit())
-            .then(|| digits.parse().ok())
-            .flatten()
-    })
+    tag_numbers(&params.to_string(), "storm-", 6).next()
 }
 
 /// Tool and arguments of call `n`, and whether it is a write.
@@ -285,64 +252,14 @@ fn call_for(n: usize, write_every: u32) -> (&'static str, Value, bool) {
         }
     } else {
         let (tool, field) = READ_TOOLS[n % READ_TOOLS.len()];
-        let mut arguments = serde_json::Map::new();
-        arguments.insert(field.to_owned(), Value::String(tag));
-        (tool, Value::Object(arguments), false)
+        (tool, json!({ field: tag }), false)
     }
 }
 
-/// The pipelined calls and their bookkeeping.
-struct Storm<'a> {
-    session: &'a mut LiveSession,
-    write_every: u32,
-    calls: Vec<StormCall>,
-    in_flight: usize,
-    stray: usize,
-}
-
-impl Storm<'_> {
-    fn send_next(&mut self) -> Result<(), ClientError> {
-        let n = self.calls.len();
-        let (tool, arguments, write) = call_for(n, self.write_every);
-        self.session.send_call(n, tool, arguments)?;
-        self.calls.push(StormCall {
-            tool,
-            write,
-            sent_at: Instant::now(),
-            answers: 0,
-            outcome: None,
-        });
-        self.in_flight += 1;
-        Ok(())
-    }
-
-    /// Books one message from the wrapper; whether it was the first answer
-    /// to one of the storm's calls.
-    fn receive(&mut self, message: &Value) -> bool {
-        if !is_response(message) {
-            return false;
-        }
-        let Some(index) = answered_call(message, self.calls.len()) else {
-            self.stray += 1;
-            return false;
-        };
-        let call = &mut self.calls[index];
-        call.answers += 1;
-        if call.answers > 1 {
-            return false;
-        }
-        call.outcome = Some(CallOutcome::from_response(message));
-        self.in_flight -= 1;
-        true
-    }
-
-    /// Whether every call sent before `instant` has been answered.
-    fn answered_all_sent_before(&self, instant: Instant) -> bool {
-        self.calls
-            .iter()
-            .take_while(|c| c.sent_at < instant)
-            .all(|c| c.answers > 0)
-    }
+/// Sends the storm's next call; `false` when the wrapper is gone.
+fn send_next(storm: &mut Pipeline<'_>, write_every: u32) -> bool {
+    let (tool, arguments, write) = call_for(storm.calls.len(), write_every);
+    storm.send(tool, arguments, write)
 }
 
 /// Runs the drop storm once against the wrapper started by `cmd`.
@@ -351,18 +268,10 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     session.daemon.delay(cfg.daemon_delay_ms)?;
 
-    let mut storm = Storm {
-        session: &mut session,
-        write_every: cfg.write_every,
-        calls: Vec::new(),
-        in_flight: 0,
-        stray: 0,
-    };
-    let mut wrapper_gone = None;
-    let started = Instant::now();
+    let mut storm = Pipeline::new(&mut session, |_| false);
+    let started = storm.started;
     for _ in 0..cfg.concurrency {
-        if let Err(e) = storm.send_next() {
-            wrapper_gone = Some(error_chain(&e));
+        if !send_next(&mut storm, cfg.write_every) {
             break;
         }
     }
@@ -373,13 +282,16 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
     // Calls sent before this instant must be answered before the next drop.
     let mut gate: Option<Instant> = None;
     let mut stop_sending: Option<Instant> = None;
-    while wrapper_gone.is_none() {
+    while storm.gone.is_none() {
         let now = Instant::now();
         if stop_sending.is_some_and(|end| now >= end) {
             break;
         }
         if drops < cfg.drops && now >= next_drop {
-            let open = gate.is_none_or(|g| storm.answered_all_sent_before(g));
+            let open = gate.is_none_or(|g| {
+                let mut sent_before = storm.calls.iter().take_while(|c| c.sent_at < g);
+                sent_before.all(|c| c.answers > 0)
+            });
             let forced = now >= next_drop + cfg.drain_timeout;
             if open || forced {
                 forced_drops += u32::from(!open);
@@ -400,42 +312,23 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
             // Held back by the gate: an answer opens it.
             None => next_drop + cfg.drain_timeout,
         };
-        match storm
-            .session
-            .wrapper
-            .recv_any(wake.saturating_duration_since(now))
+        if storm.receive_for(wake.saturating_duration_since(now))
+            && storm.in_flight < cfg.concurrency
         {
-            Ok(message) => {
-                if storm.receive(&message)
-                    && storm.in_flight < cfg.concurrency
-                    && let Err(e) = storm.send_next()
-                {
-                    wrapper_gone = Some(error_chain(&e));
-                }
-            }
-            Err(ClientError::Timeout { .. }) => {}
-            Err(e) => wrapper_gone = Some(error_chain(&e)),
+            send_next(&mut storm, cfg.write_every);
         }
     }
     let storm_duration = started.elapsed();
 
-    // Drain the answers still owed.
-    let drain_deadline = Instant::now() + cfg.drain_timeout;
-    while wrapper_gone.is_none() && storm.in_flight > 0 {
-        let left = drain_deadline.saturating_duration_since(Instant::now());
-        match storm.session.wrapper.recv_any(left) {
-            Ok(message) => {
-                storm.receive(&message);
-            }
-            Err(ClientError::Timeout { .. }) => break,
-            Err(e) => wrapper_gone = Some(error_chain(&e)),
-        }
-    }
-    // Late and duplicate answers; then the connection count.
-    for message in storm.session.collect_unsolicited(cfg.settle) {
+    // Drain the answers still owed; late and duplicate answers; then the
+    // connection count.
+    storm.drain(cfg.drain_timeout);
+    for message in collect_unsolicited(&mut storm.session.wrapper, cfg.settle) {
         storm.receive(&message);
     }
-    let Storm { calls, stray, .. } = storm;
+    let Pipeline {
+        calls, stray, gone, ..
+    } = storm;
     let stats = session.daemon.stats()?;
     let log = session.daemon.request_log()?;
 
@@ -457,19 +350,13 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
         conns_after: stats.conns,
         accepted: stats.accepted,
         storm_duration,
-        wrapper_gone,
-        defects: session.wrapper.defects(),
+        wrapper_gone: gone,
         ..StormReport::default()
     };
     for (n, (call, &seen)) in calls.iter().zip(&received).enumerate() {
-        match call.answers {
-            0 => report.unanswered += 1,
-            1 => report.answered += 1,
-            _ => {
-                report.answered += 1;
-                report.answered_more_than_once += 1;
-            }
-        }
+        report.unanswered += usize::from(call.answers == 0);
+        report.answered += usize::from(call.answers > 0);
+        report.answered_more_than_once += usize::from(call.answers > 1);
         let Some(outcome) = &call.outcome else {
             continue;
         };
@@ -507,13 +394,13 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
                 .push(format!("#{n} {}: {outcome}", call.tool));
         }
     }
-    report.wrapper_stderr_tail = session.finish_report(report.passed());
-    Ok(report)
+    Ok(session.conclude(report, |r| &mut r.output))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::live::assert_each_breaks_once;
 
     #[test]
     fn tags_round_trip_through_every_tool() {
@@ -564,8 +451,6 @@ mod tests {
 
     #[test]
     fn passes_only_when_every_must_condition_holds() {
-        let report = clean_report();
-        assert!(report.passed(), "{report}");
         let breakages: [fn(&mut StormReport); 10] = [
             |r| r.answered_more_than_once = 1,
             |r| r.unanswered = 1,
@@ -575,15 +460,10 @@ mod tests {
             |r| r.dup_writes = 1,
             |r| r.conns_after = 2,
             |r| r.conns_after = 0,
-            |r| r.defects.push("x".into()),
+            |r| r.output.defects.push("x".into()),
             |r| r.wrapper_gone = Some("eof".into()),
         ];
-        for breakage in breakages {
-            let mut report = clean_report();
-            breakage(&mut report);
-            assert!(!report.passed(), "{report}");
-            assert_eq!(report.problems().len(), 1, "{report}");
-        }
+        assert_each_breaks_once(clean_report, breakages);
         let json = serde_json::to_value(clean_report()).unwrap();
         assert_eq!(json["storm_duration_ms"], json!(900.0));
         assert_eq!(json["mode"], "fixed");

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::random::Rng;
+use crate::scenario::live::write_serde_name;
 
 /// The faults the soak injects, one fake daemon command (or pair) each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -49,26 +50,12 @@ impl FaultKind {
         Self::Stray,
         Self::Duplicate,
     ];
-
-    /// The kind's snake_case name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Drop => "drop",
-            Self::Delay => "delay",
-            Self::Hang => "hang",
-            Self::Garbage => "garbage",
-            Self::Slice => "slice",
-            Self::Cut => "cut",
-            Self::DownUp => "down_up",
-            Self::Stray => "stray",
-            Self::Duplicate => "duplicate",
-        }
-    }
 }
 
 impl fmt::Display for FaultKind {
+    /// The kind's snake_case name, as in JSON reports.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        write_serde_name(self, f)
     }
 }
 
@@ -215,30 +202,18 @@ impl Schedule {
     /// Sends the command that begins a fault of `kind`, and counts it.
     fn begin(&mut self, daemon: &FakeDaemon, kind: FaultKind) -> Result<(), HarnessError> {
         *self.counts.entry(kind).or_default() += 1;
-        match kind {
-            FaultKind::Drop => self.send(daemon, "DROP", "DROPPED"),
+        let command = match kind {
             FaultKind::Delay => {
                 let ms = self.rng.between(self.bounds.base_delay_ms + 10, 400);
-                self.send(daemon, &format!("DELAY {ms}"), &format!("OK DELAY {ms}"))
+                format!("DELAY {ms}")
             }
-            FaultKind::Hang => self.send(daemon, "HANG", "OK HANG"),
-            FaultKind::Garbage => {
-                let n = self.rng.between(1, 8);
-                self.send(daemon, &format!("GARBAGE {n}"), &format!("OK GARBAGE {n}"))
-            }
-            FaultKind::Slice => {
-                let bytes = self.rng.between(1, 256);
-                self.send(
-                    daemon,
-                    &format!("SLICE {bytes}"),
-                    &format!("OK SLICE {bytes}"),
-                )
-            }
-            FaultKind::Cut => self.send(daemon, "CUT", "OK CUT"),
-            FaultKind::DownUp => self.send(daemon, "DOWN", "OK DOWN"),
-            FaultKind::Stray => self.send(daemon, "STRAY", "OK STRAY"),
-            FaultKind::Duplicate => self.send(daemon, "DUPLICATE", "OK DUPLICATE"),
-        }
+            FaultKind::Garbage => format!("GARBAGE {}", self.rng.between(1, 8)),
+            FaultKind::Slice => format!("SLICE {}", self.rng.between(1, 256)),
+            FaultKind::DownUp => "DOWN".to_owned(),
+            // DROP, HANG, CUT, STRAY, DUPLICATE: the kind's name.
+            _ => kind.to_string().to_uppercase(),
+        };
+        self.send(daemon, &command)
     }
 
     /// Undoes the lasting fault in force now, if any, and holds the next
@@ -257,19 +232,19 @@ impl Schedule {
     }
 
     fn undo(&mut self, daemon: &FakeDaemon, kind: FaultKind) -> Result<(), HarnessError> {
-        match kind {
-            FaultKind::Delay => {
-                let ms = self.bounds.base_delay_ms;
-                self.send(daemon, &format!("DELAY {ms}"), &format!("OK DELAY {ms}"))
-            }
-            FaultKind::Hang => self.send(daemon, "RESUME", "OK RESUME"),
-            FaultKind::Slice => self.send(daemon, "SLICE 0", "OK SLICE 0"),
-            FaultKind::DownUp => self.send(daemon, "UP", "OK UP"),
-            _ => Ok(()),
-        }
+        let command = match kind {
+            FaultKind::Delay => format!("DELAY {}", self.bounds.base_delay_ms),
+            FaultKind::Hang => "RESUME".to_owned(),
+            FaultKind::Slice => "SLICE 0".to_owned(),
+            FaultKind::DownUp => "UP".to_owned(),
+            _ => return Ok(()),
+        };
+        self.send(daemon, &command)
     }
 
-    fn send(&mut self, daemon: &FakeDaemon, command: &str, ack: &str) -> Result<(), HarnessError> {
+    /// Sends `command` and expects its acknowledgement (`DROPPED` for
+    /// `DROP`, else `OK <command>`), remembering it among the recent ones.
+    fn send(&mut self, daemon: &FakeDaemon, command: &str) -> Result<(), HarnessError> {
         if self.recent.len() == RECENT_COMMANDS {
             self.recent.remove(0);
         }
@@ -277,6 +252,10 @@ impl Schedule {
             "{:.3} s {command}",
             self.started.elapsed().as_secs_f64()
         ));
-        daemon.expect_ack(command, ack)
+        let ack = match command {
+            "DROP" => "DROPPED".to_owned(),
+            _ => format!("OK {command}"),
+        };
+        daemon.expect_ack(command, &ack)
     }
 }
