@@ -24,7 +24,7 @@ use super::report::{
 use super::scenarios::{Run, cold_start, initialize, pipelined, recovery, sequential, wait_ready};
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
-use super::transport::RequestTemplate;
+use super::transport::{RequestTemplate, initialize_template};
 use super::{BenchConfig, FLOOR_NAME, TOOL, WRAPPER_NAME};
 use crate::bins::error_chain;
 use crate::daemon::FakeDaemon;
@@ -83,7 +83,7 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
         })?;
     }
     for subject in bench.live_wrappers() {
-        subject.report.peak_rss_kib = subject.pid.and_then(peak_rss_kib);
+        subject.report.peak_rss_kib = subject.child.as_ref().and_then(|c| peak_rss_kib(c.pid()));
     }
     bench.recoveries();
     Ok(bench.finish())
@@ -120,9 +120,9 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
             wrappers.iter().zip(samples.iter_mut())
         {
             match cold_start(cmd, config.response_timeout) {
-                Ok(sample) => {
-                    initialize.push(nanos(sample.initialize));
-                    tools_list.push(nanos(sample.tools_list));
+                Ok((answered, listed)) => {
+                    initialize.push(nanos(answered));
+                    tools_list.push(nanos(listed));
                 }
                 Err(e) => {
                     *failures += 1;
@@ -152,46 +152,18 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
     }
 }
 
-/// The client's connection to a subject.
-enum Conn {
-    /// Straight on the fake daemon's socket.
-    Floor(Session),
-    /// On a wrapper's stdio.
-    Wrapper(WrapperChild),
-}
-
-impl Conn {
-    fn session(&mut self) -> &mut Session {
-        match self {
-            Self::Floor(session) => session,
-            Self::Wrapper(child) => child.session(),
-        }
-    }
-
-    fn skipped_lines(&self) -> u64 {
-        match self {
-            Self::Floor(session) => session.skipped_lines(),
-            Self::Wrapper(child) => child.skipped_lines(),
-        }
-    }
-
-    fn stderr_tail(&mut self) -> String {
-        match self {
-            Self::Floor(_) => String::new(),
-            Self::Wrapper(child) => child.stderr_tail(),
-        }
-    }
-}
-
 /// One subject while the bench runs.
 struct Subject {
     report: SubjectReport,
-    /// `None` once the subject failed (or never started).
-    conn: Option<Conn>,
+    /// The client's connection: on the daemon's socket for the floor, on
+    /// the wrapper's stdio otherwise; `None` once the subject failed (or
+    /// never started).
+    session: Option<Session>,
+    /// The wrapper process, while it runs (never for the floor).
+    child: Option<WrapperChild>,
     template: RequestTemplate,
-    pid: Option<u32>,
-    // Drop order: the connection (above) first, then the daemon, then its
-    // directory.
+    // Drop order: the session and the wrapper (above) first, then the
+    // daemon, then its directory.
     daemon: Option<FakeDaemon>,
     _dir: Option<TempDir>,
 }
@@ -218,9 +190,9 @@ impl Subject {
         );
         Ok(Self {
             report: SubjectReport::new(FLOOR_NAME, SubjectKind::Floor, command),
-            conn: Some(Conn::Floor(session)),
+            session: Some(session),
+            child: None,
             template,
-            pid: None,
             daemon: Some(daemon),
             _dir: Some(dir),
         })
@@ -232,9 +204,9 @@ impl Subject {
     fn wrapper(config: &BenchConfig, report: SubjectReport, cmd: &WrapperCommand) -> Self {
         let mut subject = Self {
             report,
-            conn: None,
+            session: None,
+            child: None,
             template: RequestTemplate::tool_call(TOOL),
-            pid: None,
             daemon: None,
             _dir: None,
         };
@@ -258,27 +230,28 @@ impl Subject {
         let socket = socket_path_in(dir.path());
         self._dir = Some(dir);
         self.daemon = Some(FakeDaemon::spawn_with(&config.fake_daemon_bin, &socket)?);
-        let mut child = WrapperEnv::new(cmd, Some(&socket))?.spawn(config.response_timeout)?;
-        child.capture_stderr();
-        self.pid = Some(child.pid());
+        let env = WrapperEnv::new(cmd, Some(&socket))?;
+        let (child, session) = env.spawn(config.response_timeout)?;
+        self.child.insert(child).capture_stderr();
         let template = &self.template;
-        let conn = self.conn.insert(Conn::Wrapper(child));
-        conn.session().guarded("initialize and warm-up", |io| {
-            initialize(io)?;
-            wait_ready(io, template, READY_WITHIN)?;
-            sequential(io, template, config.warmup_calls).map(drop)
-        })
+        self.session
+            .insert(session)
+            .guarded("initialize and warm-up", |io| {
+                initialize(io, &initialize_template())?;
+                wait_ready(io, template, READY_WITHIN)?;
+                sequential(io, template, config.warmup_calls).map(drop)
+            })
     }
 
     /// Records `error` and drops the connection (the wrapper is killed).
     /// For the floor the error is returned instead: nothing can be compared
     /// without it.
     fn fail(&mut self, phase: &str, error: &HarnessError) -> Result<(), HarnessError> {
-        let mut stderr = String::new();
-        if let Some(mut conn) = self.conn.take() {
-            stderr = conn.stderr_tail();
-            self.report.skipped_lines += conn.skipped_lines();
+        let stderr = (self.child.as_mut()).map_or(String::new(), WrapperChild::stderr_tail);
+        if let Some(session) = self.session.take() {
+            self.report.skipped_lines += session.skipped_lines();
         }
+        self.child = None;
         if self.report.kind == SubjectKind::Floor {
             return Err(match &self.daemon {
                 Some(daemon) => floor_failed(error, daemon),
@@ -311,9 +284,7 @@ struct Bench<'a> {
 
 impl Bench<'_> {
     fn live_wrappers(&mut self) -> impl Iterator<Item = &mut Subject> {
-        self.subjects
-            .iter_mut()
-            .filter(|s| s.report.kind == SubjectKind::Wrapper && s.conn.is_some())
+        self.subjects.iter_mut().filter(|s| s.child.is_some())
     }
 
     /// One compared phase: `total` calls made by `run` in `rounds` slices
@@ -339,12 +310,13 @@ impl Bench<'_> {
                 format!("{progress_name}, round {round}/{rounds}, {calls} calls per subject");
             progress(config, &line);
             for (subject, (sum, cpu)) in self.subjects.iter_mut().zip(&mut totals) {
-                let (pid, daemon) = (subject.pid, subject.daemon.as_ref().map(FakeDaemon::pid));
-                let Some(conn) = &mut subject.conn else {
+                let pid = subject.child.as_ref().map(WrapperChild::pid);
+                let daemon = subject.daemon.as_ref().map(FakeDaemon::pid);
+                let Some(session) = &mut subject.session else {
                     continue;
                 };
                 let template = &subject.template;
-                let result = conn.session().guarded(guard_name, |io| {
+                let result = session.guarded(guard_name, |io| {
                     if warmup > 0 {
                         run(io, template, warmup)?;
                     }
@@ -365,7 +337,7 @@ impl Bench<'_> {
             }
         }
         for (subject, (run, cpu)) in self.subjects.iter_mut().zip(totals) {
-            if subject.conn.is_some() {
+            if subject.session.is_some() {
                 book(&mut subject.report, run, &cpu);
             }
         }
@@ -383,11 +355,11 @@ impl Bench<'_> {
             let name = &subject.report.name;
             let count = config.recoveries;
             progress(config, &format!("{name}: {count} recoveries from DROP"));
-            let (Some(conn), Some(daemon)) = (&mut subject.conn, &subject.daemon) else {
+            let (Some(session), Some(daemon)) = (&mut subject.session, &subject.daemon) else {
                 continue;
             };
             let template = &subject.template;
-            let result = conn.session().guarded("recovery", |io| {
+            let result = session.guarded("recovery", |io| {
                 recovery(io, template, daemon, count, READY_WITHIN)
             });
             match result {
@@ -406,10 +378,10 @@ impl Bench<'_> {
         self.subjects
             .into_iter()
             .map(|mut subject| {
-                if let Some(conn) = &mut subject.conn {
-                    subject.report.skipped_lines += conn.skipped_lines();
-                    if let Conn::Wrapper(child) = conn {
-                        child.close(EXIT_GRACE);
+                if let Some(session) = subject.session.take() {
+                    subject.report.skipped_lines += session.skipped_lines();
+                    if let Some(child) = &mut subject.child {
+                        child.close(session, EXIT_GRACE);
                     }
                 }
                 subject.report

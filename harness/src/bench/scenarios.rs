@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::stats::nanos;
 use super::subject::{Channel, WrapperEnv};
-use super::transport::{RequestTemplate, initialize_template, notification_line};
+use super::transport::{INITIALIZED, RequestTemplate, initialize_template};
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::daemon::FakeDaemon;
@@ -29,23 +29,25 @@ const RETRY_PAUSE: Duration = Duration::from_millis(10);
 /// background work it started have settled.
 const RECOVERY_SETTLE: Duration = Duration::from_millis(20);
 
-/// Sends `initialize` and `notifications/initialized`; an error response
-/// is [`ClientError::ErrorResponse`].
-pub fn initialize(io: &mut Channel) -> Result<(), HarnessError> {
-    let response = io.call(&initialize_template())?;
-    if !response.outcome.is_success() {
-        return Err(error_response(io).into());
+/// Makes one call of `template`; an error response is
+/// [`ClientError::ErrorResponse`].
+fn call_ok(io: &mut Channel, template: &RequestTemplate) -> Result<(), HarnessError> {
+    if io.call(template)?.outcome.is_success() {
+        return Ok(());
     }
-    io.writer
-        .send_raw(&notification_line("notifications/initialized", &json!({})))?;
-    Ok(())
-}
-
-/// The last line read as a [`ClientError::ErrorResponse`].
-fn error_response(io: &Channel) -> ClientError {
     let value = serde_json::from_slice(io.reader.last_line())
         .unwrap_or_else(|_| serde_json::Value::String(io.last_line_excerpt()));
-    ClientError::ErrorResponse(value)
+    Err(ClientError::ErrorResponse(value).into())
+}
+
+/// Sends `initialize` (`template`, see [`initialize_template`]) and then
+/// `notifications/initialized`; returns when the `initialize` response was
+/// read. An error response is [`ClientError::ErrorResponse`].
+pub fn initialize(io: &mut Channel, template: &RequestTemplate) -> Result<Instant, HarnessError> {
+    call_ok(io, template)?;
+    let answered = Instant::now();
+    io.writer.send_raw(INITIALIZED)?;
+    Ok(answered)
 }
 
 /// Calls until one call succeeds, for at most `within`: a wrapper may still
@@ -264,40 +266,24 @@ pub fn recovery(
     Ok(run)
 }
 
-/// One cold start, in time since just before the process was spawned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ColdSample {
-    /// Until the `initialize` response was read.
-    pub initialize: Duration,
-    /// Until the `tools/list` response was read (sent right after the
-    /// `initialize` response and `notifications/initialized`).
-    pub tools_list: Duration,
-}
-
 /// Starts `cmd` with no daemon listening, sends `initialize` at once, then
-/// `notifications/initialized` and `tools/list`, and times both answers.
+/// `notifications/initialized` and `tools/list`, and times both answers
+/// from just before the process was spawned: `(initialize, tools/list)`.
 /// The process is killed afterwards. A failure carries the wrapper's stderr
 /// in its message.
-pub fn cold_start(cmd: &WrapperCommand, timeout: Duration) -> Result<ColdSample, HarnessError> {
+pub fn cold_start(
+    cmd: &WrapperCommand,
+    timeout: Duration,
+) -> Result<(Duration, Duration), HarnessError> {
     let env = WrapperEnv::new(cmd, None)?;
-    let initialize = initialize_template();
-    let initialized = notification_line("notifications/initialized", &json!({}));
+    let init = initialize_template();
     let list = RequestTemplate::new("tools/list", &json!({}));
     let start = Instant::now();
-    let mut child = env.spawn(timeout)?;
-    let result = child.session().guarded("a cold start", |io| {
-        if !io.call(&initialize)?.outcome.is_success() {
-            return Err(error_response(io).into());
-        }
-        let initialized_at = start.elapsed();
-        io.writer.send_raw(&initialized)?;
-        if !io.call(&list)?.outcome.is_success() {
-            return Err(error_response(io).into());
-        }
-        Ok(ColdSample {
-            initialize: initialized_at,
-            tools_list: start.elapsed(),
-        })
+    let (mut child, mut session) = env.spawn(timeout)?;
+    let result = session.guarded("a cold start", |io| {
+        let initialized = initialize(io, &init)? - start;
+        call_ok(io, &list)?;
+        Ok((initialized, start.elapsed()))
     });
     result.map_err(|e| {
         HarnessError::Scenario(format!(

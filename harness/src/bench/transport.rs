@@ -15,7 +15,7 @@
 //! wait by ending a subject that stops answering.
 
 use std::fmt;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -98,18 +98,10 @@ fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[start..]);
 }
 
-/// A JSON-RPC notification line (no id), for the few one-off messages
-/// (`notifications/initialized`).
-pub fn notification_line(method: &str, params: &Value) -> Vec<u8> {
-    let mut line = serde_json::to_vec(&serde_json::json!({
-        "jsonrpc": "2.0",
-        "method": method,
-        "params": params,
-    }))
-    .unwrap_or_default();
-    line.push(b'\n');
-    line
-}
+/// The `notifications/initialized` line, sent after the `initialize`
+/// response.
+pub const INITIALIZED: &[u8] =
+    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\",\"params\":{}}\n";
 
 /// The `initialize` request the bench sends to wrappers.
 pub fn initialize_template() -> RequestTemplate {
@@ -352,19 +344,11 @@ impl<R: Read> ResponseReader<R> {
     pub fn next_response(&mut self) -> Result<Response, ClientError> {
         loop {
             self.line.clear();
-            let read = loop {
-                match self.inner.read_until(b'\n', &mut self.line) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    other => break other,
-                }
-            };
-            match read {
-                Ok(0) | Err(_) => {
-                    return Err(ClientError::Closed {
-                        waiting_for: "a response".to_owned(),
-                    });
-                }
-                Ok(_) => {}
+            // `read_until` retries reads that a signal interrupted.
+            if let Ok(0) | Err(_) = self.inner.read_until(b'\n', &mut self.line) {
+                return Err(ClientError::Closed {
+                    waiting_for: "a response".to_owned(),
+                });
             }
             self.progress.fetch_add(1, Ordering::Relaxed);
             while matches!(self.line.last(), Some(b'\n' | b'\r')) {
@@ -419,12 +403,9 @@ mod tests {
         }
         let init: Value = serde_json::from_str(&render(&initialize_template(), 1)).unwrap();
         assert_eq!(init["params"]["protocolVersion"], PROTOCOL_VERSION);
-        let note: Value = serde_json::from_slice(&notification_line(
-            "notifications/initialized",
-            &Value::Null,
-        ))
-        .unwrap();
+        let note: Value = serde_json::from_slice(INITIALIZED).unwrap();
         assert!(note.get("id").is_none());
+        assert_eq!(note["method"], "notifications/initialized");
     }
 
     fn response(id: Option<u64>, outcome: Outcome) -> Option<Response> {
