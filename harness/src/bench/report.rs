@@ -6,6 +6,7 @@
 //! subject / floor, for latency (lower is better) and throughput (higher
 //! is better) alike.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -269,17 +270,14 @@ impl ThroughputStats {
     /// Summarises the pipelined runs at `depth` and their CPU usage.
     pub(crate) fn new(depth: usize, run: &Run, cpu: &CpuUsage) -> Self {
         let seconds = run.elapsed.as_secs_f64();
+        let calls_per_sec = run.calls as f64 / seconds;
         Self {
             depth,
             calls: run.calls,
             failures: run.failures,
             stray: run.stray,
             elapsed_ns: nanos(run.elapsed),
-            calls_per_sec: if seconds > 0.0 {
-                run.calls as f64 / seconds
-            } else {
-                0.0
-            },
+            calls_per_sec: if seconds > 0.0 { calls_per_sec } else { 0.0 },
             cpu: cpu.share(),
             work: cpu.per_call(run.calls),
         }
@@ -654,8 +652,9 @@ impl BenchReport {
                 Some(with_ratio(format_ns(value), r))
             }));
         }
-        for depth in self.depths() {
-            rows.push(self.row(format!("throughput, {depth} in flight"), |s| {
+        for (phase, depth) in self.phases() {
+            let Some(depth) = depth else { continue };
+            rows.push(self.row(format!("throughput, {phase}"), |s| {
                 let rate = format_rate(s.throughput_at(depth)?.calls_per_sec);
                 Some(with_ratio(rate, throughput_ratio(s, floor_of(s), depth)))
             }));
@@ -778,23 +777,17 @@ impl BenchReport {
         notes
     }
 
-    /// Every depth measured by any subject, ascending.
-    fn depths(&self) -> Vec<usize> {
-        let mut depths: Vec<usize> = self
-            .subjects
-            .iter()
+    /// The sequential phase (`None`), then every depth measured by any
+    /// subject, ascending, as (name, depth).
+    fn phases(&self) -> Vec<(String, Option<usize>)> {
+        let depths: BTreeSet<usize> = (self.subjects.iter())
             .flat_map(|s| s.pipelined.iter().map(|t| t.depth))
             .collect();
-        depths.sort_unstable();
-        depths.dedup();
-        depths
-    }
-
-    /// The sequential phase, then every depth, as (name, depth).
-    fn phases(&self) -> Vec<(String, Option<usize>)> {
-        let depths = self.depths().into_iter();
+        let depths = depths
+            .into_iter()
+            .map(|d| (format!("{d} in flight"), Some(d)));
         std::iter::once(("sequential".to_owned(), None))
-            .chain(depths.map(|d| (format!("{d} in flight"), Some(d))))
+            .chain(depths)
             .collect()
     }
 }

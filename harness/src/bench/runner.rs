@@ -60,23 +60,26 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
             .collect();
     cold_starts(config, &mut wrappers);
 
-    let mut subjects = vec![Subject::floor(config)?];
+    let floor = format!(
+        "{} (client on its socket)",
+        config.fake_daemon_bin.display()
+    );
+    let floor = SubjectReport::new(FLOOR_NAME, SubjectKind::Floor, floor);
+    let mut subjects = vec![Subject::start(config, floor, None)?];
     for (report, cmd) in wrappers {
-        subjects.push(Subject::wrapper(config, report, cmd));
+        subjects.push(Subject::start(config, report, Some(cmd))?);
     }
     let mut bench = Bench { config, subjects };
-    let names = ["sequential calls"; 3];
-    bench.interleaved(names, config.calls, sequential, |report, run, cpu| {
+    let name = "sequential calls";
+    bench.interleaved(name, config.calls, sequential, |report, run, cpu| {
         report.sequential = Some(SequentialStats::new(run, cpu));
     })?;
     for &depth in &config.depths {
-        let in_flight = format!("{depth} in flight");
-        let failed = format!("pipelined calls, {in_flight}");
-        let names = [in_flight.as_str(), "pipelined calls", failed.as_str()];
+        let name = format!("pipelined calls, {depth} in flight");
         let run = |io: &mut Channel, template: &RequestTemplate, calls| {
             pipelined(io, template, calls, depth)
         };
-        bench.interleaved(names, config.pipelined_calls, run, |report, run, cpu| {
+        bench.interleaved(&name, config.pipelined_calls, run, |report, run, cpu| {
             report
                 .pipelined
                 .push(ThroughputStats::new(depth, &run, cpu));
@@ -104,18 +107,16 @@ fn slice(total: usize, rounds: usize, round: usize) -> usize {
 /// Cold starts, round-robin over the wrappers so slow drift affects them
 /// alike.
 fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCommand)]) {
-    if config.cold_starts == 0 {
+    let count = config.cold_starts;
+    if count == 0 {
         return;
     }
     progress(
         config,
-        &format!(
-            "{} cold starts per wrapper, no daemon present",
-            config.cold_starts
-        ),
+        &format!("{count} cold starts per wrapper, no daemon present"),
     );
     let mut samples = vec![(Vec::new(), Vec::new(), Vec::<String>::new(), 0); wrappers.len()];
-    for _ in 0..config.cold_starts {
+    for _ in 0..count {
         for ((_, cmd), (initialize, tools_list, messages, failures)) in
             wrappers.iter().zip(samples.iter_mut())
         {
@@ -137,14 +138,10 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
     for ((report, _), (mut initialize, mut tools_list, messages, failures)) in
         wrappers.iter_mut().zip(samples)
     {
-        report.errors.extend(messages.into_iter().map(|m| {
-            format!(
-                "cold start ({failures} of {} failed): {m}",
-                config.cold_starts
-            )
-        }));
+        let message = |m| format!("cold start ({failures} of {count} failed): {m}");
+        report.errors.extend(messages.into_iter().map(message));
         report.cold_start = Some(ColdStartStats {
-            attempts: config.cold_starts,
+            attempts: count,
             failures,
             initialize: Summary::from_samples(&mut initialize),
             tools_list: Summary::from_samples(&mut tools_list),
@@ -169,78 +166,66 @@ struct Subject {
 }
 
 impl Subject {
-    /// The floor: the client on a fresh fake daemon's socket, warmed up.
-    fn floor(config: &BenchConfig) -> Result<Self, HarnessError> {
-        let dir = short_tempdir()?;
-        let socket = socket_path_in(dir.path());
-        let daemon = FakeDaemon::spawn_with(&config.fake_daemon_bin, &socket)?;
-        let mut session = connect_floor(&socket, config.response_timeout)?;
-        let template = RequestTemplate::daemon_call(TOOL);
-        progress(config, &format!("{FLOOR_NAME}: warming up"));
-        let warm = session.guarded("the warm-up", |io| {
-            wait_ready(io, &template, READY_WITHIN)?;
-            sequential(io, &template, config.warmup_calls).map(drop)
-        });
-        if let Err(e) = warm {
-            return Err(floor_failed(&e, &daemon));
-        }
-        let command = format!(
-            "{} (client on its socket)",
-            config.fake_daemon_bin.display()
-        );
-        Ok(Self {
-            report: SubjectReport::new(FLOOR_NAME, SubjectKind::Floor, command),
-            session: Some(session),
-            child: None,
-            template,
-            daemon: Some(daemon),
-            _dir: Some(dir),
-        })
-    }
-
-    /// A wrapper in front of a fresh fake daemon, initialised and warmed
-    /// up; a failure is recorded and leaves the subject without a
-    /// connection.
-    fn wrapper(config: &BenchConfig, report: SubjectReport, cmd: &WrapperCommand) -> Self {
+    /// A subject in front of a fresh fake daemon: the client on its socket
+    /// (the floor, no `cmd`) or on the stdio of the wrapper `cmd` starts,
+    /// initialised and warmed up. A wrapper's failure is recorded and
+    /// leaves it without a session; the floor's is returned.
+    fn start(
+        config: &BenchConfig,
+        report: SubjectReport,
+        cmd: Option<&WrapperCommand>,
+    ) -> Result<Self, HarnessError> {
         let mut subject = Self {
             report,
             session: None,
             child: None,
-            template: RequestTemplate::tool_call(TOOL),
+            template: match cmd {
+                Some(_) => RequestTemplate::tool_call(TOOL),
+                None => RequestTemplate::daemon_call(TOOL),
+            },
             daemon: None,
             _dir: None,
         };
         let name = &subject.report.name;
-        progress(config, &format!("{name}: starting and warming up"));
-        if let Err(e) = subject.start_wrapper(config, cmd) {
-            // A wrapper's failure is recorded, never returned; lines read
-            // while starting are not counted.
-            let _ = subject.fail("starting", &e);
+        let what = if cmd.is_some() { "starting and " } else { "" };
+        progress(config, &format!("{name}: {what}warming up"));
+        if let Err(e) = subject.try_start(config, cmd) {
+            subject.fail("starting", &e)?;
+            // Lines read while starting are not counted.
             subject.report.skipped_lines = 0;
         }
-        subject
+        Ok(subject)
     }
 
-    fn start_wrapper(
+    fn try_start(
         &mut self,
         config: &BenchConfig,
-        cmd: &WrapperCommand,
+        cmd: Option<&WrapperCommand>,
     ) -> Result<(), HarnessError> {
         let dir = short_tempdir()?;
         let socket = socket_path_in(dir.path());
         self._dir = Some(dir);
         self.daemon = Some(FakeDaemon::spawn_with(&config.fake_daemon_bin, &socket)?);
-        let env = WrapperEnv::new(cmd, Some(&socket))?;
-        let (child, session) = env.spawn(config.response_timeout)?;
-        self.child.insert(child).capture_stderr();
+        let (session, what) = match cmd {
+            None => (
+                connect_floor(&socket, config.response_timeout)?,
+                "the warm-up",
+            ),
+            Some(cmd) => {
+                let env = WrapperEnv::new(cmd, Some(&socket))?;
+                let (child, session) = env.spawn(config.response_timeout)?;
+                self.child.insert(child).capture_stderr();
+                (session, "initialize and warm-up")
+            }
+        };
         let template = &self.template;
-        self.session
-            .insert(session)
-            .guarded("initialize and warm-up", |io| {
+        self.session.insert(session).guarded(what, |io| {
+            if cmd.is_some() {
                 initialize(io, &initialize_template())?;
-                wait_ready(io, template, READY_WITHIN)?;
-                sequential(io, template, config.warmup_calls).map(drop)
-            })
+            }
+            wait_ready(io, template, READY_WITHIN)?;
+            sequential(io, template, config.warmup_calls).map(drop)
+        })
     }
 
     /// Records `error` and drops the connection (the wrapper is killed).
@@ -289,12 +274,12 @@ impl Bench<'_> {
 
     /// One compared phase: `total` calls made by `run` in `rounds` slices
     /// per subject, interleaved, each slice after a short unmeasured
-    /// warm-up and with every process's counters read around it. `names`
-    /// are the phase's name in progress lines, in timeouts and in errors.
-    /// Only subjects that finished every round are given to `book`.
+    /// warm-up and with every process's counters read around it. `name`
+    /// names the phase in progress lines, in timeouts and in errors. Only
+    /// subjects that finished every round are given to `book`.
     fn interleaved(
         &mut self,
-        [progress_name, guard_name, error_name]: [&str; 3],
+        name: &str,
         total: usize,
         run: impl Fn(&mut Channel, &RequestTemplate, usize) -> Result<Run, HarnessError>,
         book: impl Fn(&mut SubjectReport, Run, &CpuUsage),
@@ -306,8 +291,7 @@ impl Bench<'_> {
         for round in 0..rounds {
             let calls = slice(total, rounds, round);
             let round = round + 1;
-            let line =
-                format!("{progress_name}, round {round}/{rounds}, {calls} calls per subject");
+            let line = format!("{name}, round {round}/{rounds}, {calls} calls per subject");
             progress(config, &line);
             for (subject, (sum, cpu)) in self.subjects.iter_mut().zip(&mut totals) {
                 let pid = subject.child.as_ref().map(WrapperChild::pid);
@@ -316,7 +300,7 @@ impl Bench<'_> {
                     continue;
                 };
                 let template = &subject.template;
-                let result = session.guarded(guard_name, |io| {
+                let result = session.guarded(name, |io| {
                     if warmup > 0 {
                         run(io, template, warmup)?;
                     }
@@ -332,7 +316,7 @@ impl Bench<'_> {
                             cpu.add(&usage);
                         }
                     }
-                    Err(e) => subject.fail(error_name, &e)?,
+                    Err(e) => subject.fail(name, &e)?,
                 }
             }
         }

@@ -32,7 +32,7 @@ const RECOVERY_SETTLE: Duration = Duration::from_millis(20);
 /// Makes one call of `template`; an error response is
 /// [`ClientError::ErrorResponse`].
 fn call_ok(io: &mut Channel, template: &RequestTemplate) -> Result<(), HarnessError> {
-    if io.call(template)?.outcome.is_success() {
+    if io.call(template)?.success {
         return Ok(());
     }
     let value = serde_json::from_slice(io.reader.last_line())
@@ -60,7 +60,7 @@ pub fn wait_ready(
 ) -> Result<(), HarnessError> {
     let start = Instant::now();
     loop {
-        if io.call(template)?.outcome.is_success() {
+        if io.call(template)?.success {
             return Ok(());
         }
         if start.elapsed() >= within {
@@ -121,7 +121,7 @@ pub fn sequential(
         io.writer.send(template, id)?;
         let response = io.reader.response_to(id)?;
         let elapsed = start.elapsed();
-        if response.outcome.is_success() {
+        if response.success {
             run.samples.push(nanos(elapsed));
         } else {
             run.failures += 1;
@@ -187,7 +187,7 @@ pub fn pipelined(
             };
             answered[offset] = true;
             received += 1;
-            if !response.outcome.is_success() {
+            if !response.success {
                 run.failures += 1;
             }
             let _ = permits.send(());
@@ -256,7 +256,7 @@ pub fn recovery(
         let response = io.call(template)?;
         let done = Instant::now();
         run.attempts += 1;
-        if response.outcome.is_success() {
+        if response.success {
             run.from_drop.push(nanos(done - dropped));
             run.from_dropped_ack.push(nanos(done - acknowledged));
         } else {

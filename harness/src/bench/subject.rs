@@ -51,15 +51,6 @@ pub struct Channel {
 }
 
 impl Channel {
-    fn new(reader: impl Into<OwnedFd>, writer: impl Into<OwnedFd>) -> Self {
-        let (reader, writer) = (File::from(reader.into()), File::from(writer.into()));
-        Self {
-            reader: ResponseReader::new(reader),
-            writer: RequestWriter::new(writer),
-            next_id: 1,
-        }
-    }
-
     /// Reserves `count` consecutive ids and returns the first.
     pub fn take_ids(&mut self, count: usize) -> u64 {
         let first = self.next_id;
@@ -100,7 +91,11 @@ impl Session {
         timeout: Duration,
         abort: Abort,
     ) -> Self {
-        let channel = Channel::new(reader, writer);
+        let channel = Channel {
+            reader: ResponseReader::new(File::from(reader.into())),
+            writer: RequestWriter::new(File::from(writer.into())),
+            next_id: 1,
+        };
         let watchdog = Watchdog::new(channel.reader.progress(), timeout, abort);
         Self { channel, watchdog }
     }
