@@ -12,9 +12,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::scenarios::{RecoveryRun, Run};
 use super::stats::{Summary, nanos};
-use crate::footprint::{CpuShare, CpuUsage, PhaseWork, WorkPerCall};
+use crate::footprint::{CpuShare, PhaseWork, WorkPerCall};
 use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
 
 /// The target: wrapper p50 latency at most this multiple of the floor's.
@@ -232,19 +231,6 @@ pub struct SequentialStats {
     pub work: Option<PhaseWork>,
 }
 
-impl SequentialStats {
-    /// Summarises the sequential runs of a phase and their CPU usage.
-    pub(crate) fn new(mut run: Run, cpu: &CpuUsage) -> Self {
-        Self {
-            calls: run.calls,
-            failures: run.failures,
-            latency: Summary::from_samples(&mut run.samples),
-            cpu: cpu.share(),
-            work: cpu.per_call(run.calls),
-        }
-    }
-}
-
 /// Pipelined throughput at one depth.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ThroughputStats {
@@ -266,26 +252,8 @@ pub struct ThroughputStats {
     pub work: Option<PhaseWork>,
 }
 
-impl ThroughputStats {
-    /// Summarises the pipelined runs at `depth` and their CPU usage.
-    pub(crate) fn new(depth: usize, run: &Run, cpu: &CpuUsage) -> Self {
-        let seconds = run.elapsed.as_secs_f64();
-        let calls_per_sec = run.calls as f64 / seconds;
-        Self {
-            depth,
-            calls: run.calls,
-            failures: run.failures,
-            stray: run.stray,
-            elapsed_ns: nanos(run.elapsed),
-            calls_per_sec: if seconds > 0.0 { calls_per_sec } else { 0.0 },
-            cpu: cpu.share(),
-            work: cpu.per_call(run.calls),
-        }
-    }
-}
-
 /// Recovery figures.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RecoveryStats {
     /// Attempts made.
     pub attempts: usize,
@@ -299,25 +267,6 @@ pub struct RecoveryStats {
     pub failure_examples: Vec<String>,
     /// Why the attempts stopped before the planned number, if they did.
     pub abandoned: Option<String>,
-}
-
-impl RecoveryStats {
-    /// How many failed responses are kept as examples.
-    const EXAMPLES: usize = 3;
-
-    /// Summarises a recovery run.
-    pub(crate) fn new(mut run: RecoveryRun) -> Self {
-        let failures = run.failures.len();
-        run.failures.truncate(Self::EXAMPLES);
-        Self {
-            attempts: run.attempts,
-            failures,
-            from_drop: Summary::from_samples(&mut run.from_drop),
-            from_dropped_ack: Summary::from_samples(&mut run.from_dropped_ack),
-            failure_examples: run.failures,
-            abandoned: run.abandoned,
-        }
-    }
 }
 
 /// The project's targets.

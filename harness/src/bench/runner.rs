@@ -18,9 +18,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use super::report::{
-    ColdStartStats, RecoveryStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats,
-};
+use super::report::{ColdStartStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats};
 use super::scenarios::{Run, cold_start, initialize, pipelined, recovery, sequential, wait_ready};
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
@@ -71,8 +69,14 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
     }
     let mut bench = Bench { config, subjects };
     let name = "sequential calls";
-    bench.interleaved(name, config.calls, sequential, |report, run, cpu| {
-        report.sequential = Some(SequentialStats::new(run, cpu));
+    bench.interleaved(name, config.calls, sequential, |report, mut run, cpu| {
+        report.sequential = Some(SequentialStats {
+            calls: run.calls,
+            failures: run.failures,
+            latency: Summary::from_samples(&mut run.samples),
+            cpu: cpu.share(),
+            work: cpu.per_call(run.calls),
+        });
     })?;
     for &depth in &config.depths {
         let name = format!("pipelined calls, {depth} in flight");
@@ -80,9 +84,21 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
             pipelined(io, template, calls, depth)
         };
         bench.interleaved(&name, config.pipelined_calls, run, |report, run, cpu| {
-            report
-                .pipelined
-                .push(ThroughputStats::new(depth, &run, cpu));
+            let seconds = run.elapsed.as_secs_f64();
+            report.pipelined.push(ThroughputStats {
+                depth,
+                calls: run.calls,
+                failures: run.failures,
+                stray: run.stray,
+                elapsed_ns: nanos(run.elapsed),
+                calls_per_sec: if seconds > 0.0 {
+                    run.calls as f64 / seconds
+                } else {
+                    0.0
+                },
+                cpu: cpu.share(),
+                work: cpu.per_call(run.calls),
+            });
         })?;
     }
     for subject in bench.live_wrappers() {
@@ -347,7 +363,7 @@ impl Bench<'_> {
                 recovery(io, template, daemon, count, READY_WITHIN)
             });
             match result {
-                Ok(run) => subject.report.recovery = Some(RecoveryStats::new(run)),
+                Ok(stats) => subject.report.recovery = Some(stats),
                 // Wrappers only: `fail` cannot return an error here.
                 Err(e) => {
                     let _ = subject.fail("recovery", &e);

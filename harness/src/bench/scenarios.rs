@@ -1,10 +1,12 @@
 //! The measured phases, each a plain loop over one [`Channel`].
 //!
-//! Phases return raw observations (samples, counts); turning them into
-//! figures is [`report`](super::report)'s job. A failed *call* (a JSON-RPC
-//! error or an MCP tool error) is an observation and is counted; a broken
-//! *stream* (the subject exited, or stopped answering and was stopped by
-//! the watchdog) is an error that ends the phase.
+//! The sequential and pipelined phases return raw observations (a [`Run`]:
+//! samples, counts), which add up over a phase's slices; the runner turns
+//! the sums into figures. Recovery runs in one go and returns its figures.
+//! A failed *call* (a JSON-RPC error or an MCP tool error) is an
+//! observation and is counted; a broken *stream* (the subject exited, or
+//! stopped answering and was stopped by the watchdog) is an error that
+//! ends the phase.
 
 use std::sync::mpsc;
 use std::thread;
@@ -12,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::stats::nanos;
+use super::report::RecoveryStats;
+use super::stats::{Summary, nanos};
 use super::subject::{Channel, WrapperEnv};
 use super::transport::{INITIALIZED, RequestTemplate, initialize_template};
 use crate::bins::error_chain;
@@ -28,6 +31,9 @@ const RETRY_PAUSE: Duration = Duration::from_millis(10);
 /// Pause before each recovery attempt, so the previous reconnect and any
 /// background work it started have settled.
 const RECOVERY_SETTLE: Duration = Duration::from_millis(20);
+
+/// How many failed recovery responses are kept as examples.
+const FAILURE_EXAMPLES: usize = 3;
 
 /// Makes one call of `template`; an error response is
 /// [`ClientError::ErrorResponse`].
@@ -116,10 +122,8 @@ pub fn sequential(
         ..Run::default()
     };
     for _ in 0..calls {
-        let id = io.take_ids(1);
         let start = Instant::now();
-        io.writer.send(template, id)?;
-        let response = io.reader.response_to(id)?;
+        let response = io.call(template)?;
         let elapsed = start.elapsed();
         if response.success {
             run.samples.push(nanos(elapsed));
@@ -194,33 +198,11 @@ pub fn pipelined(
         }
         run.elapsed = start.elapsed();
         drop(permits);
-        match sender.join() {
-            Ok(Ok(())) => Ok(run),
-            Ok(Err(e)) => Err(e.into()),
-            Err(_) => Err(HarnessError::Scenario(
-                "the bench writer thread panicked".to_owned(),
-            )),
-        }
+        let sent = sender
+            .join()
+            .map_err(|_| HarnessError::Scenario("the bench writer thread panicked".to_owned()))?;
+        sent.map(|()| run).map_err(Into::into)
     })
-}
-
-/// What [`recovery`] observed.
-#[derive(Debug, Clone, Default)]
-pub struct RecoveryRun {
-    /// Attempts made.
-    pub attempts: usize,
-    /// For each successful attempt, nanoseconds from just before `DROP`
-    /// was sent to the fake daemon to the call's successful response.
-    pub from_drop: Vec<u64>,
-    /// The same, from the moment `DROPPED` was received (the connection
-    /// is certainly closed) to the response.
-    pub from_dropped_ack: Vec<u64>,
-    /// The response text of each failed attempt.
-    pub failures: Vec<String>,
-    /// Why the attempts stopped early: the subject did not answer a call
-    /// successfully within the allotted time after a failed attempt (it
-    /// did not reconnect).
-    pub abandoned: Option<String>,
 }
 
 /// `attempts` times: make sure a call succeeds, send `DROP` to the daemon,
@@ -228,22 +210,23 @@ pub struct RecoveryRun {
 /// A wrapper that fails the call instead of waiting for its reconnect gets
 /// a failure recorded and is given up to `ready_within` to reconnect before
 /// the next attempt; if it does not, the attempts stop and
-/// [`RecoveryRun::abandoned`] says why.
+/// [`RecoveryStats::abandoned`] says why.
 pub fn recovery(
     io: &mut Channel,
     template: &RequestTemplate,
     daemon: &FakeDaemon,
     attempts: usize,
     ready_within: Duration,
-) -> Result<RecoveryRun, HarnessError> {
-    let mut run = RecoveryRun::default();
+) -> Result<RecoveryStats, HarnessError> {
+    let mut stats = RecoveryStats::default();
+    let (mut from_drop, mut from_dropped_ack) = (Vec::new(), Vec::new());
     for _ in 0..attempts {
         match wait_ready(io, template, ready_within) {
             Ok(()) => {}
             Err(HarnessError::Scenario(why)) => {
-                run.abandoned = Some(format!(
+                stats.abandoned = Some(format!(
                     "gave up after {} of {attempts} attempts: {why}",
-                    run.attempts
+                    stats.attempts
                 ));
                 break;
             }
@@ -255,15 +238,20 @@ pub fn recovery(
         let acknowledged = Instant::now();
         let response = io.call(template)?;
         let done = Instant::now();
-        run.attempts += 1;
+        stats.attempts += 1;
         if response.success {
-            run.from_drop.push(nanos(done - dropped));
-            run.from_dropped_ack.push(nanos(done - acknowledged));
+            from_drop.push(nanos(done - dropped));
+            from_dropped_ack.push(nanos(done - acknowledged));
         } else {
-            run.failures.push(io.last_line_excerpt());
+            stats.failures += 1;
+            if stats.failure_examples.len() < FAILURE_EXAMPLES {
+                stats.failure_examples.push(io.last_line_excerpt());
+            }
         }
     }
-    Ok(run)
+    stats.from_drop = Summary::from_samples(&mut from_drop);
+    stats.from_dropped_ack = Summary::from_samples(&mut from_dropped_ack);
+    Ok(stats)
 }
 
 /// Starts `cmd` with no daemon listening, sends `initialize` at once, then
