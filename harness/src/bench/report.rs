@@ -450,6 +450,9 @@ fn ratio(value: f64, floor: f64) -> Option<f64> {
     (floor > 0.0).then(|| value / floor)
 }
 
+/// A row label and how the row's figure is taken from a `T`.
+type Labelled<T, U> = (&'static str, fn(&T) -> U);
+
 impl BenchReport {
     /// Assembles a report and checks the targets for every wrapper subject.
     pub fn new(
@@ -571,7 +574,7 @@ impl BenchReport {
         // The floor to compare `s` with; none for the floor itself.
         let floor_of = |s: &SubjectReport| floor.filter(|_| s.kind != SubjectKind::Floor);
         let mut rows = vec![self.row("figure".to_owned(), |s| Some(cell_text(&s.name)))];
-        let cold: [(&str, fn(&ColdStartStats) -> Option<u64>); 3] = [
+        let cold: [Labelled<ColdStartStats, Option<u64>>; 3] = [
             ("initialize answered, median", |c| {
                 Some(c.initialize?.p50_ns)
             }),
@@ -588,7 +591,7 @@ impl BenchReport {
             }));
         }
         let latency = |s: &SubjectReport| s.sequential.as_ref()?.latency;
-        let stats: [(&str, fn(&Summary) -> u64); 3] = [
+        let stats: [Labelled<Summary, u64>; 3] = [
             ("p50", |s| s.p50_ns),
             ("p99", |s| s.p99_ns),
             ("max", |s| s.max_ns),
@@ -626,7 +629,7 @@ impl BenchReport {
         rows.push(self.row("peak RSS (VmHWM) after load".to_owned(), |s| {
             Some(format_bytes(s.peak_rss_kib? * 1024))
         }));
-        let recovery: [(&str, fn(&RecoveryStats) -> Option<u64>); 3] = [
+        let recovery: [Labelled<RecoveryStats, Option<u64>>; 3] = [
             ("DROP → successful call, median", |r| {
                 Some(r.from_drop?.p50_ns)
             }),

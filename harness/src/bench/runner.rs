@@ -248,34 +248,24 @@ impl Subject {
     /// For the floor the error is returned instead: nothing can be compared
     /// without it.
     fn fail(&mut self, phase: &str, error: &HarnessError) -> Result<(), HarnessError> {
-        let stderr = (self.child.as_mut()).map_or(String::new(), WrapperChild::stderr_tail);
+        let stderr = (self.child.as_mut().map(WrapperChild::stderr_tail))
+            .filter(|tail| !tail.is_empty())
+            .map_or(String::new(), |tail| format!("; its stderr: {tail}"));
         if let Some(session) = self.session.take() {
             self.report.skipped_lines += session.skipped_lines();
         }
         self.child = None;
-        if self.report.kind == SubjectKind::Floor {
-            return Err(match &self.daemon {
-                Some(daemon) => floor_failed(error, daemon),
-                None => HarnessError::Scenario(error_chain(error)),
-            });
-        }
-        let stderr = if stderr.is_empty() {
-            String::new()
-        } else {
-            format!("; its stderr: {stderr}")
-        };
         let error = error_chain(error);
+        if self.report.kind == SubjectKind::Floor {
+            let daemon = (self.daemon.as_ref()).map_or(String::new(), FakeDaemon::stderr_text);
+            return Err(HarnessError::Scenario(format!(
+                "the floor (client straight on the fake daemon) failed: {error}; daemon stderr: {}",
+                daemon.trim()
+            )));
+        }
         self.report.errors.push(format!("{phase}: {error}{stderr}"));
         Ok(())
     }
-}
-
-fn floor_failed(error: &HarnessError, daemon: &FakeDaemon) -> HarnessError {
-    HarnessError::Scenario(format!(
-        "the floor (client straight on the fake daemon) failed: {}; daemon stderr: {}",
-        error_chain(error),
-        daemon.stderr_text().trim()
-    ))
 }
 
 struct Bench<'a> {

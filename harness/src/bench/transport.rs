@@ -388,8 +388,9 @@ mod tests {
 
     #[test]
     fn scans_responses_of_both_subjects_and_odd_messages() {
-        // (line, (id, success) when it is a response)
-        let cases: [(&[u8], Option<(Option<u64>, bool)>); 15] = [
+        // A line and, when it is a response, its id and success.
+        type Case = (&'static [u8], Option<(Option<u64>, bool)>);
+        let cases: [Case; 15] = [
             (
                 br#"{"jsonrpc":"2.0","id":42,"result":{"ok":true,"method":"topology","fake_daemon":true}}"#,
                 Some((Some(42), true)),
