@@ -347,7 +347,9 @@ impl Target {
             }
             Self::ThroughputRatio => throughput_ratio(subject, floor, TARGET_DEPTH)
                 .map(|r| ratio(r, r >= MIN_THROUGHPUT_RATIO)),
-            Self::ColdStart => (subject.cold_start.as_ref())
+            Self::ColdStart => subject
+                .cold_start
+                .as_ref()
                 .and_then(|c| c.tools_list)
                 .map(|s| time(s.p50_ns, MAX_COLD_START)),
             Self::PeakRss => subject.peak_rss_kib.map(|kib| {
@@ -359,7 +361,10 @@ impl Target {
                 Some(r) if r.failures > 0 || r.abandoned.is_some() => {
                     Some((None, format!("{}/{} failed", r.failures, r.attempts), false))
                 }
-                r => (r.as_ref().and_then(|r| r.from_drop)).map(|s| time(s.p50_ns, MAX_RECOVERY)),
+                r => r
+                    .as_ref()
+                    .and_then(|r| r.from_drop)
+                    .map(|s| time(s.p50_ns, MAX_RECOVERY)),
             },
             Self::IoCallsPerCall => subject.own_work(Some(TARGET_DEPTH)).map(|w| {
                 let calls = w.io_calls();
@@ -617,13 +622,8 @@ impl BenchReport {
             rows.push(self.row(label, |s| {
                 let cpu = s.cpu(depth)?;
                 let pct = |p: Option<f64>| p.map_or(DASH.into(), |p| format!("{p:.0}%"));
-                let (client, subject, daemon) = (cpu.client_pct, cpu.subject_pct, cpu.daemon_pct);
-                Some(format!(
-                    "{} / {} / {}",
-                    pct(client),
-                    pct(subject),
-                    pct(daemon)
-                ))
+                let cells = [cpu.client_pct, cpu.subject_pct, cpu.daemon_pct].map(pct);
+                Some(cells.join(" / "))
             }));
         }
         rows.push(self.row("peak RSS (VmHWM) after load".to_owned(), |s| {
@@ -732,7 +732,9 @@ impl BenchReport {
     /// The sequential phase (`None`), then every depth measured by any
     /// subject, ascending, as (name, depth).
     fn phases(&self) -> Vec<(String, Option<usize>)> {
-        let depths: BTreeSet<usize> = (self.subjects.iter())
+        let depths: BTreeSet<usize> = self
+            .subjects
+            .iter()
             .flat_map(|s| s.pipelined.iter().map(|t| t.depth))
             .collect();
         let depths = depths

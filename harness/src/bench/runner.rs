@@ -248,7 +248,10 @@ impl Subject {
     /// For the floor the error is returned instead: nothing can be compared
     /// without it.
     fn fail(&mut self, phase: &str, error: &HarnessError) -> Result<(), HarnessError> {
-        let stderr = (self.child.as_mut().map(WrapperChild::stderr_tail))
+        let stderr = self
+            .child
+            .as_mut()
+            .map(WrapperChild::stderr_tail)
             .filter(|tail| !tail.is_empty())
             .map_or(String::new(), |tail| format!("; its stderr: {tail}"));
         if let Some(session) = self.session.take() {
@@ -257,7 +260,10 @@ impl Subject {
         self.child = None;
         let error = error_chain(error);
         if self.report.kind == SubjectKind::Floor {
-            let daemon = (self.daemon.as_ref()).map_or(String::new(), FakeDaemon::stderr_text);
+            let daemon = self
+                .daemon
+                .as_ref()
+                .map_or(String::new(), FakeDaemon::stderr_text);
             return Err(HarnessError::Scenario(format!(
                 "the floor (client straight on the fake daemon) failed: {error}; daemon stderr: {}",
                 daemon.trim()
