@@ -160,7 +160,7 @@ pub fn scan_response(line: &[u8]) -> Option<Response> {
     }
     let success = match (envelope.result, envelope.error) {
         (_, Some(_)) => false,
-        (Some(result), None) => !result.is_error,
+        (Some(is_error), None) => !is_error,
         (None, None) => return None,
     };
     Some(Response {
@@ -178,8 +178,9 @@ struct Envelope {
     id: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     method: Option<IgnoredAny>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<ResultProbe>,
+    /// Whether the result is a tool error (see [`result_is_error`]).
+    #[serde(default, deserialize_with = "result_is_error")]
+    result: Option<bool>,
     #[serde(default, deserialize_with = "present")]
     error: Option<IgnoredAny>,
 }
@@ -193,16 +194,10 @@ where
     T::deserialize(deserializer).map(Some)
 }
 
-/// A `result` value reduced to whether it is an object with
+/// Deserialises a present `result` as whether it is an object with
 /// `"isError": true`; anything but an object is not an error.
-struct ResultProbe {
-    is_error: bool,
-}
-
-impl<'de> Deserialize<'de> for ResultProbe {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ResultVisitor)
-    }
+fn result_is_error<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
+    deserializer.deserialize_any(ResultVisitor).map(Some)
 }
 
 struct ResultVisitor;
@@ -210,20 +205,20 @@ struct ResultVisitor;
 /// Visits scalars of the listed types as "not an error".
 macro_rules! not_an_error {
     ($($visit:ident($ty:ty)),*) => {
-        $(fn $visit<E: de::Error>(self, _: $ty) -> Result<ResultProbe, E> {
-            Ok(ResultProbe { is_error: false })
+        $(fn $visit<E: de::Error>(self, _: $ty) -> Result<bool, E> {
+            Ok(false)
         })*
     };
 }
 
 impl<'de> Visitor<'de> for ResultVisitor {
-    type Value = ResultProbe;
+    type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultProbe, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         let mut is_error = false;
         while let Some(key) = map.next_key::<ResultKey>()? {
             match key {
@@ -235,16 +230,16 @@ impl<'de> Visitor<'de> for ResultVisitor {
                 }
             }
         }
-        Ok(ResultProbe { is_error })
+        Ok(is_error)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultProbe, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(ResultProbe { is_error: false })
+        Ok(false)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<ResultProbe, E> {
-        Ok(ResultProbe { is_error: false })
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
     }
 
     not_an_error!(
