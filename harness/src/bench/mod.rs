@@ -226,18 +226,18 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport, HarnessError> {
 /// Writes `bench.json` (pretty-printed) and `bench.md` into `dir`, creating
 /// it if needed, and returns their paths.
 pub fn write_report(report: &BenchReport, dir: &Path) -> Result<(PathBuf, PathBuf), HarnessError> {
-    fs::create_dir_all(dir)
-        .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
-    let json_path = dir.join("bench.json");
-    let markdown_path = dir.join("bench.md");
+    let io = |what: &str, path: &Path| {
+        let context = format!("{what} {}", path.display());
+        move |e| HarnessError::io(context, e)
+    };
+    fs::create_dir_all(dir).map_err(io("creating", dir))?;
     let mut json = serde_json::to_vec_pretty(report)
         .map_err(|e| HarnessError::io("serialising the bench report", std::io::Error::other(e)))?;
     json.push(b'\n');
-    fs::write(&json_path, json)
-        .map_err(|e| HarnessError::io(format!("writing {}", json_path.display()), e))?;
-    fs::write(&markdown_path, report.to_markdown())
-        .map_err(|e| HarnessError::io(format!("writing {}", markdown_path.display()), e))?;
-    Ok((json_path, markdown_path))
+    let paths = (dir.join("bench.json"), dir.join("bench.md"));
+    fs::write(&paths.0, json).map_err(io("writing", &paths.0))?;
+    fs::write(&paths.1, report.to_markdown()).map_err(io("writing", &paths.1))?;
+    Ok(paths)
 }
 
 #[cfg(test)]

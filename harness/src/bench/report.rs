@@ -6,14 +6,14 @@
 //! subject / floor, for latency (lower is better) and throughput (higher
 //! is better) alike.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::scenarios::{RecoveryRun, Run};
 use super::stats::{Summary, nanos};
-use crate::footprint::{CpuShare, CpuUsage, PhaseWork, WorkPerCall};
+use crate::footprint::{CpuShare, PhaseWork, WorkPerCall};
 use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
 
 /// The target: wrapper p50 latency at most this multiple of the floor's.
@@ -112,20 +112,21 @@ pub struct Settings {
 }
 
 /// What a subject is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SubjectKind {
     /// The client talking to the fake daemon's socket directly: the best
     /// any wrapper could do.
     Floor,
     /// An MCP wrapper process between the client and the fake daemon.
+    #[default]
     Wrapper,
 }
 
 /// Everything measured for one subject. Figures a subject cannot have
 /// (cold start of the floor) or that a failure prevented are `None`; the
 /// failure is in `errors`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct SubjectReport {
     /// Short name (`floor`, `wrapper`, or a `--compare` name).
     pub name: String,
@@ -157,13 +158,7 @@ impl SubjectReport {
             name: name.into(),
             kind,
             command: command.into(),
-            cold_start: None,
-            sequential: None,
-            pipelined: Vec::new(),
-            peak_rss_kib: None,
-            recovery: None,
-            skipped_lines: 0,
-            errors: Vec::new(),
+            ..Self::default()
         }
     }
 
@@ -236,19 +231,6 @@ pub struct SequentialStats {
     pub work: Option<PhaseWork>,
 }
 
-impl SequentialStats {
-    /// Summarises the sequential runs of a phase and their CPU usage.
-    pub(crate) fn new(mut run: Run, cpu: &CpuUsage) -> Self {
-        Self {
-            calls: run.calls,
-            failures: run.failures,
-            latency: Summary::from_samples(&mut run.samples),
-            cpu: cpu.share(),
-            work: cpu.per_call(run.calls),
-        }
-    }
-}
-
 /// Pipelined throughput at one depth.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ThroughputStats {
@@ -270,29 +252,8 @@ pub struct ThroughputStats {
     pub work: Option<PhaseWork>,
 }
 
-impl ThroughputStats {
-    /// Summarises the pipelined runs at `depth` and their CPU usage.
-    pub(crate) fn new(depth: usize, run: &Run, cpu: &CpuUsage) -> Self {
-        let seconds = run.elapsed.as_secs_f64();
-        Self {
-            depth,
-            calls: run.calls,
-            failures: run.failures,
-            stray: run.stray,
-            elapsed_ns: nanos(run.elapsed),
-            calls_per_sec: if seconds > 0.0 {
-                run.calls as f64 / seconds
-            } else {
-                0.0
-            },
-            cpu: cpu.share(),
-            work: cpu.per_call(run.calls),
-        }
-    }
-}
-
 /// Recovery figures.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RecoveryStats {
     /// Attempts made.
     pub attempts: usize,
@@ -306,25 +267,6 @@ pub struct RecoveryStats {
     pub failure_examples: Vec<String>,
     /// Why the attempts stopped before the planned number, if they did.
     pub abandoned: Option<String>,
-}
-
-impl RecoveryStats {
-    /// How many failed responses are kept as examples.
-    const EXAMPLES: usize = 3;
-
-    /// Summarises a recovery run.
-    pub(crate) fn new(mut run: RecoveryRun) -> Self {
-        let failures = run.failures.len();
-        run.failures.truncate(Self::EXAMPLES);
-        Self {
-            attempts: run.attempts,
-            failures,
-            from_drop: Summary::from_samples(&mut run.from_drop),
-            from_dropped_ack: Summary::from_samples(&mut run.from_dropped_ack),
-            failure_examples: run.failures,
-            abandoned: run.abandoned,
-        }
-    }
 }
 
 /// The project's targets.
@@ -398,14 +340,18 @@ impl Target {
     /// Checks `subject` against the target.
     fn check(self, subject: &SubjectReport, floor: Option<&SubjectReport>) -> Verdict {
         let ratio = |r: f64, pass: bool| (Some(r), format_ratio(r), pass);
+        let time = |ns: u64, max| (Some(ns as f64), format_ns(ns), ns < nanos(max));
         let figure = match self {
             Self::LatencyRatio => {
                 latency_ratio(subject, floor).map(|r| ratio(r, r <= MAX_P50_RATIO))
             }
             Self::ThroughputRatio => throughput_ratio(subject, floor, TARGET_DEPTH)
                 .map(|r| ratio(r, r >= MIN_THROUGHPUT_RATIO)),
-            Self::ColdStart => cold_start_median(subject)
-                .map(|ns| (Some(ns as f64), format_ns(ns), ns < nanos(MAX_COLD_START))),
+            Self::ColdStart => subject
+                .cold_start
+                .as_ref()
+                .and_then(|c| c.tools_list)
+                .map(|s| time(s.p50_ns, MAX_COLD_START)),
             Self::PeakRss => subject.peak_rss_kib.map(|kib| {
                 let bytes = kib.saturating_mul(1024);
                 let pass = bytes < MAX_PEAK_RSS_BYTES;
@@ -415,18 +361,15 @@ impl Target {
                 Some(r) if r.failures > 0 || r.abandoned.is_some() => {
                     Some((None, format!("{}/{} failed", r.failures, r.attempts), false))
                 }
-                r => r.as_ref().and_then(|r| r.from_drop).map(|s| {
-                    let pass = s.p50_ns < nanos(MAX_RECOVERY);
-                    (Some(s.p50_ns as f64), format_ns(s.p50_ns), pass)
-                }),
+                r => r
+                    .as_ref()
+                    .and_then(|r| r.from_drop)
+                    .map(|s| time(s.p50_ns, MAX_RECOVERY)),
             },
             Self::IoCallsPerCall => subject.own_work(Some(TARGET_DEPTH)).map(|w| {
                 let calls = w.io_calls();
-                (
-                    Some(calls),
-                    format!("{calls:.2}"),
-                    calls <= MAX_IO_CALLS_PER_CALL,
-                )
+                let pass = calls <= MAX_IO_CALLS_PER_CALL;
+                (Some(calls), format!("{calls:.2}"), pass)
             }),
             Self::CpuVsDaemon => {
                 cpu_vs_daemon(subject, Some(TARGET_DEPTH)).map(|r| ratio(r, r <= MAX_CPU_VS_DAEMON))
@@ -512,18 +455,8 @@ fn ratio(value: f64, floor: f64) -> Option<f64> {
     (floor > 0.0).then(|| value / floor)
 }
 
-fn cold_start_median(subject: &SubjectReport) -> Option<u64> {
-    Some(subject.cold_start.as_ref()?.tools_list?.p50_ns)
-}
-
-/// A figure cell of a subject.
-type Cell<'a> = Box<dyn Fn(&SubjectReport) -> String + 'a>;
-
-/// Which figure of a [`Summary`] a row shows.
-type Stat = fn(&Summary) -> u64;
-const P50: Stat = |s| s.p50_ns;
-const P99: Stat = |s| s.p99_ns;
-const MAX: Stat = |s| s.max_ns;
+/// A row label and how the row's figure is taken from a `T`.
+type Labelled<T, U> = (&'static str, fn(&T) -> U);
 
 impl BenchReport {
     /// Assembles a report and checks the targets for every wrapper subject.
@@ -594,7 +527,7 @@ impl BenchReport {
             self.host.arch,
             self.host.cpus,
         );
-        self.subject_table(&mut out, "figure", self.figure_rows());
+        write_table(&mut out, self.figure_rows());
         let _ = writeln!(
             out,
             "\nWork per call, the same whatever the machine's load: system calls (`syscr` + `syscw` of \
@@ -602,26 +535,26 @@ impl BenchReport {
              and CPU time (all threads' schedstat; the kernel's share from utime/stime), of the client for the \
              floor and of the wrapper process for wrappers; then the fake daemon's CPU time per call.\n"
         );
-        self.subject_table(&mut out, "per call", self.work_rows());
-        let wrappers: Vec<&SubjectReport> = self
-            .subjects
-            .iter()
-            .filter(|s| s.kind == SubjectKind::Wrapper)
-            .collect();
-        if !wrappers.is_empty() {
-            let mut header = vec!["target".to_owned(), "limit".to_owned()];
-            header.extend(wrappers.iter().map(|s| cell_text(&s.name)));
-            let rows: Vec<Vec<String>> = self
-                .targets
-                .iter()
-                .map(|row| {
-                    let mut cells = vec![cell_text(&row.description), cell_text(&row.limit)];
-                    cells.extend(row.verdicts.iter().map(|v| cell_text(&v.cell())));
-                    cells
-                })
+        write_table(&mut out, self.work_rows());
+        if self.subjects.iter().any(|s| s.kind == SubjectKind::Wrapper) {
+            let header = ["target".to_owned(), "limit".to_owned()].into_iter().chain(
+                self.subjects
+                    .iter()
+                    .filter(|s| s.kind == SubjectKind::Wrapper)
+                    .map(|s| s.name.clone()),
+            );
+            let rows = self.targets.iter().map(|row| {
+                [row.description.clone(), row.limit.clone()]
+                    .into_iter()
+                    .chain(row.verdicts.iter().map(Verdict::cell))
+                    .collect()
+            });
+            let table = std::iter::once(header.collect())
+                .chain(rows)
+                .map(|row: Vec<String>| row.iter().map(|c| cell_text(c)).collect())
                 .collect();
             out.push('\n');
-            write_table(&mut out, &header, &rows);
+            write_table(&mut out, table);
         }
         let notes = self.notes();
         if !notes.is_empty() {
@@ -633,132 +566,109 @@ impl BenchReport {
         out
     }
 
-    /// Writes a table with one row per `(label, cell)` and one column per
-    /// subject.
-    fn subject_table(&self, out: &mut String, corner: &str, rows: Vec<(String, Cell<'_>)>) {
-        let mut header = vec![corner.to_owned()];
-        header.extend(self.subjects.iter().map(|s| cell_text(&s.name)));
-        let rows: Vec<Vec<String>> = rows
-            .into_iter()
-            .map(|(label, cell)| {
-                let mut cells = vec![label];
-                cells.extend(self.subjects.iter().map(&cell));
-                cells
-            })
-            .collect();
-        write_table(out, &header, &rows);
+    /// A row of a subject table: `label`, then each subject's cell (a dash
+    /// where `cell` has no figure).
+    fn row(&self, label: String, cell: impl Fn(&SubjectReport) -> Option<String>) -> Vec<String> {
+        let cells = self.subjects.iter().map(|s| cell(s).unwrap_or(DASH.into()));
+        std::iter::once(label).chain(cells).collect()
     }
 
-    /// The rows of the figures table, in order.
-    fn figure_rows(&self) -> Vec<(String, Cell<'_>)> {
+    /// The figures table, header first.
+    fn figure_rows(&self) -> Vec<Vec<String>> {
         let floor = self.subjects.iter().find(|s| s.kind == SubjectKind::Floor);
-        let mut rows: Vec<(String, Cell<'_>)> = Vec::new();
-        type Cold = fn(&ColdStartStats) -> Option<Summary>;
-        let cold: [(&str, Cold, Stat); 3] = [
-            ("initialize answered, median", |c| c.initialize, P50),
-            ("tools/list answered, median", |c| c.tools_list, P50),
-            ("tools/list answered, max", |c| c.tools_list, MAX),
+        // The floor to compare `s` with; none for the floor itself.
+        let floor_of = |s: &SubjectReport| floor.filter(|_| s.kind != SubjectKind::Floor);
+        let mut rows = vec![self.row("figure".to_owned(), |s| Some(cell_text(&s.name)))];
+        let cold: [Labelled<ColdStartStats, Option<u64>>; 3] = [
+            ("initialize answered, median", |c| {
+                Some(c.initialize?.p50_ns)
+            }),
+            ("tools/list answered, median", |c| {
+                Some(c.tools_list?.p50_ns)
+            }),
+            ("tools/list answered, max", |c| Some(c.tools_list?.max_ns)),
         ];
-        for (label, pick, stat) in cold {
-            let cell = move |s: &SubjectReport| match &s.cold_start {
-                None => DASH.to_owned(),
-                Some(c) => pick(c).map_or_else(
-                    || format!("failed {}/{}", c.failures, c.attempts),
-                    |summary| format_ns(stat(&summary)),
-                ),
-            };
-            rows.push((format!("cold start → {label}"), Box::new(cell)));
+        for (label, figure) in cold {
+            rows.push(self.row(format!("cold start → {label}"), |s| {
+                let c = s.cold_start.as_ref()?;
+                let failed = || format!("failed {}/{}", c.failures, c.attempts);
+                Some(figure(c).map_or_else(failed, format_ns))
+            }));
         }
         let latency = |s: &SubjectReport| s.sequential.as_ref()?.latency;
-        for (label, stat) in [("p50", P50), ("p99", P99), ("max", MAX)] {
-            let cell = move |s: &SubjectReport| {
-                let Some(summary) = latency(s) else {
-                    return DASH.to_owned();
-                };
-                let value = stat(&summary);
-                let r = floor
-                    .filter(|_| s.kind != SubjectKind::Floor)
-                    .and_then(latency)
-                    .and_then(|f| ratio(value as f64, stat(&f) as f64));
-                with_ratio(format_ns(value), r)
-            };
-            rows.push((format!("sequential latency {label}"), Box::new(cell)));
-        }
-        for depth in self.depths() {
-            let cell = move |s: &SubjectReport| {
-                let Some(t) = s.throughput_at(depth) else {
-                    return DASH.to_owned();
-                };
-                let r = (s.kind != SubjectKind::Floor)
-                    .then(|| throughput_ratio(s, floor, depth))
-                    .flatten();
-                with_ratio(format_rate(t.calls_per_sec), r)
-            };
-            rows.push((format!("throughput, {depth} in flight"), Box::new(cell)));
+        let stats: [Labelled<Summary, u64>; 3] = [
+            ("p50", |s| s.p50_ns),
+            ("p99", |s| s.p99_ns),
+            ("max", |s| s.max_ns),
+        ];
+        for (label, stat) in stats {
+            rows.push(self.row(format!("sequential latency {label}"), |s| {
+                let value = stat(&latency(s)?);
+                let f = floor_of(s).and_then(latency);
+                let r = f.and_then(|f| ratio(value as f64, stat(&f) as f64));
+                Some(with_ratio(format_ns(value), r))
+            }));
         }
         for (phase, depth) in self.phases() {
-            let label = match depth {
-                None => "CPU during sequential".to_owned(),
-                Some(_) => format!("CPU at {phase}"),
-            };
-            let cell = move |s: &SubjectReport| format_cpu(s.cpu(depth));
-            rows.push((
-                format!("{label} (client / subject / daemon)"),
-                Box::new(cell),
-            ));
+            let Some(depth) = depth else { continue };
+            rows.push(self.row(format!("throughput, {phase}"), |s| {
+                let rate = format_rate(s.throughput_at(depth)?.calls_per_sec);
+                Some(with_ratio(rate, throughput_ratio(s, floor_of(s), depth)))
+            }));
         }
-        let rss = |s: &SubjectReport| {
-            s.peak_rss_kib
-                .map_or_else(|| DASH.to_owned(), |kib| format_bytes(kib * 1024))
-        };
-        rows.push(("peak RSS (VmHWM) after load".to_owned(), Box::new(rss)));
-        type Recovered = fn(&RecoveryStats) -> Option<Summary>;
-        let recovery: [(&str, Recovered, Stat); 3] = [
-            ("DROP → successful call, median", |r| r.from_drop, P50),
-            ("DROP → successful call, max", |r| r.from_drop, MAX),
-            (
-                "DROPPED acknowledged → successful call, median",
-                |r| r.from_dropped_ack,
-                P50,
-            ),
+        for (phase, depth) in self.phases() {
+            let at = if depth.is_some() { "at" } else { "during" };
+            let label = format!("CPU {at} {phase} (client / subject / daemon)");
+            rows.push(self.row(label, |s| {
+                let cpu = s.cpu(depth)?;
+                let pct = |p: Option<f64>| p.map_or(DASH.into(), |p| format!("{p:.0}%"));
+                let cells = [cpu.client_pct, cpu.subject_pct, cpu.daemon_pct].map(pct);
+                Some(cells.join(" / "))
+            }));
+        }
+        rows.push(self.row("peak RSS (VmHWM) after load".to_owned(), |s| {
+            Some(format_bytes(s.peak_rss_kib? * 1024))
+        }));
+        let recovery: [Labelled<RecoveryStats, Option<u64>>; 3] = [
+            ("DROP → successful call, median", |r| {
+                Some(r.from_drop?.p50_ns)
+            }),
+            ("DROP → successful call, max", |r| {
+                Some(r.from_drop?.max_ns)
+            }),
+            ("DROPPED acknowledged → successful call, median", |r| {
+                Some(r.from_dropped_ack?.p50_ns)
+            }),
         ];
-        for (label, pick, stat) in recovery {
-            let cell = move |s: &SubjectReport| {
-                let Some(r) = &s.recovery else {
-                    return DASH.to_owned();
-                };
-                let mut cell = pick(r).map_or_else(|| DASH.to_owned(), |x| format_ns(stat(&x)));
+        for (label, figure) in recovery {
+            rows.push(self.row(format!("recovery, {label}"), |s| {
+                let r = s.recovery.as_ref()?;
+                let mut cell = figure(r).map_or(DASH.into(), format_ns);
                 if r.failures > 0 {
                     let _ = write!(cell, "; {}/{} failed", r.failures, r.attempts);
                 }
                 if r.abandoned.is_some() {
                     cell.push_str("; gave up");
                 }
-                cell
-            };
-            rows.push((format!("recovery, {label}"), Box::new(cell)));
+                Some(cell)
+            }));
         }
-        let failed = |s: &SubjectReport| s.failed_calls().to_string();
-        rows.push((
-            "failed calls (sequential + pipelined)".to_owned(),
-            Box::new(failed),
-        ));
+        let label = "failed calls (sequential + pipelined)".to_owned();
+        rows.push(self.row(label, |s| Some(s.failed_calls().to_string())));
         rows
     }
 
-    /// The rows of the work-per-call table: each figure for each phase.
-    fn work_rows(&self) -> Vec<(String, Cell<'_>)> {
+    /// The work-per-call table, header first: each figure for each phase.
+    fn work_rows(&self) -> Vec<Vec<String>> {
         type Figure = fn(&SubjectReport, Option<usize>) -> Option<String>;
         let figures: [(&str, Figure); 4] = [
             ("system calls (reads + writes)", |s, d| {
                 let w = s.own_work(d)?;
-                let (reads, writes) = (w.read_calls, w.write_calls);
-                Some(format!("{:.2} ({reads:.2} + {writes:.2})", w.io_calls()))
+                Some(sum_of(w.read_calls, w.write_calls))
             }),
             ("context switches (vol. + invol.)", |s, d| {
                 let w = s.own_work(d)?;
-                let (vol, invol) = (w.voluntary_switches, w.involuntary_switches);
-                Some(format!("{:.2} ({vol:.2} + {invol:.2})", vol + invol))
+                Some(sum_of(w.voluntary_switches, w.involuntary_switches))
             }),
             ("CPU time (kernel share)", |s, d| {
                 let w = s.own_work(d)?;
@@ -778,14 +688,10 @@ impl BenchReport {
                 })
             }),
         ];
-        let phases = self.phases();
-        let mut rows: Vec<(String, Cell<'_>)> = Vec::new();
+        let mut rows = vec![self.row("per call".to_owned(), |s| Some(cell_text(&s.name)))];
         for (label, figure) in figures {
-            for (phase, depth) in &phases {
-                let depth = *depth;
-                let cell =
-                    move |s: &SubjectReport| figure(s, depth).unwrap_or_else(|| DASH.to_owned());
-                rows.push((format!("{label}, {phase}"), Box::new(cell)));
+            for (phase, depth) in self.phases() {
+                rows.push(self.row(format!("{label}, {phase}"), |s| figure(s, depth)));
             }
         }
         rows
@@ -823,23 +729,19 @@ impl BenchReport {
         notes
     }
 
-    /// Every depth measured by any subject, ascending.
-    fn depths(&self) -> Vec<usize> {
-        let mut depths: Vec<usize> = self
+    /// The sequential phase (`None`), then every depth measured by any
+    /// subject, ascending, as (name, depth).
+    fn phases(&self) -> Vec<(String, Option<usize>)> {
+        let depths: BTreeSet<usize> = self
             .subjects
             .iter()
             .flat_map(|s| s.pipelined.iter().map(|t| t.depth))
             .collect();
-        depths.sort_unstable();
-        depths.dedup();
-        depths
-    }
-
-    /// The sequential phase, then every depth, as (name, depth).
-    fn phases(&self) -> Vec<(String, Option<usize>)> {
-        let depths = self.depths().into_iter();
+        let depths = depths
+            .into_iter()
+            .map(|d| (format!("{d} in flight"), Some(d)));
         std::iter::once(("sequential".to_owned(), None))
-            .chain(depths.map(|d| (format!("{d} in flight"), Some(d))))
+            .chain(depths)
             .collect()
     }
 }
@@ -853,40 +755,35 @@ fn with_ratio(value: String, ratio: Option<f64>) -> String {
     }
 }
 
-/// Writes a Markdown table; the first column is left-aligned, the others
-/// right-aligned, and columns are padded to line up in plain text too.
-fn write_table(out: &mut String, header: &[String], rows: &[Vec<String>]) {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+/// `a + b` and its parts: `1.25 (1.00 + 0.25)`.
+fn sum_of(a: f64, b: f64) -> String {
+    format!("{:.2} ({a:.2} + {b:.2})", a + b)
+}
+
+/// Writes a Markdown table, header first; the first column is
+/// left-aligned, the others right-aligned, and columns are padded to line
+/// up in plain text too.
+fn write_table(out: &mut String, mut table: Vec<Vec<String>>) {
+    let mut widths = vec![0; table[0].len()];
+    for row in &table {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let rule: Vec<String> = widths
-        .iter()
-        .enumerate()
-        .map(|(k, width)| {
-            let dashes = "-".repeat((*width).max(3));
-            if k == 0 {
-                dashes
-            } else {
-                format!("{}:", &dashes[1..])
-            }
-        })
-        .collect();
-    for (k, cells) in std::iter::once(header)
-        .chain([&rule[..]])
-        .chain(rows.iter().map(Vec::as_slice))
-        .enumerate()
-    {
+    let dashes = |w: usize| "-".repeat(w.max(3));
+    let rule = widths.iter().enumerate().map(|(k, &w)| match k {
+        0 => dashes(w),
+        _ => format!("{}:", &dashes(w)[1..]),
+    });
+    table.insert(1, rule.collect());
+    for (k, cells) in table.iter().enumerate() {
         out.push('|');
-        for (column, (cell, width)) in cells.iter().zip(&widths).enumerate() {
-            let pad = " ".repeat(width.saturating_sub(cell.chars().count()));
-            if column == 0 || k == 1 {
-                let _ = write!(out, " {cell}{pad} |");
+        for (column, (cell, &w)) in cells.iter().zip(&widths).enumerate() {
+            let _ = if column == 0 || k == 1 {
+                write!(out, " {cell:<w$} |")
             } else {
-                let _ = write!(out, " {pad}{cell} |");
-            }
+                write!(out, " {cell:>w$} |")
+            };
         }
         out.push('\n');
     }
@@ -899,15 +796,6 @@ fn cell_text(text: &str) -> String {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-fn format_cpu(cpu: Option<CpuShare>) -> String {
-    let Some(cpu) = cpu else {
-        return DASH.to_owned();
-    };
-    let pct = |p: Option<f64>| p.map_or_else(|| DASH.to_owned(), |p| format!("{p:.0}%"));
-    let (client, subject, daemon) = (cpu.client_pct, cpu.subject_pct, cpu.daemon_pct);
-    format!("{} / {} / {}", pct(client), pct(subject), pct(daemon))
 }
 
 #[cfg(test)]

@@ -18,13 +18,11 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use super::report::{
-    ColdStartStats, RecoveryStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats,
-};
+use super::report::{ColdStartStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats};
 use super::scenarios::{Run, cold_start, initialize, pipelined, recovery, sequential, wait_ready};
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
-use super::transport::RequestTemplate;
+use super::transport::{RequestTemplate, initialize_template};
 use super::{BenchConfig, FLOOR_NAME, TOOL, WRAPPER_NAME};
 use crate::bins::error_chain;
 use crate::daemon::FakeDaemon;
@@ -60,30 +58,51 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
             .collect();
     cold_starts(config, &mut wrappers);
 
-    let mut subjects = vec![Subject::floor(config)?];
+    let floor = format!(
+        "{} (client on its socket)",
+        config.fake_daemon_bin.display()
+    );
+    let floor = SubjectReport::new(FLOOR_NAME, SubjectKind::Floor, floor);
+    let mut subjects = vec![Subject::start(config, floor, None)?];
     for (report, cmd) in wrappers {
-        subjects.push(Subject::wrapper(config, report, cmd));
+        subjects.push(Subject::start(config, report, Some(cmd))?);
     }
     let mut bench = Bench { config, subjects };
-    let names = ["sequential calls"; 3];
-    bench.interleaved(names, config.calls, sequential, |report, run, cpu| {
-        report.sequential = Some(SequentialStats::new(run, cpu));
+    let name = "sequential calls";
+    bench.interleaved(name, config.calls, sequential, |report, mut run, cpu| {
+        report.sequential = Some(SequentialStats {
+            calls: run.calls,
+            failures: run.failures,
+            latency: Summary::from_samples(&mut run.samples),
+            cpu: cpu.share(),
+            work: cpu.per_call(run.calls),
+        });
     })?;
     for &depth in &config.depths {
-        let in_flight = format!("{depth} in flight");
-        let failed = format!("pipelined calls, {in_flight}");
-        let names = [in_flight.as_str(), "pipelined calls", failed.as_str()];
+        let name = format!("pipelined calls, {depth} in flight");
         let run = |io: &mut Channel, template: &RequestTemplate, calls| {
             pipelined(io, template, calls, depth)
         };
-        bench.interleaved(names, config.pipelined_calls, run, |report, run, cpu| {
-            report
-                .pipelined
-                .push(ThroughputStats::new(depth, &run, cpu));
+        bench.interleaved(&name, config.pipelined_calls, run, |report, run, cpu| {
+            let seconds = run.elapsed.as_secs_f64();
+            report.pipelined.push(ThroughputStats {
+                depth,
+                calls: run.calls,
+                failures: run.failures,
+                stray: run.stray,
+                elapsed_ns: nanos(run.elapsed),
+                calls_per_sec: if seconds > 0.0 {
+                    run.calls as f64 / seconds
+                } else {
+                    0.0
+                },
+                cpu: cpu.share(),
+                work: cpu.per_call(run.calls),
+            });
         })?;
     }
     for subject in bench.live_wrappers() {
-        subject.report.peak_rss_kib = subject.pid.and_then(peak_rss_kib);
+        subject.report.peak_rss_kib = subject.child.as_ref().and_then(|c| peak_rss_kib(c.pid()));
     }
     bench.recoveries();
     Ok(bench.finish())
@@ -104,25 +123,23 @@ fn slice(total: usize, rounds: usize, round: usize) -> usize {
 /// Cold starts, round-robin over the wrappers so slow drift affects them
 /// alike.
 fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCommand)]) {
-    if config.cold_starts == 0 {
+    let count = config.cold_starts;
+    if count == 0 {
         return;
     }
     progress(
         config,
-        &format!(
-            "{} cold starts per wrapper, no daemon present",
-            config.cold_starts
-        ),
+        &format!("{count} cold starts per wrapper, no daemon present"),
     );
     let mut samples = vec![(Vec::new(), Vec::new(), Vec::<String>::new(), 0); wrappers.len()];
-    for _ in 0..config.cold_starts {
+    for _ in 0..count {
         for ((_, cmd), (initialize, tools_list, messages, failures)) in
             wrappers.iter().zip(samples.iter_mut())
         {
             match cold_start(cmd, config.response_timeout) {
-                Ok(sample) => {
-                    initialize.push(nanos(sample.initialize));
-                    tools_list.push(nanos(sample.tools_list));
+                Ok((answered, listed)) => {
+                    initialize.push(nanos(answered));
+                    tools_list.push(nanos(listed));
                 }
                 Err(e) => {
                     *failures += 1;
@@ -137,14 +154,10 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
     for ((report, _), (mut initialize, mut tools_list, messages, failures)) in
         wrappers.iter_mut().zip(samples)
     {
-        report.errors.extend(messages.into_iter().map(|m| {
-            format!(
-                "cold start ({failures} of {} failed): {m}",
-                config.cold_starts
-            )
-        }));
+        let message = |m| format!("cold start ({failures} of {count} failed): {m}");
+        report.errors.extend(messages.into_iter().map(message));
         report.cold_start = Some(ColdStartStats {
-            attempts: config.cold_starts,
+            attempts: count,
             failures,
             initialize: Summary::from_samples(&mut initialize),
             tools_list: Summary::from_samples(&mut tools_list),
@@ -152,119 +165,80 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
     }
 }
 
-/// The client's connection to a subject.
-enum Conn {
-    /// Straight on the fake daemon's socket.
-    Floor(Session),
-    /// On a wrapper's stdio.
-    Wrapper(WrapperChild),
-}
-
-impl Conn {
-    fn session(&mut self) -> &mut Session {
-        match self {
-            Self::Floor(session) => session,
-            Self::Wrapper(child) => child.session(),
-        }
-    }
-
-    fn skipped_lines(&self) -> u64 {
-        match self {
-            Self::Floor(session) => session.skipped_lines(),
-            Self::Wrapper(child) => child.skipped_lines(),
-        }
-    }
-
-    fn stderr_tail(&mut self) -> String {
-        match self {
-            Self::Floor(_) => String::new(),
-            Self::Wrapper(child) => child.stderr_tail(),
-        }
-    }
-}
-
 /// One subject while the bench runs.
 struct Subject {
     report: SubjectReport,
-    /// `None` once the subject failed (or never started).
-    conn: Option<Conn>,
+    /// The client's connection: on the daemon's socket for the floor, on
+    /// the wrapper's stdio otherwise; `None` once the subject failed (or
+    /// never started).
+    session: Option<Session>,
+    /// The wrapper process, while it runs (never for the floor).
+    child: Option<WrapperChild>,
     template: RequestTemplate,
-    pid: Option<u32>,
-    // Drop order: the connection (above) first, then the daemon, then its
-    // directory.
+    // Drop order: the session and the wrapper (above) first, then the
+    // daemon, then its directory.
     daemon: Option<FakeDaemon>,
     _dir: Option<TempDir>,
 }
 
 impl Subject {
-    /// The floor: the client on a fresh fake daemon's socket, warmed up.
-    fn floor(config: &BenchConfig) -> Result<Self, HarnessError> {
-        let dir = short_tempdir()?;
-        let socket = socket_path_in(dir.path());
-        let daemon = FakeDaemon::spawn_with(&config.fake_daemon_bin, &socket)?;
-        let mut session = connect_floor(&socket, config.response_timeout)?;
-        let template = RequestTemplate::daemon_call(TOOL);
-        progress(config, &format!("{FLOOR_NAME}: warming up"));
-        let warm = session.guarded("the warm-up", |io| {
-            wait_ready(io, &template, READY_WITHIN)?;
-            sequential(io, &template, config.warmup_calls).map(drop)
-        });
-        if let Err(e) = warm {
-            return Err(floor_failed(&e, &daemon));
-        }
-        let command = format!(
-            "{} (client on its socket)",
-            config.fake_daemon_bin.display()
-        );
-        Ok(Self {
-            report: SubjectReport::new(FLOOR_NAME, SubjectKind::Floor, command),
-            conn: Some(Conn::Floor(session)),
-            template,
-            pid: None,
-            daemon: Some(daemon),
-            _dir: Some(dir),
-        })
-    }
-
-    /// A wrapper in front of a fresh fake daemon, initialised and warmed
-    /// up; a failure is recorded and leaves the subject without a
-    /// connection.
-    fn wrapper(config: &BenchConfig, report: SubjectReport, cmd: &WrapperCommand) -> Self {
+    /// A subject in front of a fresh fake daemon: the client on its socket
+    /// (the floor, no `cmd`) or on the stdio of the wrapper `cmd` starts,
+    /// initialised and warmed up. A wrapper's failure is recorded and
+    /// leaves it without a session; the floor's is returned.
+    fn start(
+        config: &BenchConfig,
+        report: SubjectReport,
+        cmd: Option<&WrapperCommand>,
+    ) -> Result<Self, HarnessError> {
         let mut subject = Self {
             report,
-            conn: None,
-            template: RequestTemplate::tool_call(TOOL),
-            pid: None,
+            session: None,
+            child: None,
+            template: match cmd {
+                Some(_) => RequestTemplate::tool_call(TOOL),
+                None => RequestTemplate::daemon_call(TOOL),
+            },
             daemon: None,
             _dir: None,
         };
         let name = &subject.report.name;
-        progress(config, &format!("{name}: starting and warming up"));
-        if let Err(e) = subject.start_wrapper(config, cmd) {
-            // A wrapper's failure is recorded, never returned; lines read
-            // while starting are not counted.
-            let _ = subject.fail("starting", &e);
+        let what = if cmd.is_some() { "starting and " } else { "" };
+        progress(config, &format!("{name}: {what}warming up"));
+        if let Err(e) = subject.try_start(config, cmd) {
+            subject.fail("starting", &e)?;
+            // Lines read while starting are not counted.
             subject.report.skipped_lines = 0;
         }
-        subject
+        Ok(subject)
     }
 
-    fn start_wrapper(
+    fn try_start(
         &mut self,
         config: &BenchConfig,
-        cmd: &WrapperCommand,
+        cmd: Option<&WrapperCommand>,
     ) -> Result<(), HarnessError> {
         let dir = short_tempdir()?;
         let socket = socket_path_in(dir.path());
         self._dir = Some(dir);
         self.daemon = Some(FakeDaemon::spawn_with(&config.fake_daemon_bin, &socket)?);
-        let mut child = WrapperEnv::new(cmd, Some(&socket))?.spawn(config.response_timeout)?;
-        child.capture_stderr();
-        self.pid = Some(child.pid());
+        let (session, what) = match cmd {
+            None => (
+                connect_floor(&socket, config.response_timeout)?,
+                "the warm-up",
+            ),
+            Some(cmd) => {
+                let env = WrapperEnv::new(cmd, Some(&socket))?;
+                let (child, session) = env.spawn(config.response_timeout)?;
+                self.child.insert(child).capture_stderr();
+                (session, "initialize and warm-up")
+            }
+        };
         let template = &self.template;
-        let conn = self.conn.insert(Conn::Wrapper(child));
-        conn.session().guarded("initialize and warm-up", |io| {
-            initialize(io)?;
+        self.session.insert(session).guarded(what, |io| {
+            if cmd.is_some() {
+                initialize(io, &initialize_template())?;
+            }
             wait_ready(io, template, READY_WITHIN)?;
             sequential(io, template, config.warmup_calls).map(drop)
         })
@@ -274,34 +248,30 @@ impl Subject {
     /// For the floor the error is returned instead: nothing can be compared
     /// without it.
     fn fail(&mut self, phase: &str, error: &HarnessError) -> Result<(), HarnessError> {
-        let mut stderr = String::new();
-        if let Some(mut conn) = self.conn.take() {
-            stderr = conn.stderr_tail();
-            self.report.skipped_lines += conn.skipped_lines();
+        let stderr = self
+            .child
+            .as_mut()
+            .map(WrapperChild::stderr_tail)
+            .filter(|tail| !tail.is_empty())
+            .map_or(String::new(), |tail| format!("; its stderr: {tail}"));
+        if let Some(session) = self.session.take() {
+            self.report.skipped_lines += session.skipped_lines();
         }
-        if self.report.kind == SubjectKind::Floor {
-            return Err(match &self.daemon {
-                Some(daemon) => floor_failed(error, daemon),
-                None => HarnessError::Scenario(error_chain(error)),
-            });
-        }
-        let stderr = if stderr.is_empty() {
-            String::new()
-        } else {
-            format!("; its stderr: {stderr}")
-        };
+        self.child = None;
         let error = error_chain(error);
+        if self.report.kind == SubjectKind::Floor {
+            let daemon = self
+                .daemon
+                .as_ref()
+                .map_or(String::new(), FakeDaemon::stderr_text);
+            return Err(HarnessError::Scenario(format!(
+                "the floor (client straight on the fake daemon) failed: {error}; daemon stderr: {}",
+                daemon.trim()
+            )));
+        }
         self.report.errors.push(format!("{phase}: {error}{stderr}"));
         Ok(())
     }
-}
-
-fn floor_failed(error: &HarnessError, daemon: &FakeDaemon) -> HarnessError {
-    HarnessError::Scenario(format!(
-        "the floor (client straight on the fake daemon) failed: {}; daemon stderr: {}",
-        error_chain(error),
-        daemon.stderr_text().trim()
-    ))
 }
 
 struct Bench<'a> {
@@ -311,19 +281,17 @@ struct Bench<'a> {
 
 impl Bench<'_> {
     fn live_wrappers(&mut self) -> impl Iterator<Item = &mut Subject> {
-        self.subjects
-            .iter_mut()
-            .filter(|s| s.report.kind == SubjectKind::Wrapper && s.conn.is_some())
+        self.subjects.iter_mut().filter(|s| s.child.is_some())
     }
 
     /// One compared phase: `total` calls made by `run` in `rounds` slices
     /// per subject, interleaved, each slice after a short unmeasured
-    /// warm-up and with every process's counters read around it. `names`
-    /// are the phase's name in progress lines, in timeouts and in errors.
-    /// Only subjects that finished every round are given to `book`.
+    /// warm-up and with every process's counters read around it. `name`
+    /// names the phase in progress lines, in timeouts and in errors. Only
+    /// subjects that finished every round are given to `book`.
     fn interleaved(
         &mut self,
-        [progress_name, guard_name, error_name]: [&str; 3],
+        name: &str,
         total: usize,
         run: impl Fn(&mut Channel, &RequestTemplate, usize) -> Result<Run, HarnessError>,
         book: impl Fn(&mut SubjectReport, Run, &CpuUsage),
@@ -335,16 +303,16 @@ impl Bench<'_> {
         for round in 0..rounds {
             let calls = slice(total, rounds, round);
             let round = round + 1;
-            let line =
-                format!("{progress_name}, round {round}/{rounds}, {calls} calls per subject");
+            let line = format!("{name}, round {round}/{rounds}, {calls} calls per subject");
             progress(config, &line);
             for (subject, (sum, cpu)) in self.subjects.iter_mut().zip(&mut totals) {
-                let (pid, daemon) = (subject.pid, subject.daemon.as_ref().map(FakeDaemon::pid));
-                let Some(conn) = &mut subject.conn else {
+                let pid = subject.child.as_ref().map(WrapperChild::pid);
+                let daemon = subject.daemon.as_ref().map(FakeDaemon::pid);
+                let Some(session) = &mut subject.session else {
                     continue;
                 };
                 let template = &subject.template;
-                let result = conn.session().guarded(guard_name, |io| {
+                let result = session.guarded(name, |io| {
                     if warmup > 0 {
                         run(io, template, warmup)?;
                     }
@@ -360,12 +328,12 @@ impl Bench<'_> {
                             cpu.add(&usage);
                         }
                     }
-                    Err(e) => subject.fail(error_name, &e)?,
+                    Err(e) => subject.fail(name, &e)?,
                 }
             }
         }
         for (subject, (run, cpu)) in self.subjects.iter_mut().zip(totals) {
-            if subject.conn.is_some() {
+            if subject.session.is_some() {
                 book(&mut subject.report, run, &cpu);
             }
         }
@@ -383,15 +351,15 @@ impl Bench<'_> {
             let name = &subject.report.name;
             let count = config.recoveries;
             progress(config, &format!("{name}: {count} recoveries from DROP"));
-            let (Some(conn), Some(daemon)) = (&mut subject.conn, &subject.daemon) else {
+            let (Some(session), Some(daemon)) = (&mut subject.session, &subject.daemon) else {
                 continue;
             };
             let template = &subject.template;
-            let result = conn.session().guarded("recovery", |io| {
+            let result = session.guarded("recovery", |io| {
                 recovery(io, template, daemon, count, READY_WITHIN)
             });
             match result {
-                Ok(run) => subject.report.recovery = Some(RecoveryStats::new(run)),
+                Ok(stats) => subject.report.recovery = Some(stats),
                 // Wrappers only: `fail` cannot return an error here.
                 Err(e) => {
                     let _ = subject.fail("recovery", &e);
@@ -406,10 +374,10 @@ impl Bench<'_> {
         self.subjects
             .into_iter()
             .map(|mut subject| {
-                if let Some(conn) = &mut subject.conn {
-                    subject.report.skipped_lines += conn.skipped_lines();
-                    if let Conn::Wrapper(child) = conn {
-                        child.close(EXIT_GRACE);
+                if let Some(session) = subject.session.take() {
+                    subject.report.skipped_lines += session.skipped_lines();
+                    if let Some(child) = &mut subject.child {
+                        child.close(session, EXIT_GRACE);
                     }
                 }
                 subject.report

@@ -1,10 +1,12 @@
 //! The measured phases, each a plain loop over one [`Channel`].
 //!
-//! Phases return raw observations (samples, counts); turning them into
-//! figures is [`report`](super::report)'s job. A failed *call* (a JSON-RPC
-//! error or an MCP tool error) is an observation and is counted; a broken
-//! *stream* (the subject exited, or stopped answering and was stopped by
-//! the watchdog) is an error that ends the phase.
+//! The sequential and pipelined phases return raw observations (a [`Run`]:
+//! samples, counts), which add up over a phase's slices; the runner turns
+//! the sums into figures. Recovery runs in one go and returns its figures.
+//! A failed *call* (a JSON-RPC error or an MCP tool error) is an
+//! observation and is counted; a broken *stream* (the subject exited, or
+//! stopped answering and was stopped by the watchdog) is an error that
+//! ends the phase.
 
 use std::sync::mpsc;
 use std::thread;
@@ -12,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::stats::nanos;
+use super::report::RecoveryStats;
+use super::stats::{Summary, nanos};
 use super::subject::{Channel, WrapperEnv};
-use super::transport::{RequestTemplate, initialize_template, notification_line};
+use super::transport::{INITIALIZED, RequestTemplate, initialize_template};
 use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::daemon::FakeDaemon;
@@ -29,23 +32,28 @@ const RETRY_PAUSE: Duration = Duration::from_millis(10);
 /// background work it started have settled.
 const RECOVERY_SETTLE: Duration = Duration::from_millis(20);
 
-/// Sends `initialize` and `notifications/initialized`; an error response
-/// is [`ClientError::ErrorResponse`].
-pub fn initialize(io: &mut Channel) -> Result<(), HarnessError> {
-    let response = io.call(&initialize_template())?;
-    if !response.outcome.is_success() {
-        return Err(error_response(io).into());
-    }
-    io.writer
-        .send_raw(&notification_line("notifications/initialized", &json!({})))?;
-    Ok(())
-}
+/// How many failed recovery responses are kept as examples.
+const FAILURE_EXAMPLES: usize = 3;
 
-/// The last line read as a [`ClientError::ErrorResponse`].
-fn error_response(io: &Channel) -> ClientError {
+/// Makes one call of `template`; an error response is
+/// [`ClientError::ErrorResponse`].
+fn call_ok(io: &mut Channel, template: &RequestTemplate) -> Result<(), HarnessError> {
+    if io.call(template)?.success {
+        return Ok(());
+    }
     let value = serde_json::from_slice(io.reader.last_line())
         .unwrap_or_else(|_| serde_json::Value::String(io.last_line_excerpt()));
-    ClientError::ErrorResponse(value)
+    Err(ClientError::ErrorResponse(value).into())
+}
+
+/// Sends `initialize` (`template`, see [`initialize_template`]) and then
+/// `notifications/initialized`; returns when the `initialize` response was
+/// read. An error response is [`ClientError::ErrorResponse`].
+pub fn initialize(io: &mut Channel, template: &RequestTemplate) -> Result<Instant, HarnessError> {
+    call_ok(io, template)?;
+    let answered = Instant::now();
+    io.writer.send_raw(INITIALIZED)?;
+    Ok(answered)
 }
 
 /// Calls until one call succeeds, for at most `within`: a wrapper may still
@@ -58,7 +66,7 @@ pub fn wait_ready(
 ) -> Result<(), HarnessError> {
     let start = Instant::now();
     loop {
-        if io.call(template)?.outcome.is_success() {
+        if io.call(template)?.success {
             return Ok(());
         }
         if start.elapsed() >= within {
@@ -114,12 +122,10 @@ pub fn sequential(
         ..Run::default()
     };
     for _ in 0..calls {
-        let id = io.take_ids(1);
         let start = Instant::now();
-        io.writer.send(template, id)?;
-        let response = io.reader.response_to(id)?;
+        let response = io.call(template)?;
         let elapsed = start.elapsed();
-        if response.outcome.is_success() {
+        if response.success {
             run.samples.push(nanos(elapsed));
         } else {
             run.failures += 1;
@@ -185,40 +191,18 @@ pub fn pipelined(
             };
             answered[offset] = true;
             received += 1;
-            if !response.outcome.is_success() {
+            if !response.success {
                 run.failures += 1;
             }
             let _ = permits.send(());
         }
         run.elapsed = start.elapsed();
         drop(permits);
-        match sender.join() {
-            Ok(Ok(())) => Ok(run),
-            Ok(Err(e)) => Err(e.into()),
-            Err(_) => Err(HarnessError::Scenario(
-                "the bench writer thread panicked".to_owned(),
-            )),
-        }
+        let sent = sender
+            .join()
+            .map_err(|_| HarnessError::Scenario("the bench writer thread panicked".to_owned()))?;
+        sent.map(|()| run).map_err(Into::into)
     })
-}
-
-/// What [`recovery`] observed.
-#[derive(Debug, Clone, Default)]
-pub struct RecoveryRun {
-    /// Attempts made.
-    pub attempts: usize,
-    /// For each successful attempt, nanoseconds from just before `DROP`
-    /// was sent to the fake daemon to the call's successful response.
-    pub from_drop: Vec<u64>,
-    /// The same, from the moment `DROPPED` was received (the connection
-    /// is certainly closed) to the response.
-    pub from_dropped_ack: Vec<u64>,
-    /// The response text of each failed attempt.
-    pub failures: Vec<String>,
-    /// Why the attempts stopped early: the subject did not answer a call
-    /// successfully within the allotted time after a failed attempt (it
-    /// did not reconnect).
-    pub abandoned: Option<String>,
 }
 
 /// `attempts` times: make sure a call succeeds, send `DROP` to the daemon,
@@ -226,22 +210,23 @@ pub struct RecoveryRun {
 /// A wrapper that fails the call instead of waiting for its reconnect gets
 /// a failure recorded and is given up to `ready_within` to reconnect before
 /// the next attempt; if it does not, the attempts stop and
-/// [`RecoveryRun::abandoned`] says why.
+/// [`RecoveryStats::abandoned`] says why.
 pub fn recovery(
     io: &mut Channel,
     template: &RequestTemplate,
     daemon: &FakeDaemon,
     attempts: usize,
     ready_within: Duration,
-) -> Result<RecoveryRun, HarnessError> {
-    let mut run = RecoveryRun::default();
+) -> Result<RecoveryStats, HarnessError> {
+    let mut stats = RecoveryStats::default();
+    let (mut from_drop, mut from_dropped_ack) = (Vec::new(), Vec::new());
     for _ in 0..attempts {
         match wait_ready(io, template, ready_within) {
             Ok(()) => {}
             Err(HarnessError::Scenario(why)) => {
-                run.abandoned = Some(format!(
+                stats.abandoned = Some(format!(
                     "gave up after {} of {attempts} attempts: {why}",
-                    run.attempts
+                    stats.attempts
                 ));
                 break;
             }
@@ -253,51 +238,40 @@ pub fn recovery(
         let acknowledged = Instant::now();
         let response = io.call(template)?;
         let done = Instant::now();
-        run.attempts += 1;
-        if response.outcome.is_success() {
-            run.from_drop.push(nanos(done - dropped));
-            run.from_dropped_ack.push(nanos(done - acknowledged));
+        stats.attempts += 1;
+        if response.success {
+            from_drop.push(nanos(done - dropped));
+            from_dropped_ack.push(nanos(done - acknowledged));
         } else {
-            run.failures.push(io.last_line_excerpt());
+            stats.failures += 1;
+            if stats.failure_examples.len() < FAILURE_EXAMPLES {
+                stats.failure_examples.push(io.last_line_excerpt());
+            }
         }
     }
-    Ok(run)
-}
-
-/// One cold start, in time since just before the process was spawned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ColdSample {
-    /// Until the `initialize` response was read.
-    pub initialize: Duration,
-    /// Until the `tools/list` response was read (sent right after the
-    /// `initialize` response and `notifications/initialized`).
-    pub tools_list: Duration,
+    stats.from_drop = Summary::from_samples(&mut from_drop);
+    stats.from_dropped_ack = Summary::from_samples(&mut from_dropped_ack);
+    Ok(stats)
 }
 
 /// Starts `cmd` with no daemon listening, sends `initialize` at once, then
-/// `notifications/initialized` and `tools/list`, and times both answers.
+/// `notifications/initialized` and `tools/list`, and times both answers
+/// from just before the process was spawned: `(initialize, tools/list)`.
 /// The process is killed afterwards. A failure carries the wrapper's stderr
 /// in its message.
-pub fn cold_start(cmd: &WrapperCommand, timeout: Duration) -> Result<ColdSample, HarnessError> {
+pub fn cold_start(
+    cmd: &WrapperCommand,
+    timeout: Duration,
+) -> Result<(Duration, Duration), HarnessError> {
     let env = WrapperEnv::new(cmd, None)?;
-    let initialize = initialize_template();
-    let initialized = notification_line("notifications/initialized", &json!({}));
+    let init = initialize_template();
     let list = RequestTemplate::new("tools/list", &json!({}));
     let start = Instant::now();
-    let mut child = env.spawn(timeout)?;
-    let result = child.session().guarded("a cold start", |io| {
-        if !io.call(&initialize)?.outcome.is_success() {
-            return Err(error_response(io).into());
-        }
-        let initialized_at = start.elapsed();
-        io.writer.send_raw(&initialized)?;
-        if !io.call(&list)?.outcome.is_success() {
-            return Err(error_response(io).into());
-        }
-        Ok(ColdSample {
-            initialize: initialized_at,
-            tools_list: start.elapsed(),
-        })
+    let (mut child, mut session) = env.spawn(timeout)?;
+    let result = session.guarded("a cold start", |io| {
+        let initialized = initialize(io, &init)? - start;
+        call_ok(io, &list)?;
+        Ok((initialized, start.elapsed()))
     });
     result.map_err(|e| {
         HarnessError::Scenario(format!(

@@ -39,33 +39,20 @@ impl Summary {
             return None;
         }
         samples.sort_unstable();
-        let total: u128 = samples.iter().map(|&s| u128::from(s)).sum();
         let count = samples.len();
-        let mean = total / count as u128;
+        // Rank in 1..=count; the clamp keeps it in range whatever `p`.
+        let percentile =
+            |p: f64| samples[((p / 100.0 * count as f64).ceil() as usize).clamp(1, count) - 1];
+        let total: u128 = samples.iter().map(|&s| u128::from(s)).sum();
         Some(Self {
             count,
             min_ns: samples[0],
-            p50_ns: percentile(samples, 50.0),
-            p99_ns: percentile(samples, 99.0),
+            p50_ns: percentile(50.0),
+            p99_ns: percentile(99.0),
             max_ns: samples[count - 1],
-            mean_ns: u64::try_from(mean).unwrap_or(u64::MAX),
+            mean_ns: u64::try_from(total / count as u128).unwrap_or(u64::MAX),
         })
     }
-}
-
-/// The nearest-rank `p`-th percentile (0 < p <= 100) of `sorted`, which
-/// must be sorted ascending and non-empty.
-///
-/// # Panics
-///
-/// Panics when `sorted` is empty.
-pub fn percentile(sorted: &[u64], p: f64) -> u64 {
-    assert!(!sorted.is_empty(), "percentile of no samples");
-    let n = sorted.len();
-    // Rank in 1..=n; `as usize` saturates and clamps below keep it in range
-    // even for p outside (0, 100].
-    let rank = (p / 100.0 * n as f64).ceil() as usize;
-    sorted[rank.clamp(1, n) - 1]
 }
 
 /// A duration in whole nanoseconds, saturating at `u64::MAX` (584 years).
@@ -79,17 +66,14 @@ mod tests {
 
     #[test]
     fn nearest_rank_percentiles() {
-        let sorted: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&sorted, 50.0), 50);
-        assert_eq!(percentile(&sorted, 99.0), 99);
-        assert_eq!(percentile(&sorted, 100.0), 100);
-        assert_eq!(percentile(&sorted, 0.0), 1);
-        assert_eq!(percentile(&[7], 50.0), 7);
-        assert_eq!(percentile(&[7], 99.0), 7);
+        let summarise = |mut samples: Vec<u64>| {
+            let summary = Summary::from_samples(&mut samples).unwrap();
+            (summary.p50_ns, summary.p99_ns)
+        };
+        assert_eq!(summarise((1..=100).collect()), (50, 99));
+        assert_eq!(summarise(vec![7]), (7, 7));
         // 20 samples: the median is the 10th, p99 the 20th.
-        let twenty: Vec<u64> = (1..=20).map(|x| x * 10).collect();
-        assert_eq!(percentile(&twenty, 50.0), 100);
-        assert_eq!(percentile(&twenty, 99.0), 200);
+        assert_eq!(summarise((1..=20).map(|x| x * 10).collect()), (100, 200));
     }
 
     #[test]

@@ -51,15 +51,6 @@ pub struct Channel {
 }
 
 impl Channel {
-    fn new(reader: impl Into<OwnedFd>, writer: impl Into<OwnedFd>) -> Self {
-        let (reader, writer) = (File::from(reader.into()), File::from(writer.into()));
-        Self {
-            reader: ResponseReader::new(reader),
-            writer: RequestWriter::new(writer),
-            next_id: 1,
-        }
-    }
-
     /// Reserves `count` consecutive ids and returns the first.
     pub fn take_ids(&mut self, count: usize) -> u64 {
         let first = self.next_id;
@@ -74,9 +65,15 @@ impl Channel {
         self.reader.response_to(id)
     }
 
-    /// The last line read, as text, shortened for messages.
+    /// The last line read, as printable text, shortened for messages.
     pub fn last_line_excerpt(&self) -> String {
-        excerpt(self.reader.last_line())
+        const MAX_CHARS: usize = 240;
+        let text = String::from_utf8_lossy(self.reader.last_line());
+        let mut short: String = text.chars().take(MAX_CHARS).collect();
+        if text.chars().count() > MAX_CHARS {
+            short.push('…');
+        }
+        short
     }
 }
 
@@ -94,7 +91,11 @@ impl Session {
         timeout: Duration,
         abort: Abort,
     ) -> Self {
-        let channel = Channel::new(reader, writer);
+        let channel = Channel {
+            reader: ResponseReader::new(File::from(reader.into())),
+            writer: RequestWriter::new(File::from(writer.into())),
+            next_id: 1,
+        };
         let watchdog = Watchdog::new(channel.reader.progress(), timeout, abort);
         Self { channel, watchdog }
     }
@@ -164,10 +165,10 @@ impl WrapperEnv {
         })
     }
 
-    /// Starts the wrapper; the scratch directories live as long as the
-    /// returned child. Only `fork`/`exec` happen here, so a caller can time
-    /// from just before this call.
-    pub fn spawn(mut self, timeout: Duration) -> Result<WrapperChild, HarnessError> {
+    /// Starts the wrapper, and puts a session on its stdio; the scratch
+    /// directories live as long as the child. Only `fork`/`exec` happen
+    /// here, so a caller can time from just before this call.
+    pub fn spawn(mut self, timeout: Duration) -> Result<(WrapperChild, Session), HarnessError> {
         let mut guard = ChildGuard::spawn(&mut self.command).map_err(|e| match e {
             HarnessError::Spawn { source, .. } => HarnessError::Spawn {
                 program: self.program.clone(),
@@ -178,49 +179,35 @@ impl WrapperEnv {
         let child = guard.child_mut();
         let stdin = child.stdin.take().ok_or(ClientError::NotPiped("stdin"))?;
         let stdout = child.stdout.take().ok_or(ClientError::NotPiped("stdout"))?;
-        let stderr = child.stderr.take();
+        let stderr_pipe = child.stderr.take();
         let session = Session::new(stdout, stdin, timeout, Abort::Kill(guard.pid()));
-        Ok(WrapperChild {
-            session: Some(session),
-            stderr_pipe: stderr,
+        let child = WrapperChild {
+            stderr_pipe,
             stderr: None,
             guard,
             _scratch: self._scratch,
-        })
+        };
+        Ok((child, session))
     }
 }
 
-/// A running wrapper: the session on its stdio, its stderr, and the guard
-/// that kills it on drop.
+/// A running wrapper: its stderr, and the guard that kills it on drop.
+/// Its [`Session`] is held apart, and must be dropped first (that closes
+/// the wrapper's stdin and stdout).
 #[derive(Debug)]
 pub struct WrapperChild {
-    // Field order is drop order: close stdin and stdout before the guard
-    // kills and reaps the process, and remove its directories last.
-    session: Option<Session>,
     /// Not read until [`capture_stderr`](Self::capture_stderr) (starting
     /// the reader thread is left out of cold-start timings); the pipe
     /// holds what the wrapper writes meanwhile.
     stderr_pipe: Option<ChildStderr>,
     stderr: Option<CapturedOutput>,
+    // Field order is drop order: kill and reap the process, then remove
+    // its directories.
     guard: ChildGuard,
     _scratch: TempDir,
 }
 
 impl WrapperChild {
-    /// The session on the wrapper's stdio.
-    ///
-    /// # Panics
-    ///
-    /// Panics after [`close`](Self::close).
-    pub fn session(&mut self) -> &mut Session {
-        self.session.as_mut().expect("session used after close")
-    }
-
-    /// Lines read that were not responses (0 after [`close`](Self::close)).
-    pub fn skipped_lines(&self) -> u64 {
-        self.session.as_ref().map_or(0, Session::skipped_lines)
-    }
-
     /// The wrapper's pid.
     pub fn pid(&self) -> u32 {
         self.guard.pid()
@@ -243,22 +230,11 @@ impl WrapperChild {
         captured.tail(1024).trim().to_owned()
     }
 
-    /// Closes stdin and stdout and gives the wrapper `grace` to exit on its
-    /// own (the way MCP clients stop servers); it is killed on drop if it
-    /// has not.
-    pub fn close(&mut self, grace: Duration) {
-        self.session = None;
+    /// Closes stdin and stdout (drops `session`) and gives the wrapper
+    /// `grace` to exit on its own (the way MCP clients stop servers); it is
+    /// killed on drop if it has not.
+    pub fn close(&mut self, session: Session, grace: Duration) {
+        drop(session);
         let _ = self.guard.wait_timeout(grace);
     }
-}
-
-/// A short, printable excerpt of a line for messages.
-pub fn excerpt(bytes: &[u8]) -> String {
-    const MAX_CHARS: usize = 240;
-    let text = String::from_utf8_lossy(bytes);
-    let mut short: String = text.chars().take(MAX_CHARS).collect();
-    if text.chars().count() > MAX_CHARS {
-        short.push('…');
-    }
-    short
 }

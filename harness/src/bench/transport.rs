@@ -15,7 +15,7 @@
 //! wait by ending a subject that stops answering.
 
 use std::fmt;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -34,11 +34,10 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// A request line serialised once, with a hole for the id.
 ///
 /// Ids are unsigned integers written in decimal, so rendering a request is
-/// `head` + digits + `tail`; the method and params are never re-serialised.
+/// `{"jsonrpc":"2.0","id":` + digits + `tail`; the method and params are
+/// never re-serialised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestTemplate {
-    /// `{"jsonrpc":"2.0","id":`
-    head: Vec<u8>,
     /// `,"method":...,"params":...}` and the newline.
     tail: Vec<u8>,
 }
@@ -53,10 +52,7 @@ impl RequestTemplate {
         tail.extend_from_slice(b",\"params\":");
         let _ = serde_json::to_writer(&mut tail, params);
         tail.extend_from_slice(b"}\n");
-        Self {
-            head: br#"{"jsonrpc":"2.0","id":"#.to_vec(),
-            tail,
-        }
+        Self { tail }
     }
 
     /// `tools/call` of `tool` with empty arguments: what a wrapper is sent.
@@ -77,7 +73,7 @@ impl RequestTemplate {
     /// newline included.
     pub fn render(&self, id: u64, out: &mut Vec<u8>) {
         out.clear();
-        out.extend_from_slice(&self.head);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
         push_decimal(out, id);
         out.extend_from_slice(&self.tail);
     }
@@ -98,18 +94,10 @@ fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[start..]);
 }
 
-/// A JSON-RPC notification line (no id), for the few one-off messages
-/// (`notifications/initialized`).
-pub fn notification_line(method: &str, params: &Value) -> Vec<u8> {
-    let mut line = serde_json::to_vec(&serde_json::json!({
-        "jsonrpc": "2.0",
-        "method": method,
-        "params": params,
-    }))
-    .unwrap_or_default();
-    line.push(b'\n');
-    line
-}
+/// The `notifications/initialized` line, sent after the `initialize`
+/// response.
+pub const INITIALIZED: &[u8] =
+    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\",\"params\":{}}\n";
 
 /// The `initialize` request the bench sends to wrappers.
 pub fn initialize_template() -> RequestTemplate {
@@ -152,24 +140,6 @@ impl<W: Write> RequestWriter<W> {
     }
 }
 
-/// How a response ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// A `result` that is not an MCP tool error.
-    Success,
-    /// A JSON-RPC `error` member.
-    RpcError,
-    /// A `result` with `"isError": true` (an MCP tool error).
-    ToolError,
-}
-
-impl Outcome {
-    /// Whether the call succeeded.
-    pub fn is_success(self) -> bool {
-        self == Self::Success
-    }
-}
-
 /// The response in one line (newline stripped or not), or `None` for a
 /// line that is not one: a notification, a request from the server, or not
 /// a JSON object.
@@ -188,15 +158,14 @@ pub fn scan_response(line: &[u8]) -> Option<Response> {
     if envelope.method.is_some() {
         return None;
     }
-    let outcome = match (envelope.result, envelope.error) {
-        (_, Some(_)) => Outcome::RpcError,
-        (Some(ResultProbe { is_error: true }), None) => Outcome::ToolError,
-        (Some(_), None) => Outcome::Success,
+    let success = match (envelope.result, envelope.error) {
+        (_, Some(_)) => false,
+        (Some(is_error), None) => !is_error,
         (None, None) => return None,
     };
     Some(Response {
         id: envelope.id.as_ref().and_then(Value::as_u64),
-        outcome,
+        success,
     })
 }
 
@@ -209,8 +178,9 @@ struct Envelope {
     id: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     method: Option<IgnoredAny>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<ResultProbe>,
+    /// Whether the result is a tool error (see [`result_is_error`]).
+    #[serde(default, deserialize_with = "result_is_error")]
+    result: Option<bool>,
     #[serde(default, deserialize_with = "present")]
     error: Option<IgnoredAny>,
 }
@@ -224,16 +194,10 @@ where
     T::deserialize(deserializer).map(Some)
 }
 
-/// A `result` value reduced to whether it is an object with
+/// Deserialises a present `result` as whether it is an object with
 /// `"isError": true`; anything but an object is not an error.
-struct ResultProbe {
-    is_error: bool,
-}
-
-impl<'de> Deserialize<'de> for ResultProbe {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ResultVisitor)
-    }
+fn result_is_error<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
+    deserializer.deserialize_any(ResultVisitor).map(Some)
 }
 
 struct ResultVisitor;
@@ -241,20 +205,20 @@ struct ResultVisitor;
 /// Visits scalars of the listed types as "not an error".
 macro_rules! not_an_error {
     ($($visit:ident($ty:ty)),*) => {
-        $(fn $visit<E: de::Error>(self, _: $ty) -> Result<ResultProbe, E> {
-            Ok(ResultProbe { is_error: false })
+        $(fn $visit<E: de::Error>(self, _: $ty) -> Result<bool, E> {
+            Ok(false)
         })*
     };
 }
 
 impl<'de> Visitor<'de> for ResultVisitor {
-    type Value = ResultProbe;
+    type Value = bool;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResultProbe, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         let mut is_error = false;
         while let Some(key) = map.next_key::<ResultKey>()? {
             match key {
@@ -266,16 +230,16 @@ impl<'de> Visitor<'de> for ResultVisitor {
                 }
             }
         }
-        Ok(ResultProbe { is_error })
+        Ok(is_error)
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ResultProbe, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(ResultProbe { is_error: false })
+        Ok(false)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<ResultProbe, E> {
-        Ok(ResultProbe { is_error: false })
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
     }
 
     not_an_error!(
@@ -302,8 +266,9 @@ enum ResultKey {
 pub struct Response {
     /// The response's id, when it is an unsigned integer.
     pub id: Option<u64>,
-    /// Success or which kind of failure.
-    pub outcome: Outcome,
+    /// Whether the call succeeded: a `result` that is not an MCP tool
+    /// error (`"isError": true`); a JSON-RPC `error` is a failure.
+    pub success: bool,
 }
 
 /// The read half: buffered, one response per call, lines that are not
@@ -352,19 +317,11 @@ impl<R: Read> ResponseReader<R> {
     pub fn next_response(&mut self) -> Result<Response, ClientError> {
         loop {
             self.line.clear();
-            let read = loop {
-                match self.inner.read_until(b'\n', &mut self.line) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    other => break other,
-                }
-            };
-            match read {
-                Ok(0) | Err(_) => {
-                    return Err(ClientError::Closed {
-                        waiting_for: "a response".to_owned(),
-                    });
-                }
-                Ok(_) => {}
+            // `read_until` retries reads that a signal interrupted.
+            if let Ok(0) | Err(_) = self.inner.read_until(b'\n', &mut self.line) {
+                return Err(ClientError::Closed {
+                    waiting_for: "a response".to_owned(),
+                });
             }
             self.progress.fetch_add(1, Ordering::Relaxed);
             while matches!(self.line.last(), Some(b'\n' | b'\r')) {
@@ -419,73 +376,57 @@ mod tests {
         }
         let init: Value = serde_json::from_str(&render(&initialize_template(), 1)).unwrap();
         assert_eq!(init["params"]["protocolVersion"], PROTOCOL_VERSION);
-        let note: Value = serde_json::from_slice(&notification_line(
-            "notifications/initialized",
-            &Value::Null,
-        ))
-        .unwrap();
+        let note: Value = serde_json::from_slice(INITIALIZED).unwrap();
         assert!(note.get("id").is_none());
-    }
-
-    fn response(id: Option<u64>, outcome: Outcome) -> Option<Response> {
-        Some(Response { id, outcome })
+        assert_eq!(note["method"], "notifications/initialized");
     }
 
     #[test]
-    fn scans_responses_of_both_subjects() {
-        let floor = br#"{"jsonrpc":"2.0","id":42,"result":{"ok":true,"method":"topology","fake_daemon":true}}"#;
-        assert_eq!(scan_response(floor), response(Some(42), Outcome::Success));
-        // The wrapper's answer embeds the daemon's as escaped text; an
-        // escaped "isError" inside a string must not count.
-        let wrapper = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"isError\":true}"}],"structuredContent":{"ok":true}}}"#;
-        assert_eq!(scan_response(wrapper), response(Some(3), Outcome::Success));
-        let tool_error = br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"error: daemon_unreachable: bridge not connected"}],"isError":true}}"#;
-        assert_eq!(
-            scan_response(tool_error),
-            response(Some(4), Outcome::ToolError)
-        );
-        let nested = br#"{"id":5,"result":{"structuredContent":{"isError":true},"isError":false}}"#;
-        assert_eq!(scan_response(nested), response(Some(5), Outcome::Success));
-        let rpc_error =
-            br#"{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"no such method"}}"#;
-        assert_eq!(
-            scan_response(rpc_error),
-            response(Some(6), Outcome::RpcError)
-        );
-    }
-
-    #[test]
-    fn scans_odd_but_valid_messages() {
-        // Member order does not matter, `result: null` is a success, and
-        // non-integer ids are kept as unknown.
-        assert_eq!(
-            scan_response(br#"{"result":null,"id":8,"jsonrpc":"2.0"}"#),
-            response(Some(8), Outcome::Success)
-        );
-        assert_eq!(
-            scan_response(br#"{"jsonrpc":"2.0","id":"a","result":[1,{"isError":true}]}"#),
-            response(None, Outcome::Success)
-        );
-        assert_eq!(
-            scan_response(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}"#),
-            response(None, Outcome::RpcError)
-        );
-        assert_eq!(
-            scan_response(br#"{"jsonrpc":"2.0","id":1,"result":{"isError":"yes"}}"#),
-            response(Some(1), Outcome::Success)
-        );
-        assert_eq!(
-            scan_response(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#),
-            None
-        );
-        assert_eq!(
-            scan_response(br#"{"jsonrpc":"2.0","id":9,"method":"ping","result":1}"#),
-            None
-        );
-        assert_eq!(scan_response(br#"{"jsonrpc":"2.0","id":9}"#), None);
-        assert_eq!(scan_response(b"not json"), None);
-        assert_eq!(scan_response(b"[1,2]"), None);
-        assert_eq!(scan_response(b"{\"id\":1,"), None);
+    fn scans_responses_of_both_subjects_and_odd_messages() {
+        // A line and, when it is a response, its id and success.
+        type Case = (&'static [u8], Option<(Option<u64>, bool)>);
+        let cases: [Case; 15] = [
+            (
+                br#"{"jsonrpc":"2.0","id":42,"result":{"ok":true,"method":"topology","fake_daemon":true}}"#,
+                Some((Some(42), true)),
+            ),
+            // The wrapper's answer embeds the daemon's as escaped text; an
+            // escaped "isError" inside a string must not count.
+            (
+                br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"isError\":true}"}],"structuredContent":{"ok":true}}}"#,
+                Some((Some(3), true)),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"error: daemon_unreachable: bridge not connected"}],"isError":true}}"#,
+                Some((Some(4), false)),
+            ),
+            (
+                br#"{"id":5,"result":{"structuredContent":{"isError":true},"isError":false}}"#,
+                Some((Some(5), true)),
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"no such method"}}"#,
+                Some((Some(6), false)),
+            ),
+            // Member order does not matter, `result: null` is a success, and
+            // non-integer ids are kept as unknown.
+            (br#"{"result":null,"id":8,"jsonrpc":"2.0"}"#, Some((Some(8), true))),
+            (br#"{"jsonrpc":"2.0","id":"a","result":[1,{"isError":true}]}"#, Some((None, true))),
+            (br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}"#, Some((None, false))),
+            (br#"{"jsonrpc":"2.0","id":1,"result":{"isError":"yes"}}"#, Some((Some(1), true))),
+            // Not responses.
+            (br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#, None),
+            (br#"{"jsonrpc":"2.0","id":9,"method":"ping","result":1}"#, None),
+            (br#"{"jsonrpc":"2.0","id":9}"#, None),
+            (b"not json", None),
+            (b"[1,2]", None),
+            (b"{\"id\":1,", None),
+        ];
+        for (line, expected) in cases {
+            let expected = expected.map(|(id, success)| Response { id, success });
+            let line_text = String::from_utf8_lossy(line);
+            assert_eq!(scan_response(line), expected, "{line_text}");
+        }
     }
 
     #[test]
@@ -497,12 +438,12 @@ mod tests {
             reader.next_response().unwrap(),
             Response {
                 id: Some(1),
-                outcome: Outcome::Success
+                success: true
             }
         );
         assert_eq!(reader.skipped_lines(), 2);
         // A final line without a newline still counts.
-        assert_eq!(reader.response_to(3).unwrap().outcome, Outcome::RpcError);
+        assert!(!reader.response_to(3).unwrap().success);
         assert_eq!(reader.skipped_lines(), 3);
         assert_eq!(reader.last_line(), b"{\"id\":3,\"error\":{}}");
         assert!(matches!(

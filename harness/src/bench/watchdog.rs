@@ -13,7 +13,7 @@
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -80,40 +80,33 @@ impl Watchdog {
         what: &str,
         body: impl FnOnce() -> Result<T, HarnessError>,
     ) -> Result<T, HarnessError> {
-        let fired = AtomicBool::new(false);
         let tick = (self.timeout / 4).clamp(Duration::from_millis(1), MAX_TICK);
-        let result = thread::scope(|scope| {
+        let (result, fired) = thread::scope(|scope| {
             let (stop, stopped) = mpsc::channel::<()>();
-            let fired = &fired;
-            let spawned = thread::Builder::new()
+            // Returns whether it fired.
+            let watcher = thread::Builder::new()
                 .name("bench-watchdog".to_owned())
                 .spawn_scoped(scope, move || {
                     let mut seen = self.progress.load(Ordering::Relaxed);
                     let mut since = Instant::now();
-                    loop {
-                        match stopped.recv_timeout(tick) {
-                            Err(RecvTimeoutError::Timeout) => {}
-                            Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
-                        }
+                    // Until `stop` is sent or dropped.
+                    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(tick) {
                         let now = self.progress.load(Ordering::Relaxed);
                         if now != seen {
-                            seen = now;
-                            since = Instant::now();
+                            (seen, since) = (now, Instant::now());
                         } else if since.elapsed() >= self.timeout {
-                            fired.store(true, Ordering::SeqCst);
                             self.abort.fire();
-                            return;
+                            return true;
                         }
                     }
-                });
-            if let Err(e) = spawned {
-                return Err(HarnessError::io("starting the bench watchdog thread", e));
-            }
+                    false
+                })
+                .map_err(|e| HarnessError::io("starting the bench watchdog thread", e))?;
             let result = body();
             drop(stop);
-            result
-        });
-        if fired.load(Ordering::SeqCst) {
+            Ok::<_, HarnessError>((result, watcher.join().unwrap_or(false)))
+        })?;
+        if fired {
             return Err(ClientError::Timeout {
                 waiting_for: format!("progress during {what} (the subject was stopped)"),
                 after: self.timeout,
