@@ -41,18 +41,14 @@ pub fn score(args: &ScoreArgs) -> Result<ExitCode> {
     } else {
         let mut subjects = Vec::new();
         for line in &args.wrapper_cmd {
-            subjects.push(Subject::command(
-                WrapperCommand::parse_shell_words(line)?,
-                None,
-            ));
+            let cmd = WrapperCommand::parse_shell_words(line)?;
+            subjects.push(Subject::command(cmd, None));
         }
         subjects
     };
-    let race = ScoreConfig::default().race;
     let cfg = ScoreConfig {
         subjects,
         race_runs: args.runs,
-        race,
         soak: Duration::from_secs(args.soak_seconds),
         ..ScoreConfig::default()
     };
