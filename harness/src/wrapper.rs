@@ -194,68 +194,47 @@ fn env_assignment(word: &str) -> Option<(&str, &str)> {
 }
 
 fn split_shell_words(line: &str) -> Result<Vec<String>, HarnessError> {
+    let unterminated =
+        |what: &str| HarnessError::WrapperCommand(format!("unterminated {what} in {line:?}"));
     let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
+    let mut word: Option<String> = None;
     let mut chars = line.chars();
     while let Some(c) = chars.next() {
+        if c.is_whitespace() {
+            words.extend(word.take());
+            continue;
+        }
+        let word = word.get_or_insert_with(String::new);
         match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
+            '\'' => loop {
+                match chars.next().ok_or_else(|| unterminated("single quote"))? {
+                    '\'' => break,
+                    c => word.push(c),
                 }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err(unterminated("single quote", line)),
+            },
+            '"' => loop {
+                match chars.next().ok_or_else(|| unterminated("double quote"))? {
+                    '"' => break,
+                    '\\' => {
+                        let c = chars.next().ok_or_else(|| unterminated("double quote"))?;
+                        if !matches!(c, '"' | '\\') {
+                            word.push('\\');
+                        }
+                        word.push(c);
                     }
+                    c => word.push(c),
                 }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err(unterminated("double quote", line)),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err(unterminated("double quote", line)),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                word.push(
-                    chars
-                        .next()
-                        .ok_or_else(|| unterminated("backslash escape", line))?,
-                );
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
+            },
+            '\\' => word.push(
+                chars
+                    .next()
+                    .ok_or_else(|| unterminated("backslash escape"))?,
+            ),
+            c => word.push(c),
         }
     }
-    if in_word {
-        words.push(word);
-    }
+    words.extend(word);
     Ok(words)
-}
-
-fn unterminated(what: &str, line: &str) -> HarnessError {
-    HarnessError::WrapperCommand(format!("unterminated {what} in {line:?}"))
 }
 
 /// The environment a wrapper runs in.
