@@ -239,14 +239,12 @@ fn split_shell_words(line: &str) -> Result<Vec<String>, HarnessError> {
 
 /// The environment a wrapper runs in.
 ///
-/// Unset directories default to fresh ones inside the wrapper's scratch
-/// directory (`HOME=<scratch>/home`, state `<scratch>/home/.iai-mcp`, store
-/// `<scratch>/store`). `mode` and `reconnect_delay_ms` left at `None` remove
-/// the variable from the inherited environment, so the wrapper's own default
-/// applies rather than whatever the developer's shell exports. `cli` left
-/// at `None` points the iai CLIs (`IAI_MCP_CLI`, `IAI_MCP_ADMIN_CLI`) at a
-/// program that does not exist, so no run ever starts the developer's own
-/// iai-mcp tools.
+/// Unset directories are fresh ones in the wrapper's scratch directory
+/// (`HOME=<scratch>/home`, state `<scratch>/home/.iai-mcp`, store
+/// `<scratch>/store`). `mode` and `reconnect_delay_ms` left at `None` unset
+/// the variable, so the wrapper's own default applies whatever the shell
+/// exports; `cli` left at `None` names a program that does not exist, so no
+/// run starts the developer's own iai-mcp tools.
 #[derive(Debug, Clone, Default)]
 pub struct WrapperOptions {
     /// Where the daemon listens (`IAI_DAEMON_SOCKET_PATH`, or

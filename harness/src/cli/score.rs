@@ -90,9 +90,5 @@ fn run_config(cfg: &ScoreConfig, out_dir: Option<PathBuf>) -> Result<ExitCode> {
         Some(BridgeMode::Prefix) => card.failed_contract(&s.label) == PREFIX_CONTRACT_FAILURES,
         _ => card.failed(&s.label).is_empty(),
     }) && card.errors().next().is_none();
-    Ok(if expected || !judged {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::verdict_code(expected || !judged))
 }
