@@ -6,13 +6,11 @@
 //!    `FAKE_DAEMON_BIN`, `FAKE_IAI_BIN`), so a caller that has just built the binaries (for
 //!    example `cargo xtask race --release`) decides exactly what runs;
 //! 2. the target directory of the current executable (tests run from
-//!    `target/<profile>/deps`, the harness binary from `target/<profile>`).
-//!    `cargo test --workspace` builds every binary of the workspace before
-//!    running any test, so there they are current. (Building them again from
-//!    inside a test would resolve dependency features without the test-only
-//!    ones and overwrite the binaries cargo just built, making every test run
-//!    rebuild them; a lone `cargo test -p harness` after editing the wrapper
-//!    should be preceded by `cargo build --workspace`.)
+//!    `target/<profile>/deps`, the harness binary from `target/<profile>`),
+//!    where `cargo test --workspace` has built every binary before any test
+//!    runs. (A build from inside a test would resolve features without the
+//!    test-only ones and overwrite those binaries; after editing the wrapper,
+//!    run `cargo build --workspace` before a lone `cargo test -p harness`.)
 //! 3. failing that, `cargo build -p <package> --bin <bin>` in the profile of
 //!    the current executable.
 

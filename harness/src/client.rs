@@ -323,25 +323,21 @@ fn read_messages(stdout: impl Read, tx: &Sender<Value>, defects: &Mutex<Vec<Stri
                 return;
             }
         }
-        if line.last() != Some(&b'\n') {
-            lock(defects).push(format!(
-                "partial line without newline at end of stdout: {}",
-                excerpt(&line)
-            ));
-            return;
-        }
-        line.pop();
-        match serde_json::from_slice::<Value>(&line) {
+        let body = line.strip_suffix(b"\n");
+        let defect = match body.map(serde_json::from_slice::<Value>) {
+            None => "partial line without newline at end of stdout",
             // If the client is gone, keep draining so the child never blocks
             // on a full pipe.
-            Ok(message @ Value::Object(_)) => {
+            Some(Ok(message @ Value::Object(_))) => {
                 let _ = tx.send(message);
+                continue;
             }
-            Ok(_) => lock(defects).push(format!(
-                "JSON line that is not an object: {}",
-                excerpt(&line)
-            )),
-            Err(_) => lock(defects).push(format!("line that is not JSON: {}", excerpt(&line))),
+            Some(Ok(_)) => "JSON line that is not an object",
+            Some(Err(_)) => "line that is not JSON",
+        };
+        lock(defects).push(format!("{defect}: {}", excerpt(body.unwrap_or(&line))));
+        if body.is_none() {
+            return;
         }
     }
 }

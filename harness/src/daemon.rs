@@ -6,6 +6,7 @@
 //! sends a command and returns the next acknowledgement, so every method
 //! returns only once the daemon has acted: no sleeping needed.
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
@@ -119,30 +120,22 @@ pub struct DaemonStats {
 }
 
 impl DaemonStats {
-    /// Parses `STATS conns=<n> accepted=<n> requests=<n> controls=<n>`;
-    /// unknown extra fields are ignored, missing ones are an error.
+    /// Parses `STATS conns=<n> accepted=<n> requests=<n> controls=<n>`
+    /// (`refused=<n>` optional); unknown extra fields are ignored, missing
+    /// ones are an error.
     pub fn parse(line: &str) -> Option<Self> {
-        let mut fields = line.strip_prefix("STATS")?.split_whitespace();
-        let (mut conns, mut accepted, mut requests, mut controls) = (None, None, None, None);
-        let mut refused = 0;
-        fields.try_for_each(|field| {
-            let (key, value) = field.split_once('=')?;
-            match key {
-                "conns" => conns = Some(value.parse().ok()?),
-                "accepted" => accepted = Some(value.parse().ok()?),
-                "requests" => requests = Some(value.parse().ok()?),
-                "controls" => controls = Some(value.parse().ok()?),
-                "refused" => refused = value.parse().ok()?,
-                _ => {}
-            }
-            Some(())
-        })?;
+        let fields: HashMap<&str, &str> = line
+            .strip_prefix("STATS")?
+            .split_whitespace()
+            .map(|field| field.split_once('='))
+            .collect::<Option<_>>()?;
+        let get = |key| fields.get(key).copied();
         Some(Self {
-            conns: conns?,
-            accepted: accepted?,
-            refused,
-            requests: requests?,
-            controls: controls?,
+            conns: get("conns")?.parse().ok()?,
+            accepted: get("accepted")?.parse().ok()?,
+            refused: get("refused").map_or(Some(0), |v| v.parse().ok())?,
+            requests: get("requests")?.parse().ok()?,
+            controls: get("controls")?.parse().ok()?,
         })
     }
 }

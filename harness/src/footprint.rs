@@ -82,38 +82,25 @@ fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
 
 /// What a process has done so far, summed over its threads, read from
 /// `/proc/<pid>/{stat,io,task/*/status,task/*/schedstat}`.
-///
-/// - `cpu_ns`: time on a CPU, nanoseconds: the sum of the first field of
-///   every thread's `schedstat` (exact), or `utime + stime` in clock ticks
-///   where the kernel keeps no schedstat (10 ms resolution);
-/// - `user_ticks`, `system_ticks`: `utime` and `stime` of `stat`, whole
-///   process, in clock ticks: coarse, used only for the user/system split;
-/// - `read_calls`, `write_calls`: `syscr` and `syscw` of `io`, whole
-///   process: system calls that go through the kernel's file read and
-///   write paths (`read`, `readv`, `pread64`, `preadv`, `write`, `writev`,
-///   `pwrite64`, `pwritev`, `sendfile`, `splice`...), on pipes, files and
-///   sockets alike, whether they moved bytes or failed with `EAGAIN`.
-///   `recv*`/`send*` on sockets, `epoll_*`, `futex` and every other call
-///   are not counted;
-/// - `voluntary_switches`, `involuntary_switches`: the
-///   `voluntary_ctxt_switches` and `nonvoluntary_ctxt_switches` of every
-///   live thread's `status`: a thread gave up its CPU to wait (a blocking
-///   `epoll_wait`, `read` or `futex` that slept), or was preempted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Counters {
-    /// CPU time, nanoseconds.
+    /// CPU time, nanoseconds: the sum of every thread's `schedstat` (exact),
+    /// or `utime + stime` where the kernel keeps none (10 ms resolution).
     pub cpu_ns: u64,
-    /// User-mode CPU time, clock ticks.
+    /// User-mode CPU time (`utime`), clock ticks: coarse, only for the
+    /// user/system split.
     pub user_ticks: u64,
-    /// Kernel-mode CPU time, clock ticks.
+    /// Kernel-mode CPU time (`stime`), clock ticks.
     pub system_ticks: u64,
-    /// Read-like system calls (`syscr`).
+    /// Read-like system calls (`syscr`): those through the kernel's file
+    /// read path (`read`, `readv`, `pread64`, `splice`...) on pipes, files
+    /// and sockets alike, `EAGAIN` included; not `recv*`, `epoll_*`, `futex`.
     pub read_calls: u64,
-    /// Write-like system calls (`syscw`).
+    /// Write-like system calls (`syscw`), counted the same way.
     pub write_calls: u64,
-    /// Voluntary context switches, all threads.
+    /// Voluntary context switches of every live thread: waits that slept.
     pub voluntary_switches: u64,
-    /// Involuntary context switches, all threads.
+    /// Involuntary context switches of every live thread: preemptions.
     pub involuntary_switches: u64,
 }
 
@@ -270,31 +257,26 @@ pub struct CpuShare {
 #[derive(Debug, Clone, Copy)]
 pub struct CpuSnapshot {
     at: Instant,
-    client: Option<Counters>,
-    subject: Option<Counters>,
-    daemon: Option<Counters>,
+    /// The bench (client), the subject and the daemon.
+    procs: [Option<Counters>; 3],
 }
 
 impl CpuSnapshot {
     /// Reads the counters of the bench, the subject (if any) and the
     /// daemon now.
     pub fn take(subject: Option<u32>, daemon: u32) -> Self {
+        let read = |pid: u32| Counters::read(&pid.to_string());
         Self {
             at: Instant::now(),
-            client: Counters::read("self"),
-            subject: subject.and_then(|pid| Counters::read(&pid.to_string())),
-            daemon: Counters::read(&daemon.to_string()),
+            procs: [Counters::read("self"), subject.and_then(read), read(daemon)],
         }
     }
 
     /// What each process did between `self` and the later `end`.
     pub fn usage_until(&self, end: &Self) -> CpuUsage {
-        let used = |a: Option<Counters>, b: Option<Counters>| Some(b?.since(&a?));
         CpuUsage {
             wall: end.at.saturating_duration_since(self.at),
-            client: used(self.client, end.client),
-            subject: used(self.subject, end.subject),
-            daemon: used(self.daemon, end.daemon),
+            procs: std::array::from_fn(|i| Some(end.procs[i]?.since(&self.procs[i]?))),
         }
     }
 }
@@ -304,9 +286,8 @@ impl CpuSnapshot {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuUsage {
     wall: Duration,
-    client: Option<Counters>,
-    subject: Option<Counters>,
-    daemon: Option<Counters>,
+    /// The bench (client), the subject and the daemon.
+    procs: [Option<Counters>; 3],
 }
 
 /// Per-call work of the three processes over a phase.
@@ -324,13 +305,12 @@ impl CpuUsage {
     /// Adds another slice; a figure missing from either side is missing
     /// from the sum.
     pub fn add(&mut self, other: &Self) {
-        let empty = self.wall.is_zero();
-        let sum = |a: Option<Counters>, b: Option<Counters>| {
-            if empty { b } else { Some(a?.plus(&b?)) }
+        let (mine, theirs) = (self.procs, other.procs);
+        self.procs = if self.wall.is_zero() {
+            theirs
+        } else {
+            std::array::from_fn(|i| Some(mine[i]?.plus(&theirs[i]?)))
         };
-        self.client = sum(self.client, other.client);
-        self.subject = sum(self.subject, other.subject);
-        self.daemon = sum(self.daemon, other.daemon);
         self.wall += other.wall;
     }
 
@@ -340,11 +320,13 @@ impl CpuUsage {
         if wall <= 0.0 {
             return None;
         }
-        let pct = |c: Option<Counters>| Some(c?.cpu_ns as f64 / 1e9 / wall * 100.0);
+        let [client_pct, subject_pct, daemon_pct] = self
+            .procs
+            .map(|c| Some(c?.cpu_ns as f64 / 1e9 / wall * 100.0));
         Some(CpuShare {
-            client_pct: pct(self.client),
-            subject_pct: pct(self.subject),
-            daemon_pct: pct(self.daemon),
+            client_pct,
+            subject_pct,
+            daemon_pct,
         })
     }
 
@@ -353,11 +335,11 @@ impl CpuUsage {
         if self.wall.is_zero() {
             return None;
         }
-        let each = |c: Option<Counters>| c?.per_call(calls);
+        let [client, subject, daemon] = self.procs.map(|c| c?.per_call(calls));
         Some(PhaseWork {
-            client: each(self.client),
-            subject: each(self.subject),
-            daemon: each(self.daemon),
+            client,
+            subject,
+            daemon,
         })
     }
 }
@@ -391,17 +373,13 @@ mod tests {
         };
         let slice = |ms, client, subject| CpuUsage {
             wall: Duration::from_millis(ms),
-            client: Some(work(client, 1)),
-            subject,
-            daemon: Some(work(1, 2)),
+            procs: [Some(work(client, 1)), subject, Some(work(1, 2))],
         };
         let mut total = CpuUsage::default();
         total.add(&slice(500, 10, Some(work(20, 3))));
         total.add(&slice(500, 30, None));
         assert_eq!(total.wall, Duration::from_secs(1));
-        assert_eq!(total.client, Some(work(40, 2)));
-        assert_eq!(total.subject, None);
-        assert_eq!(total.daemon, Some(work(2, 4)));
+        assert_eq!(total.procs, [Some(work(40, 2)), None, Some(work(2, 4))]);
         assert!(CpuUsage::default().share().is_none());
         let per_call = total.per_call(2).expect("a phase");
         assert_eq!(

@@ -194,80 +194,57 @@ fn env_assignment(word: &str) -> Option<(&str, &str)> {
 }
 
 fn split_shell_words(line: &str) -> Result<Vec<String>, HarnessError> {
+    let unterminated =
+        |what: &str| HarnessError::WrapperCommand(format!("unterminated {what} in {line:?}"));
     let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
+    let mut word: Option<String> = None;
     let mut chars = line.chars();
     while let Some(c) = chars.next() {
+        if c.is_whitespace() {
+            words.extend(word.take());
+            continue;
+        }
+        let word = word.get_or_insert_with(String::new);
         match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
+            '\'' => loop {
+                match chars.next().ok_or_else(|| unterminated("single quote"))? {
+                    '\'' => break,
+                    c => word.push(c),
                 }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err(unterminated("single quote", line)),
+            },
+            '"' => loop {
+                match chars.next().ok_or_else(|| unterminated("double quote"))? {
+                    '"' => break,
+                    '\\' => {
+                        let c = chars.next().ok_or_else(|| unterminated("double quote"))?;
+                        if !matches!(c, '"' | '\\') {
+                            word.push('\\');
+                        }
+                        word.push(c);
                     }
+                    c => word.push(c),
                 }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err(unterminated("double quote", line)),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err(unterminated("double quote", line)),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                word.push(
-                    chars
-                        .next()
-                        .ok_or_else(|| unterminated("backslash escape", line))?,
-                );
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
+            },
+            '\\' => word.push(
+                chars
+                    .next()
+                    .ok_or_else(|| unterminated("backslash escape"))?,
+            ),
+            c => word.push(c),
         }
     }
-    if in_word {
-        words.push(word);
-    }
+    words.extend(word);
     Ok(words)
-}
-
-fn unterminated(what: &str, line: &str) -> HarnessError {
-    HarnessError::WrapperCommand(format!("unterminated {what} in {line:?}"))
 }
 
 /// The environment a wrapper runs in.
 ///
-/// Unset directories default to fresh ones inside the wrapper's scratch
-/// directory (`HOME=<scratch>/home`, state `<scratch>/home/.iai-mcp`, store
-/// `<scratch>/store`). `mode` and `reconnect_delay_ms` left at `None` remove
-/// the variable from the inherited environment, so the wrapper's own default
-/// applies rather than whatever the developer's shell exports. `cli` left
-/// at `None` points the iai CLIs (`IAI_MCP_CLI`, `IAI_MCP_ADMIN_CLI`) at a
-/// program that does not exist, so no run ever starts the developer's own
-/// iai-mcp tools.
+/// Unset directories are fresh ones in the wrapper's scratch directory
+/// (`HOME=<scratch>/home`, state `<scratch>/home/.iai-mcp`, store
+/// `<scratch>/store`). `mode` and `reconnect_delay_ms` left at `None` unset
+/// the variable, so the wrapper's own default applies whatever the shell
+/// exports; `cli` left at `None` names a program that does not exist, so no
+/// run starts the developer's own iai-mcp tools.
 #[derive(Debug, Clone, Default)]
 pub struct WrapperOptions {
     /// Where the daemon listens (`IAI_DAEMON_SOCKET_PATH`, or

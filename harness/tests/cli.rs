@@ -8,51 +8,33 @@ fn harness() -> Command {
 }
 
 #[test]
-fn top_level_help_lists_the_race_scenario() {
-    harness()
-        .arg("--help")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("race"));
-}
-
-#[test]
-fn an_invalid_mode_is_a_usage_error() {
-    harness()
-        .args(["race", "--mode", "sideways"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("invalid bridge mode"));
-}
-
-#[test]
-fn zero_runs_is_a_usage_error() {
-    harness().args(["race", "--runs", "0"]).assert().code(2);
-}
-
-#[test]
-fn an_unparsable_wrapper_command_is_a_harness_error() {
-    harness()
-        .args(["race", "--wrapper-cmd", "'unterminated"])
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains("unterminated single quote"));
-}
-
-#[test]
-fn a_missing_override_binary_is_reported() {
-    harness()
-        .args(["race", "--wrapper-cmd", "true"])
-        .env("FAKE_DAEMON_BIN", "/nonexistent/fake-daemon")
-        .assert()
-        .failure()
-        .stderr(predicate::str::contains(
-            "FAKE_DAEMON_BIN=/nonexistent/fake-daemon is not a file",
-        ));
+fn bad_arguments_and_a_broken_setup_exit_with_2_and_say_why() {
+    let missing = "FAKE_DAEMON_BIN=/nonexistent/fake-daemon is not a file";
+    for (args, says) in [
+        (&["race", "--mode", "sideways"][..], "invalid bridge mode"),
+        (&["race", "--runs", "0"][..], "--runs"),
+        (
+            &["race", "--wrapper-cmd", "'unterminated"],
+            "unterminated single quote",
+        ),
+        (&["race", "--wrapper-cmd", "true"], missing),
+    ] {
+        harness()
+            .args(args)
+            .env("FAKE_DAEMON_BIN", "/nonexistent/fake-daemon")
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(says));
+    }
 }
 
 #[test]
 fn scenarios_are_listed_with_their_options() {
+    let help = |args: &[&str]| {
+        let assert = harness().args(args).assert().success();
+        String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
+    };
+    let top = help(&["--help"]);
     for (scenario, options) in [
         ("race", &["--runs", "--delay-ms", "--offset-ms"][..]),
         (
@@ -83,8 +65,8 @@ fn scenarios_are_listed_with_their_options() {
         ),
         ("hang", &["--call-timeout-ms"][..]),
     ] {
-        let assert = harness().args([scenario, "--help"]).assert().success();
-        let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+        assert!(top.contains(scenario), "--help lacks {scenario}");
+        let stdout = help(&[scenario, "--help"]);
         for option in options.iter().chain(&["--wrapper-cmd", "--mode", "--json"]) {
             assert!(stdout.contains(option), "{scenario} --help lacks {option}");
         }

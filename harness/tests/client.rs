@@ -33,21 +33,16 @@ fn replies_are_matched_by_id_whatever_their_order() {
                          '{"jsonrpc":"2.0","id":"a","result":"first"}'
            cat >/dev/null"#,
     );
-    client
-        .send_request_with_id(json!("a"), "tools/list", json!({}))
-        .unwrap();
-    client
-        .send_request_with_id(json!("b"), "tools/list", json!({}))
-        .unwrap();
-
-    assert_eq!(
-        client.wait_response(&json!("a"), WAIT).unwrap()["result"],
-        "first"
-    );
-    assert_eq!(
-        client.wait_response(&json!("b"), WAIT).unwrap()["result"],
-        "second"
-    );
+    for id in ["a", "b"] {
+        let params = json!({});
+        client
+            .send_request_with_id(json!(id), "tools/list", params)
+            .unwrap();
+    }
+    for (id, result) in [("a", "first"), ("b", "second")] {
+        let response = client.wait_response(&json!(id), WAIT).unwrap();
+        assert_eq!(response["result"], result);
+    }
     let notification = client.next_unmatched().expect("the notification was kept");
     assert_eq!(notification["method"], "notifications/message");
     assert_eq!(client.next_unmatched(), None);

@@ -10,6 +10,7 @@ use nix::errno::Errno;
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde_json::{Value, json};
+use tempfile::TempDir;
 
 /// A raw client connection to the daemon socket.
 struct Conn {
@@ -25,9 +26,7 @@ impl Conn {
     }
 
     fn send(&mut self, message: &Value) {
-        let mut line = message.to_string();
-        line.push('\n');
-        self.writer.write_all(line.as_bytes()).unwrap();
+        writeln!(self.writer, "{message}").unwrap();
     }
 
     /// Sends a request and returns the daemon's reply line, parsed.
@@ -39,24 +38,27 @@ impl Conn {
     }
 }
 
-#[test]
-fn serves_requests_and_reports_them() {
+/// A fake daemon in a fresh directory (kept alive with it).
+fn start() -> (TempDir, FakeDaemon) {
     let dir = short_tempdir().unwrap();
     let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).unwrap();
+    (dir, daemon)
+}
+
+/// The daemon's conns, accepted, requests and controls counters.
+fn counts(daemon: &FakeDaemon) -> [u64; 4] {
+    let s = daemon.stats().unwrap();
+    [u64::from(s.conns), s.accepted, s.requests, s.controls]
+}
+
+#[test]
+fn serves_requests_and_reports_them() {
+    let (_dir, daemon) = start();
     assert!(
         daemon.socket_path().exists(),
         "BOUND means the socket exists"
     );
-    let before = daemon.stats().unwrap();
-    assert_eq!(
-        (
-            before.conns,
-            before.accepted,
-            before.requests,
-            before.controls
-        ),
-        (0, 0, 0, 0)
-    );
+    assert_eq!(counts(&daemon), [0, 0, 0, 0]);
 
     let mut conn = Conn::open(&daemon);
     // A control message gets no reply; the request after it proves it was
@@ -68,11 +70,7 @@ fn serves_requests_and_reports_them() {
         json!({"jsonrpc": "2.0", "id": 7, "result": {"ok": true, "method": "topology", "fake_daemon": true}})
     );
 
-    let stats = daemon.stats().unwrap();
-    assert_eq!(
-        (stats.conns, stats.accepted, stats.requests, stats.controls),
-        (1, 1, 1, 1)
-    );
+    assert_eq!(counts(&daemon), [1, 1, 1, 1]);
     assert_eq!(daemon.seen().unwrap(), ["session_open", "topology"]);
     let log = daemon.request_log().unwrap();
     assert_eq!(log.len(), 1);
@@ -82,8 +80,7 @@ fn serves_requests_and_reports_them() {
 
 #[test]
 fn drop_closes_accepted_connections_and_keeps_listening() {
-    let dir = short_tempdir().unwrap();
-    let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).unwrap();
+    let (_dir, daemon) = start();
     let mut conn = Conn::open(&daemon);
     conn.call(1, "topology");
 
@@ -102,8 +99,7 @@ fn drop_closes_accepted_connections_and_keeps_listening() {
 
 #[test]
 fn unknown_commands_are_reported_not_fatal() {
-    let dir = short_tempdir().unwrap();
-    let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).unwrap();
+    let (_dir, daemon) = start();
     assert_eq!(
         daemon.command("FROBNICATE").unwrap(),
         "ERR unknown command: FROBNICATE"
@@ -137,8 +133,7 @@ fn quit_exits_cleanly_and_removes_the_socket() {
 
 #[test]
 fn dropping_the_handle_kills_the_daemon() {
-    let dir = short_tempdir().unwrap();
-    let daemon = FakeDaemon::spawn(&socket_path_in(dir.path())).unwrap();
+    let (_dir, daemon) = start();
     let pid = daemon.pid();
     assert_eq!(kill(Pid::from_raw(pid as i32), None), Ok(()));
     drop(daemon);

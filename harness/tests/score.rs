@@ -40,15 +40,13 @@ fn the_scorecard_tells_the_fixed_wrapper_from_the_pre_fix_one() {
         PREFIX_CONTRACT_FAILURES,
         [Prop::ReconnectCall, Prop::SecondDrop, Prop::Recovers]
     );
-    let cause = |prop: Prop| {
-        let row = card.rows.iter().find(|r| r.prop == prop).expect("row");
-        row.cells[0].failure
-    };
+    let row = |prop: Prop| card.rows.iter().find(|r| r.prop == prop).expect("row");
+    let cause = |prop: Prop| row(prop).cells[0].failure;
     assert_eq!(cause(Prop::ReconnectCall), Some(Cause::V305), "{card}");
     assert_eq!(cause(Prop::Recovers), Some(Cause::Died), "{card}");
     for prop in [Prop::OutputSchema, Prop::SpreadDials] {
-        let row = card.rows.iter().find(|r| r.prop == prop).expect("row");
-        assert!(row.cells.iter().all(|c| c.checks > 0), "{prop:?}: {card}");
+        let checked = row(prop).cells.iter().all(|c| c.checks > 0);
+        assert!(checked, "{prop:?}: {card}");
     }
     // The herd ran with its 50 wrappers, and the pre-fix ones never came
     // back after the daemon's restart.

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use harness::Transport;
+use harness::bins::Profile;
 use harness::scenario::down_up::DownUpConfig;
 use harness::scenario::hang::HangConfig;
 use harness::scenario::herd::HerdConfig;
@@ -213,10 +215,6 @@ pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
     let cmd = args.target.command()?;
     let seed = args.seed.unwrap_or_else(seed_from_clock);
     let concurrency = usize::try_from(args.concurrency).context("--concurrency")?;
-    let transport = match args.target.transport {
-        harness::Transport::Tcp => " --transport tcp",
-        harness::Transport::Unix => "",
-    };
     eprintln!(
         "soak: {} s against {} over {}, seed {seed}",
         args.seconds,
@@ -230,16 +228,14 @@ pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
     .context("soak")?;
     let code = print_judged("soak", &cmd, &args.target, &report)?;
     if !args.target.json {
-        let release = if harness::bins::Profile::of_current_exe() == harness::bins::Profile::Release
-        {
-            " --release"
-        } else {
-            ""
-        };
-        println!(
-            "replay: cargo xtask soak --seconds {} --seed {seed}{transport}{release}",
-            args.seconds
-        );
+        let mut replay = format!("cargo xtask soak --seconds {} --seed {seed}", args.seconds);
+        if args.target.transport == Transport::Tcp {
+            replay.push_str(" --transport tcp");
+        }
+        if Profile::of_current_exe() == Profile::Release {
+            replay.push_str(" --release");
+        }
+        println!("replay: {replay}");
     }
     Ok(code)
 }

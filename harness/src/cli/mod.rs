@@ -61,11 +61,16 @@ impl Target {
     /// The exit code of a run: a verdict for this workspace's wrapper, 0
     /// for another one (reported on, not judged).
     pub fn exit_code(&self, passed: bool) -> ExitCode {
-        if passed || self.wrapper_cmd.is_some() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        }
+        verdict_code(passed || self.wrapper_cmd.is_some())
+    }
+}
+
+/// The exit code of a verdict: 0 when it passed, 1 when it failed.
+pub fn verdict_code(passed: bool) -> ExitCode {
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 

@@ -242,11 +242,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         let mut subjects = Vec::new();
         for line in &args.wrapper_cmd {
             let cmd = WrapperCommand::parse_shell_words(line)?;
-            subjects.extend(
-                modes
-                    .iter()
-                    .map(|&mode| Subject::command(cmd.clone(), mode)),
-            );
+            subjects.extend(modes.iter().map(|&m| Subject::command(cmd.clone(), m)));
         }
         subjects
     };

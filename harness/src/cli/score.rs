@@ -41,18 +41,14 @@ pub fn score(args: &ScoreArgs) -> Result<ExitCode> {
     } else {
         let mut subjects = Vec::new();
         for line in &args.wrapper_cmd {
-            subjects.push(Subject::command(
-                WrapperCommand::parse_shell_words(line)?,
-                None,
-            ));
+            let cmd = WrapperCommand::parse_shell_words(line)?;
+            subjects.push(Subject::command(cmd, None));
         }
         subjects
     };
-    let race = ScoreConfig::default().race;
     let cfg = ScoreConfig {
         subjects,
         race_runs: args.runs,
-        race,
         soak: Duration::from_secs(args.soak_seconds),
         ..ScoreConfig::default()
     };
@@ -94,9 +90,5 @@ fn run_config(cfg: &ScoreConfig, out_dir: Option<PathBuf>) -> Result<ExitCode> {
         Some(BridgeMode::Prefix) => card.failed_contract(&s.label) == PREFIX_CONTRACT_FAILURES,
         _ => card.failed(&s.label).is_empty(),
     }) && card.errors().next().is_none();
-    Ok(if expected || !judged {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::verdict_code(expected || !judged))
 }

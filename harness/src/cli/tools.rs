@@ -56,10 +56,9 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     let report = bench::run(&config).context("running the benchmarks")?;
     println!("{}", report.to_markdown());
     println!("report: {}", config.out_dir.join("bench.md").display());
-    if args.strict && !report.all_targets_pass(&["wrapper"]) {
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(super::verdict_code(
+        !args.strict || report.all_targets_pass(&["wrapper"]),
+    ))
 }
 
 /// Check the wrapper against the real iai-mcp 3.3.0 daemon.
@@ -89,9 +88,5 @@ pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
     );
     let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
     println!("{report}");
-    Ok(if report.passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(super::verdict_code(report.passed()))
 }

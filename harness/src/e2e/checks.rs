@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::daemon::RealDaemon;
@@ -27,6 +28,9 @@ const PROTOCOL: &str = "2025-06-18";
 
 const SDK_CHECK: &str = include_str!("../../e2e/sdk_check.py");
 
+/// The calls `sdk_check.py` made, and the tools it listed.
+pub(super) type SdkRun = (Vec<SdkCall>, Vec<String>);
+
 /// What every check needs.
 #[derive(Debug)]
 pub struct Kit<'a> {
@@ -38,8 +42,16 @@ pub struct Kit<'a> {
     pub node: &'a Path,
 }
 
-/// One `sdk_check.py` line.
-#[derive(Debug, Clone)]
+/// One `sdk_check.py` line: a call, or the summary that ends the run.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum SdkLine {
+    Summary { tools: Vec<String> },
+    Call(SdkCall),
+}
+
+/// One call `sdk_check.py` made.
+#[derive(Debug, Clone, Deserialize)]
 pub(super) struct SdkCall {
     case: String,
     tool: String,
@@ -89,21 +101,19 @@ impl Kit<'_> {
 
     /// The tool listing, property by property, against 3.3.0's own.
     pub fn listing(&self, real: &RealDaemon) -> Row {
-        let check = "tools/list matches 3.3.0's own wrapper";
-        let listings = (|| -> Result<(Vec<Value>, Vec<Value>), HarnessError> {
-            let tools = |w: &mut WrapperProcess| -> Result<Vec<Value>, HarnessError> {
-                let list = w.request("tools/list", json!({}), REPLY)?;
-                Ok(list["result"]["tools"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default())
-            };
-            let ours = tools(&mut self.ours(real, None, |o| o)?)?;
-            let theirs = tools(&mut self.theirs(real, None)?)?;
-            Ok((ours, theirs))
-        })();
-        match listings {
-            Ok((ours, theirs)) => {
+        let tools = |w: Result<WrapperProcess, HarnessError>| -> Result<Vec<Value>, HarnessError> {
+            let list = w?.request("tools/list", json!({}), REPLY)?;
+            Ok(list["result"]["tools"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default())
+        };
+        let listings = tools(self.ours(real, None, |o| o))
+            .and_then(|ours| Ok((ours, tools(self.theirs(real, None))?)));
+        Row::outcome(
+            "tools/list matches 3.3.0's own wrapper",
+            listings,
+            |(ours, theirs)| {
                 let diffs = listing::compare(&ours, &theirs);
                 let detail = if diffs.is_empty() {
                     format!(
@@ -113,55 +123,49 @@ impl Kit<'_> {
                 } else {
                     diffs.join("\n")
                 };
-                Row::judged(check, diffs.is_empty() && !ours.is_empty(), detail)
-            }
-            Err(e) => Row::judged(check, false, error_chain(&e)),
-        }
+                (diffs.is_empty() && !ours.is_empty(), detail)
+            },
+        )
     }
 
     /// `--check` against the live daemon.
     pub fn check_flag(&self, real: &RealDaemon) -> Row {
-        let check = "--check against the live daemon";
         let output = Command::new(self.wrapper)
             .arg("--check")
             .envs(real.wrapper_env(self.py))
             .stdin(Stdio::null())
-            .output();
-        match output {
-            Ok(out) => {
-                let text = String::from_utf8_lossy(&out.stdout);
-                let ok = out.status.success() && text.contains("[ok] daemon at");
-                let first = text.lines().nth(1).unwrap_or("").to_owned();
-                Row::judged(
-                    check,
-                    ok,
-                    if ok {
-                        first
-                    } else {
-                        format!("{}: {text}", out.status)
-                    },
-                )
-            }
-            Err(e) => Row::judged(check, false, e.to_string()),
-        }
+            .output()
+            .map_err(|e| HarnessError::io("running --check", e));
+        Row::outcome("--check against the live daemon", output, |out| {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let ok = out.status.success() && text.contains("[ok] daemon at");
+            let detail = if ok {
+                text.lines().nth(1).unwrap_or("").to_owned()
+            } else {
+                format!("{}: {text}", out.status)
+            };
+            (ok, detail)
+        })
     }
 
     /// Runs `sdk_check.py MODE` against the wrapper.
-    fn sdk(&self, real: &RealDaemon, mode: &str) -> Result<(Vec<SdkCall>, Vec<String>), String> {
+    fn sdk(&self, real: &RealDaemon, mode: &str) -> Result<SdkRun, HarnessError> {
         let env = real.wrapper_env(self.py);
         self.sdk_with(real, mode, &[self.wrapper.into()], env)
     }
 
-    /// Runs `sdk_check.py MODE` with the SDK starting `argv` in `env`.
+    /// Runs `sdk_check.py MODE` with the SDK starting `argv` in `env`: the
+    /// calls it made and the tools it listed.
     pub(super) fn sdk_with(
         &self,
         real: &RealDaemon,
         mode: &str,
         argv: &[OsString],
         env: Vec<(OsString, OsString)>,
-    ) -> Result<(Vec<SdkCall>, Vec<String>), String> {
+    ) -> Result<SdkRun, HarnessError> {
         let script = real.scratch().join("sdk_check.py");
-        std::fs::write(&script, SDK_CHECK).map_err(|e| e.to_string())?;
+        std::fs::write(&script, SDK_CHECK)
+            .map_err(|e| HarnessError::io("writing sdk_check.py", e))?;
         let output = Command::new(self.py.program("python"))
             .arg(&script)
             .arg(mode)
@@ -169,84 +173,56 @@ impl Kit<'_> {
             .envs(env)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| HarnessError::io("running sdk_check.py", e))?;
         let mut calls = Vec::new();
-        let mut listed = None;
         for line in String::from_utf8_lossy(&output.stdout).lines() {
-            let Ok(v) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if v["summary"] == true {
-                listed = Some(
-                    v["tools"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|t| t.as_str().map(str::to_owned))
-                        .collect(),
-                );
-                continue;
+            match serde_json::from_str(line) {
+                Ok(SdkLine::Summary { tools }) => return Ok((calls, tools)),
+                Ok(SdkLine::Call(call)) => calls.push(call),
+                Err(_) => {}
             }
-            let text = |k: &str| v[k].as_str().map(str::to_owned);
-            calls.push(SdkCall {
-                case: text("case").unwrap_or_default(),
-                tool: text("tool").unwrap_or_default(),
-                ok: v["ok"] == true,
-                error: text("error"),
-                source: text("source"),
-                text: text("text"),
-                ms: v["ms"].as_f64().unwrap_or(0.0),
-            });
         }
-        match listed {
-            Some(listed) => Ok((calls, listed)),
-            None => Err(format!(
-                "the SDK run did not finish ({}): {}",
-                output.status,
-                last_lines(&String::from_utf8_lossy(&output.stderr), 8, " / ")
-            )),
-        }
+        Err(HarnessError::Scenario(format!(
+            "the SDK run did not finish ({}): {}",
+            output.status,
+            last_lines(&String::from_utf8_lossy(&output.stderr), 8, " / ")
+        )))
     }
 
     /// Every tool called through the official SDK, results validated.
-    pub fn sdk_live(&self, real: &RealDaemon) -> Vec<Row> {
+    pub fn sdk_live(&self, real: &RealDaemon) -> Row {
         let check = "SDK calls every tool, results validate";
-        let (calls, listed) = match self.sdk(real, "live") {
-            Ok(found) => found,
-            Err(e) => return vec![Row::judged(check, false, e)],
-        };
-        let failed: Vec<String> = calls
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| {
-                format!(
-                    "{} ({}): {}",
-                    c.case,
-                    c.tool,
-                    c.error.as_deref().unwrap_or("")
-                )
-            })
-            .collect();
-        let uncalled: Vec<&String> = listed
-            .iter()
-            .filter(|t| !calls.iter().any(|c| &c.tool == *t))
-            .collect();
-        let ok = failed.is_empty() && uncalled.is_empty() && !calls.is_empty();
-        let detail = if ok {
-            format!(
+        Row::outcome(check, self.sdk(real, "live"), |(calls, listed)| {
+            let mut failed: Vec<String> = calls
+                .iter()
+                .filter(|c| !c.ok)
+                .map(|c| {
+                    format!(
+                        "{} ({}): {}",
+                        c.case,
+                        c.tool,
+                        c.error.as_deref().unwrap_or("")
+                    )
+                })
+                .collect();
+            let uncalled: Vec<&String> = listed
+                .iter()
+                .filter(|t| !calls.iter().any(|c| &c.tool == *t))
+                .collect();
+            if !uncalled.is_empty() {
+                failed.push(format!("never called: {uncalled:?}"));
+            }
+            if !failed.is_empty() || calls.is_empty() {
+                return (false, failed.join("\n"));
+            }
+            let detail = format!(
                 "mcp {}: listed {} tools; {} calls, every structuredContent valid (SDK and jsonschema)",
                 super::pyenv::MCP_SDK.trim_start_matches("mcp=="),
                 listed.len(),
                 calls.len()
-            )
-        } else {
-            let mut lines = failed;
-            if !uncalled.is_empty() {
-                lines.push(format!("never called: {uncalled:?}"));
-            }
-            lines.join("\n")
-        };
-        vec![Row::judged(check, ok, detail)]
+            );
+            (true, detail)
+        })
     }
 
     /// A call after the daemon restarted under a connected wrapper.
@@ -270,34 +246,28 @@ impl Kit<'_> {
                 sent.elapsed().as_secs_f64() * 1000.0
             ))
         };
-        outcome_row(check, run())
+        Row::outcome(check, run(), |detail| (true, detail))
     }
 
     /// The V3-05 race with a daemon restart as the drop.
     pub fn race(&self, real: &mut RealDaemon) -> Vec<Row> {
-        [BridgeMode::Fixed, BridgeMode::Prefix]
-            .into_iter()
-            .map(|mode| {
-                let check = format!("V3-05 race, daemon restart as the drop ({mode})");
-                let outcome = self.race_once(real, mode);
-                let expected = match mode {
-                    BridgeMode::Fixed => RaceOutcome::Ok,
-                    BridgeMode::Prefix => RaceOutcome::DaemonUnreachable,
-                };
-                match outcome {
-                    Ok((outcome, latency)) => Row::judged(
-                        check,
-                        outcome == expected,
-                        format!(
-                            "racing call 50 ms after the drop: {outcome} after {:.0} ms (expected {})",
-                            latency.as_secs_f64() * 1000.0,
-                            expected.label()
-                        ),
-                    ),
-                    Err(e) => Row::judged(check, false, error_chain(&e)),
-                }
+        [
+            (BridgeMode::Fixed, RaceOutcome::Ok),
+            (BridgeMode::Prefix, RaceOutcome::DaemonUnreachable),
+        ]
+        .into_iter()
+        .map(|(mode, expected)| {
+            let check = format!("V3-05 race, daemon restart as the drop ({mode})");
+            Row::outcome(check, self.race_once(real, mode), |(outcome, latency)| {
+                let detail = format!(
+                    "racing call 50 ms after the drop: {outcome} after {:.0} ms (expected {})",
+                    latency.as_secs_f64() * 1000.0,
+                    expected.label()
+                );
+                (outcome == expected, detail)
             })
-            .collect()
+        })
+        .collect()
     }
 
     fn race_once(
@@ -316,9 +286,8 @@ impl Kit<'_> {
         real.signal(Signal::SIGTERM);
         // The drop is when the wrapper sees its connection close.
         let closed = || Ok(w.stderr_text().contains("daemon connection closed"));
-        poll(REPLY, 5, closed, || {
-            "the wrapper never saw the connection close".into()
-        })?;
+        let why = || "the wrapper never saw the connection close".to_owned();
+        poll(REPLY, 5, closed, why)?;
         std::thread::sleep(Duration::from_millis(50));
         w.send_request_with_id(
             json!("race"),
@@ -342,22 +311,16 @@ impl Kit<'_> {
     /// 3.3.0's own.
     pub fn capture_once(&self, real: &mut RealDaemon) -> Vec<Row> {
         let check = "capture stored, reply lost, daemon killed: stored once";
-        let ours = match self.lost_reply(real, true) {
-            Ok((copies, answer)) => Row::judged(
-                check,
-                copies == 1 && answer.contains("may have stored it"),
-                format!("stored {copies}x; the wrapper answered: {answer}"),
-            ),
-            Err(e) => Row::judged(check, false, error_chain(&e)),
-        };
+        let ours = Row::outcome(check, self.lost_reply(real, true), |(copies, answer)| {
+            let detail = format!("stored {copies}x; the wrapper answered: {answer}");
+            (copies == 1 && answer.contains("may have stored it"), detail)
+        });
         let theirs = match self.lost_reply(real, false) {
             Ok((copies, answer)) => format!("stored {copies}x; its wrapper answered: {answer}"),
             Err(e) => error_chain(&e),
         };
-        vec![
-            ours,
-            Row::info("same, 3.3.0's own wrapper (reference)", theirs),
-        ]
+        let reference = "same, 3.3.0's own wrapper (reference)";
+        vec![ours, Row::info(reference, theirs)]
     }
 
     fn lost_reply(
@@ -386,9 +349,8 @@ impl Kit<'_> {
             json!({"name": "memory_capture", "arguments": {"text": text}}),
         )?;
         let held = || Ok(stored(real, &text)? > 0 && proxy.held() > 0);
-        poll(REPLY, 20, held, || {
-            "the daemon never stored the capture".into()
-        })?;
+        let why = || "the daemon never stored the capture".to_owned();
+        poll(REPLY, 20, held, why)?;
         real.kill();
         proxy.shutdown();
         let reply = w.wait_response(&json!("capture"), REPLY)?;
@@ -412,9 +374,9 @@ impl Kit<'_> {
     pub fn degraded(&self, real: &mut RealDaemon) -> Vec<Row> {
         let check = "daemon stopped: CLI answers, results validate";
         real.stop();
-        let (calls, _) = match self.sdk(real, "degraded") {
-            Ok(found) => found,
-            Err(e) => return vec![Row::judged(check, false, e)],
+        let calls = match self.sdk(real, "degraded") {
+            Ok((calls, _)) => calls,
+            Err(e) => return vec![Row::judged(check, false, error_chain(&e))],
         };
         let bad: Vec<String> = calls
             .iter()
@@ -431,30 +393,22 @@ impl Kit<'_> {
             .iter()
             .map(|c| format!("{} {:.2} s", c.tool, c.ms / 1000.0))
             .collect();
-        let mut rows = vec![Row::judged(
-            check,
-            bad.is_empty() && calls.len() == 5,
-            if bad.is_empty() {
-                format!("5 tools answered with _source; {}", times.join(", "))
-            } else {
-                bad.join("\n")
-            },
-        )];
-        let check = "capture made while stopped stored once";
+        let detail = if bad.is_empty() {
+            format!("5 tools answered with _source; {}", times.join(", "))
+        } else {
+            bad.join("\n")
+        };
+        let answered = Row::judged(check, bad.is_empty() && calls.len() == 5, detail);
         let text = calls.iter().find_map(|c| c.text.clone());
-        rows.push(match (text, real.start_daemon()) {
-            (Some(text), Ok(_)) => match stored(real, &text) {
-                Ok(n) => Row::judged(
-                    check,
-                    n == 1,
-                    format!("stored {n}x, seen by the restarted daemon"),
-                ),
-                Err(e) => Row::judged(check, false, error_chain(&e)),
-            },
-            (None, _) => Row::judged(check, false, "no capture was made"),
-            (_, Err(e)) => Row::judged(check, false, error_chain(&e)),
+        let copies = real.start_daemon().and_then(|_| {
+            let text = text.ok_or_else(|| HarnessError::Scenario("no capture was made".into()))?;
+            stored(real, &text)
         });
-        rows
+        let check = "capture made while stopped stored once";
+        let once = Row::outcome(check, copies, |n| {
+            (n == 1, format!("stored {n}x, seen by the restarted daemon"))
+        });
+        vec![answered, once]
     }
 
     /// The auto-heal: the daemon stopped, the wrapper's `doctor --auto`
@@ -468,17 +422,11 @@ impl Kit<'_> {
                 o.env("IAI_MCP_DOCTOR", "on")
                     .env("IAI_MCP_HEAL_AFTER_MS", "2000")
             })?;
-            poll(
-                REPLY,
-                50,
-                || Ok(real.answers()),
-                || {
-                    format!(
-                        "the daemon never came back; wrapper stderr: {}",
-                        w.stderr_tail(800)
-                    )
-                },
-            )?;
+            let why = || {
+                let stderr = w.stderr_tail(800);
+                format!("the daemon never came back; wrapper stderr: {stderr}")
+            };
+            poll(REPLY, 50, || Ok(real.answers()), why)?;
             let healed = stopped.elapsed();
             ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
             let warnings = w
@@ -496,14 +444,7 @@ impl Kit<'_> {
                 healed.as_secs_f64()
             ))
         };
-        outcome_row(check, run())
-    }
-}
-
-pub(super) fn outcome_row(check: &str, outcome: Result<String, HarnessError>) -> Row {
-    match outcome {
-        Ok(detail) => Row::judged(check, true, detail),
-        Err(e) => Row::judged(check, false, error_chain(&e)),
+        Row::outcome(check, run(), |detail| (true, detail))
     }
 }
 

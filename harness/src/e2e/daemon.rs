@@ -224,17 +224,11 @@ impl RealDaemon {
     /// Waits until the daemon answers a `topology` call.
     pub fn wait_ready(&self, timeout: Duration) -> Result<(), HarnessError> {
         // Nothing to wait on but the socket itself.
-        poll(
-            timeout,
-            50,
-            || Ok(self.answers()),
-            || {
-                format!(
-                    "the daemon did not answer within {timeout:?}; its log ends:\n{}",
-                    self.log_tail()
-                )
-            },
-        )
+        let why = || {
+            let log = self.log_tail();
+            format!("the daemon did not answer within {timeout:?}; its log ends:\n{log}")
+        };
+        poll(timeout, 50, || Ok(self.answers()), why)
     }
 
     /// Whether something answers on the socket now.
@@ -245,19 +239,18 @@ impl RealDaemon {
     /// One JSON-RPC call on a connection of its own; the result, or the
     /// error object as an `Err`.
     pub fn rpc(&self, method: &str, params: Value) -> Result<Value, String> {
-        let mut stream = UnixStream::connect(&self.socket).map_err(|e| e.to_string())?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .map_err(|e| e.to_string())?;
-        let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        writeln!(stream, "{request}").map_err(|e| e.to_string())?;
-        let mut line = String::new();
-        BufReader::new(stream.take(64 << 20))
-            .read_line(&mut line)
-            .map_err(|e| e.to_string())?;
-        let response: Value = serde_json::from_str(&line).map_err(|e| e.to_string())?;
-        match response.get("result") {
-            Some(result) => Ok(result.clone()),
+        let call = || -> std::io::Result<Value> {
+            let mut stream = UnixStream::connect(&self.socket)?;
+            stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+            let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+            writeln!(stream, "{request}")?;
+            let mut line = String::new();
+            BufReader::new(stream.take(64 << 20)).read_line(&mut line)?;
+            Ok(serde_json::from_str(&line)?)
+        };
+        let mut response = call().map_err(|e| e.to_string())?;
+        match response.get_mut("result") {
+            Some(result) => Ok(result.take()),
             None => Err(response["error"].to_string()),
         }
     }
@@ -278,11 +271,10 @@ impl RealDaemon {
     /// Starts the daemon again if nothing answers, so that one failed check
     /// does not leave the next without a daemon.
     pub fn ensure_running(&mut self) -> Result<(), HarnessError> {
-        if self.answers() {
-            return Ok(());
+        if !self.answers() {
+            self.restart()?;
         }
-        self.stop();
-        self.start_daemon().map(|_| ())
+        Ok(())
     }
 
     /// Stops the daemon, then starts it again; returns how long until it
@@ -313,11 +305,7 @@ impl RealDaemon {
             let _ = child.kill();
         }
         for pid in self.adopted_daemons() {
-            let deadline = Instant::now() + STOP_TIMEOUT;
-            while is_daemon(pid) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            if is_daemon(pid) {
+            if poll(STOP_TIMEOUT, 20, || Ok(!is_daemon(pid)), String::new).is_err() {
                 let _ = kill(pid, Signal::SIGKILL);
             }
         }

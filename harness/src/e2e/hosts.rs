@@ -11,7 +11,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use super::Row;
-use super::checks::{Kit, outcome_row};
+use super::checks::Kit;
 use super::daemon::RealDaemon;
 use super::pyenv::run;
 use crate::error::HarnessError;
@@ -28,10 +28,8 @@ impl Kit<'_> {
     /// The install, status, SDK and uninstall round over the real
     /// installer's output.
     pub fn host_switch(&self, real: &RealDaemon) -> Row {
-        outcome_row(
-            "install/uninstall over `iai-mcp capture-hooks install`",
-            self.switch_hosts(real),
-        )
+        let check = "install/uninstall over `iai-mcp capture-hooks install`";
+        Row::outcome(check, self.switch_hosts(real), |detail| (true, detail))
     }
 
     fn switch_hosts(&self, real: &RealDaemon) -> Result<String, HarnessError> {
@@ -77,9 +75,7 @@ impl Kit<'_> {
                 sdk_env.push((k.into(), v.into()));
             }
         }
-        let (_, listed) = self
-            .sdk_with(real, "list", &argv, sdk_env)
-            .map_err(HarnessError::Scenario)?;
+        let (_, listed) = self.sdk_with(real, "list", &argv, sdk_env)?;
         host_run(self.wrapper, &["uninstall"])?;
         let restored = read_all()?;
         let changed: Vec<&str> = HOST_FILES

@@ -2,25 +2,13 @@
 //!
 //! [`run_e2e`] prepares a virtual environment with the pinned release and
 //! the official MCP Python SDK ([`pyenv`]), starts the daemon offline
-//! ([`daemon`]), and checks, through the real wrapper binary:
-//!
-//! - the tool listing against 3.3.0's own bundled wrapper, property by
-//!   property ([`listing`]);
-//! - `--check` against the live daemon;
-//! - every tool called by the SDK with valid arguments, every result
-//!   validated against its `outputSchema`;
-//! - a call after a daemon restart; the V3-05 race with a daemon restart
-//!   as the drop, fixed and pre-fix;
-//! - a capture whose reply is lost when the daemon dies after storing it,
-//!   stored once by this wrapper (and, for reference, by 3.3.0's own);
-//! - the degraded answers with the daemon stopped, validated too, and the
-//!   capture made then stored once;
-//! - the auto-heal: `iai-mcp doctor --auto` bringing the daemon back;
-//! - `install` over what `iai-mcp capture-hooks install` wrote, the SDK
-//!   starting the switched entry, and `uninstall` restoring the bytes
-//!   ([`hosts`]).
-//!
-//! Each check is a [`Row`] of the [`E2eReport`] table.
+//! ([`daemon`]), and runs the [`checks`] through the real wrapper binary:
+//! the tool listing against 3.3.0's own ([`listing`]), `--check`, every
+//! tool through the SDK with its results validated, daemon restarts and
+//! the V3-05 race, a capture whose reply is lost ([`proxy`]), the degraded
+//! answers, the auto-heal, and `install`/`uninstall` over what 3.3.0's own
+//! installer wrote ([`hosts`]). Each check is a [`Row`] of the
+//! [`E2eReport`] table.
 
 pub mod checks;
 pub mod daemon;
@@ -33,8 +21,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::bins::error_chain;
 use crate::error::HarnessError;
 use crate::table::{Align, table_lines};
+use pyenv::{IAI_PME, MCP_SDK};
 
 /// How to run the kit.
 #[derive(Debug, Clone)]
@@ -92,6 +82,22 @@ impl Row {
         }
     }
 
+    /// A check that holds when `outcome` is `Ok` and `verdict` of its value
+    /// says so; an error fails it with its chain of causes.
+    pub fn outcome<T>(
+        check: impl Into<String>,
+        outcome: Result<T, HarnessError>,
+        verdict: impl FnOnce(T) -> (bool, String),
+    ) -> Self {
+        match outcome {
+            Ok(value) => {
+                let (ok, detail) = verdict(value);
+                Row::judged(check, ok, detail)
+            }
+            Err(e) => Row::judged(check, false, error_chain(&e)),
+        }
+    }
+
     /// A reference figure.
     pub fn info(check: impl Into<String>, detail: impl Into<String>) -> Self {
         Row {
@@ -133,8 +139,11 @@ impl fmt::Display for E2eReport {
             writeln!(f, "{line}")?;
         }
         writeln!(f, "{}", self.setup)?;
-        let failed = self.rows.iter().filter(|r| r.verdict == Verdict::Fail);
-        let failed = failed.count();
+        let failed = self
+            .rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Fail)
+            .count();
         write!(
             f,
             "verdict: {} ({} checks, {failed} failed, {:.0} s)",
@@ -168,18 +177,16 @@ fn poll(
 pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     let started = Instant::now();
     let py = pyenv::ensure(&cfg.work_dir, cfg.python.as_deref())?;
-    let setup = format!(
-        "environment: {} ({}; {:.0} MiB on disk)",
-        py.root.display(),
-        py.installed_in.map_or_else(
-            || "reused".to_owned(),
-            |d| format!(
-                "installed {} and {} in {:.0} s",
-                pyenv::IAI_PME,
-                pyenv::MCP_SDK,
-                d.as_secs_f64()
-            )
+    let installed = match py.installed_in {
+        Some(d) => format!(
+            "installed {IAI_PME} and {MCP_SDK} in {:.0} s",
+            d.as_secs_f64()
         ),
+        None => "reused".to_owned(),
+    };
+    let setup = format!(
+        "environment: {} ({installed}; {:.0} MiB on disk)",
+        py.root.display(),
         py.size as f64 / (1024.0 * 1024.0)
     );
     let mut real = daemon::RealDaemon::start(&py)?;
@@ -188,12 +195,13 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
         wrapper: &cfg.wrapper,
         node: &cfg.node,
     };
-    let mut rows = Vec::new();
-    rows.push(kit.listing(&real));
-    rows.push(kit.check_flag(&real));
-    rows.extend(kit.sdk_live(&real));
-    rows.push(kit.host_switch(&real));
-    rows.push(kit.restart(&mut real));
+    let mut rows = vec![
+        kit.listing(&real),
+        kit.check_flag(&real),
+        kit.sdk_live(&real),
+        kit.host_switch(&real),
+        kit.restart(&mut real),
+    ];
     real.ensure_running()?;
     rows.extend(kit.race(&mut real));
     real.ensure_running()?;

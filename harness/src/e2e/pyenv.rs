@@ -84,15 +84,9 @@ pub fn ensure(work_dir: &Path, python: Option<&Path>) -> Result<PyEnv, HarnessEr
             "creating the virtual environment",
         )?;
         run(
-            Command::new(root.join("bin/python")).args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                IAI_PME,
-                MCP_SDK,
-            ]),
+            Command::new(root.join("bin/python"))
+                .args(["-m", "pip", "install", "--quiet"])
+                .args(["--disable-pip-version-check", IAI_PME, MCP_SDK]),
             "installing iai-pme and the MCP SDK",
         )?;
         std::fs::write(&marker, pins)

@@ -3,9 +3,8 @@
 
 use std::fmt::Write;
 
-use super::{Cell, Scorecard};
+use super::{Cell, Scorecard, kind_label};
 use crate::format::escape_markup as escape;
-use crate::scenario::property::Kind;
 
 /// The page.
 pub fn page(card: &Scorecard) -> String {
@@ -26,14 +25,11 @@ pub fn page(card: &Scorecard) -> String {
     }
     out.push_str("</tr>\n");
     for row in &card.rows {
-        let kind = match row.kind {
-            Kind::Contract => "contract",
-            Kind::Policy => "policy",
-        };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td class=\"kind\">{kind}</td>",
-            escape(row.title)
+            "<tr><td>{}</td><td class=\"kind\">{}</td>",
+            escape(row.title),
+            kind_label(row.kind)
         );
         for cell in &row.cells {
             out.push_str(&cell_html(cell));

@@ -174,17 +174,15 @@ fn score_subject(
         });
     };
     run(Race::NAME, &|| {
-        let mut checks = Vec::new();
-        for _ in 0..cfg.race_runs {
-            checks.extend(judged::<Race>(cmd, &setup, |c| {
-                *c = RaceConfig {
-                    setup: c.setup.clone(),
-                    recovery_timeout: cfg.recovery_timeout,
-                    ..cfg.race.clone()
-                };
-            })?);
-        }
-        Ok(checks)
+        let race = |c: &mut RaceConfig| {
+            *c = RaceConfig {
+                setup: c.setup.clone(),
+                recovery_timeout: cfg.recovery_timeout,
+                ..cfg.race.clone()
+            };
+        };
+        let runs = (0..cfg.race_runs).map(|_| judged::<Race>(cmd, &setup, race));
+        Ok(runs.collect::<Result<Vec<_>, _>>()?.concat())
     });
     run(Storm::NAME, &|| judged::<Storm>(cmd, &setup, |_| {}));
     run(DownUp::NAME, &|| {
@@ -277,15 +275,6 @@ impl Scorecard {
         self.runs.iter().filter(|r| r.error.is_some())
     }
 
-    /// Whether every subject held every property and every scenario ran.
-    pub fn all_passed(&self) -> bool {
-        self.errors().next().is_none()
-            && self
-                .rows
-                .iter()
-                .all(|row| row.cells.iter().all(|c| c.failure.is_none()))
-    }
-
     /// One verdict line per subject: the contract and policy properties it
     /// failed, with their causes.
     pub fn verdicts(&self) -> Vec<String> {
@@ -297,21 +286,18 @@ impl Scorecard {
                     .rows
                     .iter()
                     .filter_map(|row| {
-                        let cell = &row.cells[column];
-                        cell.failure.map(|cause| {
-                            let kind = match row.kind {
-                                Kind::Contract => "",
-                                Kind::Policy => "policy: ",
-                            };
-                            format!("{kind}{} ({cause})", row.title)
-                        })
+                        let kind = if row.kind == Kind::Policy {
+                            "policy: "
+                        } else {
+                            ""
+                        };
+                        let cause = row.cells[column].failure?;
+                        Some(format!("{kind}{} ({cause})", row.title))
                     })
                     .collect();
-                let errors = self.errors().filter(|r| &r.subject == subject).count();
-                let errors = if errors > 0 {
-                    format!("; {errors} scenario(s) could not run")
-                } else {
-                    String::new()
+                let errors = match self.errors().filter(|r| &r.subject == subject).count() {
+                    0 => String::new(),
+                    n => format!("; {n} scenario(s) could not run"),
                 };
                 if failed.is_empty() {
                     format!("{subject}: PASS, every property held{errors}")
@@ -347,32 +333,31 @@ impl Scorecard {
 }
 
 fn cell<'a>(prop: Prop, runs: impl Iterator<Item = &'a ScenarioRun>) -> Cell {
-    let mut checks = 0;
-    let mut failed = 0;
-    let mut first: Option<(&str, &Check)> = None;
-    let mut first_failure: Option<(&str, &Check)> = None;
-    for run in runs {
-        for check in run.checks.iter().filter(|c| c.prop == prop) {
-            checks += 1;
-            first.get_or_insert((&run.scenario, check));
-            if !check.held() {
-                failed += 1;
-                first_failure.get_or_insert((&run.scenario, check));
-            }
-        }
-    }
-    let shown = first_failure.or(first);
+    let checks: Vec<(&str, &Check)> = runs
+        .flat_map(|r| r.checks.iter().map(move |c| (r.scenario.as_str(), c)))
+        .filter(|(_, c)| c.prop == prop)
+        .collect();
+    let failures: Vec<&(&str, &Check)> = checks.iter().filter(|(_, c)| !c.held()).collect();
+    let (checked, failed) = (checks.len(), failures.len());
     Cell {
-        failure: first_failure.and_then(|(_, c)| c.failure),
-        checks,
+        failure: failures.first().and_then(|(_, c)| c.failure),
+        checks: checked,
         failed,
-        figure: match shown {
-            None => String::new(),
-            Some((scenario, check)) if failed > 0 => {
-                format!("{failed}/{checks} failed; {scenario}: {}", check.figure)
+        figure: match (failures.first(), checks.first()) {
+            (Some((scenario, check)), _) => {
+                format!("{failed}/{checked} failed; {scenario}: {}", check.figure)
             }
-            Some((scenario, check)) => format!("{scenario}: {}", check.figure),
+            (None, Some((scenario, check))) => format!("{scenario}: {}", check.figure),
+            (None, None) => String::new(),
         },
+    }
+}
+
+/// How a property's kind reads in the table and the page.
+fn kind_label(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Contract => "contract",
+        Kind::Policy => "policy",
     }
 }
 
@@ -380,15 +365,11 @@ impl fmt::Display for Scorecard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut header = vec!["property".to_owned(), "kind".to_owned()];
         header.extend(self.subjects.iter().cloned());
-        let kind = |k: Kind| match k {
-            Kind::Contract => "contract",
-            Kind::Policy => "policy",
-        };
         let rows: Vec<Vec<String>> = self
             .rows
             .iter()
             .map(|row| {
-                let mut cells = vec![row.title.to_owned(), kind(row.kind).to_owned()];
+                let mut cells = vec![row.title.to_owned(), kind_label(row.kind).to_owned()];
                 cells.extend(row.cells.iter().map(Cell::verdict));
                 cells
             })
@@ -399,12 +380,11 @@ impl fmt::Display for Scorecard {
         }
         writeln!(f)?;
         for (column, subject) in self.subjects.iter().enumerate() {
-            let failures: Vec<&Row> = self
+            for row in self
                 .rows
                 .iter()
                 .filter(|r| r.cells[column].failure.is_some())
-                .collect();
-            for row in failures {
+            {
                 writeln!(f, "{subject}: {}: {}", row.title, row.cells[column].figure)?;
             }
         }
