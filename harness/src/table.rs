@@ -10,7 +10,8 @@ pub enum Align {
 }
 
 /// A plain-text table for people: the header line, a rule (`---|---`), then
-/// a line per row; columns as wide as their widest cell, separated by ` | `.
+/// a line per row; columns as wide as their widest cell (but the last of a
+/// [`Align::Left`] table), separated by ` | `.
 pub fn table_lines<R, S>(header: &[&str], rows: &[R], align: Align) -> Vec<String>
 where
     R: AsRef<[S]>,
@@ -45,9 +46,14 @@ where
     };
     let mut lines = vec![
         line(&mut header.iter().copied()),
+        // A text table's last column is ragged: its rule stops at its header.
         widths
             .iter()
-            .map(|w| "-".repeat(*w))
+            .enumerate()
+            .map(|(i, w)| match align {
+                Align::Left if i + 1 == widths.len() => "-".repeat(header[i].len()),
+                _ => "-".repeat(*w),
+            })
             .collect::<Vec<_>>()
             .join("-|-"),
     ];

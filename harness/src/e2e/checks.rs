@@ -249,6 +249,42 @@ impl Kit<'_> {
         Row::outcome(check, run(), |detail| (true, detail))
     }
 
+    /// Text outside ASCII, captured through the wrapper and listed back by
+    /// it: the daemon writes such text as `\uXXXX` escapes, and the model
+    /// must read the characters.
+    pub fn characters(&self, real: &RealDaemon) -> Row {
+        let check = "non-ASCII text read back as characters";
+        let text = format!("Café ☕ in 東京, naïve résumé {}", unique());
+        let run = || -> Result<Value, HarnessError> {
+            let mut w = self.ours(real, None, |o| o)?;
+            ok_result(&w.call_tool("memory_capture", json!({"text": text}), REPLY)?)?;
+            let saved = || Ok(stored(real, &text)? > 0);
+            poll(REPLY, 20, saved, || "the daemon never stored it".to_owned())?;
+            let reply = w.call_tool("episodes_recent", json!({"n": 500}), REPLY)?;
+            ok_result(&reply)?;
+            Ok(reply)
+        };
+        Row::outcome(check, run(), |reply| {
+            let shown = reply["result"]["content"][0]["text"].as_str().unwrap_or("");
+            let listed = reply["result"]["structuredContent"]["turns"]
+                .as_array()
+                .is_some_and(|turns| turns.iter().any(|t| t["literal_surface"] == text));
+            match (shown.contains(&text), listed) {
+                (true, true) => (
+                    true,
+                    format!("{text:?} in the text and in structuredContent"),
+                ),
+                (in_text, _) => (
+                    false,
+                    format!(
+                        "in the text: {in_text}, in structuredContent: {listed}; text starts {:?}",
+                        shown.chars().take(120).collect::<String>()
+                    ),
+                ),
+            }
+        })
+    }
+
     /// The V3-05 race with a daemon restart as the drop.
     pub fn race(&self, real: &mut RealDaemon) -> Vec<Row> {
         [

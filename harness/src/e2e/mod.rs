@@ -4,7 +4,8 @@
 //! the official MCP Python SDK ([`pyenv`]), starts the daemon offline
 //! ([`daemon`]), and runs the [`checks`] through the real wrapper binary:
 //! the tool listing against 3.3.0's own ([`listing`]), `--check`, every
-//! tool through the SDK with its results validated, daemon restarts and
+//! tool through the SDK with its results validated, text outside ASCII
+//! read back as characters, daemon restarts and
 //! the V3-05 race, a capture whose reply is lost ([`proxy`]), the degraded
 //! answers, the auto-heal, and `install`/`uninstall` over what 3.3.0's own
 //! installer wrote ([`hosts`]). Each check is a [`Row`] of the
@@ -199,6 +200,7 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
         kit.listing(&real),
         kit.check_flag(&real),
         kit.sdk_live(&real),
+        kit.characters(&real),
         kit.host_switch(&real),
         kit.restart(&mut real),
     ];
