@@ -128,27 +128,21 @@ impl SweepConfig {
 
     /// Checks the settings; the error says what is wrong.
     pub fn validate(&self) -> Result<(), SweepError> {
-        let to_ms = self.last_offset_ms();
-        let from_ms = self.from_ms;
-        let problem = [
-            (self.subjects.is_empty(), "no subject to sweep".to_owned()),
-            (
-                self.step_ms == 0,
-                "the step must be at least 1 ms".to_owned(),
-            ),
-            (
-                from_ms > to_ms,
-                format!("the first offset ({from_ms} ms) is after the last ({to_ms} ms)"),
-            ),
-            (
-                self.runs == 0,
-                "at least one run per point is needed".to_owned(),
-            ),
-            (self.jobs == 0, "at least one job is needed".to_owned()),
-        ]
-        .into_iter()
-        .find_map(|(bad, problem)| bad.then_some(problem));
-        problem.map_or(Ok(()), |p| Err(SweepError::Config(p)))
+        let (from_ms, to_ms) = (self.from_ms, self.last_offset_ms());
+        let problem = if self.subjects.is_empty() {
+            "no subject to sweep".to_owned()
+        } else if self.step_ms == 0 {
+            "the step must be at least 1 ms".to_owned()
+        } else if from_ms > to_ms {
+            format!("the first offset ({from_ms} ms) is after the last ({to_ms} ms)")
+        } else if self.runs == 0 {
+            "at least one run per point is needed".to_owned()
+        } else if self.jobs == 0 {
+            "at least one job is needed".to_owned()
+        } else {
+            return Ok(());
+        };
+        Err(SweepError::Config(problem))
     }
 
     /// The swept offsets, `from_ms` to the last by `step_ms`.
@@ -401,28 +395,17 @@ pub fn run_sweep_in_terminal(
 /// Formats offsets as compact ranges for people, given the step between
 /// neighbours: `0-400, 700 ms`.
 pub fn format_offsets(offsets: &[u64], step_ms: u64) -> String {
-    let mut ranges: Vec<(u64, u64)> = Vec::new();
-    for &offset in offsets {
-        match ranges.last_mut() {
-            Some((_, end)) if offset == end.saturating_add(step_ms) => *end = offset,
-            _ => ranges.push((offset, offset)),
-        }
+    if offsets.is_empty() {
+        return "none".to_owned();
     }
-    let parts: Vec<String> = ranges
-        .iter()
-        .map(|&(start, end)| {
-            if start == end {
-                start.to_string()
-            } else {
-                format!("{start}-{end}")
-            }
+    let ranges: Vec<String> = offsets
+        .chunk_by(|a, b| *b == a.saturating_add(step_ms))
+        .map(|run| match run {
+            [first, .., last] => format!("{first}-{last}"),
+            _ => run[0].to_string(),
         })
         .collect();
-    if parts.is_empty() {
-        "none".to_owned()
-    } else {
-        format!("{} ms", parts.join(", "))
-    }
+    format!("{} ms", ranges.join(", "))
 }
 
 /// Shortens `text` to at most `max` characters, ending in `...` when cut.

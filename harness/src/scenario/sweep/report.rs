@@ -205,47 +205,11 @@ impl SweepReport {
 
     /// The terminal table: one row per subject, delay and offset.
     pub fn table(&self) -> String {
-        let header = [
-            "subject",
-            "delay",
-            "offset",
-            "runs",
-            "ok",
-            "unreachable",
-            "other",
-            "timeout",
-            "errors",
-            "success",
-            "median latency",
-            "conns",
-        ];
+        let header = COLUMNS.map(|(name, _)| name);
         let rows: Vec<Vec<String>> = self
             .points
             .iter()
-            .map(|p| {
-                let (s, planned) = (&p.summary, p.runs_planned as usize);
-                let t = &s.tally;
-                vec![
-                    p.subject.clone(),
-                    format!("{} ms", p.delay_ms),
-                    format!("{} ms", p.offset_ms),
-                    if s.runs < planned {
-                        format!("{}/{planned}", s.runs)
-                    } else {
-                        s.runs.to_string()
-                    },
-                    t.ok.to_string(),
-                    t.daemon_unreachable.to_string(),
-                    t.other_error.to_string(),
-                    t.timeout.to_string(),
-                    t.errors.to_string(),
-                    p.success_rate
-                        .map_or_else(|| "n/a".to_owned(), |r| format!("{:.0}%", r * 100.0)),
-                    s.median_racing_latency
-                        .map_or_else(|| "n/a".to_owned(), format_ms),
-                    s.conns_after.to_string(),
-                ]
-            })
+            .map(|p| COLUMNS.iter().map(|(_, cell)| cell(p)).collect())
             .collect();
         let mut out = if self.partial {
             let (done, planned) = (self.runs_done, self.runs_planned);
@@ -307,11 +271,9 @@ impl SweepReport {
                 .and_then(|s| s.detail.as_deref());
             if let Some(first) = first_error {
                 let errors = at(|s| s.tally.errors > 0);
-                let at = if errors.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {}", format_offsets(&errors, step))
-                };
+                let at =
+                    (!errors.is_empty()).then(|| format!(" at {}", format_offsets(&errors, step)));
+                let at = at.unwrap_or_default();
                 let first = shorten(first, 160);
                 parts.push(format!(
                     "runs the harness could not carry out{at} (first: {first})"
@@ -333,6 +295,38 @@ impl SweepReport {
         self.subjects.iter().map(|s| summary(&s.label)).collect()
     }
 }
+
+/// A column of [`SweepReport::table`]: its header and a point's cell.
+type Column = (&'static str, fn(&PointReport) -> String);
+
+/// The columns of [`SweepReport::table`].
+const COLUMNS: [Column; 12] = [
+    ("subject", |p| p.subject.clone()),
+    ("delay", |p| format!("{} ms", p.delay_ms)),
+    ("offset", |p| format!("{} ms", p.offset_ms)),
+    ("runs", |p| {
+        match (p.summary.runs, p.runs_planned as usize) {
+            (runs, planned) if runs < planned => format!("{runs}/{planned}"),
+            (runs, _) => runs.to_string(),
+        }
+    }),
+    ("ok", |p| p.summary.tally.ok.to_string()),
+    ("unreachable", |p| {
+        p.summary.tally.daemon_unreachable.to_string()
+    }),
+    ("other", |p| p.summary.tally.other_error.to_string()),
+    ("timeout", |p| p.summary.tally.timeout.to_string()),
+    ("errors", |p| p.summary.tally.errors.to_string()),
+    ("success", |p| {
+        let rate = p.success_rate.map(|r| format!("{:.0}%", r * 100.0));
+        rate.unwrap_or_else(|| "n/a".to_owned())
+    }),
+    ("median latency", |p| {
+        let latency = p.summary.median_racing_latency;
+        latency.map_or_else(|| "n/a".to_owned(), format_ms)
+    }),
+    ("conns", |p| p.summary.conns_after.to_string()),
+];
 
 /// What `subject`'s runs at `point` measured, from its results by run index.
 fn point_report(

@@ -259,11 +259,6 @@ fn marker(svg: &mut SvgWriter, index: usize, at: (f64, f64), colour: &str, hollo
     svg.leaf("polygon", &[&[("points", &corners)], style]);
 }
 
-/// Successful racing calls of a point, in percent.
-fn success_percent(point: &PointReport) -> Option<f64> {
-    point.success_rate.map(|r| r * 100.0)
-}
-
 /// Median racing-call latency of a point, in milliseconds.
 fn latency_ms(point: &PointReport) -> Option<f64> {
     let latency = point.summary.median_racing_latency;
@@ -274,17 +269,18 @@ fn latency_ms(point: &PointReport) -> Option<f64> {
 fn tooltip(point: &PointReport) -> String {
     let latency = latency_ms(point).map_or_else(|| "n/a".to_owned(), |ms| format!("{ms:.1} ms"));
     let (s, t) = (&point.summary, &point.summary.tally);
+    let failures: Vec<String> = t
+        .failure_kinds()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .to_vec();
     format!(
-        "{}, delay {} ms, offset {} ms: {}/{} ok, {} daemon_unreachable, {} other, {} timeout, {} errors; median latency {latency}; conns after {}",
+        "{}, delay {} ms, offset {} ms: {}/{} ok, {}; median latency {latency}; conns after {}",
         point.subject,
         point.delay_ms,
         point.offset_ms,
         t.ok,
         s.runs,
-        t.daemon_unreachable,
-        t.other_error,
-        t.timeout,
-        t.errors,
+        failures.join(", "),
         s.conns_after
     )
 }
@@ -467,11 +463,7 @@ fn point_marker(
 /// The chart of `report` as a complete SVG document.
 pub(super) fn chart(report: &SweepReport) -> String {
     let cfg = &report.config;
-    let production = report
-        .points
-        .iter()
-        .any(|p| p.production && p.summary.runs > 0)
-        || (cfg.production_point && report.points.iter().any(|p| p.production));
+    let production = report.points.iter().any(|p| p.production);
     let x_start = if production {
         LEFT + PROD_WIDTH + PROD_GAP
     } else {
@@ -520,7 +512,7 @@ pub(super) fn chart(report: &SweepReport) -> String {
             class: "success",
             title: "Racing calls answered successfully",
             y_title: "racing calls ok (%)",
-            value: success_percent,
+            value: |p| p.success_rate.map(|r| r * 100.0),
             y_max: 100.0,
             y_step: 20.0,
             y_suffix: "%",
