@@ -64,14 +64,6 @@ fn assert_fields(value: &Value, fields: &[(&str, Check)], what: &str) {
     }
 }
 
-fn is_count(v: &Value) -> bool {
-    v.is_u64()
-}
-
-fn is_ms_or_null(v: &Value) -> bool {
-    v.is_null() || v.as_f64().is_some_and(|ms| ms >= 0.0)
-}
-
 /// `harness sweep` over delay 800 ms, offsets 100 and 1500 ms (far inside
 /// and far outside the window, so machine load cannot flip them), one run
 /// each, both modes (plus the production point).
@@ -117,8 +109,8 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json_and_svg() {
             ("offsets_ms", |v| *v == serde_json::json!([100, 1500])),
             ("production_point", |v| v == true),
             ("runs", |v| v == 1),
-            ("jobs", is_count),
-            ("seed", is_count),
+            ("jobs", Value::is_u64),
+            ("seed", Value::is_u64),
             ("call_timeout_ms", |v| v.is_f64()),
             ("settle_ms", |v| v.is_f64()),
             ("recovery_timeout_ms", |v| v.is_f64()),
@@ -143,22 +135,22 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json_and_svg() {
             &[
                 ("subject", Value::is_string),
                 ("mode", Value::is_string),
-                ("delay_ms", is_count),
-                ("offset_ms", is_count),
+                ("delay_ms", Value::is_u64),
+                ("offset_ms", Value::is_u64),
                 ("production", Value::is_boolean),
                 ("runs_planned", |v| v == 1),
                 ("runs", |v| v == 1),
-                ("ok", is_count),
-                ("daemon_unreachable", is_count),
-                ("other_error", is_count),
-                ("timeout", is_count),
+                ("ok", Value::is_u64),
+                ("daemon_unreachable", Value::is_u64),
+                ("other_error", Value::is_u64),
+                ("timeout", Value::is_u64),
                 ("errors", |v| v == 0),
                 ("success_rate", |v| {
                     v.as_f64().is_some_and(|r| (0.0..=1.0).contains(&r))
                 }),
                 ("median_racing_latency_ms", |v| v.is_f64()),
                 ("conns_after", Value::is_object),
-                ("runs_with_defects", is_count),
+                ("runs_with_defects", Value::is_u64),
                 ("samples", |v| v.as_array().is_some_and(|a| a.len() == 1)),
             ],
             "point",
@@ -173,9 +165,11 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json_and_svg() {
                         .contains(&v.as_str().unwrap_or(""))
                 }),
                 ("racing_latency_ms", |v| v.is_f64()),
-                ("recovered_after_ms", is_ms_or_null),
+                ("recovered_after_ms", |v| {
+                    v.is_null() || v.as_f64().is_some_and(|ms| ms >= 0.0)
+                }),
                 ("conns_after", |v| v.is_null() || v.is_u64()),
-                ("stdout_defects", is_count),
+                ("stdout_defects", Value::is_u64),
             ],
             "sample",
         );

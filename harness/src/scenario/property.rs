@@ -93,16 +93,13 @@ texts! {
 }
 
 impl Prop {
-    /// Contract or policy.
+    /// Contract or policy: the policies are declared last, from
+    /// [`Prop::ReplaysReads`] on.
     pub fn kind(self) -> Kind {
-        match self {
-            Prop::ReplaysReads
-            | Prop::ConnectWait
-            | Prop::BoundedAttempts
-            | Prop::SpreadDials
-            | Prop::CallDeadline
-            | Prop::NamedSocket => Kind::Policy,
-            _ => Kind::Contract,
+        if self < Prop::ReplaysReads {
+            Kind::Contract
+        } else {
+            Kind::Policy
         }
     }
 }

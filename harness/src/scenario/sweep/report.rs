@@ -442,20 +442,12 @@ pub(crate) mod tests {
             .iter()
             .map(|p| (p.subject.as_str(), p.delay_ms, p.offset_ms))
             .collect();
+        let grid = [(0, 0), (400, 0), (400, 200), (400, 400), (400, 600)];
+        let expected = ["prefix", "fixed"].map(|s| grid.map(|(d, o)| (s, d, o)));
         assert_eq!(
             labels,
-            [
-                ("prefix", 0, 0),
-                ("prefix", 400, 0),
-                ("prefix", 400, 200),
-                ("prefix", 400, 400),
-                ("prefix", 400, 600),
-                ("fixed", 0, 0),
-                ("fixed", 400, 0),
-                ("fixed", 400, 200),
-                ("fixed", 400, 400),
-                ("fixed", 400, 600),
-            ]
+            expected.concat(),
+            "by subject, then delay, then offset"
         );
         let p = &report.points[4];
         let t = &p.summary.tally;

@@ -219,21 +219,15 @@ fn tick_label(value: f64, step: f64) -> String {
     format!("{value:.decimals$}")
 }
 
-/// A `<rect>` at (`x`, `y`), `w` x `h`: `lead` attributes before the
-/// geometry, `style` after it.
-fn rect(
-    svg: &mut SvgWriter,
-    lead: &Attrs<'_>,
-    (x, y, w, h): (f64, f64, f64, f64),
-    style: &Attrs<'_>,
-) {
+/// A `<rect>` at (`x`, `y`), `w` x `h`, `style` after the geometry.
+fn rect(svg: &mut SvgWriter, (x, y, w, h): (f64, f64, f64, f64), style: &Attrs<'_>) {
     let place: &Attrs<'_> = &[
         ("x", &N(x)),
         ("y", &N(y)),
         ("width", &N(w)),
         ("height", &N(h)),
     ];
-    svg.leaf("rect", &[lead, place, style]);
+    svg.leaf("rect", &[place, style]);
 }
 
 /// The marker of subject `index` centred at `at`: circle, square, triangle
@@ -247,7 +241,7 @@ fn marker(svg: &mut SvgWriter, index: usize, at: (f64, f64), colour: &str, hollo
             let centre: &Attrs<'_> = &[("cx", &N(x)), ("cy", &N(y)), ("r", &N(r))];
             return svg.leaf("circle", &[centre, style]);
         }
-        1 => return rect(svg, &[], (x - r, y - r, 2.0 * r, 2.0 * r), style),
+        1 => return rect(svg, (x - r, y - r, 2.0 * r, 2.0 * r), style),
         2 => points([(x, y - r - 1.0), (x + r + 0.5, y + r), (x - r - 0.5, y + r)]),
         _ => points([
             (x, y - r - 1.0),
@@ -322,11 +316,11 @@ impl Chart<'_> {
         svg.open("g", &[("class", &format!("panel {}", spec.class))]);
         label(svg, (LEFT, top - 22.0), 14, BOLD, AXIS, spec.title);
         let frame: &Attrs<'_> = &[("fill", &"#ffffff"), ("stroke", &AXIS)];
-        rect(svg, &[], (LEFT, top, RIGHT - LEFT, PANEL_HEIGHT), frame);
+        rect(svg, (LEFT, top, RIGHT - LEFT, PANEL_HEIGHT), frame);
         if delay_ms > self.x.d0 {
             let (x0, x1) = (self.x.at(self.x.d0), self.x.at(delay_ms));
-            let window: &Attrs<'_> = &[("class", &"window")];
-            rect(svg, window, (x0, top, x1 - x0, PANEL_HEIGHT), WINDOW);
+            let window = [&[("class", &"window" as &dyn Display)], WINDOW].concat();
+            rect(svg, (x0, top, x1 - x0, PANEL_HEIGHT), &window);
         }
         for value in ticks(0.0, spec.y_max, spec.y_step) {
             let py = y.at(value);
@@ -354,9 +348,8 @@ impl Chart<'_> {
         label(svg, (delay_x, top - 5.0), 11, MIDDLE, "#333333", &text);
         let mid = top + PANEL_HEIGHT / 2.0;
         let rotate = format!("rotate(-90 22 {})", N(mid));
-        let place: &Attrs<'_> = &[("x", &N(22.0)), ("y", &N(mid)), ("font-size", &12)];
-        let style: &Attrs<'_> = &[("fill", &AXIS), ("transform", &rotate)];
-        svg.text("text", &[place, MIDDLE, style], spec.y_title);
+        let turned = [MIDDLE, &[("transform", &rotate)]].concat();
+        label(svg, (22.0, mid), 12, &turned, AXIS, spec.y_title);
         for (index, subject) in report.subjects.iter().enumerate() {
             let colour = PALETTE[index % PALETTE.len()];
             svg.open(
@@ -419,7 +412,7 @@ impl Chart<'_> {
         note(svg, row, &format!("reconnect delay ({} ms)", cfg.delay_ms));
         row += 22.0;
         let swatch = [WINDOW, &[("stroke", &GRID)]].concat();
-        rect(svg, &[], (x, row - 7.0, 30.0, 14.0), &swatch);
+        rect(svg, (x, row - 7.0, 30.0, 14.0), &swatch);
         note(svg, row, "reconnect window");
         if self.prod_x.is_some() {
             row += 22.0;
