@@ -154,21 +154,17 @@ impl SweepConfig {
 
     /// Every point, by delay, then offset (production first).
     pub fn points(&self) -> Vec<Point> {
-        let mut points: BTreeSet<Point> = self
+        let production = self.production_point.then_some((0, 0));
+        let window = self
             .offsets()
             .into_iter()
-            .map(|offset_ms| Point {
-                delay_ms: self.delay_ms,
-                offset_ms,
-            })
-            .collect();
-        if self.production_point {
-            points.insert(Point {
-                delay_ms: 0,
-                offset_ms: 0,
-            });
-        }
-        points.into_iter().collect()
+            .map(|offset| (self.delay_ms, offset));
+        let points: BTreeSet<(u64, u64)> = production.into_iter().chain(window).collect();
+        let point = |(delay_ms, offset_ms)| Point {
+            delay_ms,
+            offset_ms,
+        };
+        points.into_iter().map(point).collect()
     }
 
     /// How many runs the sweep makes.
@@ -212,13 +208,9 @@ pub struct RunEvent<'a> {
     pub tally: Tally,
 }
 
-/// One run to make.
-#[derive(Debug, Clone, Copy)]
-struct Task {
-    subject: usize,
-    point: usize,
-    run: u32,
-}
+/// One run to make: the indices of its subject and point, and its run
+/// index.
+type Task = (usize, usize, u32);
 
 /// Results by subject, then point, then run index (`None`: not run).
 pub(crate) type Grid = Vec<Vec<Vec<Option<RunResult>>>>;
@@ -243,15 +235,7 @@ pub fn run_sweep(
     }
 
     let mut tasks: Vec<Task> = (0..subjects.len())
-        .flat_map(|subject| {
-            (0..points.len()).flat_map(move |point| {
-                (0..cfg.runs).map(move |run| Task {
-                    subject,
-                    point,
-                    run,
-                })
-            })
-        })
+        .flat_map(|s| (0..points.len()).flat_map(move |p| (0..cfg.runs).map(move |r| (s, p, r))))
         .collect();
     fastrand::Rng::with_seed(cfg.seed).shuffle(&mut tasks);
     let planned = tasks.len();
@@ -276,8 +260,7 @@ pub fn run_sweep(
                         let Some(&task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) else {
                             break;
                         };
-                        let subject = &subjects[task.subject];
-                        let point = points[task.point];
+                        let (subject, point) = (&subjects[task.0], points[task.1]);
                         let mut cfg = RaceConfig {
                             delay_ms: point.delay_ms,
                             offset_ms: point.offset_ms,
@@ -310,15 +293,14 @@ pub fn run_sweep(
                 observer.stopping(done, planned);
             }
             match rx.recv_timeout(POLL) {
-                Ok((task, result)) => {
+                Ok(((subject, point, run), result)) => {
                     done += 1;
                     tally.add(result.as_ref().ok());
-                    let slot = &mut grid[task.subject][task.point][task.run as usize];
-                    let result = slot.insert(result);
+                    let result = grid[subject][point][run as usize].insert(result);
                     observer.run_done(&RunEvent {
-                        subject: &subjects[task.subject],
-                        point: points[task.point],
-                        run: task.run,
+                        subject: &subjects[subject],
+                        point: points[point],
+                        run,
                         result,
                         done,
                         planned,

@@ -280,16 +280,38 @@ fn tooltip(point: &PointReport) -> String {
 }
 
 /// One panel: what it plots and how its y axis reads.
-struct Panel<'a> {
+struct Panel {
     top: f64,
-    class: &'a str,
-    title: &'a str,
-    y_title: &'a str,
+    class: &'static str,
+    title: &'static str,
+    y_title: &'static str,
     value: fn(&PointReport) -> Option<f64>,
-    y_max: f64,
-    y_step: f64,
-    y_suffix: &'a str,
+    /// The top of the y axis; `None`: the largest value, rounded up.
+    full: Option<f64>,
+    y_suffix: &'static str,
 }
+
+/// The panels, top to bottom.
+const PANELS: [Panel; 2] = [
+    Panel {
+        top: TOP1,
+        class: "success",
+        title: "Racing calls answered successfully",
+        y_title: "racing calls ok (%)",
+        value: |p| p.success_rate.map(|r| r * 100.0),
+        full: Some(100.0),
+        y_suffix: "%",
+    },
+    Panel {
+        top: TOP2,
+        class: "latency",
+        title: "Median racing-call latency",
+        y_title: "median latency (ms)",
+        value: latency_ms,
+        full: None,
+        y_suffix: "",
+    },
+];
 
 /// The layout both panels share: the offset axis and the production column.
 struct Chart<'a> {
@@ -303,13 +325,17 @@ struct Chart<'a> {
 impl Chart<'_> {
     /// Draws one panel: frame, grid, ticks, axis titles, window, delay
     /// marker and one series per subject.
-    fn panel(&self, svg: &mut SvgWriter, spec: &Panel<'_>) {
+    fn panel(&self, svg: &mut SvgWriter, spec: &Panel) {
         let (report, top) = (self.report, spec.top);
         let bottom = top + PANEL_HEIGHT;
         let delay_ms = report.config.delay_ms as f64;
+        let values = report.points.iter().filter_map(spec.value);
+        let full = spec.full.unwrap_or_else(|| values.fold(0.0, f64::max));
+        let y_step = nice_step(full.max(1.0), 5.0);
+        let y_max = ((full / y_step).ceil() * y_step).max(y_step);
         let y = Scale {
             d0: 0.0,
-            d1: spec.y_max,
+            d1: y_max,
             p0: bottom,
             p1: top,
         };
@@ -322,10 +348,10 @@ impl Chart<'_> {
             let window = [&[("class", &"window" as &dyn Display)], WINDOW].concat();
             rect(svg, (x0, top, x1 - x0, PANEL_HEIGHT), &window);
         }
-        for value in ticks(0.0, spec.y_max, spec.y_step) {
+        for value in ticks(0.0, y_max, y_step) {
             let py = y.at(value);
             svg.line((LEFT, py), (RIGHT, py), &[("stroke", &GRID)]);
-            let text = format!("{}{}", tick_label(value, spec.y_step), spec.y_suffix);
+            let text = format!("{}{}", tick_label(value, y_step), spec.y_suffix);
             let end: &Attrs<'_> = &[("text-anchor", &"end")];
             label(svg, (LEFT - 8.0, py + 4.0), 11, end, AXIS, &text);
         }
@@ -498,38 +524,9 @@ pub(super) fn chart(report: &SweepReport) -> String {
     }
     let fill = if report.partial { "#B00020" } else { MUTED };
     label(&mut svg, (LEFT, 52.0), 12, &[], fill, &subtitle);
-    chart.panel(
-        &mut svg,
-        &Panel {
-            top: TOP1,
-            class: "success",
-            title: "Racing calls answered successfully",
-            y_title: "racing calls ok (%)",
-            value: |p| p.success_rate.map(|r| r * 100.0),
-            y_max: 100.0,
-            y_step: 20.0,
-            y_suffix: "%",
-        },
-    );
-    let max_latency = report
-        .points
-        .iter()
-        .filter_map(latency_ms)
-        .fold(0.0_f64, f64::max);
-    let y_step = nice_step(max_latency.max(1.0), 5.0);
-    chart.panel(
-        &mut svg,
-        &Panel {
-            top: TOP2,
-            class: "latency",
-            title: "Median racing-call latency",
-            y_title: "median latency (ms)",
-            value: latency_ms,
-            y_max: ((max_latency / y_step).ceil() * y_step).max(y_step),
-            y_step,
-            y_suffix: "",
-        },
-    );
+    for panel in &PANELS {
+        chart.panel(&mut svg, panel);
+    }
     let at = ((x_start + RIGHT) / 2.0, TOP2 + PANEL_HEIGHT + 44.0);
     let text = "offset of the racing call after the DROP (ms)";
     label(&mut svg, at, 12, MIDDLE, AXIS, text);
