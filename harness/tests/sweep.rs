@@ -25,10 +25,6 @@ use serde_json::{Value, json};
 /// test instead of hanging it; not a speed requirement.
 const SAFETY_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn harness_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_harness"))
-}
-
 /// A fresh directory for one test's report, kept under the target
 /// directory for inspection.
 fn out_dir(name: &str) -> PathBuf {
@@ -39,7 +35,7 @@ fn out_dir(name: &str) -> PathBuf {
 
 /// Runs `harness` with `args` (split at spaces) and `--out-dir dir`.
 fn harness_sweep(args: &str, dir: &Path) -> Command {
-    let mut cmd = Command::new(harness_bin());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
     cmd.args(args.split(' ')).arg("--out-dir").arg(dir);
     cmd.stdin(Stdio::null());
     cmd
@@ -304,16 +300,15 @@ fn sigint_stops_the_sweep_reaps_its_children_and_writes_a_partial_report() {
             let _ = tx.send(line);
         }
     });
-    let mut seen = Vec::new();
-    loop {
+    let mut seen: Vec<String> = Vec::new();
+    while !seen
+        .last()
+        .is_some_and(|line| line.starts_with("sweep [1/"))
+    {
         let line = lines
             .recv_timeout(SAFETY_TIMEOUT)
             .unwrap_or_else(|e| panic!("no first run ({e}); stderr so far: {seen:#?}"));
-        let first_run_done = line.starts_with("sweep [1/");
         seen.push(line);
-        if first_run_done {
-            break;
-        }
     }
     // With two jobs the next runs are starting or in flight: wait until the
     // harness has children, so the test sees what it has to clean up.

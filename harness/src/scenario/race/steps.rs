@@ -73,16 +73,14 @@ fn stopped(stop: &AtomicBool) -> bool {
 
 /// Sleeps until `deadline`, unless `stop` is raised meanwhile.
 fn sleep_until(deadline: Instant, stop: &AtomicBool) -> Result<(), Interrupted> {
-    loop {
-        if stopped(stop) {
-            return Err(Interrupted::Stopped);
-        }
-        let now = Instant::now();
-        if now >= deadline {
+    while !stopped(stop) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             return Ok(());
         }
-        thread::sleep((deadline - now).min(POLL));
+        thread::sleep(left.min(POLL));
     }
+    Err(Interrupted::Stopped)
 }
 
 /// Requests with string ids, which never collide with the client's own.
@@ -137,11 +135,8 @@ impl Requests<'_> {
     }
 
     fn call_tool(&mut self, timeout: Duration) -> Result<Value, Interrupted> {
-        self.request(
-            "tools/call",
-            json!({"name": TOOL, "arguments": {}}),
-            timeout,
-        )
+        let params = json!({"name": TOOL, "arguments": {}});
+        self.request("tools/call", params, timeout)
     }
 
     /// The legacy handshake, as [`McpClient::initialize`](crate::client::McpClient::initialize)

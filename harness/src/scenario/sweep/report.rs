@@ -217,10 +217,8 @@ impl SweepReport {
         } else {
             String::new()
         };
-        for (i, line) in table_lines(&header, &rows, Align::FirstLeft)
-            .iter()
-            .enumerate()
-        {
+        let lines = table_lines(&header, &rows, Align::FirstLeft);
+        for (i, line) in lines.iter().enumerate() {
             // A blank line between two subjects' rows.
             if i > 2 && self.points[i - 2].subject != self.points[i - 3].subject {
                 out.push('\n');
@@ -284,10 +282,8 @@ impl SweepReport {
                     .iter()
                     .map(|p| format!("{}/{} ok", p.summary.tally.ok, p.summary.runs))
                     .collect();
-                parts.push(format!(
-                    "without the widener (delay 0): {}",
-                    counts.join(", ")
-                ));
+                let counts = counts.join(", ");
+                parts.push(format!("without the widener (delay 0): {counts}"));
             }
             let delay = self.config.delay_ms;
             format!("{label} (reconnect delay {delay} ms): {}", parts.join("; "))
@@ -338,7 +334,7 @@ fn point_report(
     let done = runs.iter().flatten();
     let summary = RaceSummary::from_runs(subject.mode, done.map(|r| r.as_ref().ok()));
     let samples = (0..).zip(runs).filter_map(|(run, result)| {
-        let record = match result.as_ref()? {
+        Some(match result.as_ref()? {
             Ok(report) => RunRecord {
                 run,
                 outcome: report.outcome.label(),
@@ -357,8 +353,7 @@ fn point_report(
                 detail: Some(error.clone()),
                 ..RunRecord::default()
             },
-        };
-        Some(record)
+        })
     });
     PointReport {
         subject: subject.label.clone(),

@@ -142,13 +142,10 @@ const DELAY: &Attrs<'static> = &[
     ("stroke-dasharray", &"6 4"),
 ];
 
-/// The dash pattern of subject `index`'s line (every other one dashed).
+/// The dash pattern of subject `index`'s line: every other one dashed.
 fn dash(index: usize) -> &'static Attrs<'static> {
-    if index % 2 == 1 {
-        &[("stroke-dasharray", &"7 4")]
-    } else {
-        &[]
-    }
+    const DASHED: &Attrs<'static> = &[("stroke-dasharray", &"7 4")];
+    &DASHED[..index % 2]
 }
 
 /// Writes `text` at `at` in `size` px and `fill`, with `extra` attributes
@@ -211,11 +208,7 @@ fn ticks(min: f64, max: f64, step: f64) -> Vec<f64> {
 
 /// A tick label with as many decimals as the step needs.
 fn tick_label(value: f64, step: f64) -> String {
-    let decimals = if step >= 1.0 {
-        0
-    } else {
-        (-step.log10()).ceil() as usize
-    };
+    let decimals = (-step.log10()).ceil().max(0.0) as usize;
     format!("{value:.decimals$}")
 }
 
