@@ -235,13 +235,10 @@ impl SweepReport {
     pub fn subject_summaries(&self) -> Vec<String> {
         let step = self.config.step_ms;
         let summary = |label: &str| {
-            let (production, window): (Vec<&PointReport>, Vec<&PointReport>) = self
-                .points_of(label)
-                .filter(|p| p.summary.runs > 0)
-                .partition(|p| p.production);
+            let measured = || self.points_of(label).filter(|p| p.summary.runs > 0);
             let at = |keep: fn(&RaceSummary) -> bool| -> Vec<u64> {
-                let offsets = window.iter().filter(|p| keep(&p.summary));
-                offsets.map(|p| p.offset_ms).collect()
+                let window = measured().filter(|p| !p.production && keep(&p.summary));
+                window.map(|p| p.offset_ms).collect()
             };
             let mut parts = Vec::new();
             for (what, offsets, always) in [
@@ -277,11 +274,11 @@ impl SweepReport {
                     "runs the harness could not carry out{at} (first: {first})"
                 ));
             }
-            if !production.is_empty() {
-                let counts: Vec<String> = production
-                    .iter()
-                    .map(|p| format!("{}/{} ok", p.summary.tally.ok, p.summary.runs))
-                    .collect();
+            let production = measured().filter(|p| p.production);
+            let counts: Vec<String> = production
+                .map(|p| format!("{}/{} ok", p.summary.tally.ok, p.summary.runs))
+                .collect();
+            if !counts.is_empty() {
                 let counts = counts.join(", ");
                 parts.push(format!("without the widener (delay 0): {counts}"));
             }

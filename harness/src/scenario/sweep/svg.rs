@@ -88,10 +88,8 @@ impl SvgWriter {
     /// A `<line>` from `from` to `to`, `style` after the coordinates.
     fn line(&mut self, from: (f64, f64), to: (f64, f64), style: &Attrs<'_>) {
         let (x1, x2, y1, y2) = (&N(from.0), &N(to.0), &N(from.1), &N(to.1));
-        self.leaf(
-            "line",
-            &[&[("x1", x1), ("x2", x2), ("y1", y1), ("y2", y2)], style],
-        );
+        let ends: &Attrs<'_> = &[("x1", x1), ("x2", x2), ("y1", y1), ("y2", y2)];
+        self.leaf("line", &[ends, style]);
     }
 
     /// `<tag attrs>text</tag>`, the attributes of `groups` in order, the
@@ -226,7 +224,7 @@ fn rect(svg: &mut SvgWriter, (x, y, w, h): (f64, f64, f64, f64), style: &Attrs<'
 /// The marker of subject `index` centred at `at`: circle, square, triangle
 /// or diamond; hollow (white fill) when `hollow`.
 fn marker(svg: &mut SvgWriter, index: usize, at: (f64, f64), colour: &str, hollow: bool) {
-    let (x, y, r) = (at.0, at.1, 4.5);
+    let (x, y, r, d) = (at.0, at.1, 4.5, 5.5);
     let fill = if hollow { "#ffffff" } else { colour };
     let style: &Attrs<'_> = &[("fill", &fill), ("stroke", &colour), ("stroke-width", &1.5)];
     let corners = match index % 4 {
@@ -235,13 +233,8 @@ fn marker(svg: &mut SvgWriter, index: usize, at: (f64, f64), colour: &str, hollo
             return svg.leaf("circle", &[centre, style]);
         }
         1 => return rect(svg, (x - r, y - r, 2.0 * r, 2.0 * r), style),
-        2 => points([(x, y - r - 1.0), (x + r + 0.5, y + r), (x - r - 0.5, y + r)]),
-        _ => points([
-            (x, y - r - 1.0),
-            (x + r + 1.0, y),
-            (x, y + r + 1.0),
-            (x - r - 1.0, y),
-        ]),
+        2 => points([(x, y - d), (x + r + 0.5, y + r), (x - r - 0.5, y + r)]),
+        _ => points([(x, y - d), (x + d, y), (x, y + d), (x - d, y)]),
     };
     svg.leaf("polygon", &[&[("points", &corners)], style]);
 }
