@@ -99,6 +99,13 @@ impl SvgWriter {
         let _ = writeln!(self.out, ">{}</{tag}>", escape(text));
     }
 
+    /// Writes `text` at `at` in `size` px and `fill`, with `extra`
+    /// attributes (anchor, weight) before the fill.
+    fn label(&mut self, at: (f64, f64), size: u32, extra: &Attrs<'_>, fill: &str, text: &str) {
+        let place: &Attrs<'_> = &[("x", &N(at.0)), ("y", &N(at.1)), ("font-size", &size)];
+        self.text("text", &[place, extra, &[("fill", &fill)]], text);
+    }
+
     fn finish(mut self) -> String {
         while !self.open.is_empty() {
             self.close();
@@ -144,20 +151,6 @@ const DELAY: &Attrs<'static> = &[
 fn dash(index: usize) -> &'static Attrs<'static> {
     const DASHED: &Attrs<'static> = &[("stroke-dasharray", &"7 4")];
     &DASHED[..index % 2]
-}
-
-/// Writes `text` at `at` in `size` px and `fill`, with `extra` attributes
-/// (anchor, weight) before the fill.
-fn label(
-    svg: &mut SvgWriter,
-    at: (f64, f64),
-    size: u32,
-    extra: &Attrs<'_>,
-    fill: &str,
-    text: &str,
-) {
-    let place: &Attrs<'_> = &[("x", &N(at.0)), ("y", &N(at.1)), ("font-size", &size)];
-    svg.text("text", &[place, extra, &[("fill", &fill)]], text);
 }
 
 /// `x,y x,y ...`, as `points` attributes take them.
@@ -326,7 +319,7 @@ impl Chart<'_> {
             p1: top,
         };
         svg.open("g", &[("class", &format!("panel {}", spec.class))]);
-        label(svg, (LEFT, top - 22.0), 14, BOLD, AXIS, spec.title);
+        svg.label((LEFT, top - 22.0), 14, BOLD, AXIS, spec.title);
         let frame: &Attrs<'_> = &[("fill", &"#ffffff"), ("stroke", &AXIS)];
         rect(svg, (LEFT, top, RIGHT - LEFT, PANEL_HEIGHT), frame);
         if delay_ms > self.x.d0 {
@@ -339,29 +332,29 @@ impl Chart<'_> {
             svg.line((LEFT, py), (RIGHT, py), &[("stroke", &GRID)]);
             let text = format!("{}{}", tick_label(value, y_step), spec.y_suffix);
             let end: &Attrs<'_> = &[("text-anchor", &"end")];
-            label(svg, (LEFT - 8.0, py + 4.0), 11, end, AXIS, &text);
+            svg.label((LEFT - 8.0, py + 4.0), 11, end, AXIS, &text);
         }
         for value in ticks(self.x.d0, self.x.d1, self.x_step) {
             let px = self.x.at(value);
             svg.line((px, bottom), (px, bottom + 5.0), &[("stroke", &AXIS)]);
             let text = tick_label(value, self.x_step);
-            label(svg, (px, bottom + 18.0), 11, MIDDLE, AXIS, &text);
+            svg.label((px, bottom + 18.0), 11, MIDDLE, AXIS, &text);
         }
         if let Some(prod_x) = self.prod_x {
             let edge = LEFT + PROD_WIDTH + PROD_GAP / 2.0;
             let style: &Attrs<'_> = &[("stroke", &AXIS), ("stroke-dasharray", &"2 3")];
             svg.line((edge, top), (edge, bottom), style);
-            label(svg, (prod_x, bottom + 18.0), 11, MIDDLE, AXIS, "delay 0");
+            svg.label((prod_x, bottom + 18.0), 11, MIDDLE, AXIS, "delay 0");
         }
         let delay_x = self.x.at(delay_ms);
         let class: &Attrs<'_> = &[("class", &"delay-marker")];
         svg.line((delay_x, top), (delay_x, bottom), &[class, DELAY].concat());
         let text = format!("reconnect delay {} ms", report.config.delay_ms);
-        label(svg, (delay_x, top - 5.0), 11, MIDDLE, "#333333", &text);
+        svg.label((delay_x, top - 5.0), 11, MIDDLE, "#333333", &text);
         let mid = top + PANEL_HEIGHT / 2.0;
         let rotate = format!("rotate(-90 22 {})", N(mid));
         let turned = [MIDDLE, &[("transform", &rotate)]].concat();
-        label(svg, (22.0, mid), 12, &turned, AXIS, spec.y_title);
+        svg.label((22.0, mid), 12, &turned, AXIS, spec.y_title);
         for (index, subject) in report.subjects.iter().enumerate() {
             let colour = PALETTE[index % PALETTE.len()];
             svg.open(
@@ -404,7 +397,7 @@ impl Chart<'_> {
     fn legend(&self, svg: &mut SvgWriter, x: f64, y: f64) {
         let cfg = &self.report.config;
         let note = |svg: &mut SvgWriter, row: f64, text: &str| {
-            label(svg, (x + 38.0, row + 4.0), 12, &[], AXIS, text);
+            svg.label((x + 38.0, row + 4.0), 12, &[], AXIS, text);
         };
         svg.open("g", &[("class", &"legend")]);
         let mut row = y;
@@ -443,7 +436,7 @@ impl Chart<'_> {
             format!("seed {}, {} job(s)", cfg.seed, cfg.jobs),
             "hover a marker for its counts".to_owned(),
         ] {
-            label(svg, (x, row), 11, &[], MUTED, &line);
+            svg.label((x, row), 11, &[], MUTED, &line);
             row += 16.0;
         }
         svg.close();
@@ -500,7 +493,7 @@ pub(super) fn chart(report: &SweepReport) -> String {
     let background: &Attrs<'_> = &[("width", &N(WIDTH)), ("height", &N(HEIGHT))];
     svg.leaf("rect", &[background, &[("fill", &"#fafafa")]]);
     let title = "V3-05 race window: the racing call against its offset after the DROP";
-    label(&mut svg, (LEFT, 30.0), 18, BOLD, "#222222", title);
+    svg.label((LEFT, 30.0), 18, BOLD, "#222222", title);
     let mut subtitle = format!(
         "reconnect delay (IAI_MCP_RECONNECT_TEST_DELAY_MS) {} ms; {} of {} runs",
         cfg.delay_ms, report.runs_done, report.runs_planned
@@ -509,13 +502,13 @@ pub(super) fn chart(report: &SweepReport) -> String {
         subtitle.push_str(" - PARTIAL: the sweep was interrupted");
     }
     let fill = if report.partial { "#B00020" } else { MUTED };
-    label(&mut svg, (LEFT, 52.0), 12, &[], fill, &subtitle);
+    svg.label((LEFT, 52.0), 12, &[], fill, &subtitle);
     for panel in &PANELS {
         chart.panel(&mut svg, panel);
     }
     let at = ((x_start + RIGHT) / 2.0, TOP2 + PANEL_HEIGHT + 44.0);
     let text = "offset of the racing call after the DROP (ms)";
-    label(&mut svg, at, 12, MIDDLE, AXIS, text);
+    svg.label(at, 12, MIDDLE, AXIS, text);
     chart.legend(&mut svg, RIGHT + 28.0, TOP1 + 8.0);
     svg.finish()
 }
