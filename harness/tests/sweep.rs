@@ -12,7 +12,6 @@ use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::thread;
@@ -26,10 +25,6 @@ use serde_json::{Value, json};
 /// test instead of hanging it; not a speed requirement.
 const SAFETY_TIMEOUT: Duration = Duration::from_secs(120);
 
-fn harness_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_harness"))
-}
-
 /// A fresh directory for one test's report, kept under the target
 /// directory for inspection.
 fn out_dir(name: &str) -> PathBuf {
@@ -38,54 +33,21 @@ fn out_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// What the tiny CLI sweep produced.
-struct CliSweep {
-    stdout: String,
-    json: Value,
-    svg: String,
+/// Runs `harness` with `args` (split at spaces) and `--out-dir dir`.
+fn harness_sweep(args: &str, dir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+    cmd.args(args.split(' ')).arg("--out-dir").arg(dir);
+    cmd.stdin(Stdio::null());
+    cmd
 }
 
-/// `harness sweep` over delay 800 ms, offsets 100 and 1500 ms (far inside
-/// and far outside the window, so machine load cannot flip them), one run each,
-/// both modes (plus the production point), run once for the tests that
-/// read its files.
-fn cli_sweep() -> &'static CliSweep {
-    static SWEEP: OnceLock<CliSweep> = OnceLock::new();
-    SWEEP.get_or_init(|| {
-        let dir = out_dir("cli");
-        let output = Command::new(harness_bin())
-            .args([
-                "sweep",
-                "--delay-ms",
-                "800",
-                "--from-ms",
-                "100",
-                "--to-ms",
-                "1500",
-                "--step-ms",
-                "1400",
-                "--runs",
-                "1",
-                "--out-dir",
-            ])
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .output()
-            .expect("harness runs");
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(
-            output.status.success(),
-            "harness sweep failed: {}\nstdout: {stdout}\nstderr: {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let json = fs::read_to_string(dir.join("sweep.json")).expect("sweep.json is written");
-        CliSweep {
-            stdout,
-            json: serde_json::from_str(&json).expect("sweep.json is JSON"),
-            svg: fs::read_to_string(dir.join("sweep.svg")).expect("sweep.svg is written"),
-        }
-    })
+/// The JSON report and the SVG chart written to `dir`.
+fn report_files(dir: &Path) -> (Value, String) {
+    let json = fs::read_to_string(dir.join("sweep.json")).expect("sweep.json is written");
+    let json = serde_json::from_str(&json).expect("sweep.json is JSON");
+    let svg = fs::read_to_string(dir.join("sweep.svg")).expect("sweep.svg is written");
+    roxmltree::Document::parse(&svg).expect("sweep.svg is well-formed XML");
+    (json, svg)
 }
 
 /// A check of one JSON field.
@@ -98,24 +60,28 @@ fn assert_fields(value: &Value, fields: &[(&str, Check)], what: &str) {
     }
 }
 
-fn is_count(v: &Value) -> bool {
-    v.is_u64()
-}
-
-fn is_ms_or_null(v: &Value) -> bool {
-    v.is_null() || v.as_f64().is_some_and(|ms| ms >= 0.0)
-}
-
+/// `harness sweep` over delay 800 ms, offsets 100 and 1500 ms (far inside
+/// and far outside the window, so machine load cannot flip them), one run
+/// each, both modes (plus the production point).
 #[test]
-fn cli_sweep_prints_a_table_and_writes_the_documented_json() {
-    let sweep = cli_sweep();
-    assert!(sweep.stdout.contains("median latency"), "{}", sweep.stdout);
-    assert!(sweep.stdout.contains("report: /"), "{}", sweep.stdout);
-    assert!(sweep.stdout.contains("chart:  /"), "{}", sweep.stdout);
+fn cli_sweep_prints_a_table_and_writes_the_documented_json_and_svg() {
+    let dir = out_dir("cli");
+    let args = "sweep --delay-ms 800 --from-ms 100 --to-ms 1500 --step-ms 1400 --runs 1";
+    let output = harness_sweep(args, &dir).output().expect("harness runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "harness sweep failed: {}\nstdout: {stdout}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for line in ["median latency", "report: /", "chart:  /"] {
+        assert!(stdout.contains(line), "{stdout}");
+    }
 
-    let json = &sweep.json;
+    let (json, svg) = report_files(&dir);
     assert_fields(
-        json,
+        &json,
         &[
             ("format", |v| v == "iai-mcp-race-sweep"),
             ("version", |v| v == 1),
@@ -139,8 +105,8 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json() {
             ("offsets_ms", |v| *v == serde_json::json!([100, 1500])),
             ("production_point", |v| v == true),
             ("runs", |v| v == 1),
-            ("jobs", is_count),
-            ("seed", is_count),
+            ("jobs", Value::is_u64),
+            ("seed", Value::is_u64),
             ("call_timeout_ms", |v| v.is_f64()),
             ("settle_ms", |v| v.is_f64()),
             ("recovery_timeout_ms", |v| v.is_f64()),
@@ -165,22 +131,22 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json() {
             &[
                 ("subject", Value::is_string),
                 ("mode", Value::is_string),
-                ("delay_ms", is_count),
-                ("offset_ms", is_count),
+                ("delay_ms", Value::is_u64),
+                ("offset_ms", Value::is_u64),
                 ("production", Value::is_boolean),
                 ("runs_planned", |v| v == 1),
                 ("runs", |v| v == 1),
-                ("ok", is_count),
-                ("daemon_unreachable", is_count),
-                ("other_error", is_count),
-                ("timeout", is_count),
+                ("ok", Value::is_u64),
+                ("daemon_unreachable", Value::is_u64),
+                ("other_error", Value::is_u64),
+                ("timeout", Value::is_u64),
                 ("errors", |v| v == 0),
                 ("success_rate", |v| {
                     v.as_f64().is_some_and(|r| (0.0..=1.0).contains(&r))
                 }),
                 ("median_racing_latency_ms", |v| v.is_f64()),
                 ("conns_after", Value::is_object),
-                ("runs_with_defects", is_count),
+                ("runs_with_defects", Value::is_u64),
                 ("samples", |v| v.as_array().is_some_and(|a| a.len() == 1)),
             ],
             "point",
@@ -195,9 +161,11 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json() {
                         .contains(&v.as_str().unwrap_or(""))
                 }),
                 ("racing_latency_ms", |v| v.is_f64()),
-                ("recovered_after_ms", is_ms_or_null),
+                ("recovered_after_ms", |v| {
+                    v.is_null() || v.as_f64().is_some_and(|ms| ms >= 0.0)
+                }),
                 ("conns_after", |v| v.is_null() || v.is_u64()),
-                ("stdout_defects", is_count),
+                ("stdout_defects", Value::is_u64),
             ],
             "sample",
         );
@@ -222,17 +190,8 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json() {
         .flat_map(|s| [(0, 0), (800, 100), (800, 1500)].map(|(d, o)| ((*s).to_owned(), d, o)))
         .collect();
     assert_eq!(order, expected, "points are in grid order");
-}
 
-#[test]
-fn cli_sweep_writes_a_well_formed_svg_chart() {
-    let svg = &cli_sweep().svg;
-    let doc = roxmltree::Document::parse(svg).expect("sweep.svg is well-formed XML");
-    let root = doc.root_element();
-    assert!(
-        root.has_tag_name(("http://www.w3.org/2000/svg", "svg")),
-        "{root:?}"
-    );
+    let doc = roxmltree::Document::parse(&svg).expect("sweep.svg is well-formed XML");
     let with_class = |class: &str| {
         doc.descendants()
             .filter(|n| n.attribute("class") == Some(class))
@@ -282,18 +241,10 @@ fn counts(jobs: usize) -> Vec<Value> {
     };
     let report = run_sweep(&cfg, &AtomicBool::new(false), &mut ()).expect("the sweep runs");
     assert!(!report.partial);
-    let fields = [
-        "subject",
-        "delay_ms",
-        "offset_ms",
-        "ok",
-        "daemon_unreachable",
-    ];
-    let fields = fields
-        .iter()
-        .chain(&["socket_closed", "other_error", "timeout", "errors"]);
+    let fields = "subject delay_ms offset_ms ok daemon_unreachable socket_closed other_error \
+                  timeout errors";
     let points = json_of(&report)["points"].as_array().cloned().unwrap();
-    let point = |p: &Value| fields.clone().map(|f| p[*f].clone()).collect();
+    let point = |p: &Value| fields.split_whitespace().map(|f| p[f].clone()).collect();
     points.iter().map(point).collect()
 }
 
@@ -336,19 +287,7 @@ fn children_of(pid: u32) -> Vec<u32> {
 fn sigint_stops_the_sweep_reaps_its_children_and_writes_a_partial_report() {
     let dir = out_dir("sigint");
     let mut sweep = ChildGuard::spawn(
-        Command::new(harness_bin())
-            .args([
-                "sweep",
-                "--delay-ms",
-                "1000",
-                "--runs",
-                "3",
-                "--jobs",
-                "2",
-                "--out-dir",
-            ])
-            .arg(&dir)
-            .stdin(Stdio::null())
+        harness_sweep("sweep --delay-ms 1000 --runs 3 --jobs 2", &dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     )
@@ -361,16 +300,15 @@ fn sigint_stops_the_sweep_reaps_its_children_and_writes_a_partial_report() {
             let _ = tx.send(line);
         }
     });
-    let mut seen = Vec::new();
-    loop {
+    let mut seen: Vec<String> = Vec::new();
+    while !seen
+        .last()
+        .is_some_and(|line| line.starts_with("sweep [1/"))
+    {
         let line = lines
             .recv_timeout(SAFETY_TIMEOUT)
             .unwrap_or_else(|e| panic!("no first run ({e}); stderr so far: {seen:#?}"));
-        let first_run_done = line.starts_with("sweep [1/");
         seen.push(line);
-        if first_run_done {
-            break;
-        }
     }
     // With two jobs the next runs are starting or in flight: wait until the
     // harness has children, so the test sees what it has to clean up.
@@ -402,16 +340,11 @@ fn sigint_stops_the_sweep_reaps_its_children_and_writes_a_partial_report() {
         "{rest:#?}"
     );
 
-    let json: Value = serde_json::from_str(
-        &fs::read_to_string(dir.join("sweep.json")).expect("the partial report is written"),
-    )
-    .expect("sweep.json is JSON");
+    let (json, svg) = report_files(&dir);
     assert_eq!(json["partial"], true);
     let done = json["runs_done"].as_u64().unwrap();
     let planned = json["runs_planned"].as_u64().unwrap();
     assert!(done >= 1 && done < planned, "{done} of {planned}");
-    let svg = fs::read_to_string(dir.join("sweep.svg")).expect("the partial chart is written");
-    roxmltree::Document::parse(&svg).expect("the partial chart is well-formed");
     assert!(svg.contains("PARTIAL"));
 
     #[cfg(target_os = "linux")]

@@ -23,138 +23,115 @@ pub enum Kind {
     Policy,
 }
 
-/// A property a scenario checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Prop {
+/// Declares an enum whose variants each carry a fixed text, and `$text`
+/// returning it.
+macro_rules! texts {
+    ($(#[$m:meta])* $name:ident, $text:ident; $($(#[$doc:meta])* $v:ident => $t:expr,)*) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum $name { $($(#[$doc])* $v,)* }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: [$name; [$(stringify!($v)),*].len()] = [$($name::$v),*];
+
+            /// The fixed text of the variant.
+            pub fn $text(self) -> &'static str {
+                match self { $($name::$v => $t,)* }
+            }
+        }
+    };
+}
+
+texts! {
+    /// A property a scenario checks; [`Prop::ALL`] lists them contract
+    /// first, in the scorecard's order, and [`Prop::title`] names each in a
+    /// few words, for tables.
+    #[derive(PartialOrd, Ord, Hash)]
+    Prop, title;
     /// Every request with an id gets exactly one response.
-    AnsweredOnce,
+    AnsweredOnce => "every request answered exactly once",
     /// Stdout carries only JSON-RPC messages.
-    StdoutJson,
+    StdoutJson => "stdout carries only JSON-RPC",
     /// A call made while the wrapper reconnects to a healthy daemon is
     /// answered, not refused (V3-05).
-    ReconnectCall,
+    ReconnectCall => "a call during a reconnect succeeds",
     /// After a second drop, a call racing the reconnect is answered and the
     /// wrapper keeps serving.
-    SecondDrop,
+    SecondDrop => "still serving after a second drop",
     /// The daemon holds exactly one connection from the wrapper after it
     /// recovered.
-    OneConnection,
+    OneConnection => "one daemon connection after recovery",
     /// No write reaches the daemon twice.
-    NoWriteTwice,
+    NoWriteTwice => "no write run twice",
     /// Calls succeed again, without a restart, once the daemon is back.
-    Recovers,
+    Recovers => "recovers without restart when the daemon returns",
     /// Bad input, faults and time leave the wrapper running with flat
     /// memory and descriptors.
-    StaysUp,
+    StaysUp => "stays up, memory and descriptors flat",
     /// The wrapper exits promptly when its stdin closes.
-    ExitsOnEof,
+    ExitsOnEof => "exits promptly on stdin EOF",
     /// Successful results validate against the tool's `outputSchema`.
-    OutputSchema,
+    OutputSchema => "results validate against outputSchema",
     /// A read lost with its connection is re-sent and answered.
-    ReplaysReads,
+    ReplaysReads => "replays reads lost with a connection",
     /// A call waits up to the connect wait for a daemon that is down, then
     /// fails with `daemon_unreachable`.
-    ConnectWait,
+    ConnectWait => "waits the connect wait for a down daemon",
     /// Reconnect attempts stay bounded (no busy loop) while the daemon is
     /// down.
-    BoundedAttempts,
+    BoundedAttempts => "reconnect attempts bounded while down",
     /// Many wrappers on one daemon do not dial it in lockstep: their
     /// reconnect attempts are spread out (jitter).
-    SpreadDials,
+    SpreadDials => "many wrappers' reconnects spread out",
     /// A call to a hung daemon fails with `daemon_timeout` at its deadline,
     /// on the connection it had.
-    CallDeadline,
+    CallDeadline => "call deadline against a hung daemon",
     /// Failures say which socket the wrapper dialled.
-    NamedSocket,
+    NamedSocket => "failures name the socket",
 }
 
 impl Prop {
-    /// Every property, contract first, in the scorecard's order.
-    pub const ALL: [Prop; 16] = [
-        Prop::AnsweredOnce,
-        Prop::StdoutJson,
-        Prop::ReconnectCall,
-        Prop::SecondDrop,
-        Prop::OneConnection,
-        Prop::NoWriteTwice,
-        Prop::Recovers,
-        Prop::StaysUp,
-        Prop::ExitsOnEof,
-        Prop::OutputSchema,
-        Prop::ReplaysReads,
-        Prop::ConnectWait,
-        Prop::BoundedAttempts,
-        Prop::SpreadDials,
-        Prop::CallDeadline,
-        Prop::NamedSocket,
-    ];
-
-    /// Contract or policy.
+    /// Contract or policy: the policies are declared last, from
+    /// [`Prop::ReplaysReads`] on.
     pub fn kind(self) -> Kind {
-        match self {
-            Prop::ReplaysReads
-            | Prop::ConnectWait
-            | Prop::BoundedAttempts
-            | Prop::SpreadDials
-            | Prop::CallDeadline
-            | Prop::NamedSocket => Kind::Policy,
-            _ => Kind::Contract,
-        }
-    }
-
-    /// The property in a few words, for tables.
-    pub fn title(self) -> &'static str {
-        match self {
-            Prop::AnsweredOnce => "every request answered exactly once",
-            Prop::StdoutJson => "stdout carries only JSON-RPC",
-            Prop::ReconnectCall => "a call during a reconnect succeeds",
-            Prop::SecondDrop => "still serving after a second drop",
-            Prop::OneConnection => "one daemon connection after recovery",
-            Prop::NoWriteTwice => "no write run twice",
-            Prop::Recovers => "recovers without restart when the daemon returns",
-            Prop::StaysUp => "stays up, memory and descriptors flat",
-            Prop::ExitsOnEof => "exits promptly on stdin EOF",
-            Prop::OutputSchema => "results validate against outputSchema",
-            Prop::ReplaysReads => "replays reads lost with a connection",
-            Prop::ConnectWait => "waits the connect wait for a down daemon",
-            Prop::BoundedAttempts => "reconnect attempts bounded while down",
-            Prop::SpreadDials => "many wrappers' reconnects spread out",
-            Prop::CallDeadline => "call deadline against a hung daemon",
-            Prop::NamedSocket => "failures name the socket",
+        if self < Prop::ReplaysReads {
+            Kind::Contract
+        } else {
+            Kind::Policy
         }
     }
 }
 
-/// Why a property failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Cause {
+texts! {
+    /// Why a property failed; [`Cause::text`] says it in words.
+    Cause, text;
     /// Refused while a reconnect was in flight: the V3-05 race.
-    V305,
+    V305 => "V3-05",
     /// Written to a connection that was already dying (`socket closed`).
-    DyingConnection,
+    DyingConnection => "written to a dying connection",
     /// The wrapper could not connect (or said the daemon is not running).
-    ConnectFailure,
+    ConnectFailure => "connect failure",
     /// The wrapper gave up waiting for the daemon's answer.
-    Timeout,
+    Timeout => "timeout",
     /// No answer reached the harness in time.
-    NoAnswer,
+    NoAnswer => "no answer",
     /// More than one answer to one request.
-    AnsweredTwice,
+    AnsweredTwice => "answered twice",
     /// A result did not validate against its `outputSchema`.
-    SchemaMismatch,
+    SchemaMismatch => "schema mismatch",
     /// More daemon connections (or memory, or descriptors) than it should.
-    Leak,
+    Leak => "leak",
     /// The wrapper stopped serving: its process went away, or it no longer
     /// reconnects.
-    Died,
+    Died => "died",
     /// Stdout carried something other than JSON-RPC.
-    NotJson,
+    NotJson => "not JSON",
     /// A write reached the daemon twice.
-    WrittenTwice,
+    WrittenTwice => "written twice",
     /// Anything else; the figure says what.
-    Other,
+    Other => "other",
 }
 
 impl Cause {
@@ -196,20 +173,7 @@ impl Cause {
 
 impl fmt::Display for Cause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Cause::V305 => "V3-05",
-            Cause::DyingConnection => "written to a dying connection",
-            Cause::ConnectFailure => "connect failure",
-            Cause::Timeout => "timeout",
-            Cause::NoAnswer => "no answer",
-            Cause::AnsweredTwice => "answered twice",
-            Cause::SchemaMismatch => "schema mismatch",
-            Cause::Leak => "leak",
-            Cause::Died => "died",
-            Cause::NotJson => "not JSON",
-            Cause::WrittenTwice => "written twice",
-            Cause::Other => "other",
-        })
+        f.write_str(self.text())
     }
 }
 
@@ -377,6 +341,12 @@ mod tests {
         assert_eq!(
             Cause::of_call(&CallOutcome::WrapperGone("eof".into()), true),
             Cause::Died
+        );
+        let texts: std::collections::BTreeSet<&str> = Cause::ALL.iter().map(|c| c.text()).collect();
+        assert_eq!(
+            texts.len(),
+            Cause::ALL.len(),
+            "every cause reads differently"
         );
     }
 

@@ -24,6 +24,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
 use crate::error::HarnessError;
@@ -115,19 +116,12 @@ pub fn classify(response: &Value) -> RaceOutcome {
     if response.to_string().contains("daemon_unreachable") {
         return RaceOutcome::DaemonUnreachable;
     }
-    if let Some(error) = response.get("error") {
-        return RaceOutcome::OtherError(format!("JSON-RPC error {error}"));
-    }
-    match response.get("result") {
-        Some(result) if result.get("isError") == Some(&Value::Bool(true)) => {
-            let text = result["content"][0]["text"]
-                .as_str()
-                .map_or_else(|| result.to_string(), str::to_owned);
-            RaceOutcome::OtherError(format!("isError: {text}"))
-        }
-        Some(_) => RaceOutcome::Ok,
-        None => RaceOutcome::OtherError(format!("response without result or error: {response}")),
-    }
+    RaceOutcome::OtherError(match CallOutcome::from_response(response) {
+        CallOutcome::Ok => return RaceOutcome::Ok,
+        CallOutcome::RpcError(error) => format!("JSON-RPC error {error}"),
+        CallOutcome::ToolError(text) => format!("isError: {text}"),
+        _ => format!("response without result or error: {response}"),
+    })
 }
 
 /// What one race run measured.
@@ -186,32 +180,15 @@ pub struct SecondDrop {
     pub conns_after: Option<u32>,
 }
 
-impl RaceReport {
-    /// The cause of a failed racing call: a refusal is V3-05 (the daemon
-    /// was up all along), `socket closed` means the call was written to the
-    /// dying connection.
-    fn cause(outcome: &RaceOutcome, response: Option<&Value>) -> Cause {
-        match outcome {
-            RaceOutcome::Ok => Cause::Other,
-            RaceOutcome::Timeout => Cause::NoAnswer,
-            _ => Cause::of_text(&response.map(Value::to_string).unwrap_or_default(), true),
-        }
-    }
-}
-
 impl Judged for RaceReport {
     fn checks(&self) -> Vec<Check> {
         let mut checks = Checks::default();
-        let racing = format!(
-            "{} after {}",
-            racing_words(&self.outcome, self.racing_response.as_ref()),
-            format_ms(self.racing_latency)
-        );
+        let (failure, words) = racing(&self.outcome, self.racing_response.as_ref());
+        let latency = format_ms(self.racing_latency);
         checks.judge(
             Prop::ReconnectCall,
-            (self.outcome != RaceOutcome::Ok)
-                .then(|| Self::cause(&self.outcome, self.racing_response.as_ref())),
-            racing,
+            failure,
+            format!("{words} after {latency}"),
         );
         checks.expect(
             Prop::Recovers,
@@ -226,24 +203,13 @@ impl Judged for RaceReport {
             checks.one_connection(conns);
         }
         if let Some(second) = &self.second_drop {
-            let failure = match (&second.outcome, second.served_after) {
-                (_, false) => Some(Cause::Died),
-                (RaceOutcome::Ok, true) => None,
-                (outcome, true) => Some(Self::cause(outcome, second.racing_response.as_ref())),
+            let (failure, words) = racing(&second.outcome, second.racing_response.as_ref());
+            let (failure, after) = match second.served_after {
+                true => (failure, "served after it"),
+                false => (Some(Cause::Died), "no call succeeded after it"),
             };
-            let after = if second.served_after {
-                "served after it"
-            } else {
-                "no call succeeded after it"
-            };
-            checks.judge(
-                Prop::SecondDrop,
-                failure,
-                format!(
-                    "racing call: {}; {after}",
-                    racing_words(&second.outcome, second.racing_response.as_ref())
-                ),
-            );
+            let figure = format!("racing call: {words}; {after}");
+            checks.judge(Prop::SecondDrop, failure, figure);
             if let Some(conns) = second.conns_after {
                 checks.one_connection(conns);
             }
@@ -278,19 +244,23 @@ impl Judged for RaceReport {
     }
 }
 
-/// A racing call's end in words: `ok`, or the failure's own text.
-fn racing_words(outcome: &RaceOutcome, response: Option<&Value>) -> String {
+/// A racing call's failure cause (`None`: it succeeded) and its end in
+/// words: `ok`, or the failure's own text. A refusal is V3-05 (the daemon
+/// was up all along); `socket closed` means the call was written to the
+/// dying connection.
+fn racing(outcome: &RaceOutcome, response: Option<&Value>) -> (Option<Cause>, String) {
+    let cause = match outcome {
+        RaceOutcome::Ok => return (None, "ok".to_owned()),
+        RaceOutcome::Timeout => Cause::NoAnswer,
+        _ => Cause::of_text(&response.map(Value::to_string).unwrap_or_default(), true),
+    };
     let text = response.and_then(|r| {
         r["result"]["content"][0]["text"]
             .as_str()
             .map(str::to_owned)
             .or_else(|| r.get("error").map(Value::to_string))
     });
-    match (outcome, text) {
-        (RaceOutcome::Ok, _) => "ok".to_owned(),
-        (_, Some(text)) => text,
-        (outcome, None) => outcome.to_string(),
-    }
+    (Some(cause), text.unwrap_or_else(|| outcome.to_string()))
 }
 
 impl fmt::Display for RaceReport {
@@ -395,7 +365,17 @@ impl Tally {
 
     /// Runs whose racing call did not succeed, harness errors included.
     pub fn failures(&self) -> usize {
-        self.daemon_unreachable + self.other_error + self.timeout + self.errors
+        self.failure_kinds().iter().map(|(_, n)| n).sum()
+    }
+
+    /// The failures by kind, as progress lines and tooltips name them.
+    pub fn failure_kinds(&self) -> [(&'static str, usize); 4] {
+        [
+            ("daemon_unreachable", self.daemon_unreachable),
+            ("other", self.other_error),
+            ("timeout", self.timeout),
+            ("errors", self.errors),
+        ]
     }
 }
 

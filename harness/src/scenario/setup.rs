@@ -31,9 +31,8 @@ impl Setup {
 
     /// The fake daemon binary to start.
     pub fn daemon_bin(&self) -> Result<PathBuf, HarnessError> {
-        match &self.fake_daemon_bin {
-            Some(path) => Ok(path.clone()),
-            None => bins::try_fake_daemon_bin(),
-        }
+        self.fake_daemon_bin
+            .clone()
+            .map_or_else(bins::try_fake_daemon_bin, Ok)
     }
 }

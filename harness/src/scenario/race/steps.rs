@@ -73,16 +73,14 @@ fn stopped(stop: &AtomicBool) -> bool {
 
 /// Sleeps until `deadline`, unless `stop` is raised meanwhile.
 fn sleep_until(deadline: Instant, stop: &AtomicBool) -> Result<(), Interrupted> {
-    loop {
-        if stopped(stop) {
-            return Err(Interrupted::Stopped);
-        }
-        let now = Instant::now();
-        if now >= deadline {
+    while !stopped(stop) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             return Ok(());
         }
-        thread::sleep((deadline - now).min(POLL));
+        thread::sleep(left.min(POLL));
     }
+    Err(Interrupted::Stopped)
 }
 
 /// Requests with string ids, which never collide with the client's own.
@@ -110,20 +108,16 @@ impl Requests<'_> {
         let deadline = Instant::now() + timeout;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
-            match self.wrapper.wait_response(&id, remaining.min(POLL)) {
-                Ok(response) => return Ok(response),
-                Err(ClientError::Timeout { .. }) if stopped(self.stop) => {
-                    return Err(Interrupted::Stopped);
-                }
-                Err(ClientError::Timeout { .. }) if remaining > POLL => {}
-                Err(ClientError::Timeout { .. }) => {
-                    return Err(Interrupted::Client(ClientError::Timeout {
-                        waiting_for: format!("response to id {id}"),
-                        after: timeout,
-                    }));
-                }
-                Err(e) => return Err(Interrupted::Client(e)),
-            }
+            let error = match self.wrapper.wait_response(&id, remaining.min(POLL)) {
+                Err(ClientError::Timeout { .. }) if stopped(self.stop) => Interrupted::Stopped,
+                Err(ClientError::Timeout { .. }) if remaining > POLL => continue,
+                Err(ClientError::Timeout { .. }) => Interrupted::Client(ClientError::Timeout {
+                    waiting_for: format!("response to id {id}"),
+                    after: timeout,
+                }),
+                done => return done.map_err(Interrupted::Client),
+            };
+            return Err(error);
         }
     }
 
@@ -141,11 +135,8 @@ impl Requests<'_> {
     }
 
     fn call_tool(&mut self, timeout: Duration) -> Result<Value, Interrupted> {
-        self.request(
-            "tools/call",
-            json!({"name": TOOL, "arguments": {}}),
-            timeout,
-        )
+        let params = json!({"name": TOOL, "arguments": {}});
+        self.request("tools/call", params, timeout)
     }
 
     /// The legacy handshake, as [`McpClient::initialize`](crate::client::McpClient::initialize)
@@ -211,18 +202,16 @@ fn race(
     };
 
     let output_schema = schema.map(|schema| {
-        let mut check = SchemaCheck::default();
         let results = [Some(&baseline), first.racing_response.as_ref()];
-        for result in results.into_iter().flatten() {
-            if classify(result) != RaceOutcome::Ok {
-                continue;
-            }
-            check.validated += 1;
-            if let Err(why) = schema.check(result) {
-                check.mismatch.get_or_insert(why);
-            }
+        let ok = results
+            .into_iter()
+            .flatten()
+            .filter(|r| classify(r) == RaceOutcome::Ok);
+        let checked: Vec<Result<(), String>> = ok.map(|result| schema.check(result)).collect();
+        SchemaCheck {
+            validated: checked.len() as u32,
+            mismatch: checked.into_iter().find_map(Result::err),
         }
-        check
     });
     let defects = wrapper.defects();
     // The end of the session, as a client ends it: stdin closes, and the

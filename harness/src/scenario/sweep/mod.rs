@@ -128,27 +128,21 @@ impl SweepConfig {
 
     /// Checks the settings; the error says what is wrong.
     pub fn validate(&self) -> Result<(), SweepError> {
-        let to_ms = self.last_offset_ms();
-        let from_ms = self.from_ms;
-        let problem = [
-            (self.subjects.is_empty(), "no subject to sweep".to_owned()),
-            (
-                self.step_ms == 0,
-                "the step must be at least 1 ms".to_owned(),
-            ),
-            (
-                from_ms > to_ms,
-                format!("the first offset ({from_ms} ms) is after the last ({to_ms} ms)"),
-            ),
-            (
-                self.runs == 0,
-                "at least one run per point is needed".to_owned(),
-            ),
-            (self.jobs == 0, "at least one job is needed".to_owned()),
-        ]
-        .into_iter()
-        .find_map(|(bad, problem)| bad.then_some(problem));
-        problem.map_or(Ok(()), |p| Err(SweepError::Config(p)))
+        let (from_ms, to_ms) = (self.from_ms, self.last_offset_ms());
+        let problem = if self.subjects.is_empty() {
+            "no subject to sweep".to_owned()
+        } else if self.step_ms == 0 {
+            "the step must be at least 1 ms".to_owned()
+        } else if from_ms > to_ms {
+            format!("the first offset ({from_ms} ms) is after the last ({to_ms} ms)")
+        } else if self.runs == 0 {
+            "at least one run per point is needed".to_owned()
+        } else if self.jobs == 0 {
+            "at least one job is needed".to_owned()
+        } else {
+            return Ok(());
+        };
+        Err(SweepError::Config(problem))
     }
 
     /// The swept offsets, `from_ms` to the last by `step_ms`.
@@ -160,21 +154,17 @@ impl SweepConfig {
 
     /// Every point, by delay, then offset (production first).
     pub fn points(&self) -> Vec<Point> {
-        let mut points: BTreeSet<Point> = self
+        let production = self.production_point.then_some((0, 0));
+        let window = self
             .offsets()
             .into_iter()
-            .map(|offset_ms| Point {
-                delay_ms: self.delay_ms,
-                offset_ms,
-            })
-            .collect();
-        if self.production_point {
-            points.insert(Point {
-                delay_ms: 0,
-                offset_ms: 0,
-            });
-        }
-        points.into_iter().collect()
+            .map(|offset| (self.delay_ms, offset));
+        let points: BTreeSet<(u64, u64)> = production.into_iter().chain(window).collect();
+        let point = |(delay_ms, offset_ms)| Point {
+            delay_ms,
+            offset_ms,
+        };
+        points.into_iter().map(point).collect()
     }
 
     /// How many runs the sweep makes.
@@ -218,13 +208,9 @@ pub struct RunEvent<'a> {
     pub tally: Tally,
 }
 
-/// One run to make.
-#[derive(Debug, Clone, Copy)]
-struct Task {
-    subject: usize,
-    point: usize,
-    run: u32,
-}
+/// One run to make: the indices of its subject and point, and its run
+/// index.
+type Task = (usize, usize, u32);
 
 /// Results by subject, then point, then run index (`None`: not run).
 pub(crate) type Grid = Vec<Vec<Vec<Option<RunResult>>>>;
@@ -249,15 +235,7 @@ pub fn run_sweep(
     }
 
     let mut tasks: Vec<Task> = (0..subjects.len())
-        .flat_map(|subject| {
-            (0..points.len()).flat_map(move |point| {
-                (0..cfg.runs).map(move |run| Task {
-                    subject,
-                    point,
-                    run,
-                })
-            })
-        })
+        .flat_map(|s| (0..points.len()).flat_map(move |p| (0..cfg.runs).map(move |r| (s, p, r))))
         .collect();
     fastrand::Rng::with_seed(cfg.seed).shuffle(&mut tasks);
     let planned = tasks.len();
@@ -282,8 +260,7 @@ pub fn run_sweep(
                         let Some(&task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) else {
                             break;
                         };
-                        let subject = &subjects[task.subject];
-                        let point = points[task.point];
+                        let (subject, point) = (&subjects[task.0], points[task.1]);
                         let mut cfg = RaceConfig {
                             delay_ms: point.delay_ms,
                             offset_ms: point.offset_ms,
@@ -316,15 +293,14 @@ pub fn run_sweep(
                 observer.stopping(done, planned);
             }
             match rx.recv_timeout(POLL) {
-                Ok((task, result)) => {
+                Ok(((subject, point, run), result)) => {
                     done += 1;
                     tally.add(result.as_ref().ok());
-                    let slot = &mut grid[task.subject][task.point][task.run as usize];
-                    let result = slot.insert(result);
+                    let result = grid[subject][point][run as usize].insert(result);
                     observer.run_done(&RunEvent {
-                        subject: &subjects[task.subject],
-                        point: points[task.point],
-                        run: task.run,
+                        subject: &subjects[subject],
+                        point: points[point],
+                        run,
                         result,
                         done,
                         planned,
@@ -401,28 +377,17 @@ pub fn run_sweep_in_terminal(
 /// Formats offsets as compact ranges for people, given the step between
 /// neighbours: `0-400, 700 ms`.
 pub fn format_offsets(offsets: &[u64], step_ms: u64) -> String {
-    let mut ranges: Vec<(u64, u64)> = Vec::new();
-    for &offset in offsets {
-        match ranges.last_mut() {
-            Some((_, end)) if offset == end.saturating_add(step_ms) => *end = offset,
-            _ => ranges.push((offset, offset)),
-        }
+    if offsets.is_empty() {
+        return "none".to_owned();
     }
-    let parts: Vec<String> = ranges
-        .iter()
-        .map(|&(start, end)| {
-            if start == end {
-                start.to_string()
-            } else {
-                format!("{start}-{end}")
-            }
+    let ranges: Vec<String> = offsets
+        .chunk_by(|a, b| *b == a.saturating_add(step_ms))
+        .map(|run| match run {
+            [first, .., last] => format!("{first}-{last}"),
+            _ => run[0].to_string(),
         })
         .collect();
-    if parts.is_empty() {
-        "none".to_owned()
-    } else {
-        format!("{} ms", parts.join(", "))
-    }
+    format!("{} ms", ranges.join(", "))
 }
 
 /// Shortens `text` to at most `max` characters, ending in `...` when cut.

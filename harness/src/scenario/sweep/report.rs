@@ -205,47 +205,11 @@ impl SweepReport {
 
     /// The terminal table: one row per subject, delay and offset.
     pub fn table(&self) -> String {
-        let header = [
-            "subject",
-            "delay",
-            "offset",
-            "runs",
-            "ok",
-            "unreachable",
-            "other",
-            "timeout",
-            "errors",
-            "success",
-            "median latency",
-            "conns",
-        ];
+        let header = COLUMNS.map(|(name, _)| name);
         let rows: Vec<Vec<String>> = self
             .points
             .iter()
-            .map(|p| {
-                let (s, planned) = (&p.summary, p.runs_planned as usize);
-                let t = &s.tally;
-                vec![
-                    p.subject.clone(),
-                    format!("{} ms", p.delay_ms),
-                    format!("{} ms", p.offset_ms),
-                    if s.runs < planned {
-                        format!("{}/{planned}", s.runs)
-                    } else {
-                        s.runs.to_string()
-                    },
-                    t.ok.to_string(),
-                    t.daemon_unreachable.to_string(),
-                    t.other_error.to_string(),
-                    t.timeout.to_string(),
-                    t.errors.to_string(),
-                    p.success_rate
-                        .map_or_else(|| "n/a".to_owned(), |r| format!("{:.0}%", r * 100.0)),
-                    s.median_racing_latency
-                        .map_or_else(|| "n/a".to_owned(), format_ms),
-                    s.conns_after.to_string(),
-                ]
-            })
+            .map(|p| COLUMNS.iter().map(|(_, cell)| cell(p)).collect())
             .collect();
         let mut out = if self.partial {
             let (done, planned) = (self.runs_done, self.runs_planned);
@@ -253,10 +217,8 @@ impl SweepReport {
         } else {
             String::new()
         };
-        for (i, line) in table_lines(&header, &rows, Align::FirstLeft)
-            .iter()
-            .enumerate()
-        {
+        let lines = table_lines(&header, &rows, Align::FirstLeft);
+        for (i, line) in lines.iter().enumerate() {
             // A blank line between two subjects' rows.
             if i > 2 && self.points[i - 2].subject != self.points[i - 3].subject {
                 out.push('\n');
@@ -273,13 +235,10 @@ impl SweepReport {
     pub fn subject_summaries(&self) -> Vec<String> {
         let step = self.config.step_ms;
         let summary = |label: &str| {
-            let (production, window): (Vec<&PointReport>, Vec<&PointReport>) = self
-                .points_of(label)
-                .filter(|p| p.summary.runs > 0)
-                .partition(|p| p.production);
+            let measured = || self.points_of(label).filter(|p| p.summary.runs > 0);
             let at = |keep: fn(&RaceSummary) -> bool| -> Vec<u64> {
-                let offsets = window.iter().filter(|p| keep(&p.summary));
-                offsets.map(|p| p.offset_ms).collect()
+                let window = measured().filter(|p| !p.production && keep(&p.summary));
+                window.map(|p| p.offset_ms).collect()
             };
             let mut parts = Vec::new();
             for (what, offsets, always) in [
@@ -307,25 +266,21 @@ impl SweepReport {
                 .and_then(|s| s.detail.as_deref());
             if let Some(first) = first_error {
                 let errors = at(|s| s.tally.errors > 0);
-                let at = if errors.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {}", format_offsets(&errors, step))
-                };
+                let at =
+                    (!errors.is_empty()).then(|| format!(" at {}", format_offsets(&errors, step)));
+                let at = at.unwrap_or_default();
                 let first = shorten(first, 160);
                 parts.push(format!(
                     "runs the harness could not carry out{at} (first: {first})"
                 ));
             }
-            if !production.is_empty() {
-                let counts: Vec<String> = production
-                    .iter()
-                    .map(|p| format!("{}/{} ok", p.summary.tally.ok, p.summary.runs))
-                    .collect();
-                parts.push(format!(
-                    "without the widener (delay 0): {}",
-                    counts.join(", ")
-                ));
+            let production = measured().filter(|p| p.production);
+            let counts: Vec<String> = production
+                .map(|p| format!("{}/{} ok", p.summary.tally.ok, p.summary.runs))
+                .collect();
+            if !counts.is_empty() {
+                let counts = counts.join(", ");
+                parts.push(format!("without the widener (delay 0): {counts}"));
             }
             let delay = self.config.delay_ms;
             format!("{label} (reconnect delay {delay} ms): {}", parts.join("; "))
@@ -333,6 +288,38 @@ impl SweepReport {
         self.subjects.iter().map(|s| summary(&s.label)).collect()
     }
 }
+
+/// A column of [`SweepReport::table`]: its header and a point's cell.
+type Column = (&'static str, fn(&PointReport) -> String);
+
+/// The columns of [`SweepReport::table`].
+const COLUMNS: [Column; 12] = [
+    ("subject", |p| p.subject.clone()),
+    ("delay", |p| format!("{} ms", p.delay_ms)),
+    ("offset", |p| format!("{} ms", p.offset_ms)),
+    ("runs", |p| {
+        match (p.summary.runs, p.runs_planned as usize) {
+            (runs, planned) if runs < planned => format!("{runs}/{planned}"),
+            (runs, _) => runs.to_string(),
+        }
+    }),
+    ("ok", |p| p.summary.tally.ok.to_string()),
+    ("unreachable", |p| {
+        p.summary.tally.daemon_unreachable.to_string()
+    }),
+    ("other", |p| p.summary.tally.other_error.to_string()),
+    ("timeout", |p| p.summary.tally.timeout.to_string()),
+    ("errors", |p| p.summary.tally.errors.to_string()),
+    ("success", |p| {
+        let rate = p.success_rate.map(|r| format!("{:.0}%", r * 100.0));
+        rate.unwrap_or_else(|| "n/a".to_owned())
+    }),
+    ("median latency", |p| {
+        let latency = p.summary.median_racing_latency;
+        latency.map_or_else(|| "n/a".to_owned(), format_ms)
+    }),
+    ("conns", |p| p.summary.conns_after.to_string()),
+];
 
 /// What `subject`'s runs at `point` measured, from its results by run index.
 fn point_report(
@@ -344,7 +331,7 @@ fn point_report(
     let done = runs.iter().flatten();
     let summary = RaceSummary::from_runs(subject.mode, done.map(|r| r.as_ref().ok()));
     let samples = (0..).zip(runs).filter_map(|(run, result)| {
-        let record = match result.as_ref()? {
+        Some(match result.as_ref()? {
             Ok(report) => RunRecord {
                 run,
                 outcome: report.outcome.label(),
@@ -363,8 +350,7 @@ fn point_report(
                 detail: Some(error.clone()),
                 ..RunRecord::default()
             },
-        };
-        Some(record)
+        })
     });
     PointReport {
         subject: subject.label.clone(),
@@ -448,20 +434,12 @@ pub(crate) mod tests {
             .iter()
             .map(|p| (p.subject.as_str(), p.delay_ms, p.offset_ms))
             .collect();
+        let grid = [(0, 0), (400, 0), (400, 200), (400, 400), (400, 600)];
+        let expected = ["prefix", "fixed"].map(|s| grid.map(|(d, o)| (s, d, o)));
         assert_eq!(
             labels,
-            [
-                ("prefix", 0, 0),
-                ("prefix", 400, 0),
-                ("prefix", 400, 200),
-                ("prefix", 400, 400),
-                ("prefix", 400, 600),
-                ("fixed", 0, 0),
-                ("fixed", 400, 0),
-                ("fixed", 400, 200),
-                ("fixed", 400, 400),
-                ("fixed", 400, 600),
-            ]
+            expected.concat(),
+            "by subject, then delay, then offset"
         );
         let p = &report.points[4];
         let t = &p.summary.tally;

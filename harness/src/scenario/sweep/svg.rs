@@ -88,10 +88,8 @@ impl SvgWriter {
     /// A `<line>` from `from` to `to`, `style` after the coordinates.
     fn line(&mut self, from: (f64, f64), to: (f64, f64), style: &Attrs<'_>) {
         let (x1, x2, y1, y2) = (&N(from.0), &N(to.0), &N(from.1), &N(to.1));
-        self.leaf(
-            "line",
-            &[&[("x1", x1), ("x2", x2), ("y1", y1), ("y2", y2)], style],
-        );
+        let ends: &Attrs<'_> = &[("x1", x1), ("x2", x2), ("y1", y1), ("y2", y2)];
+        self.leaf("line", &[ends, style]);
     }
 
     /// `<tag attrs>text</tag>`, the attributes of `groups` in order, the
@@ -99,6 +97,13 @@ impl SvgWriter {
     fn text(&mut self, tag: &str, groups: &[&Attrs<'_>], text: &str) {
         self.start_tag(tag, groups);
         let _ = writeln!(self.out, ">{}</{tag}>", escape(text));
+    }
+
+    /// Writes `text` at `at` in `size` px and `fill`, with `extra`
+    /// attributes (anchor, weight) before the fill.
+    fn label(&mut self, at: (f64, f64), size: u32, extra: &Attrs<'_>, fill: &str, text: &str) {
+        let place: &Attrs<'_> = &[("x", &N(at.0)), ("y", &N(at.1)), ("font-size", &size)];
+        self.text("text", &[place, extra, &[("fill", &fill)]], text);
     }
 
     fn finish(mut self) -> String {
@@ -142,27 +147,10 @@ const DELAY: &Attrs<'static> = &[
     ("stroke-dasharray", &"6 4"),
 ];
 
-/// The dash pattern of subject `index`'s line (every other one dashed).
+/// The dash pattern of subject `index`'s line: every other one dashed.
 fn dash(index: usize) -> &'static Attrs<'static> {
-    if index % 2 == 1 {
-        &[("stroke-dasharray", &"7 4")]
-    } else {
-        &[]
-    }
-}
-
-/// Writes `text` at `at` in `size` px and `fill`, with `extra` attributes
-/// (anchor, weight) before the fill.
-fn label(
-    svg: &mut SvgWriter,
-    at: (f64, f64),
-    size: u32,
-    extra: &Attrs<'_>,
-    fill: &str,
-    text: &str,
-) {
-    let place: &Attrs<'_> = &[("x", &N(at.0)), ("y", &N(at.1)), ("font-size", &size)];
-    svg.text("text", &[place, extra, &[("fill", &fill)]], text);
+    const DASHED: &Attrs<'static> = &[("stroke-dasharray", &"7 4")];
+    &DASHED[..index % 2]
 }
 
 /// `x,y x,y ...`, as `points` attributes take them.
@@ -211,35 +199,25 @@ fn ticks(min: f64, max: f64, step: f64) -> Vec<f64> {
 
 /// A tick label with as many decimals as the step needs.
 fn tick_label(value: f64, step: f64) -> String {
-    let decimals = if step >= 1.0 {
-        0
-    } else {
-        (-step.log10()).ceil() as usize
-    };
+    let decimals = (-step.log10()).ceil().max(0.0) as usize;
     format!("{value:.decimals$}")
 }
 
-/// A `<rect>` at (`x`, `y`), `w` x `h`: `lead` attributes before the
-/// geometry, `style` after it.
-fn rect(
-    svg: &mut SvgWriter,
-    lead: &Attrs<'_>,
-    (x, y, w, h): (f64, f64, f64, f64),
-    style: &Attrs<'_>,
-) {
+/// A `<rect>` at (`x`, `y`), `w` x `h`, `style` after the geometry.
+fn rect(svg: &mut SvgWriter, (x, y, w, h): (f64, f64, f64, f64), style: &Attrs<'_>) {
     let place: &Attrs<'_> = &[
         ("x", &N(x)),
         ("y", &N(y)),
         ("width", &N(w)),
         ("height", &N(h)),
     ];
-    svg.leaf("rect", &[lead, place, style]);
+    svg.leaf("rect", &[place, style]);
 }
 
 /// The marker of subject `index` centred at `at`: circle, square, triangle
 /// or diamond; hollow (white fill) when `hollow`.
 fn marker(svg: &mut SvgWriter, index: usize, at: (f64, f64), colour: &str, hollow: bool) {
-    let (x, y, r) = (at.0, at.1, 4.5);
+    let (x, y, r, d) = (at.0, at.1, 4.5, 5.5);
     let fill = if hollow { "#ffffff" } else { colour };
     let style: &Attrs<'_> = &[("fill", &fill), ("stroke", &colour), ("stroke-width", &1.5)];
     let corners = match index % 4 {
@@ -247,21 +225,11 @@ fn marker(svg: &mut SvgWriter, index: usize, at: (f64, f64), colour: &str, hollo
             let centre: &Attrs<'_> = &[("cx", &N(x)), ("cy", &N(y)), ("r", &N(r))];
             return svg.leaf("circle", &[centre, style]);
         }
-        1 => return rect(svg, &[], (x - r, y - r, 2.0 * r, 2.0 * r), style),
-        2 => points([(x, y - r - 1.0), (x + r + 0.5, y + r), (x - r - 0.5, y + r)]),
-        _ => points([
-            (x, y - r - 1.0),
-            (x + r + 1.0, y),
-            (x, y + r + 1.0),
-            (x - r - 1.0, y),
-        ]),
+        1 => return rect(svg, (x - r, y - r, 2.0 * r, 2.0 * r), style),
+        2 => points([(x, y - d), (x + r + 0.5, y + r), (x - r - 0.5, y + r)]),
+        _ => points([(x, y - d), (x + d, y), (x, y + d), (x - d, y)]),
     };
     svg.leaf("polygon", &[&[("points", &corners)], style]);
-}
-
-/// Successful racing calls of a point, in percent.
-fn success_percent(point: &PointReport) -> Option<f64> {
-    point.success_rate.map(|r| r * 100.0)
 }
 
 /// Median racing-call latency of a point, in milliseconds.
@@ -274,32 +242,55 @@ fn latency_ms(point: &PointReport) -> Option<f64> {
 fn tooltip(point: &PointReport) -> String {
     let latency = latency_ms(point).map_or_else(|| "n/a".to_owned(), |ms| format!("{ms:.1} ms"));
     let (s, t) = (&point.summary, &point.summary.tally);
+    let failures: Vec<String> = t
+        .failure_kinds()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .to_vec();
     format!(
-        "{}, delay {} ms, offset {} ms: {}/{} ok, {} daemon_unreachable, {} other, {} timeout, {} errors; median latency {latency}; conns after {}",
+        "{}, delay {} ms, offset {} ms: {}/{} ok, {}; median latency {latency}; conns after {}",
         point.subject,
         point.delay_ms,
         point.offset_ms,
         t.ok,
         s.runs,
-        t.daemon_unreachable,
-        t.other_error,
-        t.timeout,
-        t.errors,
+        failures.join(", "),
         s.conns_after
     )
 }
 
 /// One panel: what it plots and how its y axis reads.
-struct Panel<'a> {
+struct Panel {
     top: f64,
-    class: &'a str,
-    title: &'a str,
-    y_title: &'a str,
+    class: &'static str,
+    title: &'static str,
+    y_title: &'static str,
     value: fn(&PointReport) -> Option<f64>,
-    y_max: f64,
-    y_step: f64,
-    y_suffix: &'a str,
+    /// The top of the y axis; `None`: the largest value, rounded up.
+    full: Option<f64>,
+    y_suffix: &'static str,
 }
+
+/// The panels, top to bottom.
+const PANELS: [Panel; 2] = [
+    Panel {
+        top: TOP1,
+        class: "success",
+        title: "Racing calls answered successfully",
+        y_title: "racing calls ok (%)",
+        value: |p| p.success_rate.map(|r| r * 100.0),
+        full: Some(100.0),
+        y_suffix: "%",
+    },
+    Panel {
+        top: TOP2,
+        class: "latency",
+        title: "Median racing-call latency",
+        y_title: "median latency (ms)",
+        value: latency_ms,
+        full: None,
+        y_suffix: "",
+    },
+];
 
 /// The layout both panels share: the offset axis and the production column.
 struct Chart<'a> {
@@ -313,54 +304,57 @@ struct Chart<'a> {
 impl Chart<'_> {
     /// Draws one panel: frame, grid, ticks, axis titles, window, delay
     /// marker and one series per subject.
-    fn panel(&self, svg: &mut SvgWriter, spec: &Panel<'_>) {
+    fn panel(&self, svg: &mut SvgWriter, spec: &Panel) {
         let (report, top) = (self.report, spec.top);
         let bottom = top + PANEL_HEIGHT;
         let delay_ms = report.config.delay_ms as f64;
+        let values = report.points.iter().filter_map(spec.value);
+        let full = spec.full.unwrap_or_else(|| values.fold(0.0, f64::max));
+        let y_step = nice_step(full.max(1.0), 5.0);
+        let y_max = ((full / y_step).ceil() * y_step).max(y_step);
         let y = Scale {
             d0: 0.0,
-            d1: spec.y_max,
+            d1: y_max,
             p0: bottom,
             p1: top,
         };
         svg.open("g", &[("class", &format!("panel {}", spec.class))]);
-        label(svg, (LEFT, top - 22.0), 14, BOLD, AXIS, spec.title);
+        svg.label((LEFT, top - 22.0), 14, BOLD, AXIS, spec.title);
         let frame: &Attrs<'_> = &[("fill", &"#ffffff"), ("stroke", &AXIS)];
-        rect(svg, &[], (LEFT, top, RIGHT - LEFT, PANEL_HEIGHT), frame);
+        rect(svg, (LEFT, top, RIGHT - LEFT, PANEL_HEIGHT), frame);
         if delay_ms > self.x.d0 {
             let (x0, x1) = (self.x.at(self.x.d0), self.x.at(delay_ms));
-            let window: &Attrs<'_> = &[("class", &"window")];
-            rect(svg, window, (x0, top, x1 - x0, PANEL_HEIGHT), WINDOW);
+            let window = [&[("class", &"window" as &dyn Display)], WINDOW].concat();
+            rect(svg, (x0, top, x1 - x0, PANEL_HEIGHT), &window);
         }
-        for value in ticks(0.0, spec.y_max, spec.y_step) {
+        for value in ticks(0.0, y_max, y_step) {
             let py = y.at(value);
             svg.line((LEFT, py), (RIGHT, py), &[("stroke", &GRID)]);
-            let text = format!("{}{}", tick_label(value, spec.y_step), spec.y_suffix);
+            let text = format!("{}{}", tick_label(value, y_step), spec.y_suffix);
             let end: &Attrs<'_> = &[("text-anchor", &"end")];
-            label(svg, (LEFT - 8.0, py + 4.0), 11, end, AXIS, &text);
+            svg.label((LEFT - 8.0, py + 4.0), 11, end, AXIS, &text);
         }
         for value in ticks(self.x.d0, self.x.d1, self.x_step) {
             let px = self.x.at(value);
             svg.line((px, bottom), (px, bottom + 5.0), &[("stroke", &AXIS)]);
             let text = tick_label(value, self.x_step);
-            label(svg, (px, bottom + 18.0), 11, MIDDLE, AXIS, &text);
+            svg.label((px, bottom + 18.0), 11, MIDDLE, AXIS, &text);
         }
         if let Some(prod_x) = self.prod_x {
             let edge = LEFT + PROD_WIDTH + PROD_GAP / 2.0;
             let style: &Attrs<'_> = &[("stroke", &AXIS), ("stroke-dasharray", &"2 3")];
             svg.line((edge, top), (edge, bottom), style);
-            label(svg, (prod_x, bottom + 18.0), 11, MIDDLE, AXIS, "delay 0");
+            svg.label((prod_x, bottom + 18.0), 11, MIDDLE, AXIS, "delay 0");
         }
         let delay_x = self.x.at(delay_ms);
         let class: &Attrs<'_> = &[("class", &"delay-marker")];
         svg.line((delay_x, top), (delay_x, bottom), &[class, DELAY].concat());
         let text = format!("reconnect delay {} ms", report.config.delay_ms);
-        label(svg, (delay_x, top - 5.0), 11, MIDDLE, "#333333", &text);
+        svg.label((delay_x, top - 5.0), 11, MIDDLE, "#333333", &text);
         let mid = top + PANEL_HEIGHT / 2.0;
         let rotate = format!("rotate(-90 22 {})", N(mid));
-        let place: &Attrs<'_> = &[("x", &N(22.0)), ("y", &N(mid)), ("font-size", &12)];
-        let style: &Attrs<'_> = &[("fill", &AXIS), ("transform", &rotate)];
-        svg.text("text", &[place, MIDDLE, style], spec.y_title);
+        let turned = [MIDDLE, &[("transform", &rotate)]].concat();
+        svg.label((22.0, mid), 12, &turned, AXIS, spec.y_title);
         for (index, subject) in report.subjects.iter().enumerate() {
             let colour = PALETTE[index % PALETTE.len()];
             svg.open(
@@ -403,7 +397,7 @@ impl Chart<'_> {
     fn legend(&self, svg: &mut SvgWriter, x: f64, y: f64) {
         let cfg = &self.report.config;
         let note = |svg: &mut SvgWriter, row: f64, text: &str| {
-            label(svg, (x + 38.0, row + 4.0), 12, &[], AXIS, text);
+            svg.label((x + 38.0, row + 4.0), 12, &[], AXIS, text);
         };
         svg.open("g", &[("class", &"legend")]);
         let mut row = y;
@@ -423,7 +417,7 @@ impl Chart<'_> {
         note(svg, row, &format!("reconnect delay ({} ms)", cfg.delay_ms));
         row += 22.0;
         let swatch = [WINDOW, &[("stroke", &GRID)]].concat();
-        rect(svg, &[], (x, row - 7.0, 30.0, 14.0), &swatch);
+        rect(svg, (x, row - 7.0, 30.0, 14.0), &swatch);
         note(svg, row, "reconnect window");
         if self.prod_x.is_some() {
             row += 22.0;
@@ -442,7 +436,7 @@ impl Chart<'_> {
             format!("seed {}, {} job(s)", cfg.seed, cfg.jobs),
             "hover a marker for its counts".to_owned(),
         ] {
-            label(svg, (x, row), 11, &[], MUTED, &line);
+            svg.label((x, row), 11, &[], MUTED, &line);
             row += 16.0;
         }
         svg.close();
@@ -467,11 +461,7 @@ fn point_marker(
 /// The chart of `report` as a complete SVG document.
 pub(super) fn chart(report: &SweepReport) -> String {
     let cfg = &report.config;
-    let production = report
-        .points
-        .iter()
-        .any(|p| p.production && p.summary.runs > 0)
-        || (cfg.production_point && report.points.iter().any(|p| p.production));
+    let production = report.points.iter().any(|p| p.production);
     let x_start = if production {
         LEFT + PROD_WIDTH + PROD_GAP
     } else {
@@ -503,7 +493,7 @@ pub(super) fn chart(report: &SweepReport) -> String {
     let background: &Attrs<'_> = &[("width", &N(WIDTH)), ("height", &N(HEIGHT))];
     svg.leaf("rect", &[background, &[("fill", &"#fafafa")]]);
     let title = "V3-05 race window: the racing call against its offset after the DROP";
-    label(&mut svg, (LEFT, 30.0), 18, BOLD, "#222222", title);
+    svg.label((LEFT, 30.0), 18, BOLD, "#222222", title);
     let mut subtitle = format!(
         "reconnect delay (IAI_MCP_RECONNECT_TEST_DELAY_MS) {} ms; {} of {} runs",
         cfg.delay_ms, report.runs_done, report.runs_planned
@@ -512,42 +502,13 @@ pub(super) fn chart(report: &SweepReport) -> String {
         subtitle.push_str(" - PARTIAL: the sweep was interrupted");
     }
     let fill = if report.partial { "#B00020" } else { MUTED };
-    label(&mut svg, (LEFT, 52.0), 12, &[], fill, &subtitle);
-    chart.panel(
-        &mut svg,
-        &Panel {
-            top: TOP1,
-            class: "success",
-            title: "Racing calls answered successfully",
-            y_title: "racing calls ok (%)",
-            value: success_percent,
-            y_max: 100.0,
-            y_step: 20.0,
-            y_suffix: "%",
-        },
-    );
-    let max_latency = report
-        .points
-        .iter()
-        .filter_map(latency_ms)
-        .fold(0.0_f64, f64::max);
-    let y_step = nice_step(max_latency.max(1.0), 5.0);
-    chart.panel(
-        &mut svg,
-        &Panel {
-            top: TOP2,
-            class: "latency",
-            title: "Median racing-call latency",
-            y_title: "median latency (ms)",
-            value: latency_ms,
-            y_max: ((max_latency / y_step).ceil() * y_step).max(y_step),
-            y_step,
-            y_suffix: "",
-        },
-    );
+    svg.label((LEFT, 52.0), 12, &[], fill, &subtitle);
+    for panel in &PANELS {
+        chart.panel(&mut svg, panel);
+    }
     let at = ((x_start + RIGHT) / 2.0, TOP2 + PANEL_HEIGHT + 44.0);
     let text = "offset of the racing call after the DROP (ms)";
-    label(&mut svg, at, 12, MIDDLE, AXIS, text);
+    svg.label(at, 12, MIDDLE, AXIS, text);
     chart.legend(&mut svg, RIGHT + 28.0, TOP1 + 8.0);
     svg.finish()
 }
