@@ -42,19 +42,13 @@ pub enum Transport {
     Tcp,
 }
 
-impl Transport {
+impl std::fmt::Display for Transport {
     /// The spelling on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
             Transport::Unix => "unix",
             Transport::Tcp => "tcp",
-        }
-    }
-}
-
-impl std::fmt::Display for Transport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        })
     }
 }
 

@@ -1,18 +1,15 @@
 //! The order of the whole run, and filling each [`SubjectReport`].
 //!
-//! The figures that are compared with the floor (sequential latency and
-//! throughput) are measured *interleaved*: every subject is started and
-//! warmed up, then each phase runs in [`BenchConfig::rounds`] slices, and
-//! every round gives each subject its slice in turn (floor, wrapper,
-//! compared wrappers). Load from other processes, CPU frequency changes and
-//! scheduler placement drift over seconds; interleaving spreads that drift
-//! over all subjects instead of letting it land on whichever one ran at a
-//! bad moment, so the ratios stay meaningful on a busy or virtual machine.
+//! The figures compared with the floor (sequential latency and throughput)
+//! are measured *interleaved*: each phase runs in [`BenchConfig::rounds`]
+//! slices, and every round gives each subject its slice in turn. Machine
+//! load, CPU frequency and scheduler placement drift over seconds;
+//! interleaving spreads that drift over all subjects instead of letting it
+//! land on one, so the ratios stay meaningful on a busy or virtual machine.
 //!
-//! Order: cold starts (round-robin over the wrappers, before any load
-//! process is started); start every subject, each with its own fresh fake
-//! daemon; sequential rounds; for each depth, a warm-up and pipelined
-//! rounds; peak RSS; recovery, one wrapper after the other; close.
+//! Order: cold starts (before any load process is started); every subject
+//! started, each with its own fake daemon; sequential rounds; per depth,
+//! pipelined rounds; peak RSS; recovery, one wrapper after the other.
 
 use std::time::Duration;
 

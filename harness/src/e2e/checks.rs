@@ -336,10 +336,8 @@ impl Kit<'_> {
         let reply = w.wait_response(&json!("race"), REPLY);
         let latency = sent.elapsed();
         real.wait_ready(super::daemon::READY_TIMEOUT)?;
-        Ok((
-            reply.map_or(RaceOutcome::Timeout, |r| classify(&r)),
-            latency,
-        ))
+        let outcome = reply.map_or(RaceOutcome::Timeout, |r| classify(&r));
+        Ok((outcome, latency))
     }
 
     /// A capture the daemon stored but whose reply was lost when it died:
