@@ -182,13 +182,7 @@ impl FakeDaemon {
     /// Starts the fake daemon (found by [`bins::try_fake_daemon_bin`]) on
     /// `socket_path` and waits until it prints `BOUND`.
     pub fn spawn(socket_path: &Path) -> Result<Self, HarnessError> {
-        Self::spawn_with(&bins::try_fake_daemon_bin()?, socket_path)
-    }
-
-    /// Starts the fake daemon binary `program` on `socket_path` and waits
-    /// until it prints `BOUND`.
-    pub fn spawn_with(program: &Path, socket_path: &Path) -> Result<Self, HarnessError> {
-        Self::spawn_on(program, socket_path, Transport::Unix)
+        Self::spawn_on(&bins::try_fake_daemon_bin()?, socket_path, Transport::Unix)
     }
 
     /// Starts the fake daemon binary `program` listening on `transport`

@@ -22,7 +22,7 @@ use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
 use super::transport::{RequestTemplate, initialize_template};
 use super::{BenchConfig, FLOOR_NAME, TOOL, WRAPPER_NAME};
 use crate::bins::error_chain;
-use crate::daemon::FakeDaemon;
+use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
 use crate::footprint::{CpuSnapshot, CpuUsage, peak_rss_kib};
 use crate::tempdir::{short_tempdir, socket_path_in};
@@ -218,7 +218,8 @@ impl Subject {
         let dir = short_tempdir()?;
         let socket = socket_path_in(dir.path());
         self._dir = Some(dir);
-        self.daemon = Some(FakeDaemon::spawn_with(&config.fake_daemon_bin, &socket)?);
+        let daemon = FakeDaemon::spawn_on(&config.fake_daemon_bin, &socket, Transport::Unix)?;
+        self.daemon = Some(daemon);
         let (session, what) = match cmd {
             None => (
                 connect_floor(&socket, config.response_timeout)?,

@@ -90,9 +90,8 @@ impl Kit<'_> {
         opts.extra_env
             .retain(|(k, _)| k != "PATH" && k != "IAI_MCP_ADMIN_CLI");
         let cmd = WrapperCommand {
-            program: self.node.into(),
             args: vec![index.into()],
-            env: Vec::new(),
+            ..WrapperCommand::new(self.node)
         };
         let mut w = WrapperProcess::spawn(&cmd, &opts)?;
         w.initialize(PROTOCOL)?;
