@@ -3,14 +3,13 @@
 //! Lookup order for each binary, done at most once per process:
 //!
 //! 1. an explicit path in an environment variable (`IAI_WRAPPER_BIN`,
-//!    `FAKE_DAEMON_BIN`, `FAKE_IAI_BIN`), so a caller that has just built the binaries (for
-//!    example `cargo xtask race --release`) decides exactly what runs;
-//! 2. the target directory of the current executable (tests run from
-//!    `target/<profile>/deps`, the harness binary from `target/<profile>`),
-//!    where `cargo test --workspace` has built every binary before any test
-//!    runs. (A build from inside a test would resolve features without the
-//!    test-only ones and overwrite those binaries; after editing the wrapper,
-//!    run `cargo build --workspace` before a lone `cargo test -p harness`.)
+//!    `FAKE_DAEMON_BIN`, `FAKE_IAI_BIN`), so a caller that has just built
+//!    the binaries decides exactly what runs;
+//! 2. the target directory of the current executable, where
+//!    `cargo test --workspace` has built every binary before any test runs
+//!    (after editing the wrapper, run `cargo build --workspace` before a
+//!    lone `cargo test -p harness`: a build from a test would lack the
+//!    test-only features);
 //! 3. failing that, `cargo build -p <package> --bin <bin>` in the profile of
 //!    the current executable.
 
@@ -198,13 +197,9 @@ fn workspace_manifest() -> PathBuf {
         .join("Cargo.toml")
 }
 
-/// Runs `cargo build` for `bins` in `profile` and returns the path of each
-/// built executable, in the order of `bins`.
-///
-/// Uses the cargo of the `CARGO` environment variable when set (the one
-/// running us), else `cargo` from `PATH`. With `quiet`, cargo's progress and
-/// diagnostics are captured and only shown in the error; otherwise they go
-/// to our stderr.
+/// Runs `cargo build` (the `CARGO` of the environment, else `cargo`) for
+/// `bins` in `profile` and returns each executable's path, in order; with
+/// `quiet`, cargo's output is shown only in the error.
 pub fn cargo_build(
     bins: &[WorkspaceBin],
     profile: &Profile,

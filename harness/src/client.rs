@@ -1,12 +1,8 @@
 //! A line-oriented MCP (JSON-RPC 2.0 over stdio) client for driving a wrapper
-//! process, which also audits the wrapper's stdout framing.
-//!
-//! A reader thread splits the child's stdout into lines. Each line that is a
-//! JSON object is a message; anything else (a non-JSON line, a JSON value
-//! that is not an object, a fragment left without a newline at end of file)
-//! is recorded as a *defect*, because a real MCP client would choke on it.
-//! Replies are matched to requests by id, whatever order they arrive in;
-//! messages nobody has asked for yet wait in arrival order.
+//! process, which also audits the wrapper's stdout framing: anything but one
+//! JSON object per line is recorded as a *defect*, because a real MCP client
+//! would choke on it. Replies are matched to requests by id, whatever order
+//! they arrive in.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -130,11 +126,8 @@ impl McpClient {
         lock(&self.defects).clone()
     }
 
-    /// Sends a request with the next integer id and waits for its response.
-    ///
-    /// Returns the whole response message (with `result` or `error`); a
-    /// JSON-RPC error response is a successful return, since what it says is
-    /// for the caller to judge.
+    /// Sends a request with the next integer id and waits for its response:
+    /// the whole message, a JSON-RPC error included (the caller judges it).
     pub fn request(
         &mut self,
         method: &str,
@@ -237,13 +230,10 @@ impl McpClient {
         }
     }
 
-    /// Performs the legacy MCP handshake: sends `initialize` for
-    /// `protocol_version` (client name `harness`), waits for the response
-    /// (default timeout, 10 s unless changed), then sends
-    /// `notifications/initialized`.
-    ///
-    /// Returns the `initialize` response. A JSON-RPC error response is
-    /// [`ClientError::ErrorResponse`], and then no notification is sent.
+    /// Performs the MCP handshake for `protocol_version` (client name
+    /// `harness`, the default timeout) and returns the `initialize` response;
+    /// `notifications/initialized` follows unless that is an error
+    /// ([`ClientError::ErrorResponse`]).
     pub fn initialize(&mut self, protocol_version: &str) -> Result<Value, ClientError> {
         let timeout = self.default_timeout;
         let response = self.request("initialize", initialize_params(protocol_version), timeout)?;

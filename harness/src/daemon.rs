@@ -42,19 +42,13 @@ pub enum Transport {
     Tcp,
 }
 
-impl Transport {
+impl std::fmt::Display for Transport {
     /// The spelling on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
             Transport::Unix => "unix",
             Transport::Tcp => "tcp",
-        }
-    }
-}
-
-impl std::fmt::Display for Transport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        })
     }
 }
 
@@ -188,13 +182,7 @@ impl FakeDaemon {
     /// Starts the fake daemon (found by [`bins::try_fake_daemon_bin`]) on
     /// `socket_path` and waits until it prints `BOUND`.
     pub fn spawn(socket_path: &Path) -> Result<Self, HarnessError> {
-        Self::spawn_with(&bins::try_fake_daemon_bin()?, socket_path)
-    }
-
-    /// Starts the fake daemon binary `program` on `socket_path` and waits
-    /// until it prints `BOUND`.
-    pub fn spawn_with(program: &Path, socket_path: &Path) -> Result<Self, HarnessError> {
-        Self::spawn_on(program, socket_path, Transport::Unix)
+        Self::spawn_on(&bins::try_fake_daemon_bin()?, socket_path, Transport::Unix)
     }
 
     /// Starts the fake daemon binary `program` listening on `transport`

@@ -25,11 +25,8 @@ pub use nix::sys::signal::Signal;
 /// Upper bound of the back-off between two polls in [`ChildGuard::wait_timeout`].
 const MAX_POLL_INTERVAL: Duration = Duration::from_millis(20);
 
-/// A child process that is killed (SIGKILL) and reaped when the guard drops.
-///
-/// Tests and scenarios hold every process they start in one of these, so a
-/// failed assertion or a panic never leaves a wrapper or a fake daemon
-/// running.
+/// A child process that is killed (SIGKILL) and reaped when the guard
+/// drops, panics included.
 #[derive(Debug)]
 pub struct ChildGuard {
     child: Child,
@@ -70,9 +67,6 @@ impl ChildGuard {
 
     /// Waits up to `timeout` for the child to exit; `Ok(None)` if it is still
     /// running then.
-    ///
-    /// The standard library has no timed wait, so this polls `try_wait` with a
-    /// short, growing interval (at most 20 ms).
     pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Option<ExitStatus>, HarnessError> {
         let deadline = Instant::now() + timeout;
         let mut interval = Duration::from_millis(1);
@@ -154,12 +148,9 @@ pub struct CapturedOutput {
 }
 
 impl CapturedOutput {
-    /// Starts draining `source` on a thread named after `label`.
-    ///
-    /// When the environment variable `HARNESS_ECHO_STDERR` is set (to
-    /// anything but `0` or the empty string) every line is also copied to the
-    /// harness's own stderr, prefixed by `label`, which helps when debugging a
-    /// scenario by hand.
+    /// Starts draining `source` on a thread named after `label`; with
+    /// `HARNESS_ECHO_STDERR` set (not to `0` or empty), every line is also
+    /// copied to the harness's stderr, prefixed by `label`, for debugging.
     pub fn spawn(source: impl Read + Send + 'static, label: &str) -> Self {
         let shared = Arc::new((Mutex::new(CaptureState::default()), Condvar::new()));
         let echo =

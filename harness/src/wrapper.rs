@@ -332,34 +332,27 @@ impl WrapperProcess {
     /// Starts `cmd` with the environment described by `opts`.
     pub fn spawn(cmd: &WrapperCommand, opts: &WrapperOptions) -> Result<Self, HarnessError> {
         let scratch = short_tempdir()?;
-        let home = opts
-            .home
-            .clone()
-            .unwrap_or_else(|| scratch.path().join("home"));
-        let state_dir = opts
-            .state_dir
-            .clone()
-            .unwrap_or_else(|| home.join(".iai-mcp"));
-        let store_dir = opts
-            .store_dir
-            .clone()
-            .unwrap_or_else(|| scratch.path().join("store"));
+        let or = |dir: &Option<PathBuf>, default: PathBuf| dir.clone().unwrap_or(default);
+        let home = or(&opts.home, scratch.path().join("home"));
+        let state_dir = or(&opts.state_dir, home.join(".iai-mcp"));
+        let store_dir = or(&opts.store_dir, scratch.path().join("store"));
         let mut command = isolated_command(cmd, &opts.endpoint, &home, &state_dir, &store_dir)?;
         if let Some(cli) = &opts.cli {
             command
                 .env("IAI_MCP_CLI", cli)
                 .env("IAI_MCP_ADMIN_CLI", cli);
         }
-        set_or_remove(
-            &mut command,
-            "IAI_MCP_BRIDGE_MODE",
-            opts.mode.map(BridgeMode::as_str),
-        );
-        set_or_remove(
-            &mut command,
-            "IAI_MCP_RECONNECT_TEST_DELAY_MS",
-            opts.reconnect_delay_ms.map(|ms| ms.to_string()).as_deref(),
-        );
+        let delay = opts.reconnect_delay_ms.map(|ms| ms.to_string());
+        let mode = opts.mode.map(BridgeMode::as_str);
+        for (key, value) in [
+            ("IAI_MCP_BRIDGE_MODE", mode),
+            ("IAI_MCP_RECONNECT_TEST_DELAY_MS", delay.as_deref()),
+        ] {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
         command.envs(cmd.env.iter().map(|(k, v)| (k, v)));
         command.envs(opts.extra_env.iter().map(|(k, v)| (k, v)));
 
@@ -469,9 +462,6 @@ pub(crate) fn isolated_command(
             .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
     }
     let mut command = Command::new(&cmd.program);
-    // Nothing the developer's shell exports about the wrapper may leak into
-    // a run: every inherited IAI_* variable is removed before the run's own
-    // settings are applied.
     for (key, _) in std::env::vars_os() {
         if key.to_string_lossy().starts_with("IAI_") {
             command.env_remove(&key);
@@ -501,13 +491,6 @@ pub(crate) fn isolated_command(
     Ok(command)
 }
 
-fn set_or_remove(command: &mut Command, key: &str, value: Option<&str>) {
-    match value {
-        Some(value) => command.env(key, value),
-        None => command.env_remove(key),
-    };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -535,10 +518,7 @@ mod tests {
     fn leading_assignments_become_env() {
         let cmd = WrapperCommand::parse_shell_words("A=1 _B='x y' node index.js C=3").unwrap();
         assert_eq!(cmd.program, "node");
-        assert_eq!(
-            cmd.args,
-            [OsString::from("index.js"), OsString::from("C=3")]
-        );
+        assert_eq!(cmd.args, ["index.js", "C=3"]);
         assert_eq!(
             cmd.env,
             [

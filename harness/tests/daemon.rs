@@ -119,9 +119,8 @@ fn unknown_commands_are_reported_not_fatal() {
 
 #[test]
 fn quit_exits_cleanly_and_removes_the_socket() {
-    let dir = short_tempdir().unwrap();
-    let socket = socket_path_in(dir.path());
-    let daemon = FakeDaemon::spawn(&socket).unwrap();
+    let (_dir, daemon) = start();
+    let socket = daemon.socket_path().to_path_buf();
     let status = daemon.quit().unwrap();
     assert!(status.success(), "{status}");
     assert!(!socket.exists());

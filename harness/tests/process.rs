@@ -24,10 +24,7 @@ fn dropping_the_guard_kills_and_reaps_the_child() {
     let pid = guard.pid();
     assert!(!is_gone(pid));
     drop(guard);
-    assert!(
-        is_gone(pid),
-        "pid {pid} still exists after the guard dropped"
-    );
+    assert!(is_gone(pid), "pid {pid} outlived its guard");
 }
 
 #[test]

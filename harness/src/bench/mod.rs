@@ -14,21 +14,12 @@
 //!   RSS (`VmHWM`) after that load, and recovery (time from `DROP` on the
 //!   daemon to the first successful call, with no reconnect delay).
 //!
-//! Latency and throughput are measured in interleaved rounds (floor,
-//! wrapper, compared wrappers, floor, ...; see [`BenchConfig::rounds`]), so
-//! a ratio compares figures taken under the same machine conditions.
-//!
-//! The result is a [`BenchReport`]: JSON (`bench.json`) and Markdown
-//! (`bench.md`) are written to [`BenchConfig::out_dir`], and
-//! [`BenchReport::to_markdown`] gives the text to print. Targets are
+//! Latency and throughput are measured in interleaved rounds (see
+//! [`BenchConfig::rounds`]), so a ratio compares figures taken under the
+//! same machine conditions. The [`BenchReport`] is written to
+//! [`BenchConfig::out_dir`] as `bench.json` and `bench.md`. Targets are
 //! reported as pass/miss, never asserted: a miss is a finding, not a
 //! failure of the bench.
-//!
-//! Modules: `transport` (the one client: request templates and response
-//! scanning), `stats` (percentiles), `report` (figures, targets,
-//! rendering), `scenarios` (the measured loops), `runner` (the order of the
-//! run, interleaving), `subject` (starting wrappers and the floor) and
-//! `watchdog` (bounding blocking reads).
 
 mod report;
 mod runner;
@@ -54,21 +45,10 @@ use crate::wrapper::WrapperCommand;
 
 /// Default number of sequential calls measured per subject.
 pub const DEFAULT_CALLS: usize = 10_000;
-/// Default number of calls made before measuring.
-pub const DEFAULT_WARMUP_CALLS: usize = 500;
-/// Default number of calls measured at each pipelining depth.
-pub const DEFAULT_PIPELINED_CALLS: usize = 20_000;
-/// Default pipelining depths (calls in flight).
-pub const DEFAULT_DEPTHS: [usize; 3] = [1, 8, 64];
-/// Default number of interleaved rounds for the compared phases.
-pub const DEFAULT_ROUNDS: usize = 5;
 /// Default number of cold starts per wrapper.
 pub const DEFAULT_COLD_STARTS: usize = 20;
 /// Default number of recovery attempts per wrapper.
 pub const DEFAULT_RECOVERIES: usize = 20;
-/// Default longest wait for any one response before a subject is declared
-/// stuck (longer than the wrapper's 10 s connect wait).
-pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The name of the floor subject in reports.
 pub const FLOOR_NAME: &str = "floor";
@@ -105,8 +85,9 @@ pub struct BenchConfig {
     pub cold_starts: usize,
     /// Recovery attempts per wrapper (0 skips them).
     pub recoveries: usize,
-    /// Longest wait for any response; a subject silent for longer is
-    /// stopped and the phase reported as failed.
+    /// Longest wait for any response (by default longer than the wrapper's
+    /// 10 s connect wait); a subject silent for longer is stopped and the
+    /// phase reported as failed.
     pub response_timeout: Duration,
     /// Where `bench.json` and `bench.md` are written (created if needed).
     pub out_dir: PathBuf,
@@ -126,13 +107,13 @@ impl BenchConfig {
             fake_daemon_bin: fake_daemon_bin.into(),
             compare: Vec::new(),
             calls: DEFAULT_CALLS,
-            warmup_calls: DEFAULT_WARMUP_CALLS,
-            pipelined_calls: DEFAULT_PIPELINED_CALLS,
-            depths: DEFAULT_DEPTHS.to_vec(),
-            rounds: DEFAULT_ROUNDS,
+            warmup_calls: 500,
+            pipelined_calls: 20_000,
+            depths: vec![1, 8, 64],
+            rounds: 5,
             cold_starts: DEFAULT_COLD_STARTS,
             recoveries: DEFAULT_RECOVERIES,
-            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            response_timeout: Duration::from_secs(30),
             out_dir: out_dir.into(),
             progress: false,
         }
@@ -206,12 +187,10 @@ impl BenchConfig {
 /// Runs the whole bench and writes `bench.json` and `bench.md` into
 /// `config.out_dir`.
 ///
-/// Errors are reserved for a bench that cannot run at all: invalid
-/// settings, a fake daemon that does not start, a floor that does not
-/// answer, an output directory that cannot be written. A wrapper that fails
-/// a phase (does not start, exits, stops answering) gets the error recorded
-/// in its [`SubjectReport::errors`] and the remaining subjects are still
-/// measured.
+/// Errors are reserved for a bench that cannot run at all (invalid
+/// settings, no fake daemon, no floor, an unwritable output directory); a
+/// wrapper that fails a phase gets the error in its
+/// [`SubjectReport::errors`], and the other subjects are still measured.
 pub fn run(config: &BenchConfig) -> Result<BenchReport, HarnessError> {
     config.validate()?;
     let subjects = runner::run_all(config)?;
@@ -219,25 +198,20 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport, HarnessError> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let report = BenchReport::new(HostInfo::current(), config.settings(), subjects, finished);
-    write_report(&report, &config.out_dir)?;
-    Ok(report)
-}
-
-/// Writes `bench.json` (pretty-printed) and `bench.md` into `dir`, creating
-/// it if needed, and returns their paths.
-pub fn write_report(report: &BenchReport, dir: &Path) -> Result<(PathBuf, PathBuf), HarnessError> {
-    let io = |what: &str, path: &Path| {
-        let context = format!("{what} {}", path.display());
-        move |e| HarnessError::io(context, e)
-    };
-    fs::create_dir_all(dir).map_err(io("creating", dir))?;
-    let mut json = serde_json::to_vec_pretty(report)
+    let dir = &config.out_dir;
+    let io = |what: &str, path: &Path, e| HarnessError::io(format!("{what} {}", path.display()), e);
+    fs::create_dir_all(dir).map_err(|e| io("creating", dir, e))?;
+    let mut json = serde_json::to_vec_pretty(&report)
         .map_err(|e| HarnessError::io("serialising the bench report", std::io::Error::other(e)))?;
     json.push(b'\n');
-    let paths = (dir.join("bench.json"), dir.join("bench.md"));
-    fs::write(&paths.0, json).map_err(io("writing", &paths.0))?;
-    fs::write(&paths.1, report.to_markdown()).map_err(io("writing", &paths.1))?;
-    Ok(paths)
+    for (name, text) in [
+        ("bench.json", json),
+        ("bench.md", report.to_markdown().into()),
+    ] {
+        let path = dir.join(name);
+        fs::write(&path, text).map_err(|e| io("writing", &path, e))?;
+    }
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -261,20 +235,16 @@ mod tests {
     fn validates_settings() {
         let base = BenchConfig::new(WrapperCommand::new("w"), "d", "out");
         assert!(base.validate().is_ok());
-        let mut bad = base.clone();
-        bad.depths = vec![1, 0];
-        assert!(bad.validate().is_err());
-        let mut bad = base.clone();
-        bad.calls = 0;
-        assert!(bad.validate().is_err());
-        let mut bad = base.clone();
-        bad.compare = vec![("wrapper".to_owned(), WrapperCommand::new("x"))];
-        assert!(bad.validate().is_err());
-        let mut bad = base;
-        bad.compare = vec![
-            ("a".to_owned(), WrapperCommand::new("x")),
-            ("a".to_owned(), WrapperCommand::new("y")),
+        let breakages: [fn(&mut BenchConfig); 4] = [
+            |c| c.depths = vec![1, 0],
+            |c| c.calls = 0,
+            |c| c.compare = vec![("wrapper".into(), WrapperCommand::new("x"))],
+            |c| c.compare = vec![("a".into(), WrapperCommand::new("x")); 2],
         ];
-        assert!(bad.validate().is_err());
+        for breakage in breakages {
+            let mut bad = base.clone();
+            breakage(&mut bad);
+            assert!(bad.validate().is_err());
+        }
     }
 }

@@ -1,18 +1,15 @@
 //! The order of the whole run, and filling each [`SubjectReport`].
 //!
-//! The figures that are compared with the floor (sequential latency and
-//! throughput) are measured *interleaved*: every subject is started and
-//! warmed up, then each phase runs in [`BenchConfig::rounds`] slices, and
-//! every round gives each subject its slice in turn (floor, wrapper,
-//! compared wrappers). Load from other processes, CPU frequency changes and
-//! scheduler placement drift over seconds; interleaving spreads that drift
-//! over all subjects instead of letting it land on whichever one ran at a
-//! bad moment, so the ratios stay meaningful on a busy or virtual machine.
+//! The figures compared with the floor (sequential latency and throughput)
+//! are measured *interleaved*: each phase runs in [`BenchConfig::rounds`]
+//! slices, and every round gives each subject its slice in turn. Machine
+//! load, CPU frequency and scheduler placement drift over seconds;
+//! interleaving spreads that drift over all subjects instead of letting it
+//! land on one, so the ratios stay meaningful on a busy or virtual machine.
 //!
-//! Order: cold starts (round-robin over the wrappers, before any load
-//! process is started); start every subject, each with its own fresh fake
-//! daemon; sequential rounds; for each depth, a warm-up and pipelined
-//! rounds; peak RSS; recovery, one wrapper after the other; close.
+//! Order: cold starts (before any load process is started); every subject
+//! started, each with its own fake daemon; sequential rounds; per depth,
+//! pipelined rounds; peak RSS; recovery, one wrapper after the other.
 
 use std::time::Duration;
 
@@ -25,7 +22,7 @@ use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
 use super::transport::{RequestTemplate, initialize_template};
 use super::{BenchConfig, FLOOR_NAME, TOOL, WRAPPER_NAME};
 use crate::bins::error_chain;
-use crate::daemon::FakeDaemon;
+use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
 use crate::footprint::{CpuSnapshot, CpuUsage, peak_rss_kib};
 use crate::tempdir::{short_tempdir, socket_path_in};
@@ -221,7 +218,8 @@ impl Subject {
         let dir = short_tempdir()?;
         let socket = socket_path_in(dir.path());
         self._dir = Some(dir);
-        self.daemon = Some(FakeDaemon::spawn_with(&config.fake_daemon_bin, &socket)?);
+        let daemon = FakeDaemon::spawn_on(&config.fake_daemon_bin, &socket, Transport::Unix)?;
+        self.daemon = Some(daemon);
         let (session, what) = match cmd {
             None => (
                 connect_floor(&socket, config.response_timeout)?,

@@ -205,12 +205,10 @@ pub fn pipelined(
     })
 }
 
-/// `attempts` times: make sure a call succeeds, send `DROP` to the daemon,
-/// wait for `DROPPED`, send a call at once and time it to its response.
-/// A wrapper that fails the call instead of waiting for its reconnect gets
-/// a failure recorded and is given up to `ready_within` to reconnect before
-/// the next attempt; if it does not, the attempts stop and
-/// [`RecoveryStats::abandoned`] says why.
+/// `attempts` times: `DROP` on the daemon, then a call at once, timed to its
+/// response. A wrapper that fails the call instead of waiting for its
+/// reconnect gets a failure recorded; if it does not reconnect within
+/// `ready_within`, the attempts stop ([`RecoveryStats::abandoned`]).
 pub fn recovery(
     io: &mut Channel,
     template: &RequestTemplate,
@@ -254,11 +252,9 @@ pub fn recovery(
     Ok(stats)
 }
 
-/// Starts `cmd` with no daemon listening, sends `initialize` at once, then
-/// `notifications/initialized` and `tools/list`, and times both answers
-/// from just before the process was spawned: `(initialize, tools/list)`.
-/// The process is killed afterwards. A failure carries the wrapper's stderr
-/// in its message.
+/// Starts `cmd` with no daemon listening and times the `initialize` and
+/// `tools/list` answers from just before the spawn; the process is killed
+/// afterwards, and a failure carries its stderr.
 pub fn cold_start(
     cmd: &WrapperCommand,
     timeout: Duration,

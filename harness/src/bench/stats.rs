@@ -9,12 +9,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// The distribution of a set of durations, in nanoseconds.
-///
-/// Percentiles use the nearest-rank definition: the p-th percentile of `n`
-/// sorted samples is the sample at rank `ceil(p / 100 * n)` (1-based), so
-/// it is always a value that was actually observed. With 20 samples the
-/// median is the 10th smallest and p99 is the largest.
+/// The distribution of a set of durations, in nanoseconds. Percentiles are
+/// nearest-rank: the p-th of `n` sorted samples is the one at rank
+/// `ceil(p / 100 * n)`, always a value actually observed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Summary {
     /// How many samples were summarised.

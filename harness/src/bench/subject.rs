@@ -36,11 +36,8 @@ const REMOVED_ENV: [&str; 3] = [
 ];
 
 /// The client's two halves and the id counter: everything a phase needs.
-///
-/// Both halves are [`File`]s, that is `read(2)` and `write(2)` (which the
-/// kernel counts in `/proc/PID/io`) on a wrapper's pipes and on the
-/// floor's socket alike, rather than `recv(2)` and `send(2)` (which it
-/// does not count).
+/// Both are [`File`]s, so the kernel counts their `read(2)` and `write(2)`
+/// in `/proc/PID/io` (it does not count `recv(2)` and `send(2)`).
 #[derive(Debug)]
 pub struct Channel {
     /// The read half.

@@ -1,14 +1,10 @@
 //! Bounding the bench's blocking waits.
 //!
-//! The client blocks in `read` (a pipe has no read timeout in the standard
-//! library), so a subject that stops answering would hang the bench. A
-//! [`Watchdog`] runs next to each measured phase and watches the reader's
-//! progress counter (lines read); when it has not moved for the timeout,
-//! the watchdog ends the subject's side of the stream (SIGKILL for a child
-//! process, `shutdown` for a socket). The blocked `read` then returns end
-//! of file and the phase fails with [`ClientError::Timeout`] instead of
-//! hanging. Between two checks the watchdog sleeps in `recv_timeout`, so it
-//! costs nothing measurable.
+//! The client blocks in `read`, so a subject that stops answering would
+//! hang the bench. A [`Watchdog`] watches the reader's progress counter
+//! during each phase; when it has not moved for the timeout, it ends the
+//! subject's side of the stream (SIGKILL, or `shutdown` for a socket), and
+//! the phase fails with [`ClientError::Timeout`] instead of hanging.
 
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
@@ -135,11 +131,8 @@ mod tests {
         let mut reader = &ours;
         let error = dog
             .guard("a read", || {
-                let mut byte = [0u8; 1];
-                let n = reader
-                    .read(&mut byte)
-                    .map_err(|e| HarnessError::io("read", e))?;
-                Ok(n)
+                let read = reader.read(&mut [0u8; 1]);
+                read.map_err(|e| HarnessError::io("read", e))
             })
             .unwrap_err();
         assert!(

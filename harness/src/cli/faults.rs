@@ -215,12 +215,8 @@ pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
     let cmd = args.target.command()?;
     let seed = args.seed.unwrap_or_else(seed_from_clock);
     let concurrency = usize::try_from(args.concurrency).context("--concurrency")?;
-    eprintln!(
-        "soak: {} s against {} over {}, seed {seed}",
-        args.seconds,
-        cmd.display(),
-        args.target.transport.as_str()
-    );
+    let (seconds, transport, wrapper) = (args.seconds, args.target.transport, cmd.display());
+    eprintln!("soak: {seconds} s against {wrapper} over {transport}, seed {seed}");
     let report = run_scenario::<Soak>(&cmd, &args.target.setup(), |c| {
         (c.duration, c.seed) = (Duration::from_secs(args.seconds), seed);
         (c.concurrency, c.daemon_delay_ms) = (concurrency, args.delay_ms);

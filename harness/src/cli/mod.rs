@@ -67,11 +67,7 @@ impl Target {
 
 /// The exit code of a verdict: 0 when it passed, 1 when it failed.
 pub fn verdict_code(passed: bool) -> ExitCode {
-    if passed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    ExitCode::from(u8::from(!passed))
 }
 
 /// The `--json` output of a scenario.

@@ -62,10 +62,8 @@ pub fn race(args: &RaceArgs) -> Result<ExitCode> {
             }
             reports.push(report);
         }
-        summaries.push(RaceSummary::from_runs(
-            subject.mode,
-            reports.iter().map(Some),
-        ));
+        let summary = RaceSummary::from_runs(subject.mode, reports.iter().map(Some));
+        summaries.push(summary);
         all_runs.push(reports);
     }
     if args.target.json {
@@ -274,9 +272,6 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         println!("report: {}", files.json.display());
         println!("chart:  {}", files.svg.display());
     }
-    Ok(if report.partial {
-        ExitCode::from(INTERRUPTED)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let code = if report.partial { INTERRUPTED } else { 0 };
+    Ok(ExitCode::from(code))
 }

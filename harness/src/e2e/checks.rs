@@ -90,9 +90,8 @@ impl Kit<'_> {
         opts.extra_env
             .retain(|(k, _)| k != "PATH" && k != "IAI_MCP_ADMIN_CLI");
         let cmd = WrapperCommand {
-            program: self.node.into(),
             args: vec![index.into()],
-            env: Vec::new(),
+            ..WrapperCommand::new(self.node)
         };
         let mut w = WrapperProcess::spawn(&cmd, &opts)?;
         w.initialize(PROTOCOL)?;
@@ -336,10 +335,8 @@ impl Kit<'_> {
         let reply = w.wait_response(&json!("race"), REPLY);
         let latency = sent.elapsed();
         real.wait_ready(super::daemon::READY_TIMEOUT)?;
-        Ok((
-            reply.map_or(RaceOutcome::Timeout, |r| classify(&r)),
-            latency,
-        ))
+        let outcome = reply.map_or(RaceOutcome::Timeout, |r| classify(&r));
+        Ok((outcome, latency))
     }
 
     /// A capture the daemon stored but whose reply was lost when it died:

@@ -96,15 +96,13 @@ impl RealDaemon {
         let mut search = OsString::from(py.bin());
         search.push(":");
         search.push(path);
+        let url = format!("http://127.0.0.1:{port}/embed");
         let env: Vec<(OsString, OsString)> = [
             ("HOME", home.clone().into_os_string()),
             ("IAI_MCP_STORE", store.clone().into_os_string()),
             ("IAI_DAEMON_SOCKET_PATH", socket.clone().into_os_string()),
             ("IAI_MCP_EMBED_PROVIDER", "http".into()),
-            (
-                "IAI_MCP_EMBED_URL",
-                format!("http://127.0.0.1:{port}/embed").into(),
-            ),
+            ("IAI_MCP_EMBED_URL", url.into()),
             ("IAI_MCP_EMBED_DIM", EMBED_DIM.to_string().into()),
             ("IAI_MCP_EMBED_MODEL_ID", EMBED_MODEL.into()),
             ("IAI_MCP_VERSION_CHECK", "0".into()),
@@ -149,11 +147,8 @@ impl RealDaemon {
 
     /// The end of the daemon's log.
     fn log_tail(&self) -> String {
-        last_lines(
-            &std::fs::read_to_string(&self.log).unwrap_or_default(),
-            15,
-            "\n",
-        )
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        last_lines(&log, 15, "\n")
     }
 
     /// The environment of a wrapper in this daemon's environment, for a

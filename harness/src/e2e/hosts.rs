@@ -104,20 +104,16 @@ impl Kit<'_> {
     fn host_env(&self, real: &RealDaemon, home: &Path) -> Vec<(OsString, OsString)> {
         let mut path = vec![self.py.bin()];
         path.extend(self.node.parent().map(Path::to_owned));
-        path.extend(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        ));
+        let inherited = std::env::var_os("PATH").unwrap_or_default();
+        path.extend(std::env::split_paths(&inherited));
         let mut env: Vec<(OsString, OsString)> = real
             .env()
             .iter()
             .filter(|(k, _)| k != "HOME" && k != "PATH")
             .cloned()
             .collect();
-        env.push(("HOME".into(), home.into()));
-        env.push((
-            "PATH".into(),
-            std::env::join_paths(path).unwrap_or_default(),
-        ));
+        let path = std::env::join_paths(path).unwrap_or_default();
+        env.extend([("HOME".into(), home.into()), ("PATH".into(), path)]);
         env
     }
 }

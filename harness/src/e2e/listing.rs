@@ -54,10 +54,8 @@ pub fn compare(ours: &[Value], theirs: &[Value]) -> Vec<String> {
                 required(theirs)
             ));
         }
-        let (ours_in, theirs_in) = (
-            properties(&ours["inputSchema"]),
-            properties(&theirs["inputSchema"]),
-        );
+        let ours_in = properties(&ours["inputSchema"]);
+        let theirs_in = properties(&theirs["inputSchema"]);
         let keys = |m: &Map<String, Value>| m.keys().cloned().collect::<Vec<_>>();
         if keys(&ours_in) != keys(&theirs_in) {
             diffs.push(format!(

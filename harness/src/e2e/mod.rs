@@ -5,11 +5,10 @@
 //! ([`daemon`]), and runs the [`checks`] through the real wrapper binary:
 //! the tool listing against 3.3.0's own ([`listing`]), `--check`, every
 //! tool through the SDK with its results validated, text outside ASCII
-//! read back as characters, daemon restarts and
-//! the V3-05 race, a capture whose reply is lost ([`proxy`]), the degraded
-//! answers, the auto-heal, and `install`/`uninstall` over what 3.3.0's own
-//! installer wrote ([`hosts`]). Each check is a [`Row`] of the
-//! [`E2eReport`] table.
+//! read back as characters, daemon restarts and the V3-05 race, a capture
+//! whose reply is lost ([`proxy`]), the degraded answers, the auto-heal,
+//! and `install`/`uninstall` over what 3.3.0's own installer wrote
+//! ([`hosts`]). Each check is a [`Row`] of the [`E2eReport`] table.
 
 pub mod checks;
 pub mod daemon;
@@ -90,13 +89,8 @@ impl Row {
         outcome: Result<T, HarnessError>,
         verdict: impl FnOnce(T) -> (bool, String),
     ) -> Self {
-        match outcome {
-            Ok(value) => {
-                let (ok, detail) = verdict(value);
-                Row::judged(check, ok, detail)
-            }
-            Err(e) => Row::judged(check, false, error_chain(&e)),
-        }
+        let (ok, detail) = outcome.map_or_else(|e| (false, error_chain(&e)), verdict);
+        Row::judged(check, ok, detail)
     }
 
     /// A reference figure.

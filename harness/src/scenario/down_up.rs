@@ -230,14 +230,9 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         env.push(("IAI_MCP_BACKOFF_MAX_MS", ms.to_string()));
     }
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
-    let socket_path = session.endpoint_label();
-    let logged = |session: &LiveSession| {
-        session
-            .wrapper
-            .stderr_text()
-            .matches(CONNECT_FAILED_LOG)
-            .count() as u64
-    };
+    let socket_path = session.daemon.endpoint().label();
+    let logged =
+        |s: &LiveSession| s.wrapper.stderr_text().matches(CONNECT_FAILED_LOG).count() as u64;
     let call_bound = cfg.connect_wait + cfg.call_grace;
 
     let before_down = logged(&session);

@@ -3,25 +3,20 @@
 //!
 //! A user runs one wrapper per assistant session, often ten or more, all on
 //! one daemon. The herd starts `wrappers` of them on one fake daemon, each
-//! making calls one after another, and then:
+//! making calls one after another; the daemon then closes every connection
+//! at once (`DROP`), and later stops listening for `down_for` (`DOWN`,
+//! `UP`). After each fault, once every wrapper has answered a call made
+//! after it began, the herd counts the daemon's connections. It reports
+//! every call answered exactly once, the time until the last wrapper
+//! recovered, the daemon's peak accept rate, and how the wrappers'
+//! reconnect attempts (their `daemon connect failed` log lines) were spread
+//! while the daemon was down.
 //!
-//! 1. **drop-all**: the daemon closes every connection at once (`DROP`);
-//! 2. **down-up**: the daemon stops listening (`DOWN`), stays down for
-//!    `down_for`, and comes back (`UP`).
-//!
-//! After each fault the herd waits until every wrapper has answered a call
-//! made after the fault began, then counts the daemon's connections. It
-//! reports every call answered exactly once, the time until the last
-//! wrapper recovered, the peak accept rate the daemon saw (its `ACCEPTS`
-//! times), and how the wrappers' reconnect attempts were spread while the
-//! daemon was down (the `daemon connect failed` lines of their logs, with
-//! their own timestamps).
-//!
-//! Every wrapper loses its connection at the same instant, so every
-//! wrapper's first attempt after the loss comes at once, by design (a
-//! restart usually rebinds at once). The spread is judged on the attempts
-//! after that first one: no more than `max_dial_fraction` of the wrappers
-//! may dial within any one `window`.
+//! Every wrapper loses its connection at the same instant, so the first
+//! attempts after the loss come at once, by design (a restart usually
+//! rebinds at once). The spread is judged on the later attempts: no more
+//! than `max_dial_fraction` of the wrappers may dial within any one
+//! `window`.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,6 +40,7 @@ use crate::bins::error_chain;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
+use crate::sync::lock;
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
 
 config! {
@@ -311,10 +307,7 @@ impl Progress {
     /// `began` to `ended` (see [`shows_recovery`]), at most until
     /// `deadline`.
     fn wait_all(&self, began: Instant, ended: Instant, deadline: Instant) {
-        let guard = self
-            .latest_ok
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let guard = lock(&self.latest_ok);
         let left = deadline.saturating_duration_since(Instant::now());
         let _ = self
             .changed
@@ -342,10 +335,7 @@ fn member(
         let outcome = CallOutcome::from_client(result);
         let answered = Instant::now();
         if outcome.is_ok() {
-            let mut latest = progress
-                .latest_ok
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut latest = lock(&progress.latest_ok);
             latest[index] = Some((sent, answered));
             progress.changed.notify_all();
         }

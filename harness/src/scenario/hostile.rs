@@ -144,10 +144,7 @@ pub fn expected_reply(line: &[u8], max_line_bytes: usize) -> Expect {
     }
 }
 
-/// The oracle for a line longer than the cap (see [`expected_reply`]): the
-/// value of the first key `"id"` of the top-level object, wherever it
-/// stands, if it is a string or number of fewer than
-/// [`MAX_OVERSIZED_ID_BYTES`] bytes.
+/// The oracle for a line longer than the cap (see [`expected_reply`]).
 fn oversized_expect(line: &[u8]) -> Expect {
     let start = line.len() - line.trim_ascii_start().len();
     if line.get(start) != Some(&b'{') {
@@ -645,7 +642,12 @@ fn run(
             if n == cfg.warmup_lines {
                 wait_outstanding(&mut session, &mut tally, 0, stall)
                     .map_err(|why| format!("after the warm-up: {why}"))?;
-                start = Some(quiet_sample(&mut session, &mut tally, pid));
+                // Messages arriving while the wrapper settles are booked.
+                let quiet = Duration::from_millis(100);
+                for message in collect_unsolicited(&mut session.wrapper, quiet) {
+                    tally.receive(&message);
+                }
+                start = Some(Footprint::sample(pid));
             }
             let expect = expected_reply(&line, cfg.max_line_bytes);
             let limit = in_flight - usize::from(matches!(expect, Expect::Exactly(_)));
@@ -701,15 +703,6 @@ fn wait_outstanding(
         }
     }
     Ok(())
-}
-
-/// Samples the wrapper's footprint once it has been idle for a moment
-/// (messages arriving meanwhile are booked).
-fn quiet_sample(session: &mut LiveSession, tally: &mut Tally, pid: u32) -> Footprint {
-    for message in collect_unsolicited(&mut session.wrapper, Duration::from_millis(100)) {
-        tally.receive(&message);
-    }
-    Footprint::sample(pid)
 }
 
 #[cfg(test)]

@@ -156,12 +156,6 @@ impl LiveSession {
         Ok(session)
     }
 
-    /// How this workspace's wrapper names the daemon's endpoint in its
-    /// messages (the socket path, or the TCP address).
-    pub(crate) fn endpoint_label(&self) -> String {
-        self.daemon.endpoint().label()
-    }
-
     /// Calls `tool` and waits up to `timeout`; returns how it ended and how
     /// long it took.
     pub(crate) fn call(

@@ -4,44 +4,32 @@
 //!
 //! The wrapper runs for days in front of a daemon that restarts, hangs and
 //! misbehaves; this scenario compresses that into a run of
-//! [`SoakConfig::duration`] and checks that nothing accumulates and nothing
-//! is lost:
+//! [`SoakConfig::duration`], with short wrapper timings so a fault costs
+//! milliseconds, and checks that nothing accumulates and nothing is lost:
 //!
-//! 1. start the fake daemon and the wrapper with short timings
-//!    (`IAI_MCP_CALL_TIMEOUT_MS`, `IAI_MCP_CONNECT_WAIT_MS`, backoff), so a
-//!    fault costs milliseconds, not minutes; `initialize`, a baseline call;
-//! 2. set the daemon's answer delay to [`SoakConfig::daemon_delay_ms`], so
-//!    calls are in flight at the daemon when a fault strikes; keep
-//!    [`SoakConfig::concurrency`] calls in flight, pipelined with ids of our
-//!    own: reads (`READS`) and, about one in [`SoakConfig::write_every`], a
-//!    `memory_capture` write, each tagged `soak-<n>` in its arguments where
-//!    one fits;
-//! 3. meanwhile, from a seeded schedule, one fault episode at a time
-//!    ([`FaultKind`]), each lasting one undone before the next; half of the
-//!    lasting episodes also see instant faults strike while they last;
-//! 4. every [`SoakConfig::herd_every`], a herd episode: the schedule is
-//!    paused, [`SoakConfig::herd_wrappers`] more wrappers join the daemon,
-//!    and it drops every connection, then goes down and up
-//!    ([`super::herd`]); every herd call must be answered once and every
-//!    herd wrapper must recover;
-//! 5. after [`SoakConfig::warmup`], a checkpoint: faults paused, calls in
-//!    flight answered, a probe call succeeds, then the wrapper's open file
-//!    descriptors and `VmRSS` are sampled; the run goes on;
-//! 6. at the end the same checkpoint (after the answers still owed, at most
-//!    [`SoakConfig::drain_timeout`], and [`SoakConfig::settle`] of watching
-//!    for late duplicates), then the daemon's `LOG`: every request it
-//!    received, by tag, so a write received twice is seen.
+//! - [`SoakConfig::concurrency`] calls stay in flight, each held at the
+//!   daemon for [`SoakConfig::daemon_delay_ms`] so faults catch calls in
+//!   flight: reads and, about one in [`SoakConfig::write_every`], a
+//!   `memory_capture` write, each tagged `soak-<n>` where one fits;
+//! - one fault episode at a time ([`FaultKind`]), from a seeded schedule;
+//!   half of the lasting ones also see instant faults strike meanwhile;
+//! - every [`SoakConfig::herd_every`], a herd episode ([`super::herd`]):
+//!   [`SoakConfig::herd_wrappers`] more wrappers join, and the daemon drops
+//!   every connection, then goes down and up;
+//! - after [`SoakConfig::warmup`] and at the end, a checkpoint: faults
+//!   paused, calls answered, a probe call succeeds, then the wrapper's
+//!   descriptors and `VmRSS` are sampled; at the end, the daemon's `LOG`
+//!   shows every request it received, by tag, so a write received twice is
+//!   seen.
 //!
-//! The run passes when no call is lost (unanswered at the end) or answered
-//! twice, no reply names an id never sent, no write reached the daemon
-//! twice, the descriptors and memory stayed flat, stdout carried only
-//! JSON-RPC, and the wrapper is alive. How calls ended (ok,
-//! `daemon_unreachable`, `daemon_timeout`, `parse_error`, other) is
-//! reported, not judged: faults make calls fail by design.
+//! The run passes when no call is lost or answered twice, no reply names an
+//! id never sent, no write reached the daemon twice, descriptors and memory
+//! stayed flat, stdout carried only JSON-RPC, and the wrapper is alive. How
+//! calls ended is reported, not judged: faults make calls fail by design.
 //!
-//! The seed fixes the fault sequence and the call mix; the timing of each
-//! episode relative to the calls depends on the machine, so a replay with
-//! the same seed exercises the same faults, not the same interleaving.
+//! The seed fixes the fault sequence and the call mix, not their timing
+//! relative to each other: a replay exercises the same faults, not the same
+//! interleaving.
 
 mod faults;
 
@@ -62,8 +50,7 @@ use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
 use crate::error::HarnessError;
 use crate::footprint::{Footprint, growth};
-use crate::format::{format_growth, format_kib};
-use crate::format::{format_ms, serialize_ms};
+use crate::format::{format_growth, format_kib, format_ms, serialize_ms};
 use crate::random::Rng;
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
@@ -434,16 +421,11 @@ fn scan_log(log: &str, calls: usize) -> (Vec<u32>, u64) {
     for n in tag_numbers(log, TAG_PREFIX, 9).filter(|&n| n < calls) {
         received[n] += 1;
     }
-    let dropped = log
-        .rfind("\"dropped\":")
-        .and_then(|at| {
-            let digits: String = log[at + "\"dropped\":".len()..]
-                .chars()
-                .take_while(char::is_ascii_digit)
-                .collect();
-            digits.parse().ok()
-        })
-        .unwrap_or(0);
+    let dropped = log.rfind("\"dropped\":").map_or(0, |at| {
+        let digits = &log[at + "\"dropped\":".len()..];
+        let end = digits.find(|c: char| !c.is_ascii_digit());
+        digits[..end.unwrap_or(digits.len())].parse().unwrap_or(0)
+    });
     (received, dropped)
 }
 

@@ -244,11 +244,8 @@ fn call_for(n: usize, write_every: u32) -> (&'static str, Value, bool) {
         } else {
             let id = format!("00000000-0000-4000-8000-{n:012}");
             let fact = format!("{tag} contradicts the earlier record");
-            (
-                "memory_contradict",
-                json!({"id": id, "new_fact": fact}),
-                true,
-            )
+            let arguments = json!({"id": id, "new_fact": fact});
+            ("memory_contradict", arguments, true)
         }
     } else {
         let (tool, field) = READ_TOOLS[n % READ_TOOLS.len()];

@@ -96,11 +96,6 @@ struct Active {
 }
 
 /// The fault schedule: what comes next and when, and what was done.
-///
-/// Episodes follow each other with a random gap; a lasting one (`DELAY`,
-/// `HANG`, `SLICE`, `DOWN`) is held for a random time and then undone, and
-/// half of them see instant faults (`DROP`, `GARBAGE`, `CUT`, `STRAY`,
-/// `DUPLICATE`) strike while they last.
 #[derive(Debug)]
 pub(crate) struct Schedule {
     rng: Rng,
@@ -150,10 +145,10 @@ impl Schedule {
     }
 
     fn millis(&mut self, lo: Duration, hi: Duration) -> Duration {
-        Duration::from_millis(
-            self.rng
-                .between(lo.as_millis() as u64, hi.as_millis() as u64),
-        )
+        let ms = self
+            .rng
+            .between(lo.as_millis() as u64, hi.as_millis() as u64);
+        Duration::from_millis(ms)
     }
 
     /// Acts if it is time: undoes the lasting fault in force, strikes an
