@@ -15,13 +15,13 @@ fn a_tiny_bench_fills_every_figure() {
         bins::fake_daemon_bin(),
         out.path(),
     );
-    config.calls = 200;
-    config.warmup_calls = 20;
-    config.pipelined_calls = 200;
-    config.depths = vec![1, 8];
-    config.rounds = 2;
-    config.cold_starts = 2;
-    config.recoveries = 2;
+    config.amounts.calls = 200;
+    config.amounts.warmup_calls = 20;
+    config.amounts.pipelined_calls = 200;
+    config.amounts.depths = vec![1, 8];
+    config.amounts.rounds = 2;
+    config.amounts.cold_starts = 2;
+    config.amounts.recoveries = 2;
     // A compared subject that cannot start: recorded, not fatal.
     config.compare = vec![(
         "missing".to_owned(),

@@ -35,8 +35,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use crate::footprint::CpuShare;
 pub use report::{
-    BenchReport, ColdStartStats, HostInfo, RecoveryStats, SequentialStats, Settings, SubjectKind,
-    SubjectReport, Target, TargetRow, ThroughputStats, Verdict,
+    Amounts, BenchReport, ColdStartStats, HostInfo, RecoveryStats, SequentialStats, Settings,
+    SubjectKind, SubjectReport, Target, TargetRow, ThroughputStats, Verdict,
 };
 pub use stats::Summary;
 
@@ -68,23 +68,8 @@ pub struct BenchConfig {
     /// More wrappers to measure the same way, as (name, command), for
     /// example `("node", node /path/dist/index.js)`.
     pub compare: Vec<(String, WrapperCommand)>,
-    /// Sequential calls measured per subject.
-    pub calls: usize,
-    /// Calls made before each measurement (sequential, and at each depth),
-    /// so connections, allocators and caches are warm.
-    pub warmup_calls: usize,
-    /// Calls measured at each depth.
-    pub pipelined_calls: usize,
-    /// Pipelining depths (calls in flight); each must be at least 1.
-    pub depths: Vec<usize>,
-    /// Slices the sequential and pipelined phases are cut into; each round
-    /// runs one slice of every subject in turn, so drift in the machine's
-    /// load affects all subjects alike (1 measures each subject in one go).
-    pub rounds: usize,
-    /// Cold starts per wrapper (0 skips them).
-    pub cold_starts: usize,
-    /// Recovery attempts per wrapper (0 skips them).
-    pub recoveries: usize,
+    /// What to measure, and how often.
+    pub amounts: Amounts,
     /// Longest wait for any response (by default longer than the wrapper's
     /// 10 s connect wait); a subject silent for longer is stopped and the
     /// phase reported as failed.
@@ -106,13 +91,15 @@ impl BenchConfig {
             wrapper,
             fake_daemon_bin: fake_daemon_bin.into(),
             compare: Vec::new(),
-            calls: DEFAULT_CALLS,
-            warmup_calls: 500,
-            pipelined_calls: 20_000,
-            depths: vec![1, 8, 64],
-            rounds: 5,
-            cold_starts: DEFAULT_COLD_STARTS,
-            recoveries: DEFAULT_RECOVERIES,
+            amounts: Amounts {
+                calls: DEFAULT_CALLS,
+                warmup_calls: 500,
+                pipelined_calls: 20_000,
+                depths: vec![1, 8, 64],
+                rounds: 5,
+                cold_starts: DEFAULT_COLD_STARTS,
+                recoveries: DEFAULT_RECOVERIES,
+            },
             response_timeout: Duration::from_secs(30),
             out_dir: out_dir.into(),
             progress: false,
@@ -137,16 +124,16 @@ impl BenchConfig {
     /// Checks the numbers and names before anything is started.
     pub fn validate(&self) -> Result<(), HarnessError> {
         let invalid = |why: String| Err(HarnessError::Scenario(format!("bench settings: {why}")));
-        if self.calls == 0 {
+        if self.amounts.calls == 0 {
             return invalid("calls must be at least 1".to_owned());
         }
-        if self.depths.contains(&0) {
+        if self.amounts.depths.contains(&0) {
             return invalid("every depth must be at least 1".to_owned());
         }
-        if !self.depths.is_empty() && self.pipelined_calls == 0 {
+        if !self.amounts.depths.is_empty() && self.amounts.pipelined_calls == 0 {
             return invalid("pipelined_calls must be at least 1".to_owned());
         }
-        if self.rounds == 0 {
+        if self.amounts.rounds == 0 {
             return invalid("rounds must be at least 1".to_owned());
         }
         if self.response_timeout.is_zero() {
@@ -168,13 +155,7 @@ impl BenchConfig {
     /// The settings as recorded in the report.
     fn settings(&self) -> Settings {
         Settings {
-            calls: self.calls,
-            warmup_calls: self.warmup_calls,
-            pipelined_calls: self.pipelined_calls,
-            depths: self.depths.clone(),
-            rounds: self.rounds,
-            cold_starts: self.cold_starts,
-            recoveries: self.recoveries,
+            amounts: self.amounts.clone(),
             response_timeout_ms: u64::try_from(self.response_timeout.as_millis())
                 .unwrap_or(u64::MAX),
             fake_daemon: self.fake_daemon_bin.display().to_string(),
@@ -236,8 +217,8 @@ mod tests {
         let base = BenchConfig::new(WrapperCommand::new("w"), "d", "out");
         assert!(base.validate().is_ok());
         let breakages: [fn(&mut BenchConfig); 4] = [
-            |c| c.depths = vec![1, 0],
-            |c| c.calls = 0,
+            |c| c.amounts.depths = vec![1, 0],
+            |c| c.amounts.calls = 0,
             |c| c.compare = vec![("wrapper".into(), WrapperCommand::new("x"))],
             |c| c.compare = vec![("a".into(), WrapperCommand::new("x")); 2],
         ];

@@ -83,24 +83,35 @@ impl HostInfo {
     }
 }
 
-/// The parameters of a run, as recorded in the report.
+/// How much a run measures: asked for in
+/// [`BenchConfig`](super::BenchConfig), recorded as run in [`Settings`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Settings {
+pub struct Amounts {
     /// Sequential calls measured per subject.
     pub calls: usize,
-    /// Calls made before measuring (sequential, and at each depth).
+    /// Calls made before each measurement (sequential, and at each depth),
+    /// so connections, allocators and caches are warm.
     pub warmup_calls: usize,
     /// Calls measured at each depth.
     pub pipelined_calls: usize,
-    /// Calls in flight for the pipelined runs.
+    /// Pipelining depths (calls in flight); each must be at least 1.
     pub depths: Vec<usize>,
-    /// Interleaved rounds the sequential and pipelined phases were cut
-    /// into.
+    /// Slices the sequential and pipelined phases are cut into; each round
+    /// runs one slice of every subject in turn, so drift in the machine's
+    /// load affects all subjects alike (1 measures each subject in one go).
     pub rounds: usize,
-    /// Cold starts per wrapper.
+    /// Cold starts per wrapper (0 skips them).
     pub cold_starts: usize,
-    /// Recovery attempts per wrapper.
+    /// Recovery attempts per wrapper (0 skips them).
     pub recoveries: usize,
+}
+
+/// The parameters of a run, as recorded in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Settings {
+    /// What was measured, and how often.
+    #[serde(flatten)]
+    pub amounts: Amounts,
     /// The longest the bench waited for any response.
     pub response_timeout_ms: u64,
     /// The fake daemon binary.
@@ -494,20 +505,20 @@ impl BenchReport {
     /// went wrong.
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
-        let s = &self.settings;
+        let (s, n) = (&self.settings, &self.settings.amounts);
         let _ = writeln!(out, "## Wrapper benchmark\n");
         let _ = writeln!(
             out,
             "{} sequential `tools/call {}` per subject after {} warm-up calls; {} pipelined calls per depth; \
              both in {} interleaved rounds; {} cold starts; {} recoveries. Host: {} {}, {} CPUs. \
              Ratios in parentheses are subject / floor (the same client talking NDJSON straight to the fake daemon).\n",
-            s.calls,
+            n.calls,
             s.tool,
-            s.warmup_calls,
-            s.pipelined_calls,
-            s.rounds,
-            s.cold_starts,
-            s.recoveries,
+            n.warmup_calls,
+            n.pipelined_calls,
+            n.rounds,
+            n.cold_starts,
+            n.recoveries,
             self.host.os,
             self.host.arch,
             self.host.cpus,
@@ -900,13 +911,15 @@ mod tests {
         node.errors.push("pipelined: stream closed".to_owned());
 
         let settings = Settings {
-            calls: 10,
-            warmup_calls: 5,
-            pipelined_calls: 1000,
-            depths: vec![1, 64],
-            rounds: 1,
-            cold_starts: 2,
-            recoveries: 2,
+            amounts: Amounts {
+                calls: 10,
+                warmup_calls: 5,
+                pipelined_calls: 1000,
+                depths: vec![1, 64],
+                rounds: 1,
+                cold_starts: 2,
+                recoveries: 2,
+            },
             response_timeout_ms: 30_000,
             fake_daemon: "fake-daemon".to_owned(),
             protocol_version: "2025-06-18".to_owned(),

@@ -66,37 +66,47 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
     }
     let mut bench = Bench { config, subjects };
     let name = "sequential calls";
-    bench.interleaved(name, config.calls, sequential, |report, mut run, cpu| {
-        report.sequential = Some(SequentialStats {
-            calls: run.calls,
-            failures: run.failures,
-            latency: Summary::from_samples(&mut run.samples),
-            cpu: cpu.share(),
-            work: cpu.per_call(run.calls),
-        });
-    })?;
-    for &depth in &config.depths {
+    bench.interleaved(
+        name,
+        config.amounts.calls,
+        sequential,
+        |report, mut run, cpu| {
+            report.sequential = Some(SequentialStats {
+                calls: run.calls,
+                failures: run.failures,
+                latency: Summary::from_samples(&mut run.samples),
+                cpu: cpu.share(),
+                work: cpu.per_call(run.calls),
+            });
+        },
+    )?;
+    for &depth in &config.amounts.depths {
         let name = format!("pipelined calls, {depth} in flight");
         let run = |io: &mut Channel, template: &RequestTemplate, calls| {
             pipelined(io, template, calls, depth)
         };
-        bench.interleaved(&name, config.pipelined_calls, run, |report, run, cpu| {
-            let seconds = run.elapsed.as_secs_f64();
-            report.pipelined.push(ThroughputStats {
-                depth,
-                calls: run.calls,
-                failures: run.failures,
-                stray: run.stray,
-                elapsed_ns: nanos(run.elapsed),
-                calls_per_sec: if seconds > 0.0 {
-                    run.calls as f64 / seconds
-                } else {
-                    0.0
-                },
-                cpu: cpu.share(),
-                work: cpu.per_call(run.calls),
-            });
-        })?;
+        bench.interleaved(
+            &name,
+            config.amounts.pipelined_calls,
+            run,
+            |report, run, cpu| {
+                let seconds = run.elapsed.as_secs_f64();
+                report.pipelined.push(ThroughputStats {
+                    depth,
+                    calls: run.calls,
+                    failures: run.failures,
+                    stray: run.stray,
+                    elapsed_ns: nanos(run.elapsed),
+                    calls_per_sec: if seconds > 0.0 {
+                        run.calls as f64 / seconds
+                    } else {
+                        0.0
+                    },
+                    cpu: cpu.share(),
+                    work: cpu.per_call(run.calls),
+                });
+            },
+        )?;
     }
     for subject in bench.live_wrappers() {
         subject.report.peak_rss_kib = subject.child.as_ref().and_then(|c| peak_rss_kib(c.pid()));
@@ -120,7 +130,7 @@ fn slice(total: usize, rounds: usize, round: usize) -> usize {
 /// Cold starts, round-robin over the wrappers so slow drift affects them
 /// alike.
 fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCommand)]) {
-    let count = config.cold_starts;
+    let count = config.amounts.cold_starts;
     if count == 0 {
         return;
     }
@@ -238,7 +248,7 @@ impl Subject {
                 initialize(io, &initialize_template())?;
             }
             wait_ready(io, template, READY_WITHIN)?;
-            sequential(io, template, config.warmup_calls).map(drop)
+            sequential(io, template, config.amounts.warmup_calls).map(drop)
         })
     }
 
@@ -295,8 +305,8 @@ impl Bench<'_> {
         book: impl Fn(&mut SubjectReport, Run, &CpuUsage),
     ) -> Result<(), HarnessError> {
         let config = self.config;
-        let rounds = config.rounds.max(1);
-        let warmup = config.warmup_calls / rounds;
+        let rounds = config.amounts.rounds.max(1);
+        let warmup = config.amounts.warmup_calls / rounds;
         let mut totals = vec![(Run::default(), CpuUsage::default()); self.subjects.len()];
         for round in 0..rounds {
             let calls = slice(total, rounds, round);
@@ -342,12 +352,12 @@ impl Bench<'_> {
     /// floor here).
     fn recoveries(&mut self) {
         let config = self.config;
-        if config.recoveries == 0 {
+        if config.amounts.recoveries == 0 {
             return;
         }
         for subject in self.live_wrappers() {
             let name = &subject.report.name;
-            let count = config.recoveries;
+            let count = config.amounts.recoveries;
             progress(config, &format!("{name}: {count} recoveries from DROP"));
             let (Some(session), Some(daemon)) = (&mut subject.session, &subject.daemon) else {
                 continue;

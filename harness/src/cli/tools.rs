@@ -46,9 +46,9 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         bins::try_fake_daemon_bin()?,
         bins::target_dir().join("bench"),
     );
-    config.calls = args.calls;
-    config.cold_starts = args.cold_starts;
-    config.recoveries = args.recoveries;
+    config.amounts.calls = args.calls;
+    config.amounts.cold_starts = args.cold_starts;
+    config.amounts.recoveries = args.recoveries;
     config.progress = true;
     for compare in &args.compare {
         config.compare.push(BenchConfig::parse_compare(compare)?);
