@@ -134,15 +134,19 @@ pub fn locate(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
     // Holding the lock across a build makes concurrent tests wait for the one
     // build instead of starting their own.
     let mut cache = lock(CACHE.get_or_init(Default::default));
-    let found = cache
-        .entry(*bin)
-        .or_insert_with(|| locate_uncached(bin).map_err(|e| error_chain(&e)));
+    if let Some(cached) = cache.get(bin) {
+        // A failure is told in full the first time, then by name.
+        return cached
+            .clone()
+            .map_err(|detail| HarnessError::BinaryNotFound {
+                bin: bin.bin.to_owned(),
+                detail,
+            });
+    }
+    let found = locate_uncached(bin);
+    let kept = found.as_ref().map(Clone::clone).map_err(|e| error_chain(e));
+    cache.insert(*bin, kept);
     found
-        .clone()
-        .map_err(|detail| HarnessError::BinaryNotFound {
-            bin: bin.bin.to_owned(),
-            detail,
-        })
 }
 
 fn locate_uncached(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {

@@ -192,6 +192,11 @@ fn cli_sweep_prints_a_table_and_writes_the_documented_json_and_svg() {
     assert_eq!(order, expected, "points are in grid order");
 
     let doc = roxmltree::Document::parse(&svg).expect("sweep.svg is well-formed XML");
+    assert!(
+        doc.root_element()
+            .has_tag_name(("http://www.w3.org/2000/svg", "svg")),
+        "the root is an SVG element"
+    );
     let with_class = |class: &str| {
         doc.descendants()
             .filter(|n| n.attribute("class") == Some(class))

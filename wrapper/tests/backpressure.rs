@@ -30,8 +30,10 @@ fn a_socket_full_both_ways_still_answers_every_call() {
     let (go, start) = mpsc::channel::<()>();
     let daemon = thread::spawn(move || {
         let (mut stream, _) = listener.accept().expect("accept");
-        // The backlog builds up while nothing is read.
-        let _ = start.recv();
+        // The backlog builds up while nothing is read (a wrapper that
+        // stopped taking input before it was all sent would hold the test's
+        // writes: the bound keeps that a failure rather than a hang).
+        let _ = start.recv_timeout(REPLY);
         let mut replies = stream.try_clone().expect("clone");
         let pad = "y".repeat(5_000);
         let (mut answered, mut pending, mut chunk) = (0, Vec::new(), vec![0u8; 64 * 1024]);

@@ -178,6 +178,16 @@ impl Kit<'_> {
             match serde_json::from_str(line) {
                 Ok(SdkLine::Summary { tools }) => return Ok((calls, tools)),
                 Ok(SdkLine::Call(call)) => calls.push(call),
+                // JSON of another shape is a call that cannot be read: failed.
+                Err(e) if serde_json::from_str::<Value>(line).is_ok() => calls.push(SdkCall {
+                    case: "unreadable line".to_owned(),
+                    tool: "?".to_owned(),
+                    ok: false,
+                    error: Some(format!("{e}: {line}")),
+                    source: None,
+                    text: None,
+                    ms: 0.0,
+                }),
                 Err(_) => {}
             }
         }

@@ -116,8 +116,9 @@ impl Backoff {
     /// the wrappers of many sessions so that they do not dial a restarting
     /// daemon in lockstep: the delay is drawn from `[step / 2, 3 step / 2)`,
     /// which keeps the mean at the step and spreads a herd that lost its
-    /// daemon at one instant over a whole step. The cap bounds the draw
-    /// (`[step / 2, cap)` near it), so no pause is longer than the cap.
+    /// daemon at one instant over a whole step. Near the cap the draw stops
+    /// at it (`[step / 2, cap)`: a mean of three quarters of the cap at
+    /// most, a spread of half a step), so no pause is longer than the cap.
     pub fn delay(&self, failures: u32, jitter: f64) -> Duration {
         let exp = failures.saturating_sub(1).min(31);
         let step = self

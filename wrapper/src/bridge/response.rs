@@ -23,8 +23,10 @@ use super::error::BridgeError;
 /// a number with an exponent is written anew from a tree, as a serialiser
 /// writes it: the text content the model reads then shows characters, not
 /// escapes, and what a strict client refuses (a lone surrogate, a number
-/// beyond the range of a double) becomes an error here instead. Members
-/// given twice in one object are passed on as written.
+/// with an exponent beyond the range of a double) becomes an error here
+/// instead. Otherwise the daemon's text is kept, including members given
+/// twice in one object and integers too long for 64 bits (a tree would
+/// keep the last member, and turn such integers into doubles).
 #[derive(Debug, Clone)]
 pub struct DaemonResult(String);
 

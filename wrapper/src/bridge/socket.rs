@@ -69,10 +69,8 @@ impl Writer {
         }
         match (&self.file).write(bytes) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if self.waiter.is_none() {
-                    let fd = self.file.as_fd().try_clone_to_owned()?;
-                    self.waiter = Some(pipe::Sender::from_owned_fd_unchecked(fd)?);
-                }
+                let fd = self.file.as_fd().try_clone_to_owned()?;
+                self.waiter = Some(pipe::Sender::from_owned_fd_unchecked(fd)?);
                 Err(e)
             }
             other => other,
