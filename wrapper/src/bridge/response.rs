@@ -3,9 +3,9 @@
 //!
 //! Only `id`, `result` and `error` are looked at; the result is not parsed
 //! into a tree (it is passed on to the client as compact JSON text, see
-//! [`DaemonResult`]), and any other member is skipped without allocating. A line that is not an ordinary
-//! response object (not an object, members given twice, not JSON) is
-//! judged by a full parse instead, so unusual input is treated exactly as
+//! [`DaemonResult`]), and any other member is skipped without allocating.
+//! A line that is not an ordinary response object (not an object, members
+//! given twice, not JSON) is judged by a full parse instead, so unusual input is treated exactly as
 //! a `Value` would have it (the last of repeated members wins).
 
 use serde::{Deserialize, Deserializer};
@@ -48,7 +48,7 @@ impl DaemonResult {
             // The daemon's own text, not copied.
             Text::Compact => Ok(Self(Box::<str>::from(raw).into_string())),
             Text::Spaced(compact) => Ok(Self(compact)),
-            Text::Escaped => Self::rewritten(raw.get()),
+            Text::NeedsTree => Self::rewritten(raw.get()),
         }
     }
 
@@ -72,18 +72,18 @@ enum Text {
     Spaced(String),
     /// A tree (see [`DaemonResult`]): it holds a `\uXXXX` escape or a
     /// number with an exponent.
-    Escaped,
+    NeedsTree,
 }
 
 /// Reads `json` (valid JSON text) for what it needs.
 fn read(json: &str) -> Text {
     let mut compact: Option<String> = None;
-    let (mut start, mut in_string, mut escaped, mut previous) = (0, false, false, 0);
+    let (mut start, mut in_string, mut escaped, mut previous) = (0, false, false, 0u8);
     for (i, b) in json.bytes().enumerate() {
         if in_string {
             if escaped {
                 if b == b'u' {
-                    return Text::Escaped;
+                    return Text::NeedsTree;
                 }
                 escaped = false;
             } else if b == b'\\' {
@@ -94,7 +94,7 @@ fn read(json: &str) -> Text {
         } else {
             match b {
                 b'"' => in_string = true,
-                b'e' | b'E' if u8::is_ascii_digit(&previous) => return Text::Escaped,
+                b'e' | b'E' if previous.is_ascii_digit() => return Text::NeedsTree,
                 // ASCII bytes: slicing next to them stays on char boundaries.
                 b' ' | b'\t' | b'\n' | b'\r' => {
                     let out = compact.get_or_insert_with(|| String::with_capacity(json.len()));

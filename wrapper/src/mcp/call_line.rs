@@ -5,8 +5,8 @@
 //! tool name, the arguments object and `_meta`; `jsonrpc`, `method` and
 //! `name` are borrowed from the line. Anything this reader is not sure of
 //! (another method, a string with escapes, members given twice, any other
-//! member, a modern-era `_meta`, an unknown tool, params or arguments that are not an
-//! object) makes it step aside, and the dispatcher judges the line by the
+//! member, a modern-era `_meta`, an unknown tool, params or arguments that
+//! are not an object) makes it step aside, and the dispatcher judges the line by the
 //! full rules, so no answer differs from theirs. Every value it keeps is
 //! read in place, never skipped, so nesting counts against serde_json's
 //! depth limit exactly as in a tree of the whole line.

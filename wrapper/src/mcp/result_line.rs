@@ -4,8 +4,8 @@
 //! The result is both the text content (as JSON text) and the
 //! `structuredContent` of the MCP result. Neither needs a tree: the text is
 //! the result's compact JSON (as the bridge keeps it), escaped once as a
-//! JSON string, and the same text is the structured content (wrapped as `{"value": ...}` when it is
-//! not an object). The members come in the order the tree-built response
+//! JSON string, and the same text is the structured content (wrapped as
+//! `{"value": ...}` when it is not an object). The members come in the order the tree-built response
 //! had: `jsonrpc`, `id`, `result`; `content`, `structuredContent`, then the
 //! modern era's `resultType` and `_meta`.
 
