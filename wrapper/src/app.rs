@@ -6,11 +6,12 @@ use std::time::Duration;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::bridge::{self, Bridge, DriverConfig};
+use crate::bridge::{self, Bridge, DriverConfig, LinkStatus};
 use crate::call::Caller;
 use crate::config::Config;
 use crate::degraded::Degraded;
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, wake, warmup};
+use crate::logging::event;
 use crate::mcp::server::{self, ServerConfig, StopReason};
 use crate::stdio;
 
@@ -53,9 +54,10 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
         pid,
         session,
     ));
-    let healer = config.doctor.enabled.then(|| {
+    let doctor_config = config.doctor.clone().located(&config.installation);
+    let healer = doctor_config.enabled.then(|| {
         tokio::spawn(doctor::heal_when_down(
-            config.doctor.clone(),
+            doctor_config.clone(),
             config.state_dir.clone(),
             config.endpoint.clone(),
             bridge.status(),
@@ -65,7 +67,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
         bridge.clone(),
         config.endpoint.clone(),
         session,
-        &config.doctor,
+        &doctor_config,
     );
 
     // The loop runs as a task of its own rather than as the runtime's root
@@ -75,7 +77,10 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     let serving = tokio::spawn(server::serve(
         stdio::input(),
         stdio::output(),
-        Caller::new(bridge.clone(), Degraded::new(config.degraded.clone())),
+        Caller::new(
+            bridge.clone(),
+            Degraded::new(config.degraded.clone(), &config.installation),
+        ),
         trigger,
         ServerConfig {
             max_line_bytes: config.max_line_bytes,
@@ -89,7 +94,11 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
         // Only a runtime shutting down cancels it, and this awaits it.
         Err(_) => StopReason::Signal,
     };
-    tracing::info!(?reason, "shutting down");
+    tracing::info!(
+        event = event::SHUTTING_DOWN,
+        reason = reason.as_str(),
+        "shutting down"
+    );
 
     refresher.abort();
     waker.abort();
@@ -105,7 +114,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
 /// If the very first connect attempt (the boot probe) fails, ask the daemon
 /// to start, once.
 async fn wake_when_unreachable(
-    mut status: watch::Receiver<bridge::LinkStatus>,
+    mut status: watch::Receiver<LinkStatus>,
     state_dir: std::path::PathBuf,
     pid: u32,
     session: Uuid,

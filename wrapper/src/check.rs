@@ -59,7 +59,7 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
         Probe::Silent(why) => ("FAIL", format!("accepts connections but {why}"), false),
         Probe::Unreachable(why) => ("FAIL", format!("not reachable: {why}"), false),
     };
-    writeln!(out, "iai-mcp-wrapper {}", env!("CARGO_PKG_VERSION"))?;
+    writeln!(out, "{}", protocol::description())?;
     writeln!(out, "[{mark}] daemon at {}: {detail}", config.endpoint)?;
     if !ok {
         writeln!(out, "       {}", config.endpoint.hint())?;
@@ -88,11 +88,15 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
     )?;
     let d = &config.degraded;
     if d.enabled {
+        let found = |program: &std::ffi::OsStr| match config.installation.locate(program) {
+            Some(path) => path.display().to_string(),
+            None => format!("{} (not found)", program.to_string_lossy()),
+        };
         writeln!(
             out,
-            "degraded mode: on; cli {:?}, admin cli {:?}, bank-recall {}, limit {:?} per command",
-            d.cli,
-            d.admin_cli,
+            "degraded mode: on; cli {}, admin cli {}, bank-recall {}, limit {:?} per command",
+            found(&d.cli),
+            found(&d.admin_cli),
             if d.bank_fallback { "on" } else { "off" },
             d.limit
         )?;
@@ -107,7 +111,15 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
             value.to_string_lossy()
         )?;
     }
-    let dr = &config.doctor;
+    let dirs: Vec<String> = config
+        .installation
+        .dirs()
+        .iter()
+        .map(|dir| dir.display().to_string())
+        .chain(std::iter::once("PATH".to_owned()))
+        .collect();
+    writeln!(out, "CLIs looked for in: {}", dirs.join(", "))?;
+    let dr = &config.doctor.clone().located(&config.installation);
     if dr.enabled {
         writeln!(
             out,
@@ -121,7 +133,7 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
     } else {
         writeln!(out, "doctor: off")?;
     }
-    let cli = Degraded::new(config.degraded.clone());
+    let cli = Degraded::new(config.degraded.clone(), &config.installation);
     if d.enabled && !cli.serves("memory_recall") {
         writeln!(
             out,

@@ -11,6 +11,11 @@ use bytes::{Buf, Bytes, BytesMut};
 use serde_json::Value;
 use tokio_util::codec::Decoder;
 
+/// Default longest accepted line, on stdin and from the daemon: far above
+/// any real tool call (a 384-float embedding is about 8 KiB) while keeping a
+/// hostile peer from making the wrapper buffer without bound.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+
 /// Longest id value (in bytes of JSON text) recovered from an oversized
 /// line; longer ones are given up on.
 const MAX_ID_BYTES: usize = 256;

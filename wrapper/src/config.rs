@@ -1,47 +1,122 @@
 //! Command line and environment: every setting is a flag that can also come
 //! from an environment variable (the flag wins), validated before anything
 //! else happens.
+//!
+//! Each default is declared once, as a constant beside what it configures
+//! (the bridge's timings in [`crate::bridge::policy`], the line cap in
+//! [`crate::codec`], ...), and the flags below name those constants. An
+//! empty value, which host configurations often hold, means the default.
+//! [`Args::resolve`] turns the flags into a [`Config`] or a typed
+//! [`ConfigError`] without touching the file system; finding the CLIs on
+//! disk is a step of its own ([`Installation::locate`]).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fmt::Display;
-use std::path::PathBuf;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
 use clap::Parser;
+use clap::builder::TypedValueParser;
+use clap::error::ErrorKind;
 use thiserror::Error;
 
-use crate::bridge::{Backoff, BridgeMode, Policy, PolicyError, Timings};
-use crate::degraded::DegradedConfig;
+use crate::bridge::{Backoff, BridgeMode, Policy, PolicyError, Timings, policy};
+use crate::codec::DEFAULT_MAX_LINE_BYTES;
+use crate::degraded::{self, DegradedConfig};
 use crate::install::hosts::Host;
-use crate::lifecycle::doctor::DoctorConfig;
+use crate::lifecycle::doctor::{self, DoctorConfig};
+use crate::lifecycle::heartbeat;
+use crate::logging::LogFormat;
+use crate::mcp::server::DEFAULT_SHUTDOWN_GRACE;
+use crate::programs::Installation;
 use crate::transport::{Endpoint, EndpointError, EndpointSettings};
 
-/// Default longest accepted line, on stdin and from the daemon: far above
-/// any real tool call (a 384-float embedding is about 8 KiB) while keeping a
-/// hostile peer from making the wrapper buffer without bound.
-pub const DEFAULT_MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+/// Parses a setting's value; an empty value means the default the flag
+/// declares (hosts often write a variable as `""` rather than leave it
+/// out), anything else is parsed strictly.
+#[derive(Debug)]
+pub struct EmptyIsDefault<T>(PhantomData<fn() -> T>);
 
-/// A value parser that treats an empty value (typically an environment
-/// variable set to nothing in a client configuration) as the default, and
-/// parses anything else strictly.
-fn or_default<T>(default: T) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+impl<T> EmptyIsDefault<T> {
+    /// The parser for settings of type `T`.
+    pub fn new() -> Self {
+        EmptyIsDefault(PhantomData)
+    }
+}
+
+impl<T> Default for EmptyIsDefault<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for EmptyIsDefault<T> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<T> TypedValueParser for EmptyIsDefault<T>
 where
-    T: FromStr + Copy + Send + Sync + 'static,
+    T: FromStr + Clone + Send + Sync + 'static,
     T::Err: Display,
 {
-    move |s: &str| {
-        if s.is_empty() {
-            Ok(default)
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let name = arg.map_or_else(|| "the setting".to_owned(), |a| format!("--{}", a.get_id()));
+        let Some(text) = value.to_str() else {
+            return Err(clap::Error::raw(
+                ErrorKind::InvalidUtf8,
+                format!("the value of {name} is not UTF-8\n"),
+            )
+            .with_cmd(cmd));
+        };
+        let text = if text.is_empty() {
+            arg.and_then(|a| a.get_default_values().first())
+                .and_then(|default| default.to_str())
+                .unwrap_or(text)
         } else {
-            s.parse().map_err(|e: T::Err| e.to_string())
-        }
+            text
+        };
+        text.parse().map_err(|e: T::Err| {
+            clap::Error::raw(
+                ErrorKind::ValueValidation,
+                format!("invalid value {text:?} for {name}: {e}\n"),
+            )
+            .with_cmd(cmd)
+        })
     }
 }
 
 /// Any text, the empty string included (an empty value means "unset").
 fn any_text(s: &str) -> Result<String, std::convert::Infallible> {
     Ok(s.to_owned())
+}
+
+/// A duration in whole milliseconds, as the settings spell durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Millis(pub Duration);
+
+impl FromStr for Millis {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        s.parse().map(|ms| Millis(Duration::from_millis(ms)))
+    }
+}
+
+impl Display for Millis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0.as_millis())
+    }
 }
 
 /// An on/off setting. Accepts `on`/`off`, `1`/`0`, `true`/`false` and
@@ -82,12 +157,21 @@ fn port(s: &str) -> Result<TcpPort, String> {
     }
 }
 
+/// The text `--version` prints: this release and the iai-mcp release it
+/// stands in for.
+fn version_text() -> &'static str {
+    let description = crate::mcp::protocol::description();
+    description
+        .strip_prefix("iai-mcp-wrapper ")
+        .unwrap_or(description)
+}
+
 /// MCP stdio server for iai-mcp: forwards tool calls to the iai-mcp daemon
 /// (Unix socket, or loopback TCP with a token), waiting out daemon restarts
 /// instead of failing, and answering the memory tools through the `iai` CLI
 /// while the daemon is down.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "iai-mcp-wrapper", version, about, long_about = None, args_conflicts_with_subcommands = true)]
+#[command(name = "iai-mcp-wrapper", version = version_text(), about, long_about = None, args_conflicts_with_subcommands = true)]
 pub struct Args {
     /// Daemon socket to dial [default: $HOME/.iai-mcp/.daemon.sock]. Wins
     /// over the TCP settings. Where there are no Unix sockets, the daemon's
@@ -119,178 +203,126 @@ pub struct Args {
     /// call made during a reconnect fails with daemon_unreachable) and exists
     /// only to demonstrate and test it; never use it in production. It turns
     /// degraded mode off.
-    #[arg(
-        long,
-        env = "IAI_MCP_BRIDGE_MODE",
-        value_name = "MODE",
-        default_value = "fixed",
-        value_parser = or_default(BridgeMode::Fixed)
-    )]
+    #[arg(long, env = "IAI_MCP_BRIDGE_MODE", value_name = "MODE",
+        default_value_t = BridgeMode::default(), value_parser = EmptyIsDefault::<BridgeMode>::new())]
     pub bridge_mode: BridgeMode,
 
     /// Sleep before reconnecting after a lost connection, in ms. Widens the
     /// race window for tests; leave at 0 in production.
-    #[arg(
-        long,
-        env = "IAI_MCP_RECONNECT_TEST_DELAY_MS",
-        value_name = "MS",
-        default_value_t = 0, value_parser = or_default(0u64)
-    )]
-    pub reconnect_test_delay_ms: u64,
+    #[arg(long, env = "IAI_MCP_RECONNECT_TEST_DELAY_MS", value_name = "MS",
+        default_value_t = Millis(policy::RECONNECT_DELAY), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub reconnect_test_delay_ms: Millis,
 
     /// How long a call waits for a daemon connection before failing with
     /// daemon_unreachable, in ms (covers a daemon cold start of 7-8 s).
-    #[arg(
-        long,
-        env = "IAI_MCP_CONNECT_WAIT_MS",
-        value_name = "MS",
-        default_value_t = 10_000, value_parser = or_default(10_000u64)
-    )]
-    pub connect_wait_ms: u64,
+    #[arg(long, env = "IAI_MCP_CONNECT_WAIT_MS", value_name = "MS",
+        default_value_t = Millis(policy::CONNECT_WAIT), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub connect_wait_ms: Millis,
 
     /// How long a memory call that the CLI can answer waits for a daemon
     /// that is down before the CLI answers it, in ms (a daemon lost less
     /// than --connect-wait-ms ago is presumed restarting and waited for).
-    #[arg(
-        long,
-        env = "IAI_MCP_FALLBACK_WAIT_MS",
-        value_name = "MS",
-        default_value_t = 1_000, value_parser = or_default(1_000u64)
-    )]
-    pub fallback_wait_ms: u64,
+    #[arg(long, env = "IAI_MCP_FALLBACK_WAIT_MS", value_name = "MS",
+        default_value_t = Millis(policy::FALLBACK_WAIT), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub fallback_wait_ms: Millis,
 
     /// How long a call waits for the daemon's response, in ms (generous:
     /// consolidation can take tens of seconds).
-    #[arg(
-        long,
-        env = "IAI_MCP_CALL_TIMEOUT_MS",
-        value_name = "MS",
-        default_value_t = 120_000, value_parser = or_default(120_000u64)
-    )]
-    pub call_timeout_ms: u64,
+    #[arg(long, env = "IAI_MCP_CALL_TIMEOUT_MS", value_name = "MS",
+        default_value_t = Millis(policy::CALL_TIMEOUT), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub call_timeout_ms: Millis,
 
     /// First delay between failed connect attempts, in ms; doubles with
     /// jitter up to --backoff-max-ms while the daemon stays down.
-    #[arg(
-        long,
-        env = "IAI_MCP_BACKOFF_INITIAL_MS",
-        value_name = "MS",
-        default_value_t = 50, value_parser = or_default(50u64)
-    )]
-    pub backoff_initial_ms: u64,
+    #[arg(long, env = "IAI_MCP_BACKOFF_INITIAL_MS", value_name = "MS",
+        default_value_t = Millis(policy::BACKOFF_INITIAL), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub backoff_initial_ms: Millis,
 
     /// Longest delay between failed connect attempts, in ms.
-    #[arg(
-        long,
-        env = "IAI_MCP_BACKOFF_MAX_MS",
-        value_name = "MS",
-        default_value_t = 2_000, value_parser = or_default(2_000u64)
-    )]
-    pub backoff_max_ms: u64,
+    #[arg(long, env = "IAI_MCP_BACKOFF_MAX_MS", value_name = "MS",
+        default_value_t = Millis(policy::BACKOFF_MAX), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub backoff_max_ms: Millis,
 
     /// How often the heartbeat file is refreshed, in ms.
-    #[arg(
-        long,
-        env = "IAI_MCP_HEARTBEAT_INTERVAL_MS",
-        value_name = "MS",
-        default_value_t = 30_000, value_parser = or_default(30_000u64)
-    )]
-    pub heartbeat_interval_ms: u64,
+    #[arg(long, env = "IAI_MCP_HEARTBEAT_INTERVAL_MS", value_name = "MS",
+        default_value_t = Millis(heartbeat::DEFAULT_INTERVAL), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub heartbeat_interval_ms: Millis,
 
     /// On exit, how long calls in flight may still finish, in ms (kept well
     /// under the 2 s clients wait before SIGTERM).
-    #[arg(
-        long,
-        env = "IAI_MCP_SHUTDOWN_GRACE_MS",
-        value_name = "MS",
-        default_value_t = 1_000, value_parser = or_default(1_000u64)
-    )]
-    pub shutdown_grace_ms: u64,
+    #[arg(long, env = "IAI_MCP_SHUTDOWN_GRACE_MS", value_name = "MS",
+        default_value_t = Millis(DEFAULT_SHUTDOWN_GRACE), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub shutdown_grace_ms: Millis,
 
     /// Longest accepted line on stdin and from the daemon, in bytes.
-    #[arg(long, env = "IAI_MCP_MAX_LINE_BYTES", value_name = "BYTES", default_value_t = DEFAULT_MAX_LINE_BYTES, value_parser = or_default(DEFAULT_MAX_LINE_BYTES))]
+    #[arg(long, env = "IAI_MCP_MAX_LINE_BYTES", value_name = "BYTES",
+        default_value_t = DEFAULT_MAX_LINE_BYTES, value_parser = EmptyIsDefault::<usize>::new())]
     pub max_line_bytes: usize,
 
-    /// Log filter for stderr (tracing syntax, e.g. `info`, `debug`).
-    #[arg(
-        long,
-        env = "IAI_MCP_LOG",
-        value_name = "FILTER",
-        default_value = "warn"
-    )]
-    pub log: String,
+    /// Log filter for stderr (tracing syntax, e.g. `info`, `debug`)
+    /// [default: warn for the text log, info for the JSON log].
+    #[arg(long, env = "IAI_MCP_LOG", value_parser = any_text, value_name = "FILTER")]
+    pub log: Option<String>,
+
+    /// How stderr's log is written: `text`, lines for people, or `json`,
+    /// one object per event with stable event names, for programs.
+    #[arg(long, env = "IAI_MCP_LOG_FORMAT", value_name = "FORMAT",
+        default_value_t = LogFormat::default(), value_parser = EmptyIsDefault::<LogFormat>::new())]
+    pub log_format: LogFormat,
 
     /// Degraded mode: while the daemon cannot be reached, answer
     /// memory_recall, memory_capture, episodes_recent, memory_search and
     /// memory_temporal_recall through the iai CLI (a capture only if it was
     /// never sent to the daemon).
     #[arg(long, env = "IAI_MCP_DEGRADED", value_name = "on|off",
-        default_value = "on", value_parser = or_default(Switch(true)))]
+        default_value_t = Switch(degraded::DEFAULT_ON), value_parser = EmptyIsDefault::<Switch>::new())]
     pub degraded: Switch,
 
-    /// The `iai` CLI used in degraded mode (argv only, never a shell). The
-    /// bare name is looked up beside IAI_MCP_PYTHON first (the interpreter
-    /// of the iai-mcp installation), then on PATH.
-    #[arg(long, env = "IAI_MCP_CLI", value_parser = any_text, value_name = "PROGRAM",
-        default_value = "iai")]
+    /// The `iai` CLI used in degraded mode (argv only, never a shell). A
+    /// bare name is looked for beside IAI_MCP_PYTHON (the interpreter of
+    /// the iai-mcp installation), then beside this binary, then on PATH.
+    #[arg(long, env = "IAI_MCP_CLI", value_name = "PROGRAM",
+        default_value = degraded::DEFAULT_CLI, value_parser = EmptyIsDefault::<String>::new())]
     pub cli: String,
 
     /// The `iai-mcp` CLI, for bank-recall and doctor (looked up like --cli).
-    #[arg(long, env = "IAI_MCP_ADMIN_CLI", value_parser = any_text, value_name = "PROGRAM",
-        default_value = "iai-mcp")]
+    #[arg(long, env = "IAI_MCP_ADMIN_CLI", value_name = "PROGRAM",
+        default_value = degraded::DEFAULT_ADMIN_CLI, value_parser = EmptyIsDefault::<String>::new())]
     pub admin_cli: String,
 
     /// After `iai recall` fails in degraded mode, try `iai-mcp bank-recall`.
     #[arg(long, env = "IAI_MCP_BANK_FALLBACK", value_name = "on|off",
-        default_value = "on", value_parser = or_default(Switch(true)))]
+        default_value_t = Switch(degraded::DEFAULT_BANK_FALLBACK), value_parser = EmptyIsDefault::<Switch>::new())]
     pub bank_fallback: Switch,
 
     /// Longest run of one CLI command, in ms; it is killed after that.
-    #[arg(
-        long,
-        env = "IAI_MCP_CLI_TIMEOUT_MS",
-        value_name = "MS",
-        default_value_t = 10_000, value_parser = or_default(10_000u64)
-    )]
-    pub cli_timeout_ms: u64,
+    #[arg(long, env = "IAI_MCP_CLI_TIMEOUT_MS", value_name = "MS",
+        default_value_t = Millis(degraded::DEFAULT_LIMIT), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub cli_timeout_ms: Millis,
 
     /// The store the CLI reads and writes in degraded mode, passed on to it
     /// as IAI_MCP_STORE [default: $HOME/.iai-mcp].
-    #[arg(
-        long,
-        env = "IAI_MCP_STORE",
-        value_parser = any_text,
-        value_name = "PATH"
-    )]
+    #[arg(long, env = "IAI_MCP_STORE", value_parser = any_text, value_name = "PATH")]
     pub store: Option<String>,
 
     /// Run `iai-mcp doctor` after the session starts (one stderr warning
     /// if it fails), and `iai-mcp doctor --auto` once if the daemon stays
     /// down past --heal-after-ms (at most once per 6 h across wrappers).
     #[arg(long, env = "IAI_MCP_DOCTOR", value_name = "on|off",
-        default_value = "on", value_parser = or_default(Switch(true)))]
+        default_value_t = Switch(doctor::DEFAULT_ON), value_parser = EmptyIsDefault::<Switch>::new())]
     pub doctor: Switch,
 
     /// How long the daemon must stay unreachable before `iai-mcp doctor
     /// --auto` is run, in ms.
-    #[arg(
-        long,
-        env = "IAI_MCP_HEAL_AFTER_MS",
-        value_name = "MS",
-        default_value_t = 10_000, value_parser = or_default(10_000u64)
-    )]
-    pub heal_after_ms: u64,
+    #[arg(long, env = "IAI_MCP_HEAL_AFTER_MS", value_name = "MS",
+        default_value_t = Millis(doctor::DEFAULT_HEAL_AFTER), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub heal_after_ms: Millis,
 
     /// The Python of the iai-mcp installation, as iai-mcp's installer
-    /// writes it into host configurations: its directory is where the bare
-    /// `iai` and `iai-mcp` are looked for first. Python is never started.
-    #[arg(
-        long,
-        env = "IAI_MCP_PYTHON",
-        value_parser = any_text,
-        value_name = "PATH",
-        hide_short_help = true
-    )]
+    /// writes it into host configurations: its directory is where bare
+    /// CLI names are looked for first. Python is never started.
+    #[arg(long, env = "IAI_MCP_PYTHON", value_parser = any_text,
+        value_name = "PATH", hide_short_help = true)]
     pub python: Option<String>,
 
     /// Report whether the daemon is reachable, every setting in effect,
@@ -371,6 +403,26 @@ pub const MAX_SOCKET_PATH: usize = 107;
 #[cfg(not(target_os = "linux"))]
 pub const MAX_SOCKET_PATH: usize = 103;
 
+/// What the settings are resolved against, besides the flags: read by the
+/// binary from its process, given by tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Environment {
+    /// `$HOME`, where the daemon's base directory is by default.
+    pub home: Option<PathBuf>,
+    /// The directory of this binary (a wheel installed into iai-mcp's
+    /// environment puts it beside the CLIs).
+    pub wrapper_dir: Option<PathBuf>,
+}
+
+/// How the log is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSettings {
+    /// Text or JSON.
+    pub format: LogFormat,
+    /// What is shown (tracing's filter syntax).
+    pub filter: String,
+}
+
 /// Validated settings, ready to build the wrapper from.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -390,41 +442,32 @@ pub struct Config {
     pub degraded: DegradedConfig,
     /// Doctor probe and auto-heal.
     pub doctor: DoctorConfig,
-    /// Log filter.
-    pub log: String,
+    /// Where bare CLI names are looked for.
+    pub installation: Installation,
+    /// The log.
+    pub log: LogSettings,
     /// Run the `--check` report instead of serving.
     pub check: bool,
 }
 
 impl Args {
-    /// Resolve defaults against `home` and validate everything.
-    pub fn resolve(self, home: Option<PathBuf>) -> Result<Config, ConfigError> {
-        let base = || home.as_ref().map(|h| h.join(".iai-mcp"));
+    /// Resolves defaults against `env` and validates everything; touches
+    /// nothing outside its arguments.
+    pub fn resolve(self, env: &Environment) -> Result<Config, ConfigError> {
+        let base = || env.home.as_ref().map(|h| h.join(".iai-mcp"));
         let given = |v: Option<String>| v.filter(|v| !v.is_empty()).map(PathBuf::from);
         let socket_path = given(self.socket_path);
-        let tcp_host = self.tcp_host.filter(|h| !h.is_empty());
-        let tcp_port = self.tcp_port.and_then(|p| p.0);
-        let token_path = given(self.token_path);
         let endpoint = Endpoint::select(
             &EndpointSettings {
                 socket_path: socket_path.clone(),
-                tcp_host: tcp_host.clone(),
-                tcp_port,
-                token_path: token_path.clone(),
+                tcp_host: self.tcp_host.filter(|h| !h.is_empty()),
+                tcp_port: self.tcp_port.and_then(|p| p.0),
+                token_path: given(self.token_path),
             },
             base().as_deref(),
             cfg!(unix),
         )?;
-        if let Endpoint::Unix(path) = &endpoint {
-            let len = path.as_os_str().len();
-            if len > MAX_SOCKET_PATH {
-                return Err(ConfigError::SocketPathTooLong {
-                    path: path.clone(),
-                    len,
-                    max: MAX_SOCKET_PATH,
-                });
-            }
-        }
+        check_socket_path(&endpoint)?;
         let state_dir = match given(self.state_dir) {
             Some(p) => p,
             None => base().ok_or(ConfigError::NoHome("state-dir"))?,
@@ -432,31 +475,17 @@ impl Args {
         if self.max_line_bytes == 0 {
             return Err(ConfigError::Zero("max-line-bytes"));
         }
-        if self.heartbeat_interval_ms == 0 {
+        if self.heartbeat_interval_ms.0.is_zero() {
             return Err(ConfigError::Zero("heartbeat-interval-ms"));
         }
-        if self.cli_timeout_ms == 0 {
+        if self.cli_timeout_ms.0.is_zero() {
             return Err(ConfigError::Zero("cli-timeout-ms"));
         }
-        let ms = Duration::from_millis;
-        // A bare default name is looked for beside the installation's
-        // Python first: host entries written by iai-mcp's installer name
-        // that Python, and hosts rarely inherit the shell's PATH.
-        let python = given(self.python);
-        let program = |p: String, default: &str| {
-            let name = if p.is_empty() { default.to_owned() } else { p };
-            let beside = python
-                .as_ref()
-                .filter(|_| name == default)
-                .map(|py| py.with_file_name(&name))
-                .filter(|candidate| candidate.is_file());
-            beside.map_or_else(|| OsString::from(&name), OsString::from)
-        };
         // What the CLI children need to find the same daemon and store as
         // the wrapper, whether the wrapper got them from flags or the
-        // environment.
-        // `iai capture` writes to the store directly only when it is told
-        // where the store is: by default, where the daemon keeps it.
+        // environment. `iai capture` writes to the store directly only
+        // when it is told where the store is: by default, where the daemon
+        // keeps it.
         let store = given(self.store).or_else(base);
         let mut child_env = Vec::new();
         if let Some(store) = &store {
@@ -472,47 +501,78 @@ impl Args {
             // The pre-fix mode exists to show V3-05: no call may be rescued
             // by the CLI there.
             enabled: self.degraded.0 && self.bridge_mode == BridgeMode::Fixed,
-            cli: program(self.cli, "iai"),
-            admin_cli: program(self.admin_cli.clone(), "iai-mcp"),
+            cli: self.cli.into(),
+            admin_cli: self.admin_cli.clone().into(),
             bank_fallback: self.bank_fallback.0,
-            limit: ms(self.cli_timeout_ms),
+            limit: self.cli_timeout_ms.0,
             env: child_env.clone(),
         };
         let doctor = DoctorConfig {
             enabled: self.doctor.0,
-            admin_cli: program(self.admin_cli, "iai-mcp"),
-            heal_after: ms(self.heal_after_ms),
+            admin_cli: self.admin_cli.into(),
+            heal_after: self.heal_after_ms.0,
             env: child_env,
         };
         let timings = Timings {
-            reconnect_delay: ms(self.reconnect_test_delay_ms),
-            connect_wait: ms(self.connect_wait_ms),
-            fallback_wait: ms(self.fallback_wait_ms),
-            call_timeout: ms(self.call_timeout_ms),
-            backoff: Backoff::new(ms(self.backoff_initial_ms), ms(self.backoff_max_ms))?,
+            reconnect_delay: self.reconnect_test_delay_ms.0,
+            connect_wait: self.connect_wait_ms.0,
+            fallback_wait: self.fallback_wait_ms.0,
+            call_timeout: self.call_timeout_ms.0,
+            backoff: Backoff::new(self.backoff_initial_ms.0, self.backoff_max_ms.0)?,
+        };
+        // Host entries written by iai-mcp's installer name the
+        // installation's Python, and hosts rarely inherit the shell's
+        // PATH: its directory, then this binary's, come first.
+        let python_dir = given(self.python).and_then(|p| p.parent().map(Path::to_path_buf));
+        let installation = Installation::new(python_dir.into_iter().chain(env.wrapper_dir.clone()));
+        let log = LogSettings {
+            format: self.log_format,
+            filter: self
+                .log
+                .filter(|f| !f.is_empty())
+                .unwrap_or_else(|| self.log_format.default_filter().to_owned()),
         };
         Ok(Config {
             endpoint,
             state_dir,
             policy: Policy::new(self.bridge_mode, timings)?,
-            heartbeat_interval: ms(self.heartbeat_interval_ms),
-            shutdown_grace: ms(self.shutdown_grace_ms),
+            heartbeat_interval: self.heartbeat_interval_ms.0,
+            shutdown_grace: self.shutdown_grace_ms.0,
             max_line_bytes: self.max_line_bytes,
             degraded,
             doctor,
-            log: if self.log.is_empty() {
-                "warn".to_owned()
-            } else {
-                self.log
-            },
+            installation,
+            log,
             check: self.check,
         })
     }
 }
 
+/// A Unix socket path must fit the address structure.
+fn check_socket_path(endpoint: &Endpoint) -> Result<(), ConfigError> {
+    if let Endpoint::Unix(path) = endpoint {
+        let len = path.as_os_str().len();
+        if len > MAX_SOCKET_PATH {
+            return Err(ConfigError::SocketPathTooLong {
+                path: path.clone(),
+                len,
+                max: MAX_SOCKET_PATH,
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn home(path: &str) -> Environment {
+        Environment {
+            home: Some(PathBuf::from(path)),
+            wrapper_dir: None,
+        }
+    }
 
     fn parse(args: &[&str]) -> Args {
         Args::try_parse_from(std::iter::once("iai-mcp-wrapper").chain(args.iter().copied()))
@@ -521,9 +581,7 @@ mod tests {
 
     #[test]
     fn defaults_hang_off_home() {
-        let c = parse(&[])
-            .resolve(Some(PathBuf::from("/home/u")))
-            .expect("valid");
+        let c = parse(&[]).resolve(&home("/home/u")).expect("valid");
         assert_eq!(
             c.endpoint,
             Endpoint::Unix(PathBuf::from("/home/u/.iai-mcp/.daemon.sock"))
@@ -546,11 +604,11 @@ mod tests {
     #[test]
     fn no_home_needs_explicit_paths() {
         assert!(matches!(
-            parse(&[]).resolve(None),
+            parse(&[]).resolve(&Environment::default()),
             Err(ConfigError::Endpoint(EndpointError::NoHome))
         ));
         let c = parse(&["--socket-path", "/tmp/s", "--state-dir", "/tmp/st"])
-            .resolve(None)
+            .resolve(&Environment::default())
             .expect("valid");
         assert_eq!(c.endpoint, Endpoint::Unix(PathBuf::from("/tmp/s")));
     }
@@ -559,7 +617,7 @@ mod tests {
     fn long_socket_paths_are_refused() {
         let long = format!("/tmp/{}", "x".repeat(200));
         assert!(matches!(
-            parse(&["--socket-path", &long]).resolve(None),
+            parse(&["--socket-path", &long]).resolve(&Environment::default()),
             Err(ConfigError::SocketPathTooLong { .. })
         ));
     }
@@ -594,7 +652,7 @@ mod tests {
             "",
         ])
         .expect("empty values parse")
-        .resolve(Some("/h".into()))
+        .resolve(&home("/h"))
         .expect("valid");
         assert_eq!(
             c.endpoint,
@@ -603,7 +661,7 @@ mod tests {
         assert_eq!(c.policy.mode(), BridgeMode::Fixed);
         assert_eq!(c.policy.timings().reconnect_delay, Duration::ZERO);
         assert_eq!(c.policy.timings().connect_wait, Duration::from_secs(10));
-        assert_eq!(c.log, "warn");
+        assert_eq!(c.log.filter, "warn");
         assert_eq!(c.degraded.cli, "iai");
         assert!(c.degraded.enabled && c.doctor.enabled && c.degraded.bank_fallback);
     }
@@ -630,7 +688,7 @@ mod tests {
             "--heal-after-ms",
             "2500",
         ])
-        .resolve(Some("/h".into()))
+        .resolve(&home("/h"))
         .expect("valid");
         assert_eq!(
             c.endpoint,
@@ -652,7 +710,7 @@ mod tests {
             )]
         );
         let c = parse(&["--socket-path", "/run/d.sock", "--tcp-port", "9"])
-            .resolve(Some("/h".into()))
+            .resolve(&home("/h"))
             .expect("valid");
         assert_eq!(c.endpoint, Endpoint::Unix("/run/d.sock".into()));
         assert_eq!(
@@ -688,33 +746,76 @@ mod tests {
         );
         assert!(Args::try_parse_from(["w", "--connect-wait-ms", "-1"]).is_err());
         assert!(matches!(
-            parse(&["--backoff-initial-ms", "0"]).resolve(Some("/h".into())),
+            parse(&["--backoff-initial-ms", "0"]).resolve(&home("/h")),
             Err(ConfigError::Policy(PolicyError::ZeroBackoff))
         ));
         assert!(matches!(
-            parse(&["--heartbeat-interval-ms", "0"]).resolve(Some("/h".into())),
+            parse(&["--heartbeat-interval-ms", "0"]).resolve(&home("/h")),
             Err(ConfigError::Zero(_))
         ));
     }
 
     #[test]
-    fn the_installations_python_locates_the_bare_clis() {
-        let venv = tempfile::tempdir().expect("tempdir");
-        let python = venv.path().join("python3.11");
-        let iai = venv.path().join("iai");
-        std::fs::write(&iai, "").expect("write");
-        let python = python.to_string_lossy().into_owned();
-        let c = parse(&["--python", &python])
-            .resolve(Some("/h".into()))
+    fn the_installation_is_where_its_python_and_this_binary_are() {
+        let c = parse(&["--python", "/venv/bin/python3.11"])
+            .resolve(&Environment {
+                home: Some("/h".into()),
+                wrapper_dir: Some("/opt/wrapper/bin".into()),
+            })
             .expect("valid");
-        assert_eq!(c.degraded.cli, iai.as_os_str(), "found beside the python");
         assert_eq!(
-            c.degraded.admin_cli, "iai-mcp",
-            "absent there: left to PATH"
+            c.installation.dirs(),
+            [
+                PathBuf::from("/venv/bin"),
+                PathBuf::from("/opt/wrapper/bin")
+            ]
         );
-        let c = parse(&["--python", &python, "--cli", "/elsewhere/iai"])
-            .resolve(Some("/h".into()))
+        assert_eq!(c.degraded.cli, "iai", "names stay names until located");
+        let c = parse(&["--cli", "/elsewhere/iai"])
+            .resolve(&home("/h"))
             .expect("valid");
-        assert_eq!(c.degraded.cli, "/elsewhere/iai", "a path given wins");
+        assert_eq!(c.degraded.cli, "/elsewhere/iai");
+        assert!(c.installation.dirs().is_empty());
+    }
+
+    #[test]
+    fn the_log_filter_follows_the_format_unless_given() {
+        let c = parse(&[]).resolve(&home("/h")).expect("valid");
+        assert_eq!(
+            (c.log.format, c.log.filter.as_str()),
+            (LogFormat::Text, "warn")
+        );
+        let c = parse(&["--log-format", "json"])
+            .resolve(&home("/h"))
+            .expect("valid");
+        assert_eq!(
+            (c.log.format, c.log.filter.as_str()),
+            (LogFormat::Json, "info")
+        );
+        let c = parse(&["--log-format", "json", "--log", "debug"])
+            .resolve(&home("/h"))
+            .expect("valid");
+        assert_eq!(c.log.filter, "debug");
+        assert!(Args::try_parse_from(["w", "--log-format", "yaml"]).is_err());
+    }
+
+    #[test]
+    fn defaults_are_the_declared_constants() {
+        let c = parse(&[]).resolve(&home("/h")).expect("valid");
+        assert_eq!(*c.policy.timings(), Timings::default());
+        assert_eq!(c.heartbeat_interval, heartbeat::DEFAULT_INTERVAL);
+        assert_eq!(c.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
+        assert_eq!(c.max_line_bytes, DEFAULT_MAX_LINE_BYTES);
+        assert_eq!(c.degraded.limit, degraded::DEFAULT_LIMIT);
+        assert_eq!(c.doctor.heal_after, doctor::DEFAULT_HEAL_AFTER);
+        let defaults = DegradedConfig::default();
+        assert_eq!(
+            (
+                c.degraded.enabled,
+                c.degraded.bank_fallback,
+                &c.degraded.cli
+            ),
+            (defaults.enabled, defaults.bank_fallback, &defaults.cli)
+        );
     }
 }

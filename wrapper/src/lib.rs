@@ -6,15 +6,19 @@
 //! daemon over a Unix socket.
 //!
 //! Layout, following a request: [`codec`] frames lines with a size cap,
-//! [`mcp`] applies the JSON-RPC and MCP rules, [`tools`] is the tool
+//! [`mcp`] reads each line once and applies the JSON-RPC and MCP rules
+//! (with the object readers of [`json`]), [`tools`] is the tool
 //! surface (one JSON table), [`call`] runs one tool call, [`bridge`] owns
 //! the daemon connection (its decisions in the sans-IO [`bridge::Bridge`],
 //! its I/O in one task) over a [`transport`] (Unix socket or TCP with a
 //! token), [`degraded`] answers memory tools through the CLI (run by
 //! [`process`]) while the daemon is down, [`lifecycle`] handles heartbeat,
 //! wake-up, warm-up and the doctor, and [`app`] wires it all together.
-//! Beside serving, [`install`] points MCP hosts' iai-mcp entries at this
-//! binary and back, and [`check`] reports on a setup.
+//! [`config`] turns flags and environment into settings, [`programs`] finds
+//! the iai-mcp CLIs on disk, and [`logging`] writes the log for people or,
+//! as JSON events, for programs. Beside serving, [`install`] points MCP
+//! hosts' iai-mcp entries at this binary and back, and [`check`] reports on
+//! a setup.
 
 #![deny(clippy::print_stdout)]
 
@@ -26,9 +30,12 @@ pub mod codec;
 pub mod config;
 pub mod degraded;
 pub mod install;
+pub mod json;
 pub mod lifecycle;
+pub mod logging;
 pub mod mcp;
 pub mod process;
+pub mod programs;
 pub mod stdio;
 pub mod tools;
 pub mod transport;

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Parser;
-use iai_mcp_wrapper::config::{Args, Command};
+use iai_mcp_wrapper::config::{Args, Command, Environment};
 use iai_mcp_wrapper::install::{self, Action, Request, hosts::Places};
-use iai_mcp_wrapper::{app, check};
+use iai_mcp_wrapper::{app, check, logging};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -26,25 +26,30 @@ fn main() -> ExitCode {
             }
         };
     }
-    let config = match args.resolve(home) {
+    let env = Environment {
+        home,
+        wrapper_dir: this_binary()
+            .ok()
+            .and_then(|exe| exe.parent().map(PathBuf::from)),
+    };
+    let config = match args.resolve(&env) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("iai-mcp-wrapper: {e}");
             return ExitCode::from(2);
         }
     };
-    let filter = match EnvFilter::try_new(&config.log) {
+    let filter = match EnvFilter::try_new(&config.log.filter) {
         Ok(filter) => filter,
         Err(e) => {
-            eprintln!("iai-mcp-wrapper: invalid log filter {:?}: {e}", config.log);
+            eprintln!(
+                "iai-mcp-wrapper: invalid log filter {:?}: {e}",
+                config.log.filter
+            );
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+    logging::init(config.log.format, filter);
     match run(config) {
         Ok(code) => code,
         Err(e) => {

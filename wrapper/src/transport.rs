@@ -344,13 +344,78 @@ pub enum DaemonStream {
 }
 
 impl DaemonStream {
-    /// The connection's descriptor (non-blocking, as the runtime left it),
-    /// for the bridge to drive with plain reads and writes.
-    pub fn into_fd(self) -> io::Result<std::os::fd::OwnedFd> {
+    /// Splits the connection into the half the bridge reads replies from
+    /// and the half it writes requests to; the connection closes when both
+    /// are dropped.
+    pub fn into_split(self) -> (DaemonReader, DaemonWriter) {
         match self {
             #[cfg(unix)]
-            DaemonStream::Unix(s) => Ok(s.into_std()?.into()),
-            DaemonStream::Tcp(s) => Ok(s.into_std()?.into()),
+            DaemonStream::Unix(stream) => {
+                let (read, write) = stream.into_split();
+                (DaemonReader::Unix(read), DaemonWriter::Unix(write))
+            }
+            DaemonStream::Tcp(stream) => {
+                let (read, write) = stream.into_split();
+                (DaemonReader::Tcp(read), DaemonWriter::Tcp(write))
+            }
+        }
+    }
+}
+
+/// The reading half of a daemon connection.
+#[derive(Debug)]
+pub enum DaemonReader {
+    /// Of a Unix socket connection.
+    #[cfg(unix)]
+    Unix(tokio::net::unix::OwnedReadHalf),
+    /// Of a TCP connection.
+    Tcp(tokio::net::tcp::OwnedReadHalf),
+}
+
+impl AsyncRead for DaemonReader {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            #[cfg(unix)]
+            DaemonReader::Unix(half) => Pin::new(half).poll_read(cx, buf),
+            DaemonReader::Tcp(half) => Pin::new(half).poll_read(cx, buf),
+        }
+    }
+}
+
+/// The writing half of a daemon connection, written without waiting: the
+/// bridge's driver writes what the socket takes now and waits for room
+/// only when it is full.
+#[derive(Debug)]
+pub enum DaemonWriter {
+    /// Of a Unix socket connection.
+    #[cfg(unix)]
+    Unix(tokio::net::unix::OwnedWriteHalf),
+    /// Of a TCP connection.
+    Tcp(tokio::net::tcp::OwnedWriteHalf),
+}
+
+impl DaemonWriter {
+    /// Writes as much of `bytes` as the socket takes now; `WouldBlock`
+    /// when it takes nothing (then [`DaemonWriter::writable`] says when
+    /// to try again).
+    pub fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            #[cfg(unix)]
+            DaemonWriter::Unix(half) => half.try_write(bytes),
+            DaemonWriter::Tcp(half) => half.try_write(bytes),
+        }
+    }
+
+    /// Completes when the socket may take more.
+    pub async fn writable(&self) -> io::Result<()> {
+        match self {
+            #[cfg(unix)]
+            DaemonWriter::Unix(half) => half.writable().await,
+            DaemonWriter::Tcp(half) => half.writable().await,
         }
     }
 }

@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{REPLY, error_text, eventually, ok_method, pair, send_call, topology};
+use common::{
+    JSON_LOG, REPLY, error_text, events_named, eventually, ok_method, pair, send_call, topology,
+};
 use serde_json::json;
 
 fn daemon_holds(p: &common::Pair, method: &str, n: usize) {
@@ -40,7 +42,7 @@ fn finish(mut p: common::Pair) {
 
 #[test]
 fn a_garbage_streak_fails_only_the_oldest_call() {
-    let mut p = connected_pair(&[]);
+    let mut p = connected_pair(&[JSON_LOG]);
     p.daemon.garbage(3).expect("garbage");
     assert_eq!(
         ok_method(&topology(&mut p.wrapper)),
@@ -57,11 +59,9 @@ fn a_garbage_streak_fails_only_the_oldest_call() {
     p.daemon.resume().expect("resume");
     let new = p.wrapper.wait_response(&json!("new"), REPLY).expect("new");
     assert_eq!(ok_method(&new), "schema_list");
-    assert!(
-        p.wrapper
-            .stderr_text()
-            .contains("daemon_parse_error_streak")
-    );
+    let streaks = events_named(&p.wrapper, "daemon_parse_error_streak");
+    assert_eq!(streaks.len(), 1, "{streaks:?}");
+    assert_eq!(streaks[0]["lines"], 4, "{streaks:?}");
     finish(p);
 }
 
@@ -177,7 +177,7 @@ fn a_read_survives_two_drops_in_a_row_within_its_deadline() {
 #[test]
 fn a_call_after_the_daemon_returns_does_not_wait_out_the_backoff() {
     let mut p = connected_pair(&[
-        ("IAI_MCP_LOG", "info"),
+        JSON_LOG,
         ("IAI_MCP_BACKOFF_INITIAL_MS", "100"),
         ("IAI_MCP_BACKOFF_MAX_MS", "60000"),
         ("IAI_MCP_CONNECT_WAIT_MS", "60000"),
@@ -185,20 +185,14 @@ fn a_call_after_the_daemon_returns_does_not_wait_out_the_backoff() {
     p.daemon.down().expect("down");
     // Four failed attempts: the pause before the fifth is over a second.
     eventually("four failed connect attempts", || {
-        let failed = p
-            .wrapper
-            .stderr_text()
-            .matches("daemon connect failed")
-            .count();
+        let failed = events_named(&p.wrapper, "connect_failed").len();
         (failed >= 4).then_some(())
     });
     p.daemon.up().expect("up");
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
-    let log = p.wrapper.stderr_text();
-    assert!(
-        log.contains("a call brought the next daemon connect attempt forward"),
-        "{log}"
-    );
+    let hurried = events_named(&p.wrapper, "connect_hurried");
+    assert!(!hurried.is_empty(), "the call did not hurry the attempt");
+    assert!(hurried[0]["earlier_by_ms"].is_u64(), "{hurried:?}");
     finish(p);
 }
 

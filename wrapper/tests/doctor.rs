@@ -6,7 +6,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{REPLY, eventually, ok_method, process_ended, topology, wrapper_cmd};
+use common::{
+    JSON_LOG, REPLY, events_named, eventually, ok_method, process_ended, topology, wrapper_cmd,
+};
 use harness::tempdir::{short_tempdir, socket_path_in};
 use harness::{FakeDaemon, WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};
@@ -35,7 +37,7 @@ fn wrapper(opts: WrapperOptions, log: &Path, env: &[(&str, &str)]) -> WrapperPro
     let mut opts = opts
         .cli(harness::bins::fake_cli_bin())
         .env("FAKE_IAI_LOG", log)
-        .env("IAI_MCP_LOG", "debug");
+        .env(JSON_LOG.0, JSON_LOG.1);
     for (k, v) in env {
         opts = opts.env(k, v);
     }
@@ -60,19 +62,19 @@ fn a_failing_doctor_prints_one_warning_and_a_healthy_one_none() {
             ("IAI_MCP_HEAL_AFTER_MS", "600000"),
         ],
     );
+    let problem = |w: &WrapperProcess| -> Vec<Value> {
+        events_named(w, "doctor_run")
+            .into_iter()
+            .filter(|e| e["mode"] == "probe" && e["outcome"] == "problem")
+            .collect()
+    };
     let warned = eventually("the doctor warning", || {
-        let text = w.stderr_text();
-        text.contains("reports a problem").then_some(text)
+        let warned = problem(&w);
+        (!warned.is_empty()).then_some(warned)
     });
-    let lines: Vec<&str> = warned
-        .lines()
-        .filter(|l| l.contains("reports a problem"))
-        .collect();
-    assert_eq!(lines.len(), 1, "{warned}");
-    assert!(
-        lines[0].contains("warning") && lines[0].contains("doctor"),
-        "{warned}"
-    );
+    assert_eq!(warned.len(), 1, "{warned:?}");
+    assert_eq!(warned[0]["level"], "WARN", "{warned:?}");
+    assert_eq!(warned[0]["exit"], "1", "{warned:?}");
     assert_eq!(count(&log, &["doctor"]), 1);
 
     let log = dir.path().join("healthy.log");
@@ -81,11 +83,13 @@ fn a_failing_doctor_prints_one_warning_and_a_healthy_one_none() {
         &log,
         &[("IAI_MCP_HEAL_AFTER_MS", "600000")],
     );
-    let text = eventually("the doctor verdict", || {
-        let text = w.stderr_text();
-        text.contains("iai-mcp doctor: healthy").then_some(text)
+    eventually("the doctor verdict", || {
+        let runs = events_named(&w, "doctor_run");
+        runs.iter()
+            .any(|e| e["mode"] == "probe" && e["outcome"] == "healthy")
+            .then_some(())
     });
-    assert!(!text.contains("reports a problem"), "{text}");
+    assert!(problem(&w).is_empty());
 }
 
 #[test]
@@ -125,19 +129,19 @@ fn a_daemon_that_stays_down_is_healed_once_across_wrappers() {
         (count(&log, &["doctor", "--auto"]) == 1).then_some(())
     });
     assert!(state.join("doctor-auto.stamp").exists());
+    let heals = |w: &WrapperProcess, outcome: &str| {
+        events_named(w, "doctor_run")
+            .iter()
+            .filter(|e| e["mode"] == "heal" && e["outcome"] == outcome)
+            .count()
+    };
     eventually("the first heal finished", || {
-        first
-            .stderr_text()
-            .contains("auto-heal finished")
-            .then_some(())
+        (heals(&first, "healed") == 1).then_some(())
     });
 
     let second = wrapper(opts, &log, &env);
     eventually("the second wrapper saw the cooldown", || {
-        second
-            .stderr_text()
-            .contains("auto-heal ran recently")
-            .then_some(())
+        (heals(&second, "skipped") >= 1).then_some(())
     });
     assert_eq!(count(&log, &["doctor", "--auto"]), 1, "{:?}", runs(&log));
 }

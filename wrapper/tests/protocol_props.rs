@@ -9,10 +9,12 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use harness::scenario::hostile::{Expect, expected_reply};
 use iai_mcp_wrapper::bridge::{self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings};
 use iai_mcp_wrapper::call::Caller;
 use iai_mcp_wrapper::degraded::{Degraded, DegradedConfig};
 use iai_mcp_wrapper::mcp::server::{ServerConfig, serve};
+use iai_mcp_wrapper::programs::Installation;
 use iai_mcp_wrapper::transport::Endpoint;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -134,17 +136,11 @@ fn line_strategy() -> impl Strategy<Value = Vec<u8>> {
 
 /// How many responses with this id a line must get: Some(id) when the line
 /// carries a recoverable request id, None otherwise (then at most one
-/// response, with id null).
+/// response, with id null). The hostile-client scenario's oracle decides.
 fn expected_id(line: &[u8]) -> Option<Value> {
-    if line.len() > MAX_LINE {
-        return iai_mcp_wrapper::codec::recover_id(line);
-    }
-    let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(line) else {
-        return None;
-    };
-    match m.get("id") {
-        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id.clone()),
-        _ => None,
+    match expected_reply(line, MAX_LINE) {
+        Expect::Exactly(id) => Some(id),
+        Expect::AtMostOnce(_) | Expect::NoId => None,
     }
 }
 
@@ -195,10 +191,13 @@ fn run(lines: &[Vec<u8>]) -> Vec<Value> {
             out_writer,
             Caller::new(
                 handle.clone(),
-                Degraded::new(DegradedConfig {
-                    enabled: false,
-                    ..DegradedConfig::default()
-                }),
+                Degraded::new(
+                    DegradedConfig {
+                        enabled: false,
+                        ..DegradedConfig::default()
+                    },
+                    &Installation::default(),
+                ),
             ),
             (),
             config,

@@ -11,24 +11,29 @@ use serde_json::json;
 #[test]
 fn tool_arguments_and_results_never_reach_the_logs() {
     let secret = "correct horse battery staple 4f1e9a";
-    let mut p = pair(&[("IAI_MCP_LOG", "trace")]);
-    p.wrapper.initialize("2025-06-18").expect("initialize");
-    let r = p
-        .wrapper
-        .call_tool("memory_capture", json!({ "text": secret }), REPLY)
-        .expect("call");
-    assert!(r["result"].get("isError").is_none(), "{r}");
-    // Unmatched and duplicate daemon replies are logged too: make some.
-    p.daemon.stray().expect("stray");
-    p.daemon.duplicate().expect("duplicate");
-    p.wrapper
-        .call_tool("memory_capture", json!({ "text": secret }), REPLY)
-        .expect("call");
-    p.wrapper.close_stdin();
-    p.wrapper.wait_exit(REPLY).expect("exit");
-    let log = p.wrapper.stderr_text();
-    assert!(!log.is_empty(), "trace logging produced nothing");
-    assert!(!log.contains("battery staple"), "secret in log:\n{log}");
+    for format in ["text", "json"] {
+        let mut p = pair(&[("IAI_MCP_LOG", "trace"), ("IAI_MCP_LOG_FORMAT", format)]);
+        p.wrapper.initialize("2025-06-18").expect("initialize");
+        let r = p
+            .wrapper
+            .call_tool("memory_capture", json!({ "text": secret }), REPLY)
+            .expect("call");
+        assert!(r["result"].get("isError").is_none(), "{r}");
+        // Unmatched and duplicate daemon replies are logged too: make some.
+        p.daemon.stray().expect("stray");
+        p.daemon.duplicate().expect("duplicate");
+        p.wrapper
+            .call_tool("memory_capture", json!({ "text": secret }), REPLY)
+            .expect("call");
+        p.wrapper.close_stdin();
+        p.wrapper.wait_exit(REPLY).expect("exit");
+        let log = p.wrapper.stderr_text();
+        assert!(!log.is_empty(), "trace logging produced nothing ({format})");
+        assert!(
+            !log.contains("battery staple"),
+            "secret in the {format} log:\n{log}"
+        );
+    }
 }
 
 #[test]

@@ -21,8 +21,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::live::{
     LiveSession, MAX_SAMPLES, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
@@ -108,39 +110,79 @@ impl Expect {
 /// The oracle: what the wrapper owes `line` (without its newline) when it
 /// caps lines at `max_line_bytes`.
 ///
-/// - A line of at most `max_line_bytes` bytes is parsed with `serde_json`
-///   (the wrapper's parser, so duplicate keys resolve the same way: the last
-///   one wins). A JSON object whose top-level `id` is a string or a number
-///   carries a recoverable id: [`Expect::AtMostOnce`] if the object is
-///   response-shaped (`result` or `error`, no `method`), else
-///   [`Expect::Exactly`]. Anything else (not JSON, not an object, an id of
-///   another type or none) is [`Expect::NoId`].
+/// - A line of at most `max_line_bytes` bytes is read as the contract says
+///   a wrapper reads it: UTF-8 JSON whose top level is an object, each
+///   member's value checked for syntax only (nested as deep as it likes).
+///   If one of the members that make a JSON-RPC envelope (`jsonrpc`, `id`,
+///   `method`, `params`, `result`, `error`) is given twice, the line is an
+///   invalid request whose id cannot be known: [`Expect::NoId`]. Otherwise
+///   an `id` whose value is a string or a number (and decodes as one) is
+///   recoverable: [`Expect::AtMostOnce`] if the object is response-shaped
+///   (`result` or `error`, no `method`), else [`Expect::Exactly`]. Anything
+///   else (not UTF-8, not JSON, not an object, an id of another type or
+///   none) is [`Expect::NoId`].
 /// - A longer line cannot be parsed whole: the wrapper discards it as it
 ///   streams in, scanning it for the top-level id. Its id counts as
 ///   recoverable when the line starts (after whitespace) with `{` and the
 ///   first key `"id"` of that object, wherever it stands, has a string or
 ///   number value whose text (up to the next `,` or `}`) is shorter than
 ///   [`MAX_OVERSIZED_ID_BYTES`]; otherwise it is [`Expect::NoId`]. (The line
-///   is not parsed, so it need not be valid JSON after the id, and the first
-///   `id` decides where a parsed line would take the last.)
+///   is not parsed, so it need not be valid JSON after the id.)
 pub fn expected_reply(line: &[u8], max_line_bytes: usize) -> Expect {
     if line.len() > max_line_bytes {
         return oversized_expect(line);
     }
-    let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else {
+    let Ok(text) = std::str::from_utf8(line) else {
         return Expect::NoId;
     };
-    match message.get("id") {
+    let Ok(TopLevel(members)) = serde_json::from_str::<TopLevel>(text) else {
+        return Expect::NoId;
+    };
+    let named = |name: &str| members.iter().filter(|(key, _)| key == name).count();
+    if ENVELOPE_MEMBERS.iter().any(|name| named(name) > 1) {
+        return Expect::NoId;
+    }
+    let id = members
+        .iter()
+        .find(|(key, _)| key == "id")
+        .and_then(|(_, raw)| serde_json::from_str::<Value>(raw.get()).ok());
+    match id {
         Some(id @ (Value::String(_) | Value::Number(_))) => {
-            let response_shaped = !message.contains_key("method")
-                && (message.contains_key("result") || message.contains_key("error"));
+            let response_shaped =
+                named("method") == 0 && (named("result") > 0 || named("error") > 0);
             if response_shaped {
-                Expect::AtMostOnce(id.clone())
+                Expect::AtMostOnce(id)
             } else {
-                Expect::Exactly(id.clone())
+                Expect::Exactly(id)
             }
         }
         _ => Expect::NoId,
+    }
+}
+
+/// The members a wrapper reads to know what a message is.
+const ENVELOPE_MEMBERS: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+
+/// A JSON object's top-level members in order, their values unread.
+struct TopLevel(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for TopLevel {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = TopLevel;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, Box<RawValue>>()? {
+                    members.push(member);
+                }
+                Ok(TopLevel(members))
+            }
+        }
+        deserializer.deserialize_map(Members)
     }
 }
 
@@ -725,8 +767,12 @@ mod tests {
             (r#"{"id":7}"#, Exactly(json!(7))),
             (r#"{"id":-3,"method":5}"#, Exactly(json!(-3))),
             (r#"{"id":1.5}"#, Exactly(json!(1.5))),
-            (r#"{"id":1,"id":"last"}"#, Exactly(json!("last"))),
+            (r#"{"id":1,"id":"last"}"#, NoId),
             (r#"{"id":"first","id":null}"#, NoId),
+            (r#"{"id":1,"x":1,"x":2}"#, Exactly(json!(1))),
+            (r#"{"id":1,"method":"a","method":"b"}"#, NoId),
+            (r#"{"id":1,"method":"\ud800"}"#, Exactly(json!(1))),
+            (r#"{"id":"\ud800"}"#, NoId),
             (r#"{"id":true,"method":"ping"}"#, NoId),
             (r#"{"id":[1],"method":"ping"}"#, NoId),
             (r#"{"params":{"id":4},"method":"ping"}"#, NoId),
@@ -750,6 +796,12 @@ mod tests {
             expected_reply(b"{\"id\":\"\xff\"}", 100),
             NoId,
             "invalid UTF-8"
+        );
+        let deep = format!(r#"{{"id":1,"x":{}{}}}"#, "[".repeat(500), "]".repeat(500));
+        assert_eq!(
+            expected_reply(deep.as_bytes(), deep.len()),
+            Exactly(json!(1)),
+            "values are not read, so their depth does not matter"
         );
     }
 

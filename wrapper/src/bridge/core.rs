@@ -3,10 +3,19 @@
 //! [`Bridge`] owns the connection state, the table of calls and the
 //! reconnect schedule. Its inputs are events (a call arrives, a connect
 //! attempt ends, a line arrives, the connection closes, time passes); its
-//! outputs are [`Action`]s (dial, send a line, close, answer a call) and the
-//! next instant it wants to be woken at. The async driver only moves bytes
-//! and time in and out, so every ordering of events, including the V3-05
-//! race, can be replayed step by step in a unit test.
+//! outputs are [`Action`]s (dial, send a line, close, answer a call, log an
+//! [`Event`]) and the next instant it wants to be woken at. The async
+//! driver only moves bytes and time in and out, so every ordering of
+//! events, including the V3-05 race, can be replayed step by step in a
+//! test.
+//!
+//! The connection is in one of five states, each holding what only it
+//! has: not started; connecting (the attempt, and what is known of the
+//! outage so far); connected (the connection, when it was made, whether it
+//! has proven itself, what it has delivered); retrying (when, why, and the
+//! outage); stopped (why). States change only through the transitions
+//! [`Bridge::dial`], [`Bridge::establish`], [`Bridge::pause`] and
+//! [`Bridge::stop`].
 //!
 //! Every connection attempt gets a fresh [`ConnId`]; events tagged with an
 //! older id are ignored, so a late line or close from a dead connection can
@@ -19,7 +28,7 @@ use serde_json::Value;
 
 use super::error::BridgeError;
 use super::policy::Policy;
-use super::response::{self, DaemonResult, Line};
+use super::wire::{self, DaemonResult, Reply};
 
 /// Identifies one call made through the bridge; chosen by the caller and
 /// unique for the bridge's lifetime.
@@ -108,34 +117,40 @@ impl std::fmt::Display for Failure {
 /// Something the driver must do on the bridge's behalf.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// Start a connect attempt and report its end with this id.
+    /// Start a connect attempt (logged as `connect_attempt`); its end comes
+    /// back as [`Bridge::connected`] or [`Bridge::connect_failed`] with this
+    /// id.
     Connect(ConnId),
-    /// Write this line (newline included) on that connection.
+    /// Write this line (newline included) on that connection. The driver
+    /// queues it and writes everything queued in one turn together; a
+    /// write that fails comes back as [`Bridge::closed`].
     Send(ConnId, Vec<u8>),
-    /// Close that connection (or abandon that attempt).
+    /// Close that connection, or abandon that connect attempt (whose end
+    /// is then never reported).
     Close(ConnId),
-    /// Deliver the outcome of a call to its caller: the daemon's result
-    /// as the JSON text it sent, or why there is none.
+    /// Deliver the outcome of a call to its caller (dropped if the caller
+    /// has gone): the daemon's result, or why there is none.
     Reply(CallId, Result<DaemonResult, Failure>),
-    /// Something worth logging happened.
+    /// Write this event to the log. It changes nothing, in the bridge or
+    /// in the driver.
     Report(Event),
 }
 
-/// Observations the driver logs; they change nothing.
+/// What happened, for the log (each has a stable name in the JSON log).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    /// A connection was established.
+    /// A connection was established (`connected`).
     Connected {
         /// The new connection.
         conn: ConnId,
         /// Whether an earlier connection existed.
         reconnect: bool,
     },
-    /// A connection closed; what happens next.
-    Disconnected {
+    /// A connection closed, and what happens next (`connection_lost`).
+    ConnectionLost {
         /// The connection that closed.
         conn: ConnId,
-        /// Calls re-sent on the next connection.
+        /// Calls that will be re-sent on the next connection.
         replayed: usize,
         /// Calls failed with `socket closed`.
         failed: usize,
@@ -143,8 +158,10 @@ pub enum Event {
         reconnecting: bool,
     },
     /// A connect attempt failed; the next one is due after `retry_in`
-    /// (`None`: no further attempt).
+    /// (`None`: no further attempt) (`connect_failed`).
     ConnectFailed {
+        /// The attempt.
+        conn: ConnId,
         /// Consecutive failures so far.
         failures: u32,
         /// The error reported by the driver.
@@ -152,8 +169,18 @@ pub enum Event {
         /// Delay before the next attempt.
         retry_in: Option<Duration>,
     },
+    /// A read lost with its connection was sent again (`call_replayed`).
+    CallReplayed {
+        /// The call.
+        call: CallId,
+        /// Its daemon method.
+        method: String,
+        /// How many times it has now been sent.
+        sends: u32,
+    },
     /// The daemon sent [`PARSE_STREAK_LIMIT`] non-JSON lines in a row while
-    /// calls were waiting; the oldest one failed.
+    /// calls were waiting; the oldest one failed
+    /// (`daemon_parse_error_streak`).
     ParseStreak {
         /// Lines in the streak.
         lines: u32,
@@ -161,67 +188,201 @@ pub enum Event {
         call: CallId,
     },
     /// A call brought the next connect attempt forward during a backoff
-    /// pause.
+    /// pause (`connect_hurried`).
     Hurried {
         /// How much earlier than the backoff timer it is made.
         earlier_by: Duration,
     },
     /// The daemon sent nothing on `conn` for a whole call timeout while a
-    /// call waited there: the connection is closed and replaced.
+    /// call waited there: the connection is closed and replaced
+    /// (`daemon_silent`).
     Silent {
         /// The recycled connection.
         conn: ConnId,
     },
-    /// A line that is JSON but not a response to any pending call.
+    /// A line that is JSON but not a response to any pending call
+    /// (`unmatched_reply`).
     Unmatched {
         /// The line's `id`, if it had one.
         id: Option<Value>,
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the rest of the wrapper may know about the connection (the driver
+/// publishes it after every turn).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkStatus {
+    /// Whether a connection is established now.
+    pub connected: bool,
+    /// Connections established so far.
+    pub connects: u64,
+    /// Connect attempts that failed so far.
+    pub failed_attempts: u64,
+}
+
+/// The connection's state, each variant with the data only it has.
+#[derive(Debug, Clone)]
 enum Link {
     /// Not started yet.
     Idle,
     /// A connect attempt is under way.
-    Connecting(ConnId),
-    /// Connected; calls are sent at once.
-    Connected(ConnId),
-    /// Waiting until the instant to dial again.
-    Retrying(Instant),
-    /// No further connect attempts (pre-fix budget spent, or shut down).
-    Stopped,
+    Connecting(Connecting),
+    /// Connected: calls are sent at once.
+    Connected(Connected),
+    /// Waiting until it is time to dial again.
+    Retrying(Retrying),
+    /// No further connect attempts.
+    Stopped(Stop),
+}
+
+/// One connect attempt.
+#[derive(Debug, Clone, Copy)]
+struct Attempt {
+    /// The attempt's id (the connection's, if it succeeds).
+    conn: ConnId,
+    /// When it began; `None` for the boot probe, which no caller asked
+    /// for, so a call after it fails may dial at once.
+    began: Option<Instant>,
+    /// How soon after `began` a call may bring the next attempt forward:
+    /// one to two initial backoffs, drawn at each attempt so that the
+    /// wrappers of many sessions woken by their callers do not dial in
+    /// lockstep.
+    hurry_spacing: Duration,
+}
+
+/// What is known about a daemon that is not connected now.
+#[derive(Debug, Clone, Default)]
+struct Outage {
+    /// Consecutive failed connect attempts (a connection lost before it
+    /// proved itself counts as one).
+    failures: u32,
+    /// The most recent connect error.
+    last_error: Option<String>,
+    /// When a healthy connection was lost, if the outage began that way:
+    /// until a connect wait has passed since, the daemon is presumed to be
+    /// restarting.
+    lost_at: Option<Instant>,
+}
+
+#[derive(Debug, Clone)]
+struct Connecting {
+    attempt: Attempt,
+    outage: Outage,
+}
+
+#[derive(Debug, Clone)]
+struct Connected {
+    conn: ConnId,
+    /// When the connection was made.
+    since: Instant,
+    /// The attempt that made it.
+    attempt: Attempt,
+    proof: Proof,
+    /// Lines of any kind the connection has delivered.
+    heard: u64,
+    /// Consecutive non-JSON lines while calls waited on it.
+    streak: u32,
+}
+
+/// Whether a connection has shown that the daemon works.
+#[derive(Debug, Clone)]
+enum Proof {
+    /// Not yet: losing it within [`PROVEN_AFTER`] continues the outage
+    /// before it, as one more failed attempt.
+    Unproven(Outage),
+    /// It delivered a valid line.
+    Proven,
+}
+
+#[derive(Debug, Clone)]
+struct Retrying {
+    /// When to dial.
+    at: Instant,
+    pause: Pause,
+    outage: Outage,
+}
+
+/// Why the bridge is waiting to dial.
+#[derive(Debug, Clone, Copy)]
+enum Pause {
+    /// The reconnect delay after a healthy connection was lost; calls do
+    /// not cut it short.
+    Reconnect,
+    /// A backoff after failed attempts; a call may cut it short, but not
+    /// before the last attempt's spacing has passed.
+    Backoff {
+        /// The attempt that failed.
+        last: Attempt,
+    },
+}
+
+/// Why the bridge dials no more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The pre-fix policy's one reconnect is spent.
+    GaveUp,
+    /// The wrapper is exiting.
+    Shutdown,
+}
+
+/// How a call waits for a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Wait {
+    /// When it gives up.
+    deadline: Instant,
+    /// When it began waiting.
+    since: Instant,
+    /// It waits only until the next connect attempt fails (the caller
+    /// answers it another way then).
+    next_attempt_only: bool,
+}
+
+/// A call sent on a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InFlight {
+    conn: ConnId,
+    /// Its daemon request id.
+    wire: u64,
+    /// When the response is due.
+    deadline: Instant,
+    /// How many lines the connection had delivered when it was sent.
+    heard: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Waiting for a connection until `deadline`; with `next_attempt_only`,
-    /// only until the next connect attempt fails (the caller answers it
-    /// another way).
-    Waiting {
-        deadline: Instant,
-        since: Instant,
-        next_attempt_only: bool,
-    },
-    /// Sent on `conn` as daemon request `wire`; the response is due by
-    /// `deadline`. `heard` is how many lines the connection had delivered
-    /// when it was sent.
-    InFlight {
-        conn: ConnId,
-        wire: u64,
-        deadline: Instant,
-        heard: u64,
-    },
+    Waiting(Wait),
+    InFlight(InFlight),
+}
+
+impl Phase {
+    fn deadline(&self) -> Instant {
+        match self {
+            Phase::Waiting(wait) => wait.deadline,
+            Phase::InFlight(sent) => sent.deadline,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
 struct Call {
     request: Request,
     phase: Phase,
+    /// Times it has been written to a connection.
     sends: u32,
     /// The call's one deadline, replays included: the connect wait plus
     /// the call timeout after it was made.
     expires: Instant,
+}
+
+/// What to do with a call that has just arrived.
+enum Route {
+    /// Send it on this connection.
+    Send(ConnId),
+    /// Let it wait for a connection.
+    Wait,
+    /// Fail it: the bridge is not connected and will not wait.
+    Refuse,
 }
 
 /// The sans-IO bridge state machine. See the module documentation.
@@ -231,33 +392,17 @@ pub struct Bridge {
     endpoint: String,
     link: Link,
     next_conn: u64,
-    ever_connected: bool,
-    failures: u32,
-    /// When the current connection was established.
-    connected_at: Option<Instant>,
-    /// When the last connection was lost, while no new one is up: the
-    /// daemon is presumed to be restarting until the connect wait has
-    /// passed since then.
-    lost_at: Option<Instant>,
-    /// Whether the current connection has delivered a valid line.
-    proven: bool,
-    /// Lines of any kind the current connection has delivered.
-    heard: u64,
-    /// When the last connect attempt began (`None`: the first, or none).
-    last_dial: Option<Instant>,
-    /// How soon after `last_dial` a call may bring the next attempt
-    /// forward: one to two initial backoffs, drawn at each attempt.
-    hurry_spacing: Duration,
-    /// Whether the wait before the next attempt is a backoff after failed
-    /// attempts (which a call may cut short), not the reconnect delay.
-    backing_off: bool,
+    /// Connections established so far.
+    connects: u64,
+    /// Connect attempts that failed so far.
+    failed_attempts: u64,
+    /// Reconnects scheduled after lost connections (the pre-fix policy
+    /// allows one).
     reconnects: u32,
-    shut: bool,
-    last_error: Option<String>,
     calls: BTreeMap<CallId, Call>,
+    /// Daemon request ids of the calls in flight.
     wire: BTreeMap<u64, CallId>,
     next_wire: u64,
-    streak: u32,
     rng: fastrand::Rng,
     actions: VecDeque<Action>,
 }
@@ -272,82 +417,66 @@ impl Bridge {
             endpoint: endpoint.into(),
             link: Link::Idle,
             next_conn: 0,
-            ever_connected: false,
-            failures: 0,
-            connected_at: None,
-            lost_at: None,
-            proven: false,
-            heard: 0,
-            last_dial: None,
-            hurry_spacing: policy.timings().backoff.initial(),
-            backing_off: false,
+            connects: 0,
+            failed_attempts: 0,
             reconnects: 0,
-            shut: false,
-            last_error: None,
             calls: BTreeMap::new(),
             wire: BTreeMap::new(),
             next_wire: 0,
-            streak: 0,
             rng: fastrand::Rng::with_seed(seed),
             actions: VecDeque::new(),
         }
     }
 
-    /// Begin the first connect attempt.
+    /// Begin the first connect attempt (the boot probe).
     pub fn start(&mut self) {
-        if self.link == Link::Idle && !self.shut {
-            self.dial(None);
+        if matches!(self.link, Link::Idle) {
+            self.dial(None, Outage::default());
         }
     }
 
     /// A caller wants `request` made; its outcome will be a
     /// [`Action::Reply`] for `id`.
     pub fn call(&mut self, id: CallId, request: Request, now: Instant) {
-        if self.shut {
-            self.refuse(id, BridgeError::Shutdown);
+        if matches!(self.link, Link::Stopped(Stop::Shutdown)) {
+            self.actions.push_back(Action::Reply(
+                id,
+                Err(Failure::detached(BridgeError::Shutdown)),
+            ));
             return;
         }
         let timings = self.policy.timings();
         let expires = now + timings.connect_wait + timings.call_timeout;
-        let call = Call {
-            phase: self.waiting(&request, now, expires),
-            request,
-            sends: 0,
-            expires,
-        };
-        let Phase::Waiting {
-            deadline,
-            next_attempt_only,
-            ..
-        } = call.phase
-        else {
-            unreachable!("a new call waits");
-        };
-        match self.link {
-            Link::Connected(conn) => {
-                self.calls.insert(id, call);
-                self.send(id, conn, now);
-            }
-            // Before the first connection every mode waits: the boot connect
-            // runs in the background and a call made meanwhile rides on it.
-            _ if !self.ever_connected => {
-                self.calls.insert(id, call);
-                self.hurry(deadline, next_attempt_only, now);
-            }
-            Link::Stopped => {
-                self.calls.insert(id, call);
-                self.finish(id, Err(BridgeError::NotConnected));
-            }
-            _ if self.policy.calls_wait_for_reconnect() => {
-                self.calls.insert(id, call);
-                self.hurry(deadline, next_attempt_only, now);
-            }
+        let wait = self.waiting(&request, now, expires, self.lost_at());
+        self.calls.insert(
+            id,
+            Call {
+                request,
+                phase: Phase::Waiting(wait),
+                sends: 0,
+                expires,
+            },
+        );
+        match self.route() {
+            Route::Send(conn) => self.send(id, conn, now),
+            Route::Wait => self.hurry(wait, now),
+            Route::Refuse => self.finish(id, Err(BridgeError::NotConnected)),
+        }
+    }
+
+    /// Where a call arriving now goes.
+    fn route(&self) -> Route {
+        match &self.link {
+            Link::Connected(connected) => Route::Send(connected.conn),
+            // Before the first connection every mode waits: the boot
+            // connect runs in the background and a call made meanwhile
+            // rides on it.
+            _ if self.connects == 0 => Route::Wait,
+            Link::Stopped(_) => Route::Refuse,
+            _ if self.policy.calls_wait_for_reconnect() => Route::Wait,
             // The V3-05 bug, kept as a policy: disconnected means refused,
             // even though a reconnect is about to succeed.
-            _ => {
-                self.calls.insert(id, call);
-                self.finish(id, Err(BridgeError::NotConnected));
-            }
+            _ => Route::Refuse,
         }
     }
 
@@ -355,33 +484,24 @@ impl Bridge {
     /// nothing.
     pub fn cancel(&mut self, id: CallId) {
         if let Some(call) = self.calls.remove(&id)
-            && let Phase::InFlight { wire, .. } = call.phase
+            && let Phase::InFlight(sent) = call.phase
         {
-            self.wire.remove(&wire);
+            self.wire.remove(&sent.wire);
         }
     }
 
     /// The connect attempt `conn` succeeded.
     pub fn connected(&mut self, conn: ConnId, now: Instant) {
-        if self.link != Link::Connecting(conn) {
+        if self.connecting() != Some(conn) {
             // Not the attempt we are waiting for: never hold two.
             self.actions.push_back(Action::Close(conn));
             return;
         }
-        let reconnect = self.ever_connected;
-        self.link = Link::Connected(conn);
-        self.ever_connected = true;
-        self.connected_at = Some(now);
-        self.lost_at = None;
-        self.proven = false;
-        self.heard = 0;
-        self.streak = 0;
-        self.actions
-            .push_back(Action::Report(Event::Connected { conn, reconnect }));
+        self.establish(now);
         let waiting: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| matches!(c.phase, Phase::Waiting { .. }))
+            .filter(|(_, c)| matches!(c.phase, Phase::Waiting(_)))
             .map(|(id, _)| *id)
             .collect();
         for id in waiting {
@@ -391,97 +511,143 @@ impl Bridge {
 
     /// The connect attempt `conn` failed with `error`.
     pub fn connect_failed(&mut self, conn: ConnId, error: String, now: Instant) {
-        if self.link != Link::Connecting(conn) {
+        if self.connecting() != Some(conn) {
             return;
         }
-        self.failures = self.failures.saturating_add(1);
-        self.last_error = Some(error.clone());
-        let retry_in = if self.ever_connected && self.policy.reconnect_budget().is_some() {
-            // The pre-fix bridge made one reconnect attempt and gave up.
-            None
-        } else {
-            Some(self.retry_delay())
+        let Link::Connecting(Connecting { attempt, outage }) = self.take_link() else {
+            unreachable!("checked above");
         };
-        self.backing_off = true;
-        self.link = match retry_in {
-            Some(delay) => Link::Retrying(now + delay),
-            None => Link::Stopped,
+        self.failed_attempts += 1;
+        let outage = Outage {
+            failures: outage.failures.saturating_add(1),
+            last_error: Some(error.clone()),
+            lost_at: outage.lost_at,
         };
+        // The pre-fix bridge made one reconnect attempt and gave up.
+        let gives_up = self.connects > 0 && self.policy.reconnect_budget().is_some();
+        let retry_in = (!gives_up).then(|| self.retry_delay(outage.failures));
         self.actions.push_back(Action::Report(Event::ConnectFailed {
-            failures: self.failures,
-            error,
+            conn,
+            failures: outage.failures,
+            error: error.clone(),
             retry_in,
         }));
-        if self.link == Link::Stopped {
-            self.fail_waiting(BridgeError::NotConnected);
+        match retry_in {
+            Some(delay) => self.pause(now + delay, Pause::Backoff { last: attempt }, outage),
+            None => self.stop(Stop::GaveUp),
         }
         // Calls that only waited for this attempt are answered another way.
         let settled: Vec<(CallId, Instant)> = self
             .calls
             .iter()
             .filter_map(|(id, c)| match c.phase {
-                Phase::Waiting {
-                    next_attempt_only: true,
-                    since,
-                    ..
-                } => Some((*id, since)),
+                Phase::Waiting(wait) if wait.next_attempt_only => Some((*id, wait.since)),
                 _ => None,
             })
             .collect();
         for (id, since) in settled {
-            let error = self.connect_wait_error(now.saturating_duration_since(since));
+            let error = BridgeError::ConnectWait {
+                endpoint: self.endpoint.clone(),
+                waited: now.saturating_duration_since(since),
+                last_error: Some(error.clone()),
+            };
             self.finish(id, Err(error));
         }
     }
 
     /// The connection `conn` closed (EOF, read or write error).
     pub fn closed(&mut self, conn: ConnId, now: Instant) {
-        if self.link != Link::Connected(conn) {
+        if self.connection() != Some(conn) {
             return;
         }
-        self.streak = 0;
-        let healthy = self.proven
-            || self
-                .connected_at
-                .is_some_and(|at| now.saturating_duration_since(at) >= PROVEN_AFTER);
-        // Only a connection that worked suggests a daemon about to return;
-        // one that never did (accept-and-drop, a refused token) does not.
-        if healthy {
-            self.lost_at = Some(now);
-        }
-        let retry_in = if healthy {
-            self.failures = 0;
-            self.policy.timings().reconnect_delay
-        } else {
-            self.failures = self.failures.saturating_add(1);
-            self.policy
-                .timings()
-                .reconnect_delay
-                .max(self.retry_delay())
+        let Link::Connected(connected) = self.take_link() else {
+            unreachable!("checked above");
         };
-        let mut replayed = 0;
-        let mut failed = 0;
+        let up_long_enough = now.saturating_duration_since(connected.since) >= PROVEN_AFTER;
+        // Only a connection that worked suggests a daemon about to return;
+        // one that never did (accept-and-drop, a refused token) continues
+        // the outage before it, as one more failed attempt.
+        let (outage, pause, retry_in) = match connected.proof {
+            Proof::Unproven(before) if !up_long_enough => {
+                let outage = Outage {
+                    failures: before.failures.saturating_add(1),
+                    last_error: before.last_error,
+                    lost_at: None,
+                };
+                let retry_in = self
+                    .policy
+                    .timings()
+                    .reconnect_delay
+                    .max(self.retry_delay(outage.failures));
+                let pause = Pause::Backoff {
+                    last: connected.attempt,
+                };
+                (outage, pause, retry_in)
+            }
+            _ => {
+                let outage = Outage {
+                    lost_at: Some(now),
+                    ..Outage::default()
+                };
+                (
+                    outage,
+                    Pause::Reconnect,
+                    self.policy.timings().reconnect_delay,
+                )
+            }
+        };
+        let (replayed, failed) = self.settle_lost_calls(conn, now, outage.lost_at);
+        let may_reconnect = match self.policy.reconnect_budget() {
+            None => true,
+            Some(budget) => self.reconnects < budget,
+        };
+        self.actions
+            .push_back(Action::Report(Event::ConnectionLost {
+                conn,
+                replayed,
+                failed,
+                reconnecting: may_reconnect,
+            }));
+        if !may_reconnect {
+            self.stop(Stop::GaveUp);
+            return;
+        }
+        self.reconnects = self.reconnects.saturating_add(1);
+        if retry_in.is_zero() {
+            self.dial(Some(now), outage);
+        } else {
+            self.pause(now + retry_in, pause, outage);
+        }
+    }
+
+    /// The calls in flight on the lost connection `conn`: a read is put
+    /// back to wait for the next connection for as long as its own
+    /// deadline allows; a write never is. Returns how many were put back
+    /// and how many failed.
+    fn settle_lost_calls(
+        &mut self,
+        conn: ConnId,
+        now: Instant,
+        lost_at: Option<Instant>,
+    ) -> (usize, usize) {
         let lost: Vec<CallId> = self
             .calls
             .iter()
-            .filter(
-                |(_, c)| matches!(c.phase, Phase::InFlight { conn: c_conn, .. } if c_conn == conn),
-            )
+            .filter(|(_, c)| matches!(c.phase, Phase::InFlight(sent) if sent.conn == conn))
             .map(|(id, _)| *id)
             .collect();
+        let (mut replayed, mut failed) = (0, 0);
         for id in lost {
             let Some(call) = self.calls.get(&id) else {
                 continue;
             };
-            if let Phase::InFlight { wire, .. } = call.phase {
-                self.wire.remove(&wire);
+            if let Phase::InFlight(sent) = call.phase {
+                self.wire.remove(&sent.wire);
             }
-            // A read is re-sent after every lost connection for as long as
-            // its own deadline allows; a write never is.
             if self.policy.replays() && call.request.access == Access::Read && now < call.expires {
-                let phase = self.waiting(&call.request, now, call.expires);
+                let wait = self.waiting(&call.request, now, call.expires, lost_at);
                 if let Some(call) = self.calls.get_mut(&id) {
-                    call.phase = phase;
+                    call.phase = Phase::Waiting(wait);
                 }
                 replayed += 1;
             } else {
@@ -489,50 +655,28 @@ impl Bridge {
                 failed += 1;
             }
         }
-        let may_reconnect = match self.policy.reconnect_budget() {
-            None => true,
-            Some(budget) => self.reconnects < budget,
-        };
-        self.backing_off = !healthy;
-        self.link = if may_reconnect {
-            self.reconnects = self.reconnects.saturating_add(1);
-            Link::Retrying(now + retry_in)
-        } else {
-            Link::Stopped
-        };
-        self.actions.push_back(Action::Report(Event::Disconnected {
-            conn,
-            replayed,
-            failed,
-            reconnecting: may_reconnect,
-        }));
-        if may_reconnect && retry_in.is_zero() {
-            self.dial(Some(now));
-        }
-        if self.link == Link::Stopped {
-            self.fail_waiting(BridgeError::NotConnected);
-        }
+        (replayed, failed)
     }
 
     /// A complete line (without its newline) arrived on `conn`.
     pub fn line(&mut self, conn: ConnId, line: &[u8]) {
-        if self.link != Link::Connected(conn) {
+        let Link::Connected(connected) = &mut self.link else {
+            return;
+        };
+        if connected.conn != conn {
             return;
         }
-        self.heard += 1;
-        let (id, outcome) = match response::parse(line) {
-            Line::NotJson => {
+        connected.heard += 1;
+        let (id, outcome) = match wire::read_reply(line) {
+            Reply::NotJson => {
                 self.non_json_line(conn);
                 return;
             }
-            Line::NotObject => (None, None),
-            Line::Message { id, outcome } => (Some(id), Some(outcome)),
+            Reply::Unroutable => (None, None),
+            Reply::Message { id, outcome } => (Some(id), Some(outcome)),
         };
-        self.streak = 0;
-        if !self.proven {
-            self.proven = true;
-            self.failures = 0;
-        }
+        connected.streak = 0;
+        connected.proof = Proof::Proven;
         let (Some(id), Some(outcome)) = (id, outcome) else {
             return;
         };
@@ -548,13 +692,16 @@ impl Bridge {
     /// A line longer than the driver accepts arrived on `conn`; `id` is the
     /// request id the driver could read from its beginning, if any.
     pub fn oversized_line(&mut self, conn: ConnId, id: Option<u64>, limit: usize) {
-        if self.link != Link::Connected(conn) {
+        let Link::Connected(connected) = &mut self.link else {
+            return;
+        };
+        if connected.conn != conn {
             return;
         }
-        self.heard += 1;
+        connected.heard += 1;
         match id.and_then(|w| self.wire.get(&w).copied()) {
             Some(call) => {
-                self.streak = 0;
+                connected.streak = 0;
                 self.finish(call, Err(BridgeError::ResponseTooLarge(limit)));
             }
             None => self.non_json_line(conn),
@@ -564,29 +711,27 @@ impl Bridge {
     /// Time has reached `now`: dial if a retry is due, and fail calls whose
     /// deadline has passed.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if let Link::Retrying(at) = self.link
-            && at <= now
-            && !self.shut
+        if let Link::Retrying(retrying) = &self.link
+            && retrying.at <= now
         {
-            self.dial(Some(now));
+            let Link::Retrying(retrying) = self.take_link() else {
+                unreachable!("checked above");
+            };
+            self.dial(Some(now), retrying.outage);
         }
         let expired: Vec<(CallId, Phase)> = self
             .calls
             .iter()
-            .filter(|(_, c)| match c.phase {
-                Phase::Waiting { deadline, .. } | Phase::InFlight { deadline, .. } => {
-                    deadline <= now
-                }
-            })
+            .filter(|(_, c)| c.phase.deadline() <= now)
             .map(|(id, c)| (*id, c.phase))
             .collect();
         let mut silent = None;
         for (id, phase) in expired {
             let error = match phase {
-                Phase::Waiting { since, .. } => self.connect_wait_error(now - since),
-                Phase::InFlight { conn, heard, .. } => {
-                    if heard == self.heard && self.link == Link::Connected(conn) {
-                        silent = Some(conn);
+                Phase::Waiting(wait) => self.connect_wait_error(now - wait.since),
+                Phase::InFlight(sent) => {
+                    if self.heard_nothing_since(sent) {
+                        silent = Some(sent.conn);
                     }
                     BridgeError::Timeout(self.policy.timings().call_timeout)
                 }
@@ -605,16 +750,18 @@ impl Bridge {
         }
     }
 
+    /// Whether the connection `sent` went out on is still up and has
+    /// delivered nothing since.
+    fn heard_nothing_since(&self, sent: InFlight) -> bool {
+        matches!(&self.link, Link::Connected(c) if c.conn == sent.conn && c.heard == sent.heard)
+    }
+
     /// Stop: fail every call, close the connection, dial no more.
     pub fn shutdown(&mut self) {
-        self.shut = true;
-        match self.link {
-            Link::Connected(conn) | Link::Connecting(conn) => {
-                self.actions.push_back(Action::Close(conn));
-            }
-            _ => {}
+        if let Some(conn) = self.connection().or(self.connecting()) {
+            self.actions.push_back(Action::Close(conn));
         }
-        self.link = Link::Stopped;
+        self.stop(Stop::Shutdown);
         let ids: Vec<CallId> = self.calls.keys().copied().collect();
         for id in ids {
             self.finish(id, Err(BridgeError::Shutdown));
@@ -628,31 +775,29 @@ impl Bridge {
 
     /// The earliest instant at which [`Bridge::handle_timeout`] has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let retry = match self.link {
-            Link::Retrying(at) if !self.shut => Some(at),
+        let retry = match &self.link {
+            Link::Retrying(retrying) => Some(retrying.at),
             _ => None,
         };
         self.calls
             .values()
-            .map(|c| match c.phase {
-                Phase::Waiting { deadline, .. } | Phase::InFlight { deadline, .. } => deadline,
-            })
+            .map(|c| c.phase.deadline())
             .chain(retry)
             .min()
     }
 
     /// The connection currently established, if any.
     pub fn connection(&self) -> Option<ConnId> {
-        match self.link {
-            Link::Connected(conn) => Some(conn),
+        match &self.link {
+            Link::Connected(connected) => Some(connected.conn),
             _ => None,
         }
     }
 
     /// The connect attempt under way, if any.
     pub fn connecting(&self) -> Option<ConnId> {
-        match self.link {
-            Link::Connecting(conn) => Some(conn),
+        match &self.link {
+            Link::Connecting(connecting) => Some(connecting.attempt.conn),
             _ => None,
         }
     }
@@ -662,74 +807,19 @@ impl Bridge {
         self.calls.len()
     }
 
-    /// A call now waits until `deadline`: if the next connect attempt is
-    /// due only after that (or the call waits for the next attempt only),
-    /// make it now, so that no call gives up on the daemon without an
-    /// attempt made while it waited.
-    /// A call arrived while the bridge waits between connect attempts. The
-    /// daemon may be back: after a failed attempt the next one is brought
-    /// forward to one to two initial backoffs after the last (jittered; at
-    /// once if that has passed), so a stream of calls against a dead daemon
-    /// keeps a bounded attempt rate; and it is made at once when the timer
-    /// would come too late for the call anyway.
-    fn hurry(&mut self, deadline: Instant, next_attempt_only: bool, now: Instant) {
-        let Link::Retrying(at) = self.link else {
-            return;
-        };
-        if self.shut {
-            return;
-        }
-        if next_attempt_only || at > deadline {
-            self.dial(Some(now));
-            return;
-        }
-        if !self.backing_off {
-            return;
-        }
-        let soonest = self
-            .last_dial
-            .map_or(now, |last| last + self.hurry_spacing)
-            .max(now);
-        if soonest < at {
-            self.actions.push_back(Action::Report(Event::Hurried {
-                earlier_by: at - soonest,
-            }));
-            if soonest <= now {
-                self.dial(Some(now));
-            } else {
-                self.link = Link::Retrying(soonest);
-            }
+    /// What the rest of the wrapper may know about the connection.
+    pub fn status(&self) -> LinkStatus {
+        LinkStatus {
+            connected: matches!(self.link, Link::Connected(_)),
+            connects: self.connects,
+            failed_attempts: self.failed_attempts,
         }
     }
 
-    /// The pause before the next connect attempt after `failures` failed
-    /// ones, growing less while a call waits ([`WAITING_BACKOFF_STEPS`]).
-    fn retry_delay(&mut self) -> Duration {
-        let waiting = self.calls.values().any(|c| {
-            matches!(
-                c.phase,
-                Phase::Waiting {
-                    next_attempt_only: false,
-                    ..
-                }
-            )
-        });
-        let failures = if waiting {
-            self.failures.min(WAITING_BACKOFF_STEPS)
-        } else {
-            self.failures
-        };
-        self.policy
-            .timings()
-            .backoff
-            .delay(failures, self.rng.f64())
-    }
-
-    fn dial(&mut self, now: Option<Instant>) {
-        self.last_dial = now.or(self.last_dial);
-        // Jittered like the backoff, so that the wrappers of many sessions
-        // woken by their callers still do not dial in lockstep.
-        self.hurry_spacing = self
+    /// Transition: start a connect attempt at `now` (`None`: the boot
+    /// probe), carrying `outage` into it.
+    fn dial(&mut self, now: Option<Instant>, outage: Outage) {
+        let hurry_spacing = self
             .policy
             .timings()
             .backoff
@@ -737,24 +827,162 @@ impl Bridge {
             .mul_f64(1.0 + self.rng.f64());
         self.next_conn += 1;
         let conn = ConnId(self.next_conn);
-        self.link = Link::Connecting(conn);
+        self.link = Link::Connecting(Connecting {
+            attempt: Attempt {
+                conn,
+                began: now,
+                hurry_spacing,
+            },
+            outage,
+        });
         self.actions.push_back(Action::Connect(conn));
     }
 
+    /// Transition: the attempt under way became the connection.
+    fn establish(&mut self, now: Instant) {
+        let Link::Connecting(Connecting { attempt, outage }) = self.take_link() else {
+            unreachable!("only an attempt under way is established");
+        };
+        let reconnect = self.connects > 0;
+        self.connects += 1;
+        self.link = Link::Connected(Connected {
+            conn: attempt.conn,
+            since: now,
+            attempt,
+            proof: Proof::Unproven(outage),
+            heard: 0,
+            streak: 0,
+        });
+        self.actions.push_back(Action::Report(Event::Connected {
+            conn: attempt.conn,
+            reconnect,
+        }));
+    }
+
+    /// Transition: wait until `at` to dial again.
+    fn pause(&mut self, at: Instant, pause: Pause, outage: Outage) {
+        self.link = Link::Retrying(Retrying { at, pause, outage });
+    }
+
+    /// Transition: dial no more. Calls waiting for a connection fail,
+    /// unless the wrapper is exiting (then every call fails with
+    /// `Shutdown`).
+    fn stop(&mut self, why: Stop) {
+        self.link = Link::Stopped(why);
+        if why == Stop::GaveUp {
+            self.fail_waiting(BridgeError::NotConnected);
+        }
+    }
+
+    /// Takes the state out for a transition to consume (the placeholder
+    /// never outlives the transition).
+    fn take_link(&mut self) -> Link {
+        std::mem::replace(&mut self.link, Link::Idle)
+    }
+
+    /// The outage under way, while not connected.
+    fn outage(&self) -> Option<&Outage> {
+        match &self.link {
+            Link::Connecting(connecting) => Some(&connecting.outage),
+            Link::Retrying(retrying) => Some(&retrying.outage),
+            Link::Idle | Link::Connected(_) | Link::Stopped(_) => None,
+        }
+    }
+
+    /// When the last healthy connection was lost, while no new one is up.
+    fn lost_at(&self) -> Option<Instant> {
+        self.outage().and_then(|outage| outage.lost_at)
+    }
+
+    /// A call arrived while the bridge waits between connect attempts. The
+    /// daemon may be back: after a failed attempt the next one is brought
+    /// forward to one to two initial backoffs after the last (jittered; at
+    /// once if that has passed), so a stream of calls against a dead daemon
+    /// keeps a bounded attempt rate; and it is made at once when the timer
+    /// would come too late for the call anyway, or when the call waits for
+    /// the next attempt only.
+    fn hurry(&mut self, wait: Wait, now: Instant) {
+        let Link::Retrying(retrying) = &mut self.link else {
+            return;
+        };
+        if wait.next_attempt_only || retrying.at > wait.deadline {
+            let Link::Retrying(retrying) = self.take_link() else {
+                unreachable!("checked above");
+            };
+            self.dial(Some(now), retrying.outage);
+            return;
+        }
+        let Pause::Backoff { last } = retrying.pause else {
+            return;
+        };
+        let soonest = last
+            .began
+            .map_or(now, |began| began + last.hurry_spacing)
+            .max(now);
+        if soonest >= retrying.at {
+            return;
+        }
+        self.actions.push_back(Action::Report(Event::Hurried {
+            earlier_by: retrying.at - soonest,
+        }));
+        if soonest <= now {
+            let Link::Retrying(retrying) = self.take_link() else {
+                unreachable!("checked above");
+            };
+            self.dial(Some(now), retrying.outage);
+        } else {
+            retrying.at = soonest;
+        }
+    }
+
+    /// The pause before the next connect attempt after `failures` failed
+    /// ones, growing less while a call waits ([`WAITING_BACKOFF_STEPS`]).
+    fn retry_delay(&mut self, failures: u32) -> Duration {
+        let waiting = self.calls.values().any(|c| {
+            matches!(
+                c.phase,
+                Phase::Waiting(Wait {
+                    next_attempt_only: false,
+                    ..
+                })
+            )
+        });
+        let failures = if waiting {
+            failures.min(WAITING_BACKOFF_STEPS)
+        } else {
+            failures
+        };
+        self.policy
+            .timings()
+            .backoff
+            .delay(failures, self.rng.f64())
+    }
+
     fn send(&mut self, id: CallId, conn: ConnId, now: Instant) {
+        let Link::Connected(connected) = &self.link else {
+            return;
+        };
+        let heard = connected.heard;
         let Some(call) = self.calls.get_mut(&id) else {
             return;
         };
         self.next_wire += 1;
         let wire = self.next_wire;
-        let line = encode_request(wire, &call.request);
-        call.phase = Phase::InFlight {
+        let line = wire::request_line(wire, &call.request);
+        call.phase = Phase::InFlight(InFlight {
             conn,
             wire,
             deadline: (now + self.policy.timings().call_timeout).min(call.expires),
-            heard: self.heard,
-        };
+            heard,
+        });
         call.sends += 1;
+        if call.sends > 1 {
+            self.actions.push_back(Action::Report(Event::CallReplayed {
+                call: id,
+                method: call.request.method.clone(),
+                sends: call.sends,
+            }));
+        }
         self.wire.insert(wire, id);
         self.actions.push_back(Action::Send(conn, line));
     }
@@ -766,20 +994,21 @@ impl Bridge {
             .calls
             .iter()
             .filter_map(|(id, c)| match c.phase {
-                Phase::InFlight {
-                    conn: c_conn, wire, ..
-                } if c_conn == conn => Some((wire, *id)),
+                Phase::InFlight(sent) if sent.conn == conn => Some((sent.wire, *id)),
                 _ => None,
             })
             .min();
-        let Some((_, id)) = oldest else {
-            self.streak = 0;
+        let Link::Connected(connected) = &mut self.link else {
             return;
         };
-        self.streak += 1;
-        if self.streak >= PARSE_STREAK_LIMIT {
-            let lines = self.streak;
-            self.streak = 0;
+        let Some((_, id)) = oldest else {
+            connected.streak = 0;
+            return;
+        };
+        connected.streak += 1;
+        if connected.streak >= PARSE_STREAK_LIMIT {
+            let lines = connected.streak;
+            connected.streak = 0;
             self.finish(id, Err(BridgeError::ParseStreak(lines)));
             self.actions
                 .push_back(Action::Report(Event::ParseStreak { lines, call: id }));
@@ -790,7 +1019,7 @@ impl Bridge {
         BridgeError::ConnectWait {
             endpoint: self.endpoint.clone(),
             waited,
-            last_error: self.last_error.clone(),
+            last_error: self.outage().and_then(|o| o.last_error.clone()),
         }
     }
 
@@ -798,7 +1027,7 @@ impl Bridge {
         let waiting: Vec<CallId> = self
             .calls
             .iter()
-            .filter(|(_, c)| matches!(c.phase, Phase::Waiting { .. }))
+            .filter(|(_, c)| matches!(c.phase, Phase::Waiting(_)))
             .map(|(id, _)| *id)
             .collect();
         for id in waiting {
@@ -814,8 +1043,8 @@ impl Bridge {
         let Some(call) = self.calls.remove(&id) else {
             return;
         };
-        if let Phase::InFlight { wire, .. } = call.phase {
-            self.wire.remove(&wire);
+        if let Phase::InFlight(sent) = call.phase {
+            self.wire.remove(&sent.wire);
         }
         let outcome = outcome.map_err(|error| {
             let sent = call.sends > 0;
@@ -836,54 +1065,55 @@ impl Bridge {
         self.actions.push_back(Action::Reply(id, outcome));
     }
 
-    /// Answer a call that never entered the table.
-    fn refuse(&mut self, id: CallId, error: BridgeError) {
-        self.actions
-            .push_back(Action::Reply(id, Err(Failure::detached(error))));
-    }
-
     /// How a call arriving (or put back to wait) at `now` waits for a
-    /// connection. Without a fallback: the full connect wait. With one:
-    /// if a connection was lost less than a connect wait ago the daemon is
-    /// presumed to be restarting, and the call waits until the connect wait
-    /// has passed since the loss, to get the daemon's own answer; otherwise
-    /// the daemon is presumed down, and the call waits for one fresh connect
-    /// attempt only (at most the fallback wait), so that a user whose
-    /// daemon is down is answered at once.
-    /// How a call waits for a connection from `now`, never past `expires`.
-    fn waiting(&self, request: &Request, now: Instant, expires: Instant) -> Phase {
+    /// connection, never past `expires`. Without a fallback: the full
+    /// connect wait. With one: if a healthy connection was lost (at
+    /// `lost_at`) less than a connect wait ago, the daemon is presumed to
+    /// be restarting, and the call waits until the connect wait has passed
+    /// since the loss, to get the daemon's own answer; otherwise the daemon
+    /// is presumed down, and the call waits for one fresh connect attempt
+    /// only (at most the fallback wait), so that a user whose daemon is
+    /// down is answered at once.
+    fn waiting(
+        &self,
+        request: &Request,
+        now: Instant,
+        expires: Instant,
+        lost_at: Option<Instant>,
+    ) -> Wait {
         let timings = self.policy.timings();
         let (deadline, next_attempt_only) = if !request.fallback {
             (now + timings.connect_wait, false)
         } else {
             let quick = now + timings.fallback_wait.min(timings.connect_wait);
-            match self.lost_at {
+            match lost_at {
                 Some(lost) if now < lost + timings.connect_wait => {
                     (quick.max(lost + timings.connect_wait), false)
                 }
                 _ => (quick, true),
             }
         };
-        Phase::Waiting {
+        Wait {
             deadline: deadline.min(expires),
             since: now,
             next_attempt_only,
         }
     }
-}
 
-/// The daemon request line for `request` under wire id `wire`.
-fn encode_request(wire: u64, request: &Request) -> Vec<u8> {
-    let mut line = Vec::with_capacity(64 + request.method.len());
-    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    line.extend_from_slice(wire.to_string().as_bytes());
-    line.extend_from_slice(b",\"method\":");
-    // Serializing a string or a Value into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut line, &request.method);
-    line.extend_from_slice(b",\"params\":");
-    let _ = serde_json::to_writer(&mut line, &request.params);
-    line.extend_from_slice(b"}\n");
-    line
+    /// The earliest instant a call could bring the next attempt forward
+    /// to, while backing off (tests check the spacing).
+    #[cfg(test)]
+    fn hurry_bound(&self) -> Option<(Duration, Instant)> {
+        match &self.link {
+            Link::Retrying(Retrying {
+                pause: Pause::Backoff { last },
+                ..
+            }) => last
+                .began
+                .map(|began| (last.hurry_spacing, began + last.hurry_spacing)),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1138,8 +1368,8 @@ mod tests {
             "/tmp/t.sock",
             3,
         );
-        b.start();
         let mut now = Instant::now();
+        b.start();
         let mut gaps = Vec::new();
         for round in 1..=6u64 {
             assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(round))]);
@@ -1306,11 +1536,11 @@ mod tests {
         b.connect_failed(ConnId(5), "refused".into(), t);
         drain(&mut b);
         let retry_at = b.poll_timeout().expect("retry");
-        let bound = t + b.hurry_spacing;
+        let (spacing, bound) = b.hurry_bound().expect("backing off");
+        assert_eq!(bound, t + spacing);
         assert!(
-            (Duration::from_millis(50)..Duration::from_millis(100)).contains(&b.hurry_spacing),
-            "one to two initial backoffs: {:?}",
-            b.hurry_spacing
+            (Duration::from_millis(50)..Duration::from_millis(100)).contains(&spacing),
+            "one to two initial backoffs: {spacing:?}"
         );
         assert!(
             bound < retry_at,
@@ -1490,24 +1720,5 @@ mod tests {
             panic!("expected the read to give up: {actions:?}");
         };
         assert!(failure.sent && failure.fallback, "{failure:?}");
-    }
-
-    #[test]
-    fn requests_are_single_json_lines() {
-        let line = encode_request(
-            5,
-            &Request {
-                method: "memory_capture".into(),
-                params: json!({"text": "a\nb"}),
-                access: Access::Write,
-                fallback: false,
-            },
-        );
-        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
-        let v: Value = serde_json::from_slice(&line).expect("json");
-        assert_eq!(
-            v,
-            json!({"jsonrpc":"2.0","id":5,"method":"memory_capture","params":{"text":"a\nb"}})
-        );
     }
 }

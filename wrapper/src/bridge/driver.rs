@@ -1,28 +1,35 @@
 //! The one task that owns the daemon connection.
 //!
-//! It feeds the sans-IO [`Bridge`] with events (calls from the MCP side,
-//! connect results, lines and closes from the socket, timer expiry) and
-//! carries out the actions it returns. Callers reach it only through a
-//! channel ([`BridgeHandle`]), so "a call arrives while the connection is
-//! dead" is one more event handled in order, never a data race.
+//! It feeds the sans-IO [`Bridge`] with what happens (calls and
+//! cancellations from the MCP side, the end of a connect attempt, lines
+//! and the close of the connection, time passing) and carries out the
+//! actions it returns. Callers reach it only through a channel
+//! ([`BridgeHandle`]), so "a call arrives while the connection is dead" is
+//! one more event handled in order, never a data race.
+//!
+//! The connection is tokio's own stream, split in two: lines are read from
+//! one half through the line codec, and every line the bridge queued
+//! during one turn is written to the other half in one `try_write`; only a
+//! full socket makes the driver wait for room.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
-use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, Request};
+use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request};
 use super::error::BridgeError;
-use super::response::DaemonResult;
-use super::socket;
+use super::wire::DaemonResult;
 use crate::codec::{Frame, LineCodec};
-use crate::transport::{DaemonStream, Endpoint};
+use crate::logging::event;
+use crate::transport::{ConnectError, DaemonReader, DaemonStream, DaemonWriter, Endpoint};
 
 /// I/O settings of the driver (the decisions live in the policy).
 #[derive(Debug, Clone)]
@@ -38,25 +45,31 @@ pub struct DriverConfig {
     pub max_line_bytes: usize,
 }
 
-/// What the rest of the wrapper may observe about the connection.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LinkStatus {
-    /// Whether a connection is established now.
-    pub connected: bool,
-    /// Connections established so far.
-    pub connects: u64,
-    /// Connect attempts that failed so far.
-    pub failed_attempts: u64,
+/// The outcome of one call, as its caller receives it.
+type Outcome = Result<DaemonResult, Failure>;
+
+/// What callers ask of the driver.
+enum Command {
+    /// Make a call and send its outcome back.
+    Call {
+        id: CallId,
+        request: Request,
+        reply: oneshot::Sender<Outcome>,
+    },
+    /// The caller gave up on a call.
+    Cancel(CallId),
+    /// Fail everything, close, stop; acknowledge when done.
+    Shutdown(oneshot::Sender<()>),
 }
 
-enum Command {
-    Call(
-        CallId,
-        Request,
-        oneshot::Sender<Result<DaemonResult, Failure>>,
-    ),
-    Cancel(CallId),
-    Shutdown(oneshot::Sender<()>),
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Command::Call { id, request, .. } => write!(f, "Call({id:?}, {})", request.method),
+            Command::Cancel(id) => write!(f, "Cancel({id:?})"),
+            Command::Shutdown(_) => f.write_str("Shutdown"),
+        }
+    }
 }
 
 /// Cheap, cloneable access to the bridge task.
@@ -67,25 +80,14 @@ pub struct BridgeHandle {
     status: watch::Receiver<LinkStatus>,
 }
 
-impl std::fmt::Debug for Command {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Command::Call(id, r, _) => write!(f, "Call({id:?}, {})", r.method),
-            Command::Cancel(id) => write!(f, "Cancel({id:?})"),
-            Command::Shutdown(_) => f.write_str("Shutdown"),
-        }
-    }
-}
-
 impl BridgeHandle {
-    /// Make `request` through the daemon and wait for its outcome (the
-    /// result as the JSON text the daemon sent). Dropping
+    /// Make `request` through the daemon and wait for its outcome. Dropping
     /// the returned future cancels the call: the bridge forgets it and its
     /// response, if one comes, is ignored.
-    pub async fn call(&self, request: Request) -> Result<DaemonResult, Failure> {
+    pub async fn call(&self, request: Request) -> Outcome {
         let id = CallId(self.next_id.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        if self.tx.send(Command::Call(id, request, tx)).is_err() {
+        let (reply, outcome) = oneshot::channel();
+        if self.tx.send(Command::Call { id, request, reply }).is_err() {
             return Err(Failure::detached(BridgeError::Shutdown));
         }
         let mut guard = CancelOnDrop {
@@ -93,7 +95,7 @@ impl BridgeHandle {
             id,
             armed: true,
         };
-        let outcome = rx
+        let outcome = outcome
             .await
             .unwrap_or_else(|_| Err(Failure::detached(BridgeError::Shutdown)));
         guard.armed = false;
@@ -132,7 +134,7 @@ impl Drop for CancelOnDrop<'_> {
 /// Start the bridge task on the current tokio runtime.
 pub fn spawn(bridge: Bridge, config: DriverConfig) -> (BridgeHandle, JoinHandle<()>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let (status_tx, status_rx) = watch::channel(LinkStatus::default());
+    let (status_tx, status_rx) = watch::channel(bridge.status());
     let handle = BridgeHandle {
         tx,
         next_id: Arc::new(AtomicU64::new(1)),
@@ -142,109 +144,119 @@ pub fn spawn(bridge: Bridge, config: DriverConfig) -> (BridgeHandle, JoinHandle<
     (handle, task)
 }
 
-enum ConnEvent {
-    ConnectDone(ConnId, Result<DaemonStream, String>),
-    Frame(ConnId, Frame),
-    Closed(ConnId),
+/// A connect attempt under way.
+struct Dialing {
+    conn: ConnId,
+    connect: Pin<Box<dyn Future<Output = Result<DaemonStream, ConnectError>> + Send>>,
 }
 
-/// The established connection: the driver writes to it itself, a reader
-/// task frames what arrives.
-struct Live {
-    id: ConnId,
-    socket: socket::Writer,
+/// The established connection.
+struct Connection {
+    conn: ConnId,
+    lines: FramedRead<DaemonReader, LineCodec>,
+    writer: DaemonWriter,
     /// Lines queued for the daemon and not yet taken by the socket.
-    out: Vec<u8>,
-    /// A write failed: the close event is on its way; write no more.
-    broken: bool,
-    reader: JoinHandle<()>,
+    queued: Vec<u8>,
+}
+
+/// What woke the driver.
+enum Wake {
+    Command(Option<Command>),
+    Dialled(Result<DaemonStream, ConnectError>),
+    /// A frame from the connection, or its end (`None`, or a read error).
+    Read(Option<std::io::Result<Frame>>),
+    Timer,
+    Room,
 }
 
 struct Driver {
     core: Bridge,
     config: DriverConfig,
     status: watch::Sender<LinkStatus>,
-    replies: BTreeMap<CallId, oneshot::Sender<Result<DaemonResult, Failure>>>,
-    events_tx: mpsc::UnboundedSender<ConnEvent>,
-    events_rx: mpsc::UnboundedReceiver<ConnEvent>,
-    live: Option<Live>,
-    attempt: Option<(ConnId, JoinHandle<()>)>,
-    attempts: u64,
+    replies: BTreeMap<CallId, oneshot::Sender<Outcome>>,
+    dialing: Option<Dialing>,
+    connection: Option<Connection>,
+    /// Connect attempts made so far (the first is the boot probe).
+    dials: u64,
 }
 
 impl Driver {
     fn new(core: Bridge, config: DriverConfig, status: watch::Sender<LinkStatus>) -> Self {
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
         Driver {
             core,
             config,
             status,
             replies: BTreeMap::new(),
-            events_tx,
-            events_rx,
-            live: None,
-            attempt: None,
-            attempts: 0,
+            dialing: None,
+            connection: None,
+            dials: 0,
         }
     }
 
     async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
         self.core.start();
-        let mut shutdown_ack = None;
+        let mut acknowledge = None;
         loop {
-            self.apply_actions();
-            self.flush();
-            if shutdown_ack.is_some() {
+            self.settle();
+            if acknowledge.is_some() {
                 break;
             }
-            let wake = self.core.poll_timeout();
-            // Lines the socket did not take at once wait for it to drain.
-            let blocked = self
-                .live
-                .as_ref()
-                .filter(|l| !l.out.is_empty() && !l.broken)
-                .and_then(|l| l.socket.blocked());
-            tokio::select! {
-                biased;
-                Some(event) = self.events_rx.recv() => {
-                    self.on_conn_event(event);
-                    while let Ok(event) = self.events_rx.try_recv() {
-                        self.on_conn_event(event);
+            match self.wait(&mut commands).await {
+                Wake::Command(Some(command)) => {
+                    acknowledge = self.on_command(command);
+                    // Take every command already queued in the same turn:
+                    // their lines go out in one write.
+                    while acknowledge.is_none()
+                        && let Ok(command) = commands.try_recv()
+                    {
+                        acknowledge = self.on_command(command);
                     }
                 }
-                command = commands.recv() => match command {
-                    Some(command) => {
-                        if let Some(ack) = self.on_command(command) {
-                            shutdown_ack = Some(ack);
-                        }
-                        while shutdown_ack.is_none() && let Ok(command) = commands.try_recv() {
-                            if let Some(ack) = self.on_command(command) {
-                                shutdown_ack = Some(ack);
-                            }
-                        }
-                    }
-                    None => {
-                        self.core.shutdown();
-                        self.apply_actions();
-                        break;
-                    }
-                },
-                () = sleep_until(wake), if wake.is_some() => {
-                    self.core.handle_timeout(now());
+                Wake::Command(None) => {
+                    // Every handle is gone: nobody can be answered anymore.
+                    self.core.shutdown();
+                    self.settle();
+                    break;
                 }
-                () = writable(blocked), if blocked.is_some() => {}
+                Wake::Dialled(outcome) => self.on_dialled(outcome),
+                Wake::Read(frame) => self.on_read(frame),
+                Wake::Timer => self.core.handle_timeout(now()),
+                Wake::Room => {}
             }
         }
-        self.apply_actions();
-        self.close_all();
-        if let Some(ack) = shutdown_ack {
+        self.connection = None;
+        self.dialing = None;
+        for (_, reply) in std::mem::take(&mut self.replies) {
+            let _ = reply.send(Err(Failure::detached(BridgeError::Shutdown)));
+        }
+        if let Some(ack) = acknowledge {
             let _ = ack.send(());
+        }
+    }
+
+    /// Waits for the next thing that needs the bridge.
+    async fn wait(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> Wake {
+        let wake_at = self.core.poll_timeout();
+        let (lines, blocked) = match self.connection.as_mut() {
+            Some(connection) => (
+                Some(&mut connection.lines),
+                (!connection.queued.is_empty()).then_some(&connection.writer),
+            ),
+            None => (None, None),
+        };
+        tokio::select! {
+            biased;
+            frame = next_frame(lines) => Wake::Read(frame),
+            outcome = dialled(&mut self.dialing) => Wake::Dialled(outcome),
+            command = commands.recv() => Wake::Command(command),
+            () = sleep_until(wake_at) => Wake::Timer,
+            () = room(blocked) => Wake::Room,
         }
     }
 
     fn on_command(&mut self, command: Command) -> Option<oneshot::Sender<()>> {
         match command {
-            Command::Call(id, request, reply) => {
+            Command::Call { id, request, reply } => {
                 self.replies.insert(id, reply);
                 self.core.call(id, request, now());
             }
@@ -260,235 +272,251 @@ impl Driver {
         None
     }
 
-    fn on_conn_event(&mut self, event: ConnEvent) {
-        let now = now();
-        match event {
-            ConnEvent::ConnectDone(conn, Ok(stream)) => {
-                if self.attempt.as_ref().is_some_and(|(id, _)| *id == conn) {
-                    self.attempt = None;
-                }
-                // Only the attempt the core waits for becomes the live
-                // connection; any other is dropped unused.
-                if self.core.connecting() == Some(conn) {
-                    match self.install(conn, stream) {
-                        Ok(()) => self.core.connected(conn, now),
-                        Err(e) => self.core.connect_failed(
-                            conn,
-                            format!("could not register the connection: {e}"),
-                            now,
-                        ),
-                    }
-                }
+    fn on_dialled(&mut self, outcome: Result<DaemonStream, ConnectError>) {
+        let Some(Dialing { conn, .. }) = self.dialing.take() else {
+            return;
+        };
+        if self.core.connecting() != Some(conn) {
+            // Not the attempt the bridge waits for: dropped unused.
+            return;
+        }
+        match outcome {
+            Ok(stream) => {
+                let (reader, writer) = stream.into_split();
+                self.connection = Some(Connection {
+                    conn,
+                    lines: FramedRead::new(reader, LineCodec::new(self.config.max_line_bytes)),
+                    writer,
+                    queued: Vec::new(),
+                });
+                self.core.connected(conn, now());
             }
-            ConnEvent::ConnectDone(conn, Err(error)) => {
-                if self.attempt.as_ref().is_some_and(|(id, _)| *id == conn) {
-                    self.attempt = None;
-                }
-                self.core.connect_failed(conn, error, now);
-            }
-            ConnEvent::Frame(conn, Frame::Line(line)) => self.core.line(conn, &line),
-            ConnEvent::Frame(conn, Frame::Oversized { id }) => {
+            Err(error) => self.core.connect_failed(conn, error.to_string(), now()),
+        }
+    }
+
+    fn on_read(&mut self, frame: Option<std::io::Result<Frame>>) {
+        let Some(conn) = self.connection.as_ref().map(|c| c.conn) else {
+            return;
+        };
+        match frame {
+            Some(Ok(Frame::Line(line))) => self.core.line(conn, &line),
+            Some(Ok(Frame::Oversized { id })) => {
                 let id = id.and_then(|v| v.as_u64());
                 self.core
                     .oversized_line(conn, id, self.config.max_line_bytes);
             }
-            ConnEvent::Closed(conn) => {
-                if self.live.as_ref().is_some_and(|l| l.id == conn) {
-                    self.drop_live();
-                }
-                self.core.closed(conn, now);
+            Some(Err(error)) => {
+                tracing::debug!(conn = conn.0, %error, "daemon connection read failed");
+                self.lose(conn);
             }
+            None => self.lose(conn),
         }
     }
 
-    fn apply_actions(&mut self) {
-        while let Some(action) = self.core.poll_action() {
-            match action {
-                Action::Connect(conn) => self.dial(conn),
-                Action::Send(conn, line) => {
-                    // Queued, and written once this turn's actions are
-                    // applied (one write for all of them). After a failed
-                    // write the close event is on its way and will be
-                    // handled in order; the line is moot.
-                    if let Some(live) = self.live.as_mut().filter(|l| l.id == conn && !l.broken) {
-                        live.out.extend_from_slice(&line);
-                    }
-                }
-                Action::Close(conn) => {
-                    if self.live.as_ref().is_some_and(|l| l.id == conn) {
-                        self.drop_live();
-                    }
-                    if let Some((id, task)) = self.attempt.take() {
-                        if id == conn {
-                            task.abort();
-                        } else {
-                            self.attempt = Some((id, task));
-                        }
-                    }
-                }
-                Action::Reply(id, outcome) => {
-                    if let Some(reply) = self.replies.remove(&id) {
-                        let _ = reply.send(outcome);
-                    }
-                }
-                Action::Report(event) => self.report(event),
+    /// The connection `conn` is gone: drop it and tell the bridge.
+    fn lose(&mut self, conn: ConnId) {
+        self.connection = None;
+        self.core.closed(conn, now());
+    }
+
+    /// Carries out the bridge's actions and writes what they queued, until
+    /// neither leaves anything to do (a failed write is a lost connection,
+    /// which the bridge answers with more actions); then publishes the
+    /// connection's status.
+    fn settle(&mut self) {
+        loop {
+            while let Some(action) = self.core.poll_action() {
+                self.apply(action);
             }
+            match self.flush() {
+                Ok(()) => break,
+                Err(conn) => self.lose(conn),
+            }
+        }
+        let status = self.core.status();
+        self.status.send_if_modified(|published| {
+            let changed = *published != status;
+            *published = status;
+            changed
+        });
+    }
+
+    fn apply(&mut self, action: Action) {
+        match action {
+            Action::Connect(conn) => self.dial(conn),
+            Action::Send(conn, line) => {
+                if let Some(connection) = self.connection.as_mut().filter(|c| c.conn == conn) {
+                    connection.queued.extend_from_slice(&line);
+                }
+            }
+            Action::Close(conn) => {
+                if self.connection.as_ref().is_some_and(|c| c.conn == conn) {
+                    self.connection = None;
+                }
+                if self.dialing.as_ref().is_some_and(|d| d.conn == conn) {
+                    self.dialing = None;
+                }
+            }
+            Action::Reply(id, outcome) => {
+                if let Some(reply) = self.replies.remove(&id) {
+                    let _ = reply.send(outcome);
+                }
+            }
+            Action::Report(what) => self.report(what),
         }
     }
 
-    fn report(&mut self, event: Event) {
-        match event {
-            Event::Connected { conn, reconnect } => {
-                tracing::info!(conn = conn.0, reconnect, "connected to daemon");
-                self.status.send_modify(|s| {
-                    s.connected = true;
-                    s.connects += 1;
-                });
-            }
-            Event::Disconnected {
-                conn,
-                replayed,
-                failed,
-                reconnecting,
-            } => {
-                tracing::warn!(
-                    conn = conn.0,
-                    replayed,
-                    failed,
-                    reconnecting,
-                    "daemon connection closed"
-                );
-                self.status.send_modify(|s| s.connected = false);
-            }
-            Event::ConnectFailed {
-                failures,
-                error,
-                retry_in,
-            } => {
-                tracing::info!(failures, %error, ?retry_in, "daemon connect failed");
-                self.status.send_modify(|s| s.failed_attempts += 1);
-            }
-            Event::ParseStreak { lines, call } => {
-                let line = serde_json::json!({
-                    "event": "daemon_parse_error_streak",
-                    "lines": lines,
-                    "failed_call": call.0,
-                });
-                eprintln!("{line}");
-            }
-            Event::Hurried { earlier_by } => {
-                tracing::info!(
-                    ?earlier_by,
-                    "a call brought the next daemon connect attempt forward"
-                );
-            }
-            Event::Silent { conn } => {
-                tracing::warn!(
-                    conn = conn.0,
-                    "the daemon sent nothing for a whole call timeout: reconnecting"
-                );
-            }
-            Event::Unmatched { id } => {
-                tracing::debug!(?id, "ignored daemon line with no pending request");
-            }
-        }
-    }
-
-    fn dial(&mut self, conn: ConnId) {
-        self.attempts += 1;
-        let limit = if self.attempts == 1 {
-            self.config.probe_timeout
-        } else {
-            self.config.connect_timeout
+    /// Writes the queued lines, as much as the socket takes now; the rest
+    /// waits for room. `Err` names a connection whose write failed.
+    fn flush(&mut self) -> Result<(), ConnId> {
+        let Some(connection) = self.connection.as_mut() else {
+            return Ok(());
         };
-        let endpoint = self.config.endpoint.clone();
-        let events = self.events_tx.clone();
-        let task = tokio::spawn(async move {
-            let outcome = endpoint.connect(limit).await.map_err(|e| e.to_string());
-            let _ = events.send(ConnEvent::ConnectDone(conn, outcome));
-        });
-        if let Some((_, old)) = self.attempt.replace((conn, task)) {
-            old.abort();
-        }
-    }
-
-    /// Makes `stream` the live connection, with its reader task; an error
-    /// leaves the live connection as it was.
-    fn install(&mut self, conn: ConnId, stream: DaemonStream) -> std::io::Result<()> {
-        let (read, socket) = socket::split(stream)?;
-        let events = self.events_tx.clone();
-        let max = self.config.max_line_bytes;
-        let mut frames = FramedRead::new(read, LineCodec::new(max));
-        let reader = tokio::spawn(async move {
-            while let Some(Ok(frame)) = frames.next().await {
-                if events.send(ConnEvent::Frame(conn, frame)).is_err() {
-                    return;
+        while !connection.queued.is_empty() {
+            match connection.writer.try_write(&connection.queued) {
+                Ok(0) => return Err(connection.conn),
+                Ok(written) => {
+                    connection.queued.drain(..written);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    tracing::debug!(conn = connection.conn.0, %error, "daemon connection write failed");
+                    return Err(connection.conn);
                 }
             }
-            let _ = events.send(ConnEvent::Closed(conn));
-        });
-        if let Some(old) = self.live.replace(Live {
-            id: conn,
-            socket,
-            out: Vec::new(),
-            broken: false,
-            reader,
-        }) {
-            old.reader.abort();
         }
         Ok(())
     }
 
-    /// Writes the queued lines: as much as the socket takes now, in one
-    /// system call unless it takes only part; the rest waits for the
-    /// socket to drain. A failed write closes the connection (in order,
-    /// through the event queue).
-    fn flush(&mut self) {
-        let Some(live) = self.live.as_mut().filter(|l| !l.broken) else {
-            return;
+    fn dial(&mut self, conn: ConnId) {
+        self.dials += 1;
+        let limit = if self.dials == 1 {
+            self.config.probe_timeout
+        } else {
+            self.config.connect_timeout
         };
-        while !live.out.is_empty() {
-            match live.socket.write(&live.out) {
-                Ok(n) if n > 0 => {
-                    live.out.drain(..n);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                _ => {
-                    live.broken = true;
-                    live.out = Vec::new();
-                    live.socket.idle();
-                    let _ = self.events_tx.send(ConnEvent::Closed(live.id));
-                    return;
-                }
-            }
-        }
-        live.socket.idle();
+        tracing::info!(
+            event = event::CONNECT_ATTEMPT,
+            conn = conn.0,
+            endpoint = %self.config.endpoint,
+            attempt = self.dials,
+            timeout_ms = millis(limit),
+            "dialling the daemon"
+        );
+        let endpoint = self.config.endpoint.clone();
+        // A new attempt replaces any other: the bridge never holds two.
+        self.dialing = Some(Dialing {
+            conn,
+            connect: Box::pin(async move { endpoint.connect(limit).await }),
+        });
     }
 
-    fn drop_live(&mut self) {
-        if let Some(live) = self.live.take() {
-            live.reader.abort();
-        }
-    }
-
-    fn close_all(&mut self) {
-        self.drop_live();
-        if let Some((_, task)) = self.attempt.take() {
-            task.abort();
-        }
-        for (_, reply) in std::mem::take(&mut self.replies) {
-            let _ = reply.send(Err(Failure::detached(BridgeError::Shutdown)));
+    fn report(&self, what: Event) {
+        let endpoint = &self.config.endpoint;
+        match what {
+            Event::Connected { conn, reconnect } => tracing::info!(
+                event = event::CONNECTED,
+                conn = conn.0,
+                %endpoint,
+                reconnect,
+                "connected to the daemon"
+            ),
+            Event::ConnectionLost {
+                conn,
+                replayed,
+                failed,
+                reconnecting,
+            } => tracing::warn!(
+                event = event::CONNECTION_LOST,
+                conn = conn.0,
+                %endpoint,
+                replayed,
+                failed,
+                reconnecting,
+                "daemon connection closed"
+            ),
+            Event::ConnectFailed {
+                conn,
+                failures,
+                error,
+                retry_in,
+            } => tracing::info!(
+                event = event::CONNECT_FAILED,
+                conn = conn.0,
+                %endpoint,
+                %error,
+                failures,
+                retry_in_ms = retry_in.map(millis),
+                "daemon connect failed"
+            ),
+            Event::CallReplayed {
+                call,
+                method,
+                sends,
+            } => tracing::info!(
+                event = event::CALL_REPLAYED,
+                call = call.0,
+                %method,
+                sends,
+                "a read lost with its connection was sent again"
+            ),
+            Event::ParseStreak { lines, call } => tracing::warn!(
+                event = event::PARSE_ERROR_STREAK,
+                lines,
+                failed_call = call.0,
+                "the daemon sent lines that are not JSON; the oldest call failed"
+            ),
+            Event::Hurried { earlier_by } => tracing::info!(
+                event = event::CONNECT_HURRIED,
+                earlier_by_ms = millis(earlier_by),
+                "a call brought the next daemon connect attempt forward"
+            ),
+            Event::Silent { conn } => tracing::warn!(
+                event = event::DAEMON_SILENT,
+                conn = conn.0,
+                %endpoint,
+                "the daemon sent nothing for a whole call timeout: reconnecting"
+            ),
+            Event::Unmatched { id } => tracing::debug!(
+                event = event::UNMATCHED_REPLY,
+                id = ?id,
+                "ignored a daemon line with no pending request"
+            ),
         }
     }
 }
 
-/// Completes when `socket` is writable (never without one). An error
-/// completes it too: the next write meets it and closes the connection.
-async fn writable(socket: Option<&pipe::Sender>) {
-    match socket {
-        Some(socket) => {
-            let _ = socket.writable().await;
+/// Whole milliseconds, for the log.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The connection's next frame (never completes without a connection).
+async fn next_frame(
+    lines: Option<&mut FramedRead<DaemonReader, LineCodec>>,
+) -> Option<std::io::Result<Frame>> {
+    match lines {
+        Some(lines) => lines.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The end of the connect attempt under way (never completes without one).
+async fn dialled(dialing: &mut Option<Dialing>) -> Result<DaemonStream, ConnectError> {
+    match dialing {
+        Some(dialing) => dialing.connect.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Completes when `writer` has room (never without one). An error completes
+/// it too: the next write meets it and loses the connection.
+async fn room(writer: Option<&DaemonWriter>) {
+    match writer {
+        Some(writer) => {
+            let _ = writer.writable().await;
         }
         None => std::future::pending().await,
     }

@@ -5,11 +5,10 @@ pub mod core;
 pub mod driver;
 pub mod error;
 pub mod policy;
-pub mod response;
-pub mod socket;
+pub mod wire;
 
-pub use self::core::{Access, Action, Bridge, CallId, ConnId, Event, Failure, Request};
-pub use driver::{BridgeHandle, DriverConfig, LinkStatus, spawn};
+pub use self::core::{Access, Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request};
+pub use driver::{BridgeHandle, DriverConfig, spawn};
 pub use error::{BridgeError, DAEMON_UNREACHABLE_CODE};
 pub use policy::{Backoff, BridgeMode, Policy, PolicyError, Timings};
-pub use response::DaemonResult;
+pub use wire::DaemonResult;

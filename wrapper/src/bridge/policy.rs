@@ -131,13 +131,44 @@ impl Backoff {
     }
 }
 
-/// Every timing the bridge uses, with the reasons for the defaults in
-/// [`Timings::default`].
+/// Default of [`Timings::reconnect_delay`]: none. Only tests set one
+/// (`IAI_MCP_RECONNECT_TEST_DELAY_MS`), to widen the race window.
+pub const RECONNECT_DELAY: Duration = Duration::ZERO;
+
+/// Default of [`Timings::connect_wait`]: 10 s. The real daemon needs 7-8 s
+/// from a cold start (embedder load and store open), so a call made while
+/// it restarts should ride that out rather than fail.
+pub const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// Default of [`Timings::fallback_wait`]: 1 s. A user whose daemon is down
+/// gets the degraded answer about a second (plus the CLI's own run time)
+/// after asking, while a daemon that is reachable answers in well under
+/// that.
+pub const FALLBACK_WAIT: Duration = Duration::from_secs(1);
+
+/// Default of [`Timings::call_timeout`]: 120 s. Consolidation and
+/// structural recall over a large store can legitimately take tens of
+/// seconds; the deadline is there to end waits on a hung daemon, not to cut
+/// slow work short.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Default first backoff step: 50 ms, because a restart usually rebinds at
+/// once and the first retry should be quick.
+pub const BACKOFF_INITIAL: Duration = Duration::from_millis(50);
+
+/// Default backoff cap: 2 s, so a long outage costs one dial every 1-3 s
+/// (jittered around the step); while a call waits the step stops at
+/// 200 ms, so the caller hears of a returning daemon quickly.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+/// Every timing the bridge uses; the defaults, and the reasons for them,
+/// are the constants of this module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timings {
     /// Sleep before the first reconnect attempt after a connection closes
-    /// (later attempts follow the backoff). Only tests set it (`IAI_MCP_RECONNECT_TEST_DELAY_MS`): it widens the race
-    /// window so that a call can deterministically land inside it.
+    /// (later attempts follow the backoff). Only tests set it: it widens
+    /// the race window so that a call can deterministically land inside
+    /// it.
     pub reconnect_delay: Duration,
     /// How long a call may wait for a connection before it fails with
     /// `daemon_unreachable`.
@@ -154,28 +185,15 @@ pub struct Timings {
 }
 
 impl Default for Timings {
-    /// - `connect_wait` 10 s: the real daemon needs 7-8 s from a cold start
-    ///   (embedder load and store open), so a call made while it restarts
-    ///   should ride that out rather than fail.
-    /// - `fallback_wait` 1 s: a user whose daemon is down gets the degraded
-    ///   answer about a second (plus the CLI's own run time) after asking,
-    ///   while a daemon that is reachable answers in well under that.
-    /// - `call_timeout` 120 s: consolidation and structural recall over a
-    ///   large store can legitimately take tens of seconds; the deadline is
-    ///   there to end waits on a hung daemon, not to cut slow work short.
-    /// - backoff 50 ms doubling to 2 s: the first retry is quick (a restart
-    ///   usually rebinds at once), and a long outage costs one dial every
-    ///   1-3 s (jittered around the step); while a call waits the step stops
-    ///   at 200 ms, so the caller hears of a returning daemon quickly.
     fn default() -> Self {
         Timings {
-            reconnect_delay: Duration::ZERO,
-            connect_wait: Duration::from_secs(10),
-            fallback_wait: Duration::from_secs(1),
-            call_timeout: Duration::from_secs(120),
+            reconnect_delay: RECONNECT_DELAY,
+            connect_wait: CONNECT_WAIT,
+            fallback_wait: FALLBACK_WAIT,
+            call_timeout: CALL_TIMEOUT,
             backoff: Backoff {
-                initial: Duration::from_millis(50),
-                max: Duration::from_secs(2),
+                initial: BACKOFF_INITIAL,
+                max: BACKOFF_MAX,
             },
         }
     }

@@ -19,7 +19,6 @@
 mod plan;
 
 use std::ffi::OsString;
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -27,16 +26,35 @@ use tokio::sync::Semaphore;
 
 pub use plan::{Plan, Shape, Step, plan};
 
+use crate::logging::event;
 use crate::process::{self, RunError};
+use crate::programs::Installation;
+
+/// Whether degraded mode is on unless configured off.
+pub const DEFAULT_ON: bool = true;
+
+/// Whether a failed `iai recall` is followed by `iai-mcp bank-recall`
+/// unless configured off (3.3.0 does the same).
+pub const DEFAULT_BANK_FALLBACK: bool = true;
+
+/// The `iai` CLI's default name.
+pub const DEFAULT_CLI: &str = "iai";
+
+/// The `iai-mcp` CLI's default name.
+pub const DEFAULT_ADMIN_CLI: &str = "iai-mcp";
+
+/// Default longest run of one CLI command: 10 s, twice 3.3.0's 5 s, because
+/// a cold `iai recall` loads the embedder before it can answer.
+pub const DEFAULT_LIMIT: Duration = Duration::from_secs(10);
 
 /// Settings of degraded mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DegradedConfig {
     /// Whether degraded mode is on.
     pub enabled: bool,
-    /// The `iai` program.
+    /// The `iai` program: a path, or a name to look for.
     pub cli: OsString,
-    /// The `iai-mcp` program (bank-recall).
+    /// The `iai-mcp` program (bank-recall): a path, or a name to look for.
     pub admin_cli: OsString,
     /// Whether recall may use `iai-mcp bank-recall` after `iai recall`.
     pub bank_fallback: bool,
@@ -49,11 +67,11 @@ pub struct DegradedConfig {
 impl Default for DegradedConfig {
     fn default() -> Self {
         DegradedConfig {
-            enabled: true,
-            cli: "iai".into(),
-            admin_cli: "iai-mcp".into(),
-            bank_fallback: true,
-            limit: Duration::from_secs(10),
+            enabled: DEFAULT_ON,
+            cli: DEFAULT_CLI.into(),
+            admin_cli: DEFAULT_ADMIN_CLI.into(),
+            bank_fallback: DEFAULT_BANK_FALLBACK,
+            limit: DEFAULT_LIMIT,
             env: Vec::new(),
         }
     }
@@ -64,8 +82,9 @@ impl Default for DegradedConfig {
 /// crowd of interpreters.
 pub const MAX_RUNS: usize = 4;
 
-/// Degraded mode as the wrapper runs it: the settings, whether the `iai`
-/// program can be found at all, and the limit on runs at once.
+/// Degraded mode as the wrapper runs it: the settings with the programs
+/// found on disk, whether the `iai` program was found at all, and the limit
+/// on runs at once.
 #[derive(Debug)]
 pub struct Degraded {
     config: DegradedConfig,
@@ -74,19 +93,34 @@ pub struct Degraded {
 }
 
 impl Degraded {
-    /// Degraded mode with `config`; when its `iai` program cannot be found
-    /// (not a file, not on `PATH`), it serves nothing, so calls wait for
-    /// the daemon as they would without it.
-    pub fn new(config: DegradedConfig) -> Self {
-        let available = config.enabled && findable(Path::new(&config.cli));
+    /// Degraded mode with `config`, its programs looked for in
+    /// `installation`; when its `iai` program cannot be found it serves
+    /// nothing, so calls wait for the daemon as they would without it.
+    pub fn new(config: DegradedConfig, installation: &Installation) -> Self {
+        let cli = installation.locate(&config.cli);
+        let available = config.enabled && cli.is_some();
         if config.enabled && !available {
-            tracing::info!(cli = ?config.cli, "degraded mode off: the iai CLI was not found");
+            tracing::info!(
+                event = event::DEGRADED_UNAVAILABLE,
+                cli = %config.cli.to_string_lossy(),
+                "degraded mode off: the iai CLI was not found"
+            );
         }
+        let config = DegradedConfig {
+            cli: cli.map_or(config.cli, Into::into),
+            admin_cli: installation.run_as(&config.admin_cli),
+            ..config
+        };
         Degraded {
             config,
             available,
             runs: Semaphore::new(MAX_RUNS),
         }
+    }
+
+    /// The `iai` program as it is run (a path when it was found).
+    pub fn cli(&self) -> &OsString {
+        &self.config.cli
     }
 
     /// Whether a call of `tool` can be answered in degraded mode.
@@ -107,16 +141,6 @@ impl Degraded {
         };
         answer(&self.config, tool, arguments).await
     }
-}
-
-/// Whether `program` names an existing file, directly (it has a slash) or
-/// through `PATH`.
-fn findable(program: &Path) -> bool {
-    if program.components().count() > 1 {
-        return program.is_file();
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// Why degraded mode could not answer.
@@ -196,7 +220,13 @@ async fn answer(
         }
         match parsed {
             Some(Value::Object(result)) => {
-                tracing::info!(tool, command = %shown, elapsed = ?output.elapsed, "answered in degraded mode");
+                tracing::info!(
+                    event = event::DEGRADED_ANSWER,
+                    tool,
+                    command = %shown,
+                    elapsed_ms = u64::try_from(output.elapsed.as_millis()).unwrap_or(u64::MAX),
+                    "answered in degraded mode"
+                );
                 return Ok(step.shape.apply(result, &plan.not_applied));
             }
             _ => failures.push(format!("`{shown}` printed no JSON object")),

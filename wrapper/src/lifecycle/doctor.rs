@@ -20,8 +20,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
 use crate::bridge::LinkStatus;
+use crate::logging::event;
 use crate::process::{self, CliCommand, RunError};
+use crate::programs::Installation;
 use crate::transport::Endpoint;
+
+/// Whether the probe and the auto-heal run unless configured off.
+pub const DEFAULT_ON: bool = true;
+/// How long the daemon must stay unreachable before an auto-heal, by
+/// default: the connect wait, so a daemon that is merely restarting is
+/// never "healed".
+pub const DEFAULT_HEAL_AFTER: Duration = Duration::from_secs(10);
 
 /// Longest run of `iai-mcp doctor` (the health probe).
 pub const PROBE_LIMIT: Duration = Duration::from_secs(5);
@@ -51,6 +60,14 @@ pub struct DoctorConfig {
 }
 
 impl DoctorConfig {
+    /// The same settings with `iai-mcp` looked for in `installation`.
+    pub fn located(self, installation: &Installation) -> Self {
+        DoctorConfig {
+            admin_cli: installation.run_as(&self.admin_cli),
+            ..self
+        }
+    }
+
     fn command(&self, args: &[&str], limit: Duration) -> CliCommand {
         CliCommand {
             program: self.admin_cli.clone(),
@@ -70,21 +87,53 @@ pub fn stamp_path(state_dir: &Path) -> PathBuf {
 /// to stderr. A missing program or a run past the limit is only logged.
 pub async fn probe(config: &DoctorConfig) {
     let command = config.command(&["doctor"], PROBE_LIMIT);
+    let shown = command.display();
     match process::run(&command).await {
-        Ok(out) if out.status.success() => tracing::debug!("iai-mcp doctor: healthy"),
+        Ok(out) if out.status.success() => tracing::info!(
+            event = event::DOCTOR_RUN,
+            mode = "probe",
+            outcome = "healthy",
+            command = %shown,
+            elapsed_ms = millis(out.elapsed),
+            "`{shown}`: healthy"
+        ),
         Ok(out) => {
             let code = out
                 .status
                 .code()
                 .map_or_else(|| out.status.to_string(), |c| c.to_string());
-            eprintln!(
-                "iai-mcp-wrapper: warning: `{}` reports a problem (exit {code}); run it for details. Memory tools may answer in degraded mode.",
-                command.display()
+            tracing::warn!(
+                event = event::DOCTOR_RUN,
+                mode = "probe",
+                outcome = "problem",
+                command = %shown,
+                exit = %code,
+                elapsed_ms = millis(out.elapsed),
+                "`{shown}` reports a problem (exit {code}); run it for details. Memory tools may answer in degraded mode."
             );
         }
-        Err(e @ RunError::NotFound(_)) => tracing::info!(error = %e, "doctor probe skipped"),
-        Err(e) => tracing::warn!(error = %e, "doctor probe did not complete"),
+        Err(e @ RunError::NotFound(_)) => tracing::info!(
+            event = event::DOCTOR_RUN,
+            mode = "probe",
+            outcome = "skipped",
+            command = %shown,
+            reason = %e,
+            "doctor probe skipped"
+        ),
+        Err(e) => tracing::warn!(
+            event = event::DOCTOR_RUN,
+            mode = "probe",
+            outcome = "failed",
+            command = %shown,
+            reason = %e,
+            "doctor probe did not complete"
+        ),
     }
+}
+
+/// Whole milliseconds, for the log.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Watch the connection and heal the daemon when it stays down; runs until
@@ -132,8 +181,18 @@ pub async fn heal_when_down(
 
 /// One heal attempt: probe, claim the cooldown, run `doctor --auto`.
 async fn heal(config: &DoctorConfig, state_dir: &Path, endpoint: &Endpoint) {
+    let command = config.command(&["doctor", "--auto"], HEAL_LIMIT);
+    let shown = command.display();
     if endpoint.connect(HEAL_PROBE_LIMIT).await.is_ok() {
-        tracing::info!(%endpoint, "daemon answers again; no heal needed");
+        tracing::info!(
+            event = event::DOCTOR_RUN,
+            mode = "heal",
+            outcome = "skipped",
+            command = %shown,
+            reason = "the daemon answers again",
+            %endpoint,
+            "daemon answers again; no heal needed"
+        );
         return;
     }
     let stamp = stamp_path(state_dir);
@@ -146,24 +205,57 @@ async fn heal(config: &DoctorConfig, state_dir: &Path, endpoint: &Endpoint) {
     match claimed {
         Ok(true) => {}
         Ok(false) => {
-            tracing::info!(stamp = %stamp.display(), "auto-heal ran recently (or another wrapper is claiming it); skipped");
+            tracing::info!(
+                event = event::DOCTOR_RUN,
+                mode = "heal",
+                outcome = "skipped",
+                command = %shown,
+                reason = "ran recently, or another wrapper is claiming it",
+                stamp = %stamp.display(),
+                "auto-heal ran recently (or another wrapper is claiming it); skipped"
+            );
             return;
         }
         Err(e) => {
-            tracing::warn!(stamp = %stamp.display(), error = %e, "auto-heal stamp unusable; skipped");
+            tracing::warn!(
+                event = event::DOCTOR_RUN,
+                mode = "heal",
+                outcome = "skipped",
+                command = %shown,
+                reason = %format!("the stamp is unusable: {e}"),
+                stamp = %stamp.display(),
+                "auto-heal stamp unusable; skipped"
+            );
             return;
         }
     }
-    let command = config.command(&["doctor", "--auto"], HEAL_LIMIT);
-    tracing::warn!(%endpoint, after = ?config.heal_after, "daemon still unreachable; running `{}`", command.display());
+    tracing::warn!(%endpoint, after = ?config.heal_after, "daemon still unreachable; running `{shown}`");
     match process::run(&command).await {
-        Ok(out) if out.status.success() => {
-            tracing::info!(elapsed = ?out.elapsed, "auto-heal finished")
-        }
-        Ok(out) => {
-            tracing::warn!(status = %out.status, stderr = %out.stderr_tail, "auto-heal failed")
-        }
-        Err(e) => tracing::warn!(error = %e, "auto-heal did not run"),
+        Ok(out) if out.status.success() => tracing::info!(
+            event = event::DOCTOR_RUN,
+            mode = "heal",
+            outcome = "healed",
+            command = %shown,
+            elapsed_ms = millis(out.elapsed),
+            "auto-heal finished"
+        ),
+        Ok(out) => tracing::warn!(
+            event = event::DOCTOR_RUN,
+            mode = "heal",
+            outcome = "problem",
+            command = %shown,
+            exit = %out.status,
+            stderr = %out.stderr_tail,
+            "auto-heal failed"
+        ),
+        Err(e) => tracing::warn!(
+            event = event::DOCTOR_RUN,
+            mode = "heal",
+            outcome = "failed",
+            command = %shown,
+            reason = %e,
+            "auto-heal did not run"
+        ),
     }
 }
 

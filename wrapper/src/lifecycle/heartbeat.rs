@@ -9,6 +9,12 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::{files, now_iso8601};
+use crate::logging::event;
+
+/// How often the heartbeat file is refreshed by default (the daemon's
+/// lifecycle machinery treats a file older than a few intervals as a wrapper
+/// gone).
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(30);
 
 /// Version of the heartbeat file's layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -56,11 +62,16 @@ impl Heartbeat {
             "uuid": self.uuid.to_string(),
             "started_at": self.started_at,
             "last_refresh": now_iso8601(),
-            "wrapper_version": env!("CARGO_PKG_VERSION"),
+            "wrapper_version": crate::mcp::protocol::SERVER_VERSION,
             "schema_version": SCHEMA_VERSION,
         });
         if let Err(e) = files::write_atomic(&self.path, body.to_string().as_bytes()) {
-            tracing::warn!(path = %self.path.display(), error = %e, "heartbeat write failed");
+            tracing::warn!(
+                event = event::HEARTBEAT_FAILED,
+                path = %self.path.display(),
+                error = %e,
+                "heartbeat write failed"
+            );
         }
     }
 
@@ -70,7 +81,12 @@ impl Heartbeat {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
-                tracing::warn!(path = %self.path.display(), error = %e, "heartbeat removal failed");
+                tracing::warn!(
+                    event = event::HEARTBEAT_FAILED,
+                    path = %self.path.display(),
+                    error = %e,
+                    "heartbeat removal failed"
+                );
             }
         }
     }

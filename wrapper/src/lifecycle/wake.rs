@@ -9,6 +9,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::{files, now_iso8601};
+use crate::logging::event;
 
 /// Path of the wake file under the state directory.
 pub fn signal_path(state_dir: &Path) -> PathBuf {
@@ -34,12 +35,20 @@ pub async fn request_start(state_dir: &Path, pid: u32, uuid: Uuid) {
         return;
     }
     match write_signal(state_dir, pid, uuid) {
-        Ok(path) => {
-            tracing::info!(path = %path.display(), "daemon unreachable; wake signal written")
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "daemon unreachable; wake signal could not be written")
-        }
+        Ok(path) => tracing::info!(
+            event = event::WAKE_REQUESTED,
+            how = "wake_signal",
+            outcome = "written",
+            path = %path.display(),
+            "daemon unreachable; wake signal written"
+        ),
+        Err(e) => tracing::warn!(
+            event = event::WAKE_REQUESTED,
+            how = "wake_signal",
+            outcome = "failed",
+            error = %e,
+            "daemon unreachable; wake signal could not be written"
+        ),
     }
 }
 
@@ -58,19 +67,30 @@ async fn kickstart() -> bool {
         .status();
     match tokio::time::timeout(Duration::from_secs(5), child).await {
         Ok(Ok(status)) if status.success() => {
-            tracing::info!(%target, "daemon unreachable; launchctl kickstart sent");
+            tracing::info!(
+                event = event::WAKE_REQUESTED,
+                how = "launchctl",
+                outcome = "sent",
+                %target,
+                "daemon unreachable; launchctl kickstart sent"
+            );
             true
         }
         Ok(Ok(status)) => {
-            tracing::warn!(%status, "launchctl kickstart failed");
+            tracing::warn!(event = event::WAKE_REQUESTED, how = "launchctl", outcome = "failed", %status, "launchctl kickstart failed");
             false
         }
         Ok(Err(e)) => {
-            tracing::warn!(error = %e, "launchctl could not run");
+            tracing::warn!(event = event::WAKE_REQUESTED, how = "launchctl", outcome = "failed", error = %e, "launchctl could not run");
             false
         }
         Err(_) => {
-            tracing::warn!("launchctl kickstart timed out");
+            tracing::warn!(
+                event = event::WAKE_REQUESTED,
+                how = "launchctl",
+                outcome = "failed",
+                "launchctl kickstart timed out"
+            );
             false
         }
     }

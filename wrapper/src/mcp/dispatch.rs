@@ -4,29 +4,36 @@
 //! answer at once, forward a tool call to the daemon, cancel a call, start
 //! the warm-up, or nothing. Everything that can be answered without the
 //! daemon (handshake, discovery, the tool list, every protocol error) is
-//! answered here, so it never waits on the daemon.
+//! answered here, so it never waits on the daemon. The line is read once
+//! ([`message::read`]); a request's params once its method is known.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::call_line;
-use super::protocol::{
-    self, Era, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION,
-    PARSE_ERROR, PROTOCOL_VERSION_KEY, UNSUPPORTED_PROTOCOL_VERSION,
+use super::message::{
+    self, CallParams, CancelParams, Envelope, Id, InitializeParams, Line, ParamsError, PlainParams,
+    RequestMeta,
 };
+use super::protocol::{
+    DEFAULT_LEGACY_VERSION, Era, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS,
+    METHOD_NOT_FOUND, MODERN_VERSION, PARSE_ERROR,
+};
+use super::reply;
+use crate::json::Text;
 use crate::tools::{self, Tool};
 
 /// What the server must do with one inbound line.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
-    /// Write this message (a response or an error) at once.
-    Reply(Value),
+    /// Write this line (a response or an error) at once.
+    Reply(reply::Line),
     /// Forward a tool call to the daemon and answer `id` with the outcome.
     ToolCall(ToolCall),
     /// The client cancelled the request with this id: answer it no more.
     Cancel(Value),
     /// The legacy handshake finished (`notifications/initialized`).
     Initialized,
-    /// Nothing to do (unknown notification, or a response from the client).
+    /// Nothing to do (unknown notification, a response from the client, a
+    /// blank line).
     Ignore,
 }
 
@@ -63,252 +70,235 @@ pub struct Classified {
 }
 
 impl Classified {
-    fn reply(message: Value) -> Self {
+    fn reply(line: reply::Line) -> Self {
         Classified {
-            inbound: Inbound::Reply(message),
+            inbound: Inbound::Reply(line),
             era: None,
+        }
+    }
+
+    fn ignore() -> Self {
+        Classified {
+            inbound: Inbound::Ignore,
+            era: None,
+        }
+    }
+
+    fn answered(line: reply::Line, era: Era) -> Self {
+        Classified {
+            inbound: Inbound::Reply(line),
+            era: Some(era),
         }
     }
 }
 
 /// The answer to a line that was too long to read: an error with the
 /// request's id when its first bytes show one.
-pub fn oversized(id: Option<Value>, limit: usize) -> Value {
-    protocol::error_response(
-        id.unwrap_or(Value::Null),
+pub fn oversized(id: Option<Value>, limit: usize) -> reply::Line {
+    reply::error(
+        &id.unwrap_or(Value::Null),
         INVALID_REQUEST,
         &format!("request line exceeds the {limit}-byte limit"),
-        None,
     )
 }
 
 /// Decide what to do with one line from the client.
 pub fn classify(line: &[u8]) -> Classified {
-    if let Some(call) = call_line::tool_call(line) {
-        return Classified {
-            era: Some(Era::Legacy),
-            inbound: Inbound::ToolCall(ToolCall {
-                id: call.id,
-                era: Era::Legacy,
-                tool: call.tool,
-                arguments: call.arguments,
-            }),
-        };
+    match message::read(line) {
+        Ok(Line::Message(envelope)) => classify_message(envelope),
+        Ok(Line::Blank) => Classified::ignore(),
+        Ok(Line::Batch) => {
+            Classified::reply(invalid(&Value::Null, "batch requests are not supported"))
+        }
+        Ok(Line::NotObject) => {
+            Classified::reply(invalid(&Value::Null, "a request must be a JSON object"))
+        }
+        Err(e) if e.is_invalid_message() => {
+            Classified::reply(invalid(&Value::Null, &e.to_string()))
+        }
+        Err(e) => Classified::reply(reply::error(
+            &Value::Null,
+            PARSE_ERROR,
+            &format!("parse error: {e}"),
+        )),
     }
-    classify_fully(line)
 }
 
-/// [`classify`] by the full rules, from a tree of the whole line.
-fn classify_fully(line: &[u8]) -> Classified {
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(value) => value,
-        Err(e) => {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                // Blank lines between messages are tolerated silently.
-                return Classified {
-                    inbound: Inbound::Ignore,
-                    era: None,
-                };
-            }
-            return Classified::reply(protocol::error_response(
-                Value::Null,
-                PARSE_ERROR,
-                &format!("parse error: {e}"),
-                None,
-            ));
+fn classify_message(envelope: Envelope<'_>) -> Classified {
+    let id = match envelope.id() {
+        Id::Absent => None,
+        Id::Valid(id) => Some(id),
+        Id::Invalid => {
+            return Classified::reply(invalid(&Value::Null, "id must be a string or number"));
         }
-    };
-    let Value::Object(mut message) = value else {
-        let what = if value.is_array() {
-            "batch requests are not supported"
-        } else {
-            "a request must be a JSON object"
-        };
-        return Classified::reply(invalid(Value::Null, what));
-    };
-    let id = message.remove("id");
-    let method = message.remove("method");
-    let has_id = id.is_some();
-    let id = match id {
-        None => None,
-        Some(id @ (Value::String(_) | Value::Number(_))) => Some(id),
-        Some(_) => return Classified::reply(invalid(Value::Null, "id must be a string or number")),
     };
     let reply_id = id.clone().unwrap_or(Value::Null);
-    if message.get("jsonrpc") != Some(&Value::String("2.0".into())) {
-        return Classified::reply(invalid(reply_id, "jsonrpc must be \"2.0\""));
+    if !envelope.is_jsonrpc_2() {
+        return Classified::reply(invalid(&reply_id, "jsonrpc must be \"2.0\""));
     }
-    let method = match method {
-        Some(Value::String(m)) => m,
-        None if has_id && (message.contains_key("result") || message.contains_key("error")) => {
-            // A response to a request we never send: nothing to answer.
-            return Classified {
-                inbound: Inbound::Ignore,
-                era: None,
-            };
-        }
-        _ => return Classified::reply(invalid(reply_id, "method must be a string")),
-    };
-    let params = match message.remove("params") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(p)) => p,
-        Some(_) => {
-            return match id {
-                Some(id) => {
-                    Classified::reply(error(id, INVALID_PARAMS, "params must be an object"))
-                }
-                None => Classified {
-                    inbound: Inbound::Ignore,
-                    era: None,
-                },
-            };
-        }
+    let method = match envelope.method() {
+        Some(Text::Str(method)) => method,
+        // A response to a request the wrapper never sends: nothing to answer.
+        None if id.is_some() && envelope.answers() => return Classified::ignore(),
+        _ => return Classified::reply(invalid(&reply_id, "method must be a string")),
     };
     match id {
         None => Classified {
-            inbound: notification(&method, &params),
+            inbound: notification(&method, envelope.params()),
             era: None,
         },
-        Some(id) => request(id, &method, params),
+        Some(id) => request(id, &method, envelope.params()),
     }
 }
 
-fn notification(method: &str, params: &Map<String, Value>) -> Inbound {
+/// A notification: never answered, whatever its params hold.
+fn notification(method: &str, params: Option<&serde_json::value::RawValue>) -> Inbound {
     match method {
         "notifications/initialized" => Inbound::Initialized,
-        "notifications/cancelled" => match params.get("requestId") {
-            Some(id @ (Value::String(_) | Value::Number(_))) => Inbound::Cancel(id.clone()),
+        "notifications/cancelled" => match message::params::<CancelParams>(params) {
+            Ok(CancelParams {
+                request_id: Some(id @ (Value::String(_) | Value::Number(_))),
+            }) => Inbound::Cancel(id),
             _ => Inbound::Ignore,
         },
         _ => Inbound::Ignore,
     }
 }
 
-fn request(id: Value, method: &str, mut params: Map<String, Value>) -> Classified {
-    let era = match era_of(&params) {
-        Ok(era) => era,
-        Err(requested) => {
-            // The schema types `requested` as a string: a non-string
-            // version is reported as its JSON text.
-            let requested = match requested {
-                Value::String(v) => v,
-                other => other.to_string(),
+fn request(id: Value, method: &str, params: Option<&serde_json::value::RawValue>) -> Classified {
+    match method {
+        "initialize" => initialize(id, params),
+        "tools/call" => tool_call(id, params),
+        _ => {
+            let plain = match message::params::<PlainParams>(params) {
+                Ok(plain) => plain,
+                Err(e) => return Classified::reply(invalid_params(&id, &e)),
             };
-            let data = json!({
-                "supported": protocol::supported_versions(),
-                "requested": requested,
-            });
-            return Classified::reply(protocol::error_response(
-                id,
-                UNSUPPORTED_PROTOCOL_VERSION,
-                "Unsupported protocol version",
-                Some(data),
+            let era = match era_of(plain.meta.as_ref()) {
+                Ok(era) => era,
+                Err(refused) => return refused.answer(&id),
+            };
+            let line = match method {
+                "server/discover" => reply::discover(&id),
+                "ping" if era == Era::Legacy => reply::ping(&id),
+                "tools/list" => reply::tools_list(&id, era),
+                _ => reply::error(
+                    &id,
+                    METHOD_NOT_FOUND,
+                    &format!("method not found: {method}"),
+                ),
+            };
+            Classified::answered(line, era)
+        }
+    }
+}
+
+/// `initialize` answers in the legacy era whatever `_meta` says (a
+/// modern client does not send it), but a version `_meta` names must
+/// still be one that is served.
+fn initialize(id: Value, params: Option<&serde_json::value::RawValue>) -> Classified {
+    let params = match message::params::<InitializeParams>(params) {
+        Ok(params) => params,
+        Err(e) => return Classified::reply(invalid_params(&id, &e)),
+    };
+    if let Err(refused) = era_of(params.meta.as_ref()) {
+        return refused.answer(&id);
+    }
+    let version = match &params.protocol_version {
+        Some(Value::String(v)) if LEGACY_VERSIONS.contains(&v.as_str()) => v.as_str(),
+        _ => DEFAULT_LEGACY_VERSION,
+    };
+    Classified::answered(reply::initialize(&id, version), Era::Legacy)
+}
+
+fn tool_call(id: Value, params: Option<&serde_json::value::RawValue>) -> Classified {
+    let params = match message::params::<CallParams<'_>>(params) {
+        Ok(params) => params,
+        Err(e) => return Classified::reply(invalid_params(&id, &e)),
+    };
+    let era = match era_of(params.meta.as_ref()) {
+        Ok(era) => era,
+        Err(refused) => return refused.answer(&id),
+    };
+    let Some(name) = params.name.as_ref().and_then(Text::as_str) else {
+        return Classified::reply(reply::error(
+            &id,
+            INVALID_PARAMS,
+            "tools/call params need a string \"name\"",
+        ));
+    };
+    let arguments = match params.arguments {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(arguments)) => arguments,
+        Some(_) => {
+            return Classified::reply(reply::error(
+                &id,
+                INVALID_PARAMS,
+                "tools/call \"arguments\" must be an object",
             ));
         }
     };
-    let done = |result: Value| Classified {
-        inbound: Inbound::Reply(protocol::response(
-            id.clone(),
-            protocol::finish_result(era, result),
-        )),
-        era: Some(era),
-    };
-    match method {
-        "initialize" => {
-            let requested = params.get("protocolVersion").and_then(Value::as_str);
-            Classified {
-                inbound: Inbound::Reply(protocol::response(
-                    id.clone(),
-                    protocol::initialize_result(requested),
-                )),
-                era: Some(Era::Legacy),
-            }
-        }
-        "server/discover" => Classified {
-            inbound: Inbound::Reply(protocol::response(
-                id.clone(),
-                protocol::finish_result(Era::Modern, protocol::discover_result()),
-            )),
-            era: Some(era),
-        },
-        "ping" if era == Era::Legacy => done(json!({})),
-        "tools/list" => done(protocol::tools_list_result(era)),
-        "tools/call" => {
-            let name = match params.remove("name") {
-                Some(Value::String(name)) => name,
-                _ => {
-                    return Classified::reply(error(
-                        id,
-                        INVALID_PARAMS,
-                        "tools/call params need a string \"name\"",
-                    ));
-                }
-            };
-            let arguments = match params.remove("arguments") {
-                None | Some(Value::Null) => Map::new(),
-                Some(Value::Object(arguments)) => arguments,
-                Some(_) => {
-                    return Classified::reply(error(
-                        id,
-                        INVALID_PARAMS,
-                        "tools/call \"arguments\" must be an object",
-                    ));
-                }
-            };
-            match tools::find(&name) {
-                Some(tool) => Classified {
-                    inbound: Inbound::ToolCall(ToolCall {
-                        id,
-                        era,
-                        tool,
-                        arguments,
-                    }),
-                    era: Some(era),
-                },
-                None => done(protocol::tool_error(&format!("unknown tool {name}"))),
-            }
-        }
-        _ => Classified {
-            inbound: Inbound::Reply(error(
+    match tools::find(name) {
+        Some(tool) => Classified {
+            inbound: Inbound::ToolCall(ToolCall {
                 id,
-                METHOD_NOT_FOUND,
-                &format!("method not found: {method}"),
-            )),
+                era,
+                tool,
+                arguments,
+            }),
             era: Some(era),
         },
+        None => Classified::answered(
+            reply::tool_error(&id, era, &format!("unknown tool {name}")),
+            era,
+        ),
+    }
+}
+
+/// A protocol version the wrapper does not serve, as the request gave it.
+struct Refused(Value);
+
+impl Refused {
+    fn answer(&self, id: &Value) -> Classified {
+        // The schema types `requested` as a string: a non-string version
+        // is reported as its JSON text.
+        let requested = match &self.0 {
+            Value::String(v) => v.clone(),
+            other => other.to_string(),
+        };
+        Classified::reply(reply::unsupported_version(id, &requested))
     }
 }
 
 /// The era of a request from its `_meta` protocol version: none means
-/// legacy, a served version picks its era, anything else is refused with
-/// the value that was asked for.
-fn era_of(params: &Map<String, Value>) -> Result<Era, Value> {
-    let requested = params
-        .get("_meta")
-        .and_then(|meta| meta.get(PROTOCOL_VERSION_KEY));
-    match requested {
+/// legacy, a served version picks its era, anything else is refused.
+fn era_of(meta: Option<&RequestMeta>) -> Result<Era, Refused> {
+    match meta.and_then(|meta| meta.protocol_version.as_ref()) {
         None => Ok(Era::Legacy),
         Some(Value::String(v)) if v == MODERN_VERSION => Ok(Era::Modern),
         Some(Value::String(v)) if LEGACY_VERSIONS.contains(&v.as_str()) => Ok(Era::Legacy),
-        Some(other) => Err(other.clone()),
+        Some(other) => Err(Refused(other.clone())),
     }
 }
 
-fn invalid(id: Value, why: &str) -> Value {
-    error(id, INVALID_REQUEST, &format!("invalid request: {why}"))
+fn invalid(id: &Value, why: &str) -> reply::Line {
+    reply::error(id, INVALID_REQUEST, &format!("invalid request: {why}"))
 }
 
-fn error(id: Value, code: i64, message: &str) -> Value {
-    protocol::error_response(id, code, message, None)
+fn invalid_params(id: &Value, error: &ParamsError) -> reply::Line {
+    reply::error(id, INVALID_PARAMS, &error.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use crate::mcp::protocol;
+    use serde_json::json;
+
     fn reply(line: &str) -> Value {
         match classify(line.as_bytes()).inbound {
-            Inbound::Reply(v) => v,
+            Inbound::Reply(bytes) => serde_json::from_slice(&bytes).expect("a JSON reply"),
             other => panic!("expected a reply to {line}, got {other:?}"),
         }
     }
@@ -490,61 +480,86 @@ mod tests {
         assert_eq!(r["result"]["tools"][0]["name"], "memory_recall");
     }
 
-    /// Every line the quick reader takes, the full rules take the same way.
     #[test]
-    fn the_quick_reader_agrees_with_the_full_rules_or_steps_aside() {
-        let lines = [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"topology","arguments":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"topology"}}"#,
-            r#"{"id":3,"params":{"arguments":{"cue":"x","n":[1,2]},"name":"memory_recall"},"method":"tools/call","jsonrpc":"2.0","extra":true}"#,
-            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"topology","arguments":null}}"#,
-            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"topology","arguments":[1]}}"#,
-            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"nope"}}"#,
-            r#"{"jsonrpc":"2.0","id":7,"id":8,"method":"tools/call","params":{"name":"topology"}}"#,
-            r#"{"jsonrpc":"1.0","id":9,"method":"tools/call","params":{"name":"topology"}}"#,
-            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"topology"}}"#,
-            r#"{"jsonrpc":"2.0","id":10,"method":"tools\/call","params":{"name":"topology"}}"#,
-            r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"topology","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
-            r#"{"jsonrpc":"2.0","id":12,"method":"tools/list"}"#,
-            r#"[{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"topology"}}]"#,
-            r#"{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"topology","arguments":{"a":1,"a":2}}}"#,
-            r#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"topology","_meta":{"progressToken":3}}}"#,
-            r#"{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"topology","_meta":null}}"#,
-            r#"{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"topology","_meta":"x"}}"#,
-            r#"{"jsonrpc":"2.0","id":18,"method":"tools/call","params":["topology"]}"#,
-            r#"{"jsonrpc":"2.0","id":19,"method":"tools/call","params":["topology",{},null]}"#,
-            "{not json",
-        ];
-        // Nesting around the depth limit, in the arguments and in members
-        // that are skipped.
+    fn a_member_given_twice_is_an_invalid_request_without_an_id() {
+        let (id, code) =
+            error_of(r#"{"jsonrpc":"2.0","id":7,"id":8,"method":"tools/call","params":{}}"#);
+        assert_eq!((id, code), (Value::Null, -32600));
+        let r = reply(r#"{"jsonrpc":"2.0","id":7,"method":"ping","method":"tools/list"}"#);
+        let message = r["error"]["message"].as_str().expect("a message");
+        assert!(message.contains("duplicate field `method`"), "{message}");
+        // Members the envelope does not read may repeat.
+        let r = reply(r#"{"jsonrpc":"2.0","id":9,"x":1,"x":2,"method":"ping"}"#);
+        assert_eq!(r["result"], json!({}));
+    }
+
+    #[test]
+    fn nesting_counts_only_where_values_are_read() {
         let deep = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
-        let mut nested = Vec::new();
-        for depth in [1, 120, 124, 125, 126, 127, 128, 129, 130] {
-            let value = deep(depth);
-            nested.push(format!(
-                r#"{{"jsonrpc":"2.0","id":20,"method":"tools/call","params":{{"name":"topology","arguments":{{"deep":{value}}}}}}}"#
-            ));
-            nested.push(format!(
-                r#"{{"jsonrpc":"2.0","id":21,"method":"tools/call","params":{{"name":"topology","x":{value}}}}}"#
-            ));
-            nested.push(format!(
-                r#"{{"jsonrpc":"2.0","id":22,"x":{value},"method":"tools/call","params":{{"name":"topology"}}}}"#
-            ));
-        }
-        let mut taken = 0;
-        for line in lines
-            .iter()
-            .copied()
-            .chain(nested.iter().map(String::as_str))
-        {
-            let full = classify_fully(line.as_bytes());
-            if call_line::tool_call(line.as_bytes()).is_some() {
-                taken += 1;
-                assert_eq!(full.inbound, classify(line.as_bytes()).inbound, "{line}");
-                assert_eq!(full.era, Some(Era::Legacy), "{line}");
-            }
-        }
-        // Six of the plain lines, and arguments nested within the limit.
-        assert_eq!(taken, 9);
+        // Skipped: an unknown member, or params a method does not read.
+        let r = reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":1,"x":{},"method":"ping"}}"#,
+            deep(5000)
+        ));
+        assert_eq!(r["result"], json!({}));
+        let r = reply(&format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{"pad":{}}}}}"#,
+            deep(5000)
+        ));
+        assert!(r["result"]["tools"].is_array());
+        // Read: the arguments of a call, answered with the request's id.
+        let call = |depth: usize| {
+            classify(format!(
+                r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"topology","arguments":{{"deep":{}}}}}}}"#,
+                deep(depth)
+            ).as_bytes())
+        };
+        assert!(matches!(call(120).inbound, Inbound::ToolCall(_)));
+        let Inbound::Reply(bytes) = call(200).inbound else {
+            panic!("too deep to forward");
+        };
+        let r: Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(
+            (r["id"].clone(), r["error"]["code"].clone()),
+            (json!(3), json!(-32602))
+        );
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("recursion limit")),
+            "{r}"
+        );
+        // The id itself is read: too deep, the line has no usable id.
+        let (id, code) = error_of(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"ping"}}"#,
+            deep(200)
+        ));
+        assert_eq!((id, code), (Value::Null, -32600));
+    }
+
+    #[test]
+    fn text_the_line_spells_with_escapes_is_read_as_characters() {
+        let c = classify(
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"memory_re\u0063all","arguments":{"cue":"caf\u00e9"}}}"#,
+        );
+        let Inbound::ToolCall(call) = c.inbound else {
+            panic!("{c:?}");
+        };
+        assert_eq!(call.tool.name, "memory_recall");
+        assert_eq!(call.arguments["cue"], "café");
+        // A lone surrogate is refused where text is read (with the id),
+        // skipped elsewhere.
+        assert_eq!(
+            error_of(r#"{"jsonrpc":"2.0","id":5,"method":"\ud800"}"#),
+            (json!(5), -32600)
+        );
+        assert_eq!(
+            error_of(
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\ud800"}}"#
+            ),
+            (json!(1), -32602)
+        );
+        let r = reply(r#"{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"\ud800"}}"#);
+        assert_eq!(r["result"], json!({}));
     }
 }

@@ -1,8 +1,8 @@
-//! The MCP side of the wrapper: protocol rules, per-line dispatch and the
-//! stdio loop.
+//! The MCP side of the wrapper: reading a client line, the JSON-RPC and MCP
+//! rules, the replies, and the stdio loop.
 
-pub mod call_line;
 pub mod dispatch;
+pub mod message;
 pub mod protocol;
-pub mod result_line;
+pub mod reply;
 pub mod server;

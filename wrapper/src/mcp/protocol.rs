@@ -1,8 +1,10 @@
-//! MCP protocol constants and the JSON shapes the wrapper sends.
+//! MCP protocol constants: the revisions served, the error codes, the
+//! server's identity and its instructions. The messages themselves are
+//! built in [`reply`](super::reply).
 
 use std::sync::OnceLock;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::tools;
 
@@ -59,9 +61,19 @@ pub fn supported_versions() -> Vec<&'static str> {
         .collect()
 }
 
-/// `serverInfo`: name and wrapper version.
-pub fn server_info() -> Value {
-    json!({ "name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION") })
+/// This release's version, as `serverInfo` and `--version` report it.
+pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What this server is, in one line: the release and the iai-mcp release
+/// whose wrapper it stands in for (`serverInfo.description`, `--version`).
+pub fn description() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "iai-mcp-wrapper {SERVER_VERSION}, a drop-in for the MCP wrapper of iai-mcp {}",
+            tools::SURFACE_RELEASE
+        )
+    })
 }
 
 /// How the model should use the memory, in a few sentences: ask it first
@@ -96,98 +108,4 @@ pub fn instructions() -> &'static str {
 pub fn instructions_config(instructions: &str) -> Option<Value> {
     let (_, config) = instructions.rsplit_once("config: ")?;
     serde_json::from_str(config).ok()
-}
-
-/// The capabilities object: tools only.
-pub fn capabilities() -> Value {
-    json!({ "tools": {} })
-}
-
-/// Result of a legacy `initialize` for a client asking for `requested`.
-pub fn initialize_result(requested: Option<&str>) -> Value {
-    let version = requested
-        .filter(|v| LEGACY_VERSIONS.contains(v))
-        .unwrap_or(DEFAULT_LEGACY_VERSION);
-    json!({
-        "protocolVersion": version,
-        "capabilities": capabilities(),
-        "serverInfo": server_info(),
-        "instructions": instructions(),
-    })
-}
-
-/// Result of `server/discover`.
-pub fn discover_result() -> Value {
-    json!({
-        "supportedVersions": supported_versions(),
-        "capabilities": capabilities(),
-        "instructions": instructions(),
-        "ttlMs": LIST_TTL_MS,
-        "cacheScope": "public",
-    })
-}
-
-/// Result of `tools/list` in the given era.
-pub fn tools_list_result(era: Era) -> Value {
-    let mut result = Map::new();
-    result.insert("tools".into(), tools::list_json().clone());
-    if era == Era::Modern {
-        result.insert("ttlMs".into(), LIST_TTL_MS.into());
-        result.insert("cacheScope".into(), "public".into());
-    }
-    Value::Object(result)
-}
-
-/// A `tools/call` result for a call that failed with `message`: an
-/// `isError` result carrying `error: <message>`. (A call that succeeded is
-/// answered by [`result_line`](super::result_line), straight from the
-/// daemon's JSON.)
-pub fn tool_failure(message: &str) -> Value {
-    tool_error(&format!("error: {message}"))
-}
-
-/// A `tools/call` result reporting a failure in `text`.
-pub fn tool_error(text: &str) -> Value {
-    json!({
-        "content": [{ "type": "text", "text": text }],
-        "isError": true,
-    })
-}
-
-/// Add what modern results carry: `resultType` and the server identity.
-pub fn finish_result(era: Era, mut result: Value) -> Value {
-    if era == Era::Modern
-        && let Value::Object(map) = &mut result
-    {
-        map.insert("resultType".into(), "complete".into());
-        let meta = map
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(meta) = meta {
-            meta.insert(SERVER_INFO_KEY.into(), server_info());
-        }
-    }
-    result
-}
-
-/// A JSON-RPC success response.
-pub fn response(id: Value, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
-}
-
-/// A JSON-RPC error response (`id` is `null` when none could be read).
-pub fn error_response(id: Value, code: i64, message: &str, data: Option<Value>) -> Value {
-    let mut error = json!({ "code": code, "message": message });
-    if let (Some(data), Value::Object(map)) = (data, &mut error) {
-        map.insert("data".into(), data);
-    }
-    json!({ "jsonrpc": "2.0", "id": id, "error": error })
-}
-
-/// One output line: the message and its newline. JSON text never contains
-/// a raw newline, so a message can never span two lines.
-pub fn encode(message: &Value) -> Vec<u8> {
-    let mut line = serde_json::to_vec(message).unwrap_or_default();
-    line.push(b'\n');
-    line
 }

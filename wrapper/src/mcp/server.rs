@@ -17,7 +17,7 @@ use tokio_util::codec::FramedRead;
 
 use super::dispatch::{self, Inbound, ToolCall};
 use super::protocol::{self, Era};
-use super::result_line;
+use super::reply;
 use crate::bridge::{Access, BridgeError};
 use crate::call::Caller;
 use crate::codec::{Frame, LineCodec};
@@ -31,6 +31,10 @@ pub const MAX_CALLS_IN_FLIGHT: usize = 1024;
 /// stdin until the client reads, so a client that does not read its
 /// output cannot make the wrapper buffer without bound.
 pub const MAX_QUEUED_OUTPUT: usize = 4 * 1024 * 1024;
+
+/// How long calls in flight may still finish after the client has gone, by
+/// default: well under the 2 s clients wait before they send SIGTERM.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// Settings of the stdio loop.
 #[derive(Debug, Clone, Copy)]
@@ -52,6 +56,17 @@ pub enum StopReason {
     Signal,
     /// stdout could not be written: the client is gone.
     OutputClosed,
+}
+
+impl StopReason {
+    /// The reason's name in the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Eof => "eof",
+            StopReason::Signal => "signal",
+            StopReason::OutputClosed => "output_closed",
+        }
+    }
 }
 
 /// Receives the events that start the wrapper's warm-up.
@@ -102,10 +117,7 @@ where
                 let classified = match frame {
                     Some(Ok(Frame::Line(line))) => dispatch::classify(&line),
                     Some(Ok(Frame::Oversized { id })) => {
-                        out.send(protocol::encode(&dispatch::oversized(
-                            id,
-                            config.max_line_bytes,
-                        )));
+                        out.send(dispatch::oversized(id, config.max_line_bytes));
                         continue;
                     }
                     Some(Err(e)) => {
@@ -118,7 +130,7 @@ where
                     warmup.initialized();
                 }
                 match classified.inbound {
-                    Inbound::Reply(message) => out.send(protocol::encode(&message)),
+                    Inbound::Reply(line) => out.send(line),
                     Inbound::ToolCall(call) => {
                         next_seq += 1;
                         let seq = next_seq;
@@ -257,25 +269,21 @@ fn deliver(done: Result<CallOutput, JoinError>, live: &mut BTreeMap<u64, Live>, 
             let Some(call) = seq.and_then(|seq| live.remove(&seq)) else {
                 return;
             };
-            let message = if e.is_panic() {
+            let line = if e.is_panic() {
                 tracing::error!("a tool call task panicked");
-                protocol::error_response(
-                    call.id,
+                reply::error(
+                    &call.id,
                     protocol::INTERNAL_ERROR,
                     "internal error in the wrapper",
-                    None,
                 )
             } else {
                 let mut text = BridgeError::Shutdown.to_string();
                 if call.writes {
                     text.push_str("; it may have been stored");
                 }
-                protocol::response(
-                    call.id,
-                    protocol::finish_result(call.era, protocol::tool_failure(&text)),
-                )
+                reply::tool_failure(&call.id, call.era, &text)
             };
-            out.send(protocol::encode(&message));
+            out.send(line);
         }
     }
 }
@@ -288,11 +296,8 @@ async fn run_call(seq: u64, call: ToolCall, caller: Caller) -> CallOutput {
         arguments,
     } = call;
     let line = match caller.call(tool, arguments).await {
-        Ok(result) => result_line::success(&id, era, &result),
-        Err(message) => protocol::encode(&protocol::response(
-            id,
-            protocol::finish_result(era, protocol::tool_failure(&message)),
-        )),
+        Ok(result) => reply::tool_success(&id, era, &result),
+        Err(error) => reply::tool_failure(&id, era, &error.to_string()),
     };
     CallOutput { seq, line }
 }

@@ -27,6 +27,10 @@ use serde_json::{Map, Value, json};
 
 use crate::bridge::Access;
 
+/// The iai-mcp release whose tool surface the table is: this wrapper is a
+/// drop-in for that release's own wrapper.
+pub const SURFACE_RELEASE: &str = "3.3.0";
+
 /// The table, as served.
 const SURFACE: &str = include_str!("surface.json");
 

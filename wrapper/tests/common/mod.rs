@@ -93,6 +93,40 @@ pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// The environment setting that makes the wrapper write its log as JSON
+/// events, which tests read instead of its prose.
+pub const JSON_LOG: (&str, &str) = ("IAI_MCP_LOG_FORMAT", "json");
+
+/// The wrapper's log events so far, from a wrapper started with
+/// [`JSON_LOG`]: every complete stderr line must be one JSON object.
+pub fn events(w: &WrapperProcess) -> Vec<Value> {
+    let text = w.stderr_text();
+    let complete = match text.rfind('\n') {
+        Some(end) => &text[..end],
+        None => "",
+    };
+    complete
+        .lines()
+        .map(|line| {
+            let event: Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("a log line that is not JSON ({e}): {line}"));
+            assert!(
+                event.is_object(),
+                "a log line that is not an object: {line}"
+            );
+            event
+        })
+        .collect()
+}
+
+/// The events called `name` so far.
+pub fn events_named(w: &WrapperProcess, name: &str) -> Vec<Value> {
+    events(w)
+        .into_iter()
+        .filter(|event| event["event"] == name)
+        .collect()
+}
+
 /// The heartbeat files under a state directory.
 pub fn heartbeats(state_dir: &std::path::Path) -> Vec<PathBuf> {
     std::fs::read_dir(state_dir.join("wrappers"))

@@ -1,0 +1,302 @@
+//! The daemon's side of the wire: the request line the bridge writes and
+//! the reply lines it reads, each through serde once.
+//!
+//! A reply is read into an envelope of `id`, `result` and `error`; the
+//! result stays raw JSON until it is made ready to pass on
+//! ([`DaemonResult`]), and every other member is skipped unread.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::core::Request;
+use super::error::BridgeError;
+use crate::json::{self, Shape, present};
+
+/// JSON-RPC's code for an internal error: what a call fails with when the
+/// daemon's answer cannot be passed on.
+const INTERNAL_ERROR: i64 = -32603;
+
+/// The daemon's code for "internal error", assumed when its error object
+/// names none.
+const DAEMON_INTERNAL_ERROR: i64 = -32001;
+
+/// A request line as the daemon reads it.
+#[derive(Serialize)]
+struct RequestLine<'a> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'a str,
+    params: &'a Value,
+}
+
+/// The line (newline included) asking the daemon to run `request` as
+/// daemon request `wire`.
+pub(super) fn request_line(wire: u64, request: &Request) -> Vec<u8> {
+    let message = RequestLine {
+        jsonrpc: "2.0",
+        id: wire,
+        method: &request.method,
+        params: &request.params,
+    };
+    // A string and a `Value` always serialise.
+    let mut line = serde_json::to_vec(&message).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// A daemon result, made ready to pass on: compact JSON text (no
+/// whitespace between tokens) in which every character is itself, not a
+/// `\uXXXX` escape. Two results are equal when their texts are.
+///
+/// The daemon of iai-mcp 3.3.0 writes `json.dumps` output: ASCII only,
+/// with an escape for every other character. The text content the model
+/// reads is this JSON text, so the result is written anew once, as
+/// serde_json writes it: characters as characters, numbers in their
+/// shortest form. What a strict client would refuse (a lone surrogate, a
+/// number beyond the range of a double) is refused here instead, and
+/// integers beyond 64 bits become doubles, as a JavaScript client would
+/// read them anyway.
+#[derive(Debug, Clone)]
+pub struct DaemonResult(Box<RawValue>);
+
+impl DaemonResult {
+    /// The result's JSON text.
+    pub fn json(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The result as raw JSON, to write as a value of its own.
+    pub fn as_raw(&self) -> &RawValue {
+        &self.0
+    }
+
+    /// Whether the result is a JSON object (else a client's
+    /// `structuredContent` holds it wrapped).
+    pub fn is_object(&self) -> bool {
+        self.json().starts_with('{')
+    }
+
+    /// A result made here rather than by the daemon (the CLI's answers in
+    /// degraded mode, tests).
+    pub fn from_value(value: &Value) -> Self {
+        // A `Value` always serialises.
+        let raw =
+            serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned());
+        DaemonResult(raw)
+    }
+
+    /// The daemon's `result`, written anew (see the type's documentation).
+    fn from_daemon(raw: &RawValue) -> Result<Self, BridgeError> {
+        let unusable = |why: String| BridgeError::Daemon {
+            code: INTERNAL_ERROR,
+            message: format!("the daemon's result cannot be passed on: {why}"),
+        };
+        let mut text = Vec::with_capacity(raw.get().len());
+        let mut reader = serde_json::Deserializer::from_str(raw.get());
+        let mut writer = serde_json::Serializer::new(&mut text);
+        serde_transcode::transcode(&mut reader, &mut writer)
+            .map_err(|e| unusable(e.to_string()))?;
+        let text = String::from_utf8(text).map_err(|e| unusable(e.to_string()))?;
+        RawValue::from_string(text)
+            .map(DaemonResult)
+            .map_err(|e| unusable(e.to_string()))
+    }
+}
+
+impl PartialEq for DaemonResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.json() == other.json()
+    }
+}
+
+/// What a daemon line turned out to be.
+#[derive(Debug)]
+pub(super) enum Reply {
+    /// Not JSON (or not UTF-8): a stray print.
+    NotJson,
+    /// JSON, but nothing to route: not an object, or an object whose
+    /// members cannot be read as a reply.
+    Unroutable,
+    /// A response for `id` (or a message the bridge did not ask for).
+    Message {
+        /// The `id` member as given, if present.
+        id: Option<Value>,
+        /// The result, or the error the daemon reported, or the error for
+        /// a message carrying neither.
+        outcome: Result<DaemonResult, BridgeError>,
+    },
+}
+
+/// The members of a reply the bridge reads.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<ErrorObject>,
+}
+
+/// A JSON-RPC error object, its members of any type (the message is shown
+/// as given; a code that is not an integer counts as the daemon's internal
+/// error).
+#[derive(Deserialize)]
+struct ErrorObject {
+    #[serde(default)]
+    code: Option<Value>,
+    #[serde(default)]
+    message: Option<Value>,
+}
+
+/// Reads one daemon line (without its newline).
+pub(super) fn read_reply(line: &[u8]) -> Reply {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Reply::NotJson;
+    };
+    match json::read_object::<Envelope<'_>>(text) {
+        Ok(Shape::Object(envelope)) => Reply::Message {
+            id: envelope.id,
+            outcome: outcome(envelope.result, envelope.error),
+        },
+        Ok(Shape::Array | Shape::Null | Shape::Scalar) => Reply::Unroutable,
+        Err(e) if e.is_data() => Reply::Unroutable,
+        Err(_) => Reply::NotJson,
+    }
+}
+
+fn outcome(
+    result: Option<&RawValue>,
+    error: Option<ErrorObject>,
+) -> Result<DaemonResult, BridgeError> {
+    match (result, error) {
+        (Some(result), _) => DaemonResult::from_daemon(result),
+        (None, Some(error)) => Err(daemon_error(error)),
+        (None, None) => Err(BridgeError::Daemon {
+            code: INTERNAL_ERROR,
+            message: "daemon response carried neither result nor error".into(),
+        }),
+    }
+}
+
+fn daemon_error(error: ErrorObject) -> BridgeError {
+    let code = error
+        .code
+        .as_ref()
+        .and_then(Value::as_i64)
+        .unwrap_or(DAEMON_INTERNAL_ERROR);
+    let message = match error.message {
+        Some(Value::String(text)) => text,
+        Some(other) => other.to_string(),
+        None => "daemon error".to_owned(),
+    };
+    BridgeError::Daemon { code, message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::Access;
+    use serde_json::json;
+
+    fn message(line: &str) -> (Option<Value>, Result<String, BridgeError>) {
+        match read_reply(line.as_bytes()) {
+            Reply::Message { id, outcome } => (id, outcome.map(|r| r.json().to_owned())),
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn results_are_written_compact() {
+        let (id, outcome) = message(r#"{"jsonrpc": "2.0", "id": 7, "result": {"a": [1, 2.50]}}"#);
+        assert_eq!(id, Some(Value::from(7)));
+        assert_eq!(outcome.expect("a result"), r#"{"a":[1,2.5]}"#);
+        let (_, outcome) = message(
+            "{\"id\":1,\"result\":{ \"a b\" : [1, 2],\n\t\"c\": \"x \\\" y\", \"d\": \"é\" }}",
+        );
+        assert_eq!(
+            outcome.expect("a result"),
+            r#"{"a b":[1,2],"c":"x \" y","d":"é"}"#
+        );
+        let (_, outcome) = message(r#"{"id":1,"result":null,"error":{"code":1}}"#);
+        assert_eq!(outcome.expect("null is a result"), "null");
+    }
+
+    #[test]
+    fn escapes_become_characters_and_what_a_client_refuses_is_an_error() {
+        let (_, outcome) =
+            message(r#"{"id":1,"result":{"t": "caf\u00e9 \ud83d\ude00", "n": 1.5E3}}"#);
+        assert_eq!(outcome.expect("a result"), r#"{"t":"café 😀","n":1500.0}"#);
+        let (_, outcome) = message(r#"{"id":1,"result":["\\u00e9", 10e-1]}"#);
+        assert_eq!(outcome.expect("a result"), r#"["\\u00e9",1.0]"#);
+        for refused in [r#"{"t":"\ud800"}"#, r#"[1e400]"#] {
+            let (_, outcome) = message(&format!(r#"{{"id":1,"result":{refused}}}"#));
+            assert!(
+                matches!(outcome, Err(BridgeError::Daemon { code: -32603, .. })),
+                "{refused}: {outcome:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn errors_and_empty_responses() {
+        let (_, outcome) = message(r#"{"id":1,"error":{"code":-32602,"message":"bad"}}"#);
+        assert_eq!(
+            outcome,
+            Err(BridgeError::Daemon {
+                code: -32602,
+                message: "bad".into()
+            })
+        );
+        let (_, outcome) = message(r#"{"id":1,"error":{"code":"x","message":{"why":1}}}"#);
+        assert_eq!(
+            outcome,
+            Err(BridgeError::Daemon {
+                code: -32001,
+                message: r#"{"why":1}"#.into()
+            })
+        );
+        let (id, outcome) = message(r#"{"id":null}"#);
+        assert_eq!(id, Some(Value::Null));
+        assert!(matches!(
+            outcome,
+            Err(BridgeError::Daemon { code: -32603, .. })
+        ));
+    }
+
+    #[test]
+    fn lines_that_are_not_replies() {
+        assert!(matches!(read_reply(b"[1,2]"), Reply::Unroutable));
+        assert!(matches!(read_reply(b"7"), Reply::Unroutable));
+        assert!(matches!(
+            read_reply(br#"{"id":1,"id":2,"result":1}"#),
+            Reply::Unroutable
+        ));
+        assert!(matches!(
+            read_reply(b"Traceback (most recent call last):"),
+            Reply::NotJson
+        ));
+        assert!(matches!(read_reply(b"{\"id\":1,"), Reply::NotJson));
+        assert!(matches!(read_reply(b"{\"id\":\xff}"), Reply::NotJson));
+    }
+
+    #[test]
+    fn requests_are_single_json_lines() {
+        let line = request_line(
+            5,
+            &Request {
+                method: "memory_capture".into(),
+                params: json!({"text": "a\nb"}),
+                access: Access::Write,
+                fallback: false,
+            },
+        );
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        let v: Value = serde_json::from_slice(&line).expect("json");
+        assert_eq!(
+            v,
+            json!({"jsonrpc":"2.0","id":5,"method":"memory_capture","params":{"text":"a\nb"}})
+        );
+    }
+}

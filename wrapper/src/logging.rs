@@ -1,0 +1,146 @@
+//! The wrapper's log on stderr: readable lines for people (the default),
+//! or one JSON object per event for programs (`--log-format json`).
+//!
+//! Every event worth a program's attention carries an `event` field whose
+//! value is one of the names in [`event`]; those names and the fields
+//! beside them are stable (the contract lists them), while the message
+//! text is for people and may change. In the JSON form each line is an
+//! object with `timestamp` (RFC 3339, UTC), `level`, `event` and the
+//! event's fields, `message` and `target`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use tracing_subscriber::EnvFilter;
+
+/// The names of the events the wrapper logs, as the `event` field of
+/// each.
+pub mod event {
+    /// A connect attempt begins: `conn`, `endpoint`, `attempt`,
+    /// `timeout_ms`.
+    pub const CONNECT_ATTEMPT: &str = "connect_attempt";
+    /// A connection is up: `conn`, `endpoint`, `reconnect`.
+    pub const CONNECTED: &str = "connected";
+    /// A connect attempt failed: `conn`, `endpoint`, `error`, `failures`
+    /// (consecutive), `retry_in_ms` (absent: no further attempt).
+    pub const CONNECT_FAILED: &str = "connect_failed";
+    /// The connection closed: `conn`, `endpoint`, `replayed` and `failed`
+    /// (calls in flight re-sent later or failed), `reconnecting`.
+    pub const CONNECTION_LOST: &str = "connection_lost";
+    /// A read lost with its connection was sent again: `call`, `method`,
+    /// `sends`.
+    pub const CALL_REPLAYED: &str = "call_replayed";
+    /// A call brought the next connect attempt forward: `earlier_by_ms`.
+    pub const CONNECT_HURRIED: &str = "connect_hurried";
+    /// The daemon sent nothing for a whole call timeout; its connection is
+    /// replaced: `conn`, `endpoint`.
+    pub const DAEMON_SILENT: &str = "daemon_silent";
+    /// Consecutive lines from the daemon were not JSON and the oldest call
+    /// failed: `lines`, `failed_call`.
+    pub const PARSE_ERROR_STREAK: &str = "daemon_parse_error_streak";
+    /// A daemon line answered no pending call: `id`.
+    pub const UNMATCHED_REPLY: &str = "unmatched_reply";
+    /// The CLI answered a call while the daemon was unreachable: `tool`,
+    /// `command`, `elapsed_ms`.
+    pub const DEGRADED_ANSWER: &str = "degraded_answer";
+    /// Degraded mode is off because the `iai` CLI was not found: `cli`.
+    pub const DEGRADED_UNAVAILABLE: &str = "degraded_unavailable";
+    /// `iai-mcp doctor` ran, or was due and did not: `mode` (`probe` or
+    /// `heal`), `outcome` (`healthy`, `problem`, `skipped`, `failed`,
+    /// `healed`), and `command`, `exit`, `elapsed_ms` or `reason` where
+    /// they apply.
+    pub const DOCTOR_RUN: &str = "doctor_run";
+    /// The daemon was unreachable at start and was asked to start:
+    /// `how` (`wake_signal` or `launchctl`), `outcome`.
+    pub const WAKE_REQUESTED: &str = "wake_requested";
+    /// The heartbeat file could not be written or removed: `path`,
+    /// `error`.
+    pub const HEARTBEAT_FAILED: &str = "heartbeat_failed";
+    /// The wrapper is exiting: `reason` (`eof`, `signal`, `output_closed`).
+    pub const SHUTTING_DOWN: &str = "shutting_down";
+}
+
+/// How the log is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// Lines for people.
+    #[default]
+    Text,
+    /// One JSON object per event, for programs.
+    Json,
+}
+
+impl LogFormat {
+    /// The filter used when none is configured: warnings for people (a
+    /// host's log should stay quiet while all is well), every event for
+    /// programs (they asked for the events).
+    pub fn default_filter(self) -> &'static str {
+        match self {
+            LogFormat::Text => "warn",
+            LogFormat::Json => "info",
+        }
+    }
+
+    /// The spelling used on the command line and in `IAI_MCP_LOG_FORMAT`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
+}
+
+impl fmt::Display for LogFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A log format that is neither `text` nor `json`.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown log format {0:?} (expected \"text\" or \"json\")")]
+pub struct UnknownFormat(String);
+
+impl FromStr for LogFormat {
+    type Err = UnknownFormat;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(UnknownFormat(other.to_owned())),
+        }
+    }
+}
+
+/// Installs the log for the whole process: `format`, showing what
+/// `filter` (tracing's filter syntax) lets through.
+pub fn init(format: LogFormat, filter: EnvFilter) {
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .init(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse_and_print() {
+        for format in [LogFormat::Text, LogFormat::Json] {
+            assert_eq!(format.as_str().parse::<LogFormat>().ok(), Some(format));
+        }
+        assert!("JSON".parse::<LogFormat>().is_err());
+        assert_eq!(LogFormat::default(), LogFormat::Text);
+    }
+}
