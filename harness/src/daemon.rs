@@ -7,6 +7,7 @@
 //! returns only once the daemon has acted: no sleeping needed.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
@@ -157,25 +158,6 @@ pub struct FakeDaemon {
     control: Mutex<Control>,
     child: Mutex<ChildGuard>,
     stderr: CapturedOutput,
-}
-
-/// Methods for fault commands the daemon acknowledges with one fixed line:
-/// `name => "COMMAND", "ACK";`, or `name(arg: T) => "COMMAND";` for
-/// `COMMAND <arg>` acknowledged by `OK COMMAND <arg>`.
-macro_rules! acked {
-    ($($(#[$doc:meta])* $name:ident => $command:literal, $ack:literal;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(&self) -> Result<(), HarnessError> {
-            self.expect_ack($command, $ack)
-        }
-    )*};
-    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $command:literal;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(&self, $arg: $ty) -> Result<(), HarnessError> {
-            let command = format!(concat!($command, " {}"), $arg);
-            self.expect_ack(&command, &format!("OK {command}"))
-        }
-    )*};
 }
 
 impl FakeDaemon {
@@ -370,35 +352,72 @@ impl FakeDaemon {
         })
     }
 
-    acked! {
-        /// `DROP`: closes every accepted connection (the listener stays bound)
-        /// and returns once the daemon acknowledged `DROPPED`.
-        drop_connections => "DROP", "DROPPED";
-        /// `DOWN`: stop accepting connections (simulates a stopped daemon).
-        down => "DOWN", "OK DOWN";
-        /// `UP`: accept connections again.
-        up => "UP", "OK UP";
-        /// `HANG`: keep connections open but stop answering.
-        hang => "HANG", "OK HANG";
-        /// `RESUME`: answer again after [`hang`](Self::hang).
-        resume => "RESUME", "OK RESUME";
-        /// `CUT`: cut the connection in the middle of the next answer.
-        cut => "CUT", "OK CUT";
-        /// `DUPLICATE`: send the next answer twice.
-        duplicate => "DUPLICATE", "OK DUPLICATE";
-        /// `STRAY`: send an answer whose id matches no request.
-        stray => "STRAY", "OK STRAY";
+    /// `DROP`: closes every accepted connection (the listener stays bound)
+    /// and returns once the daemon acknowledged `DROPPED`.
+    pub fn drop_connections(&self) -> Result<(), HarnessError> {
+        self.expect_ack("DROP", "DROPPED")
     }
 
-    acked! {
-        /// `DELAY <ms>`: delay every answer by `ms` milliseconds.
-        delay(ms: u64) => "DELAY";
-        /// `GARBAGE <n>`: emit `n` non-JSON lines before the next answer.
-        garbage(lines: u32) => "GARBAGE";
-        /// `SLICE <b>`: write answers in slices of `bytes` bytes.
-        slice(bytes: u64) => "SLICE";
-        /// `OVERSIZE <b>`: make the next answer at least `bytes` bytes long.
-        oversize(bytes: u64) => "OVERSIZE";
+    /// `DOWN`: stop accepting connections (simulates a stopped daemon).
+    pub fn down(&self) -> Result<(), HarnessError> {
+        self.expect_ack("DOWN", "OK DOWN")
+    }
+
+    /// `UP`: accept connections again.
+    pub fn up(&self) -> Result<(), HarnessError> {
+        self.expect_ack("UP", "OK UP")
+    }
+
+    /// `HANG`: keep connections open but stop answering.
+    pub fn hang(&self) -> Result<(), HarnessError> {
+        self.expect_ack("HANG", "OK HANG")
+    }
+
+    /// `RESUME`: answer again after [`hang`](Self::hang).
+    pub fn resume(&self) -> Result<(), HarnessError> {
+        self.expect_ack("RESUME", "OK RESUME")
+    }
+
+    /// `CUT`: cut the connection in the middle of the next answer.
+    pub fn cut(&self) -> Result<(), HarnessError> {
+        self.expect_ack("CUT", "OK CUT")
+    }
+
+    /// `DUPLICATE`: send the next answer twice.
+    pub fn duplicate(&self) -> Result<(), HarnessError> {
+        self.expect_ack("DUPLICATE", "OK DUPLICATE")
+    }
+
+    /// `STRAY`: send an answer whose id matches no request.
+    pub fn stray(&self) -> Result<(), HarnessError> {
+        self.expect_ack("STRAY", "OK STRAY")
+    }
+
+    /// `DELAY <ms>`: delay every answer by `ms` milliseconds.
+    pub fn delay(&self, ms: u64) -> Result<(), HarnessError> {
+        self.command_with_value("DELAY", ms)
+    }
+
+    /// `GARBAGE <n>`: emit `lines` non-JSON lines before the next answer.
+    pub fn garbage(&self, lines: u32) -> Result<(), HarnessError> {
+        self.command_with_value("GARBAGE", lines)
+    }
+
+    /// `SLICE <b>`: write answers in slices of `bytes` bytes.
+    pub fn slice(&self, bytes: u64) -> Result<(), HarnessError> {
+        self.command_with_value("SLICE", bytes)
+    }
+
+    /// `OVERSIZE <b>`: make the next answer at least `bytes` bytes long.
+    pub fn oversize(&self, bytes: u64) -> Result<(), HarnessError> {
+        self.command_with_value("OVERSIZE", bytes)
+    }
+
+    /// Sends `<name> <value>` and expects `OK <name> <value>` back: how the
+    /// daemon acknowledges every command that takes a number.
+    fn command_with_value(&self, name: &str, value: impl fmt::Display) -> Result<(), HarnessError> {
+        let command = format!("{name} {value}");
+        self.expect_ack(&command, &format!("OK {command}"))
     }
 
     /// `QUIT`: asks the daemon to exit (it removes its socket file) and waits

@@ -12,8 +12,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::live::{
-    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
-    problems_text,
+    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, env_ms, or_na, problems_text,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -28,33 +27,49 @@ pub const CONNECT_FAILED_LOG: &str = "daemon connect failed";
 /// Shortest period between the starts of two recovery calls.
 const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
 
-config! {
-    /// Parameters of the down-up scenario.
-    pub struct DownUpConfig {
-        /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
-        pub connect_wait: Duration = Duration::from_millis(500),
-        /// Calls made while the daemon is down.
-        pub down_calls: u32 = 2,
-        /// How long, after those calls, the daemon stays down while connect
-        /// attempts are counted.
-        pub rate_window: Duration = Duration::from_secs(2),
-        /// `IAI_MCP_BACKOFF_INITIAL_MS`; `None` leaves the wrapper's default.
-        pub backoff_initial_ms: Option<u64> = None,
-        /// `IAI_MCP_BACKOFF_MAX_MS`; `None` leaves the wrapper's default.
-        pub backoff_max_ms: Option<u64> = None,
-        /// Connect attempts per second in the window at or above which the
-        /// wrapper counts as busy-looping.
-        pub max_attempt_rate: f64 = 50.0,
-        /// How much longer than `connect_wait` the harness waits for any one
-        /// call's answer before recording no response.
-        pub call_grace: Duration = Duration::from_secs(10),
-        /// How long after `UP` recovery may take.
-        pub recovery_timeout: Duration = Duration::from_secs(10),
-        /// How long after the first success to wait before counting the
-        /// daemon's connections.
-        pub settle: Duration = Duration::from_millis(250),
-        /// The wrapper's bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of the down-up scenario.
+#[derive(Debug, Clone)]
+pub struct DownUpConfig {
+    /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+    pub connect_wait: Duration,
+    /// Calls made while the daemon is down.
+    pub down_calls: u32,
+    /// How long, after those calls, the daemon stays down while connect
+    /// attempts are counted.
+    pub rate_window: Duration,
+    /// `IAI_MCP_BACKOFF_INITIAL_MS`; `None` leaves the wrapper's default.
+    pub backoff_initial_ms: Option<u64>,
+    /// `IAI_MCP_BACKOFF_MAX_MS`; `None` leaves the wrapper's default.
+    pub backoff_max_ms: Option<u64>,
+    /// Connect attempts per second in the window at or above which the
+    /// wrapper counts as busy-looping.
+    pub max_attempt_rate: f64,
+    /// How much longer than `connect_wait` the harness waits for any one
+    /// call's answer before recording no response.
+    pub call_grace: Duration,
+    /// How long after `UP` recovery may take.
+    pub recovery_timeout: Duration,
+    /// How long after the first success to wait before counting the
+    /// daemon's connections.
+    pub settle: Duration,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for DownUpConfig {
+    fn default() -> Self {
+        Self {
+            connect_wait: Duration::from_millis(500),
+            down_calls: 2,
+            rate_window: Duration::from_secs(2),
+            backoff_initial_ms: None,
+            backoff_max_ms: None,
+            max_attempt_rate: 50.0,
+            call_grace: Duration::from_secs(10),
+            recovery_timeout: Duration::from_secs(10),
+            settle: Duration::from_millis(250),
+            setup: Setup::default(),
+        }
     }
 }
 

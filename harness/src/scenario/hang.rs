@@ -11,8 +11,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::live::{
-    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, config, env_ms, is_response,
-    problems_text,
+    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, env_ms, is_response, problems_text,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -21,18 +20,28 @@ use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
-config! {
-    /// Parameters of the hang scenario.
-    pub struct HangConfig {
-        /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
-        pub call_timeout: Duration = Duration::from_millis(500),
-        /// How much longer than `call_timeout` the harness waits for any one
-        /// call's answer before recording no response.
-        pub call_grace: Duration = Duration::from_secs(10),
-        /// How long to watch for the late answer before counting connections.
-        pub settle: Duration = Duration::from_millis(250),
-        /// The wrapper's bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of the hang scenario.
+#[derive(Debug, Clone)]
+pub struct HangConfig {
+    /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+    pub call_timeout: Duration,
+    /// How much longer than `call_timeout` the harness waits for any one
+    /// call's answer before recording no response.
+    pub call_grace: Duration,
+    /// How long to watch for the late answer before counting connections.
+    pub settle: Duration,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for HangConfig {
+    fn default() -> Self {
+        Self {
+            call_timeout: Duration::from_millis(500),
+            call_grace: Duration::from_secs(10),
+            settle: Duration::from_millis(250),
+            setup: Setup::default(),
+        }
     }
 }
 

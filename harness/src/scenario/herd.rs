@@ -29,7 +29,7 @@ use serde_json::json;
 
 use super::down_up::CONNECT_FAILED_LOG;
 use super::live::{
-    PROBE_TOOL, STDERR_TAIL_BYTES, collect_unsolicited, config, is_response, or_na, spawn_wrapper,
+    PROBE_TOOL, STDERR_TAIL_BYTES, collect_unsolicited, is_response, or_na, spawn_wrapper,
     start_daemon, write_serde_name,
 };
 use super::outcome::CallOutcome;
@@ -49,30 +49,45 @@ use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
 /// figures are reported either way.
 pub const MIN_SPREAD_WRAPPERS: usize = 20;
 
-config! {
-    /// Parameters of the herd.
-    pub struct HerdConfig {
-        /// Wrappers on the one daemon.
-        pub wrappers: usize = 50,
-        /// Pause between one wrapper's answer and its next call.
-        pub call_interval: Duration = Duration::from_millis(20),
-        /// How long calls flow before each fault, and how long the daemon's
-        /// connections are left to settle after a recovery before they are
-        /// counted.
-        pub settle: Duration = Duration::from_millis(300),
-        /// How long the daemon stays down.
-        pub down_for: Duration = Duration::from_secs(1),
-        /// The window in which dials and accepts are counted together.
-        pub window: Duration = Duration::from_millis(10),
-        /// The largest share of the wrappers that may dial within one window
-        /// (first attempts after the loss excepted).
-        pub max_dial_fraction: f64 = 0.5,
-        /// How long the last wrapper may take to answer again after a fault.
-        pub recovery_timeout: Duration = Duration::from_secs(10),
-        /// The longest the harness waits for any one answer.
-        pub call_bound: Duration = Duration::from_secs(30),
-        /// The wrappers' bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of the herd.
+#[derive(Debug, Clone)]
+pub struct HerdConfig {
+    /// Wrappers on the one daemon.
+    pub wrappers: usize,
+    /// Pause between one wrapper's answer and its next call.
+    pub call_interval: Duration,
+    /// How long calls flow before each fault, and how long the daemon's
+    /// connections are left to settle after a recovery before they are
+    /// counted.
+    pub settle: Duration,
+    /// How long the daemon stays down.
+    pub down_for: Duration,
+    /// The window in which dials and accepts are counted together.
+    pub window: Duration,
+    /// The largest share of the wrappers that may dial within one window
+    /// (first attempts after the loss excepted).
+    pub max_dial_fraction: f64,
+    /// How long the last wrapper may take to answer again after a fault.
+    pub recovery_timeout: Duration,
+    /// The longest the harness waits for any one answer.
+    pub call_bound: Duration,
+    /// The wrappers' bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for HerdConfig {
+    fn default() -> Self {
+        Self {
+            wrappers: 50,
+            call_interval: Duration::from_millis(20),
+            settle: Duration::from_millis(300),
+            down_for: Duration::from_secs(1),
+            window: Duration::from_millis(10),
+            max_dial_fraction: 0.5,
+            recovery_timeout: Duration::from_secs(10),
+            call_bound: Duration::from_secs(30),
+            setup: Setup::default(),
+        }
     }
 }
 

@@ -48,32 +48,6 @@ pub(crate) const MAX_SAMPLES: usize = 12;
 /// moment on a loaded machine).
 const BASELINE_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Declares a scenario's configuration: the struct, each field with its
-/// default beside it, and the [`Default`] made of those defaults.
-macro_rules! config {
-    (
-        $(#[$attr:meta])*
-        pub struct $name:ident {
-            $($(#[$field_attr:meta])* pub $field:ident: $ty:ty = $default:expr,)*
-        }
-    ) => {
-        $(#[$attr])*
-        #[derive(Debug, Clone)]
-        pub struct $name {
-            $($(#[$field_attr])* pub $field: $ty,)*
-        }
-
-        impl Default for $name {
-            fn default() -> Self {
-                Self {
-                    $($field: $default,)*
-                }
-            }
-        }
-    };
-}
-pub(crate) use config;
-
 /// What every live report keeps of the wrapper's output, flattened into
 /// the report's JSON.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -42,7 +42,7 @@ use serde_json::{Value, json};
 
 use super::herd::{HerdConfig, HerdReport, herd_on};
 use super::live::{
-    LiveSession, MAX_SAMPLES, Pipeline, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
+    LiveSession, MAX_SAMPLES, Pipeline, WrapperOutput, collect_unsolicited, env_ms, or_na,
     problems_text, tag_numbers,
 };
 use super::outcome::CallOutcome;
@@ -78,65 +78,92 @@ const READS: [(&str, Option<&str>); 6] = [
     ("episodes_recent", None),
 ];
 
-config! {
-    /// Parameters of a soak.
-    pub struct SoakConfig {
-        /// How long calls keep flowing (the checkpoints and the final drain
-        /// come on top).
-        pub duration: Duration = Duration::from_secs(60),
-        /// Seed of the fault schedule and the call mix.
-        pub seed: u64 = 1,
-        /// Calls kept in flight.
-        pub concurrency: usize = 8,
-        /// About one call in `write_every` is a write (0: reads only).
-        pub write_every: u32 = 4,
-        /// The daemon's answer delay (`DELAY`) outside `DELAY` episodes, in
-        /// milliseconds. With it, every call spends that long at the daemon, so
-        /// drops and cuts catch calls in flight, and the rate is about
-        /// `concurrency / delay`: 8 in flight and 8 ms make about 1000 calls/s,
-        /// which the daemon's 64 MiB request journal holds for over 5 minutes
-        /// (a faster rate makes it forget the oldest requests: reported as
-        /// `journal_dropped`). 0 runs as fast as the wrapper goes.
-        pub daemon_delay_ms: u64 = 8,
-        /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
-        pub call_timeout: Duration = Duration::from_millis(2000),
-        /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
-        pub connect_wait: Duration = Duration::from_millis(1000),
-        /// `IAI_MCP_BACKOFF_INITIAL_MS`.
-        pub backoff_initial_ms: u64 = 10,
-        /// `IAI_MCP_BACKOFF_MAX_MS`.
-        pub backoff_max_ms: u64 = 100,
-        /// Shortest pause between two fault episodes.
-        pub fault_gap_min: Duration = Duration::from_millis(50),
-        /// Longest pause between two fault episodes.
-        pub fault_gap_max: Duration = Duration::from_millis(500),
-        /// Longest hold of `DELAY`, `SLICE` and `DOWN`.
-        pub max_fault_hold: Duration = Duration::from_millis(1500),
-        /// Longest `HANG`; must stay below `call_timeout` so held calls are
-        /// answered on `RESUME` (a `daemon_timeout` would still count as an
-        /// answer).
-        pub max_hang: Duration = Duration::from_millis(1000),
-        /// Calls and faults before the first footprint sample, so buffers and
-        /// the allocator reach their working size.
-        pub warmup: Duration = Duration::from_secs(5),
-        /// Bound on waiting for the answers still owed at a checkpoint.
-        pub drain_timeout: Duration = Duration::from_secs(20),
-        /// Time between herd episodes (zero: none).
-        pub herd_every: Duration = Duration::from_secs(20),
-        /// Wrappers that join the daemon for a herd episode.
-        pub herd_wrappers: usize = 10,
-        /// How long to watch for late or duplicate answers at the end.
-        pub settle: Duration = Duration::from_millis(500),
-        /// Growth of `VmRSS` from the first sample to the last that still counts
-        /// as flat, in KiB. Generous on purpose (8 MiB by default): allocator
-        /// noise must not fail a run, and a leak per call or per fault grows
-        /// far beyond it over a soak.
-        pub rss_growth_limit_kib: u64 = 8 * 1024,
-        /// Open descriptors the wrapper may hold at the end beyond those at the
-        /// start (a connect in progress).
-        pub fd_slack: u64 = 2,
-        /// The wrapper's bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of a soak.
+#[derive(Debug, Clone)]
+pub struct SoakConfig {
+    /// How long calls keep flowing (the checkpoints and the final drain
+    /// come on top).
+    pub duration: Duration,
+    /// Seed of the fault schedule and the call mix.
+    pub seed: u64,
+    /// Calls kept in flight.
+    pub concurrency: usize,
+    /// About one call in `write_every` is a write (0: reads only).
+    pub write_every: u32,
+    /// The daemon's answer delay (`DELAY`) outside `DELAY` episodes, in
+    /// milliseconds. With it, every call spends that long at the daemon, so
+    /// drops and cuts catch calls in flight, and the rate is about
+    /// `concurrency / delay`: 8 in flight and 8 ms make about 1000 calls/s,
+    /// which the daemon's 64 MiB request journal holds for over 5 minutes
+    /// (a faster rate makes it forget the oldest requests: reported as
+    /// `journal_dropped`). 0 runs as fast as the wrapper goes.
+    pub daemon_delay_ms: u64,
+    /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+    pub call_timeout: Duration,
+    /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+    pub connect_wait: Duration,
+    /// `IAI_MCP_BACKOFF_INITIAL_MS`.
+    pub backoff_initial_ms: u64,
+    /// `IAI_MCP_BACKOFF_MAX_MS`.
+    pub backoff_max_ms: u64,
+    /// Shortest pause between two fault episodes.
+    pub fault_gap_min: Duration,
+    /// Longest pause between two fault episodes.
+    pub fault_gap_max: Duration,
+    /// Longest hold of `DELAY`, `SLICE` and `DOWN`.
+    pub max_fault_hold: Duration,
+    /// Longest `HANG`; must stay below `call_timeout` so held calls are
+    /// answered on `RESUME` (a `daemon_timeout` would still count as an
+    /// answer).
+    pub max_hang: Duration,
+    /// Calls and faults before the first footprint sample, so buffers and
+    /// the allocator reach their working size.
+    pub warmup: Duration,
+    /// Bound on waiting for the answers still owed at a checkpoint.
+    pub drain_timeout: Duration,
+    /// Time between herd episodes (zero: none).
+    pub herd_every: Duration,
+    /// Wrappers that join the daemon for a herd episode.
+    pub herd_wrappers: usize,
+    /// How long to watch for late or duplicate answers at the end.
+    pub settle: Duration,
+    /// Growth of `VmRSS` from the first sample to the last that still counts
+    /// as flat, in KiB. Generous on purpose (8 MiB by default): allocator
+    /// noise must not fail a run, and a leak per call or per fault grows
+    /// far beyond it over a soak.
+    pub rss_growth_limit_kib: u64,
+    /// Open descriptors the wrapper may hold at the end beyond those at the
+    /// start (a connect in progress).
+    pub fd_slack: u64,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for SoakConfig {
+    fn default() -> Self {
+        Self {
+            duration: Duration::from_secs(60),
+            seed: 1,
+            concurrency: 8,
+            write_every: 4,
+            daemon_delay_ms: 8,
+            call_timeout: Duration::from_millis(2000),
+            connect_wait: Duration::from_millis(1000),
+            backoff_initial_ms: 10,
+            backoff_max_ms: 100,
+            fault_gap_min: Duration::from_millis(50),
+            fault_gap_max: Duration::from_millis(500),
+            max_fault_hold: Duration::from_millis(1500),
+            max_hang: Duration::from_millis(1000),
+            warmup: Duration::from_secs(5),
+            drain_timeout: Duration::from_secs(20),
+            herd_every: Duration::from_secs(20),
+            herd_wrappers: 10,
+            settle: Duration::from_millis(500),
+            rss_growth_limit_kib: 8 * 1024,
+            fd_slack: 2,
+            setup: Setup::default(),
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::live::{
-    LiveSession, Pipeline, READ_TOOLS, WrapperOutput, collect_unsolicited, config, problems_text,
+    LiveSession, Pipeline, READ_TOOLS, WrapperOutput, collect_unsolicited, problems_text,
     tag_numbers,
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -29,29 +29,43 @@ use crate::wrapper::{BridgeMode, WrapperCommand};
 /// How many failure texts a report keeps.
 const MAX_FAILURE_SAMPLES: usize = 8;
 
-config! {
-    /// Parameters of the drop storm.
-    pub struct StormConfig {
-        /// How many times the daemon drops the connection.
-        pub drops: u32 = 5,
-        /// How many calls are kept in flight.
-        pub concurrency: usize = 8,
-        /// The daemon's answer delay (`DELAY`), so calls are in flight when a
-        /// drop hits.
-        pub daemon_delay_ms: u64 = 20,
-        /// Time between two drops; keep it well above the answer delay plus a
-        /// reconnect, so a replayed read is answered before the next drop.
-        pub drop_interval: Duration = Duration::from_millis(150),
-        /// Every `write_every`-th call is a write (0: no writes).
-        pub write_every: u32 = 3,
-        /// Bound on waiting for the answers still owed after the storm, and on
-        /// holding a drop back for calls hit by the previous one.
-        pub drain_timeout: Duration = Duration::from_secs(10),
-        /// How long to watch for late or duplicate answers before counting the
-        /// daemon's connections.
-        pub settle: Duration = Duration::from_millis(250),
-        /// The wrapper's bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of the drop storm.
+#[derive(Debug, Clone)]
+pub struct StormConfig {
+    /// How many times the daemon drops the connection.
+    pub drops: u32,
+    /// How many calls are kept in flight.
+    pub concurrency: usize,
+    /// The daemon's answer delay (`DELAY`), so calls are in flight when a
+    /// drop hits.
+    pub daemon_delay_ms: u64,
+    /// Time between two drops; keep it well above the answer delay plus a
+    /// reconnect, so a replayed read is answered before the next drop.
+    pub drop_interval: Duration,
+    /// Every `write_every`-th call is a write (0: no writes).
+    pub write_every: u32,
+    /// Bound on waiting for the answers still owed after the storm, and on
+    /// holding a drop back for calls hit by the previous one.
+    pub drain_timeout: Duration,
+    /// How long to watch for late or duplicate answers before counting the
+    /// daemon's connections.
+    pub settle: Duration,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for StormConfig {
+    fn default() -> Self {
+        Self {
+            drops: 5,
+            concurrency: 8,
+            daemon_delay_ms: 20,
+            drop_interval: Duration::from_millis(150),
+            write_every: 3,
+            drain_timeout: Duration::from_secs(10),
+            settle: Duration::from_millis(250),
+            setup: Setup::default(),
+        }
     }
 }
 
