@@ -16,7 +16,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bins;
@@ -133,6 +133,28 @@ impl DaemonStats {
             controls: get("controls")?.parse().ok()?,
         })
     }
+}
+
+/// What the daemon's `LOG` reports: the JSON-RPC requests it received,
+/// oldest first, as far as its bounded journal holds them.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct RequestLog {
+    /// The requests the journal still holds.
+    pub requests: Vec<LoggedRequest>,
+    /// How many older requests the journal forgot to stay within its
+    /// memory budget (the daemon leaves the field out when none).
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// One request in the daemon's [`RequestLog`].
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct LoggedRequest {
+    /// Its method.
+    pub method: String,
+    /// Its params (`null` when it had none).
+    #[serde(default)]
+    pub params: Value,
 }
 
 /// The command channel: the daemon's stdin, and its stdout lines.
@@ -330,11 +352,19 @@ impl FakeDaemon {
         })
     }
 
-    /// `LOG`: every JSON-RPC request the daemon received, as
-    /// `{"method": .., "params": ..}` objects, oldest first.
-    pub fn request_log(&self) -> Result<Vec<Value>, HarnessError> {
-        self.parsed("LOG", |line| {
-            json_field(line, "requests")?.as_array().cloned()
+    /// `LOG`: every JSON-RPC request the daemon received, oldest first,
+    /// waiting at most [`COMMAND_TIMEOUT`] for it.
+    pub fn request_log(&self) -> Result<RequestLog, HarnessError> {
+        self.request_log_within(COMMAND_TIMEOUT)
+    }
+
+    /// `LOG`, waiting at most `timeout` (the log of a long run is tens of
+    /// MiB).
+    pub fn request_log_within(&self, timeout: Duration) -> Result<RequestLog, HarnessError> {
+        let line = self.command_timeout("LOG", timeout)?;
+        serde_json::from_str(&line).map_err(|_| HarnessError::DaemonOutput {
+            command: "LOG".to_owned(),
+            line,
         })
     }
 
@@ -503,6 +533,18 @@ fn json_field(line: &str, key: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_request_log_with_and_without_forgotten_requests() {
+        let line = r#"{"requests":[{"method":"topology","params":{"x":1},"id":3},{"method":"notifications/initialized"}],"dropped":42}"#;
+        let log: RequestLog = serde_json::from_str(line).unwrap();
+        assert_eq!(log.dropped, 42);
+        assert_eq!(log.requests[0].method, "topology");
+        assert_eq!(log.requests[0].params, serde_json::json!({"x": 1}));
+        assert_eq!(log.requests[1].params, Value::Null);
+        let log: RequestLog = serde_json::from_str(r#"{"requests":[]}"#).unwrap();
+        assert_eq!(log, RequestLog::default());
+    }
 
     #[test]
     fn parses_stats() {

@@ -17,12 +17,10 @@ use super::live::{
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
+use super::wrapper_log::{CONNECT_FAILED_LOG, connect_failures};
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
-
-/// The wrapper's stderr line for one failed connect attempt (`IAI_MCP_LOG=info`).
-pub const CONNECT_FAILED_LOG: &str = "daemon connect failed";
 
 /// Shortest period between the starts of two recovery calls.
 const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
@@ -246,8 +244,7 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
     }
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     let socket_path = session.daemon.endpoint().label();
-    let logged =
-        |s: &LiveSession| s.wrapper.stderr_text().matches(CONNECT_FAILED_LOG).count() as u64;
+    let logged = |s: &LiveSession| connect_failures(&s.wrapper.stderr_text());
     let call_bound = cfg.connect_wait + cfg.call_grace;
 
     let before_down = logged(&session);
@@ -255,24 +252,25 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
     let down_at = Instant::now();
     let mut down_calls = Vec::new();
     for _ in 0..cfg.down_calls {
-        let (outcome, latency) = session.call(PROBE_TOOL, json!({}), call_bound);
+        let call = session.call(PROBE_TOOL, json!({}), call_bound);
         down_calls.push(DownCall {
-            names_socket: outcome.error_mentions(&socket_path),
-            outcome,
-            latency,
+            names_socket: call.outcome.error_mentions(&socket_path),
+            outcome: call.outcome,
+            latency: call.latency,
         });
     }
-    let window_start = (Instant::now(), logged(&session));
+    let window_start = Instant::now();
+    let logged_at_start = logged(&session);
     // The measuring period itself, not a synchronisation.
     thread::sleep(cfg.rate_window);
-    let window_end = (Instant::now(), logged(&session));
-    let rate_window = window_end.0 - window_start.0;
+    let rate_window = window_start.elapsed();
+    let logged_at_end = logged(&session);
     session.daemon.up()?;
     let up_at = Instant::now();
     let down_for = up_at - down_at;
 
-    let attempts_while_down = Some(window_end.1 - before_down).filter(|&n| n > 0);
-    let attempts_in_window = attempts_while_down.map(|_| window_end.1 - window_start.1);
+    let attempts_while_down = Some(logged_at_end - before_down).filter(|&n| n > 0);
+    let attempts_in_window = attempts_while_down.map(|_| logged_at_end - logged_at_start);
     let attempt_rate_per_s = attempts_in_window.map(|n| n as f64 / rate_window.as_secs_f64());
 
     let deadline = up_at + cfg.recovery_timeout;
@@ -282,7 +280,9 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         let started = Instant::now();
         let left = deadline.saturating_duration_since(started);
         recovery_calls += 1;
-        let (outcome, _) = session.call(PROBE_TOOL, json!({}), call_bound.min(left));
+        let outcome = session
+            .call(PROBE_TOOL, json!({}), call_bound.min(left))
+            .outcome;
         if outcome.is_ok() {
             up_to_success = Some(up_at.elapsed());
             break;

@@ -170,9 +170,9 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
     let before = session.daemon.stats()?;
 
     session.daemon.hang()?;
-    let (hung_outcome, hung_latency) = session.call(PROBE_TOOL, json!({}), bound);
+    let hung = session.call(PROBE_TOOL, json!({}), bound);
     session.daemon.resume()?;
-    let (resumed_outcome, resumed_latency) = session.call(PROBE_TOOL, json!({}), bound);
+    let resumed = session.call(PROBE_TOOL, json!({}), bound);
 
     let responses = collect_unsolicited(&mut session.wrapper, cfg.settle)
         .iter()
@@ -180,7 +180,7 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         .count();
     // The only call the harness gave up on is the one to the hung daemon:
     // an answer after that is its late answer.
-    let gave_up = usize::from(hung_outcome == CallOutcome::NoResponse);
+    let gave_up = usize::from(hung.outcome == CallOutcome::NoResponse);
     let late_answers = responses.min(gave_up);
     let after = session.daemon.stats()?;
     let new_connections = after
@@ -191,10 +191,10 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
     let report = HangReport {
         mode: cfg.setup.mode,
         call_timeout: cfg.call_timeout,
-        hung_outcome,
-        hung_latency,
-        resumed_outcome,
-        resumed_latency,
+        hung_outcome: hung.outcome,
+        hung_latency: hung.latency,
+        resumed_outcome: resumed.outcome,
+        resumed_latency: resumed.latency,
         late_answers,
         unsolicited: responses - late_answers,
         new_connections,

@@ -36,6 +36,7 @@ use crate::footprint::{Footprint, growth};
 use crate::format::{format_growth, format_kib, format_ms, serialize_ms};
 use crate::wrapper::WrapperCommand;
 
+use lines::Line;
 pub use lines::LineKind;
 
 /// The id of a line longer than the cap is recovered only when its JSON
@@ -615,9 +616,10 @@ pub fn run_hostile_lines(
     cfg: &HostileConfig,
     lines: &[Vec<u8>],
 ) -> Result<HostileReport, HarnessError> {
-    let source = lines
-        .iter()
-        .map(|line| (LineKind::Handcrafted, line.clone()));
+    let source = lines.iter().map(|line| Line {
+        kind: LineKind::Handcrafted,
+        bytes: line.clone(),
+    });
     run(cmd, cfg, None, source)
 }
 
@@ -625,7 +627,7 @@ fn run(
     cmd: &WrapperCommand,
     cfg: &HostileConfig,
     seed: Option<u64>,
-    source: impl Iterator<Item = (LineKind, Vec<u8>)>,
+    source: impl Iterator<Item = Line>,
 ) -> Result<HostileReport, HarnessError> {
     // The call timeout bounds how long any forwarded call can take, so a
     // request the daemon never answers shows as a failed call, not a stall.
@@ -652,7 +654,14 @@ fn run(
     let mut start = None;
     let stall = cfg.stall_timeout;
     let send_all = || -> Result<(), String> {
-        for (n, (kind, mut line)) in source.enumerate() {
+        for (
+            n,
+            Line {
+                kind,
+                bytes: mut line,
+            },
+        ) in source.enumerate()
+        {
             if n == cfg.warmup_lines {
                 wait_outstanding(&mut session, &mut tally, 0, stall)
                     .map_err(|why| format!("after the warm-up: {why}"))?;

@@ -20,6 +20,7 @@ pub mod setup;
 pub mod soak;
 pub mod storm;
 pub mod sweep;
+pub mod wrapper_log;
 
 use std::fmt;
 

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::live::{
-    LiveSession, Pipeline, READ_TOOLS, WrapperOutput, collect_unsolicited, problems_text,
+    LiveSession, Pipeline, READ_TOOLS, ToolCall, WrapperOutput, collect_unsolicited, problems_text,
     tag_numbers,
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -247,30 +247,30 @@ fn tag_in(params: &Value) -> Option<usize> {
     tag_numbers(&params.to_string(), "storm-", 6).next()
 }
 
-/// Tool and arguments of call `n`, and whether it is a write.
-fn call_for(n: usize, write_every: u32) -> (&'static str, Value, bool) {
+/// Call `n` of the storm: every `write_every`-th a write (captures and
+/// contradictions in turn), the others reads of [`READ_TOOLS`] in turn,
+/// each carrying its tag.
+fn call_for(n: usize, write_every: u32) -> ToolCall {
     let every = write_every as usize;
     let tag = tag(n);
     if every > 0 && n % every == every - 1 {
         if (n / every).is_multiple_of(2) {
             let text = format!("storm write {tag}: a memory that must be stored once");
-            ("memory_capture", json!({"text": text}), true)
+            ToolCall::write("memory_capture", json!({"text": text}))
         } else {
             let id = format!("00000000-0000-4000-8000-{n:012}");
             let fact = format!("{tag} contradicts the earlier record");
-            let arguments = json!({"id": id, "new_fact": fact});
-            ("memory_contradict", arguments, true)
+            ToolCall::write("memory_contradict", json!({"id": id, "new_fact": fact}))
         }
     } else {
-        let (tool, field) = READ_TOOLS[n % READ_TOOLS.len()];
-        (tool, json!({ field: tag }), false)
+        READ_TOOLS[n % READ_TOOLS.len()].call(tag)
     }
 }
 
 /// Sends the storm's next call; `false` when the wrapper is gone.
 fn send_next(storm: &mut Pipeline<'_>, write_every: u32) -> bool {
-    let (tool, arguments, write) = call_for(storm.calls.len(), write_every);
-    storm.send(tool, arguments, write)
+    let call = call_for(storm.calls.len(), write_every);
+    storm.send(call)
 }
 
 /// Runs the drop storm once against the wrapper started by `cmd`.
@@ -344,9 +344,9 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
     let log = session.daemon.request_log()?;
 
     let mut received = vec![0usize; calls.len()];
-    for entry in &log {
-        if let Some(n) = tag_in(&entry["params"]).filter(|&n| n < calls.len())
-            && entry["method"] == calls[n].tool
+    for request in &log.requests {
+        if let Some(n) = tag_in(&request.params).filter(|&n| n < calls.len())
+            && request.method == calls[n].tool
         {
             received[n] += 1;
         }
@@ -418,20 +418,20 @@ mod tests {
         let mut writes = Vec::new();
         let mut tools = std::collections::BTreeSet::new();
         for n in 0..24 {
-            let (tool, arguments, write) = call_for(n, 3);
-            assert_eq!(tag_in(&arguments), Some(n), "{tool} {arguments}");
-            assert_eq!(write, n % 3 == 2, "call {n}");
-            if write {
-                writes.push(tool);
+            let call = call_for(n, 3);
+            assert_eq!(tag_in(&call.arguments), Some(n), "{call:?}");
+            assert_eq!(call.write, n % 3 == 2, "call {n}");
+            if call.write {
+                writes.push(call.tool);
             }
-            tools.insert(tool);
+            tools.insert(call.tool);
         }
         assert_eq!(&writes[..2], ["memory_capture", "memory_contradict"]);
         assert_eq!(tools.len(), 6, "{tools:?}");
-        let (tool, arguments, _) = call_for(2, 3);
-        assert_eq!(tool, "memory_capture");
-        assert!(arguments["text"].as_str().unwrap().len() >= 12);
-        assert!((0..10).all(|n| !call_for(n, 0).2));
+        let capture = call_for(2, 3);
+        assert_eq!(capture.tool, "memory_capture");
+        assert!(capture.arguments["text"].as_str().unwrap().len() >= 12);
+        assert!((0..10).all(|n| !call_for(n, 0).write));
     }
 
     #[test]
