@@ -154,17 +154,17 @@ impl SweepConfig {
 
     /// Every point, by delay, then offset (production first).
     pub fn points(&self) -> Vec<Point> {
-        let production = self.production_point.then_some((0, 0));
-        let window = self
-            .offsets()
-            .into_iter()
-            .map(|offset| (self.delay_ms, offset));
-        let points: BTreeSet<(u64, u64)> = production.into_iter().chain(window).collect();
-        let point = |(delay_ms, offset_ms)| Point {
-            delay_ms,
+        let production = self.production_point.then_some(Point {
+            delay_ms: 0,
+            offset_ms: 0,
+        });
+        let window = self.offsets().into_iter().map(|offset_ms| Point {
+            delay_ms: self.delay_ms,
             offset_ms,
-        };
-        points.into_iter().map(point).collect()
+        });
+        // Points order by delay, then offset; a set lists each once.
+        let points: BTreeSet<Point> = production.into_iter().chain(window).collect();
+        points.into_iter().collect()
     }
 
     /// How many runs the sweep makes.
@@ -208,9 +208,22 @@ pub struct RunEvent<'a> {
     pub tally: Tally,
 }
 
-/// One run to make: the indices of its subject and point, and its run
-/// index.
-type Task = (usize, usize, u32);
+/// One run to make.
+#[derive(Debug, Clone, Copy)]
+struct Task {
+    /// The index of its subject.
+    subject: usize,
+    /// The index of its point.
+    point: usize,
+    /// Its index among the point's runs.
+    run: u32,
+}
+
+/// A run a worker finished, and how it ended.
+struct Finished {
+    task: Task,
+    result: RunResult,
+}
 
 /// Results by subject, then point, then run index (`None`: not run).
 pub(crate) type Grid = Vec<Vec<Vec<Option<RunResult>>>>;
@@ -234,9 +247,18 @@ pub fn run_sweep(
         race.setup.fake_daemon_bin = Some(bins::try_fake_daemon_bin()?);
     }
 
-    let mut tasks: Vec<Task> = (0..subjects.len())
-        .flat_map(|s| (0..points.len()).flat_map(move |p| (0..cfg.runs).map(move |r| (s, p, r))))
-        .collect();
+    let mut tasks = Vec::with_capacity(cfg.planned_runs());
+    for subject in 0..subjects.len() {
+        for point in 0..points.len() {
+            for run in 0..cfg.runs {
+                tasks.push(Task {
+                    subject,
+                    point,
+                    run,
+                });
+            }
+        }
+    }
     fastrand::Rng::with_seed(cfg.seed).shuffle(&mut tasks);
     let planned = tasks.len();
 
@@ -244,7 +266,7 @@ pub fn run_sweep(
     observer.started(planned, cfg.jobs.min(planned));
 
     let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel::<(Task, RunResult)>();
+    let (tx, rx) = mpsc::channel::<Finished>();
     let mut done = 0;
     let mut tally = Tally::default();
     let mut told_stopping = false;
@@ -260,7 +282,8 @@ pub fn run_sweep(
                         let Some(&task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) else {
                             break;
                         };
-                        let (subject, point) = (&subjects[task.0], points[task.1]);
+                        let subject = &subjects[task.subject];
+                        let point = points[task.point];
                         let mut cfg = RaceConfig {
                             delay_ms: point.delay_ms,
                             offset_ms: point.offset_ms,
@@ -272,7 +295,7 @@ pub fn run_sweep(
                             Ok(None) => break,
                             Err(e) => Err(error_chain(&e)),
                         };
-                        if tx.send((task, result)).is_err() {
+                        if tx.send(Finished { task, result }).is_err() {
                             break;
                         }
                     }
@@ -293,14 +316,15 @@ pub fn run_sweep(
                 observer.stopping(done, planned);
             }
             match rx.recv_timeout(POLL) {
-                Ok(((subject, point, run), result)) => {
+                Ok(Finished { task, result }) => {
                     done += 1;
                     tally.add(result.as_ref().ok());
-                    let result = grid[subject][point][run as usize].insert(result);
+                    let cell = &mut grid[task.subject][task.point][task.run as usize];
+                    let result = cell.insert(result);
                     observer.run_done(&RunEvent {
-                        subject: &subjects[subject],
-                        point: points[point],
-                        run,
+                        subject: &subjects[task.subject],
+                        point: points[task.point],
+                        run: task.run,
                         result,
                         done,
                         planned,

@@ -56,11 +56,11 @@ impl TerminalProgress {
 /// `failures 5 (daemon_unreachable 4, errors 1)`, naming only non-zero
 /// kinds.
 fn failures(tally: &Tally) -> String {
-    let kinds = tally.failure_kinds();
-    let kinds: Vec<String> = kinds
+    let kinds: Vec<String> = tally
+        .failure_kinds()
         .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(name, n)| format!("{name} {n}"))
+        .filter(|failed| failed.runs > 0)
+        .map(|failed| format!("{} {}", failed.kind, failed.runs))
         .collect();
     if kinds.is_empty() {
         "failures 0".to_owned()

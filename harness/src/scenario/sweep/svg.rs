@@ -244,7 +244,7 @@ fn tooltip(point: &PointReport) -> String {
     let (s, t) = (&point.summary, &point.summary.tally);
     let failures: Vec<String> = t
         .failure_kinds()
-        .map(|(kind, n)| format!("{n} {kind}"))
+        .map(|failed| format!("{} {}", failed.runs, failed.kind))
         .to_vec();
     format!(
         "{}, delay {} ms, offset {} ms: {}/{} ok, {}; median latency {latency}; conns after {}",
