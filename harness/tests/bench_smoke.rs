@@ -10,11 +10,7 @@ use harness::bins;
 #[test]
 fn a_tiny_bench_fills_every_figure() {
     let out = tempfile::tempdir().unwrap();
-    let mut config = BenchConfig::new(
-        WrapperCommand::this_workspace(),
-        bins::fake_daemon_bin(),
-        out.path(),
-    );
+    let mut config = BenchConfig::new(WrapperCommand::this_workspace(), bins::fake_daemon_bin());
     config.amounts.calls = 200;
     config.amounts.warmup_calls = 20;
     config.amounts.pipelined_calls = 200;
@@ -29,6 +25,7 @@ fn a_tiny_bench_fills_every_figure() {
     )];
 
     let report = bench::run(&config).unwrap();
+    report.write_files(out.path()).unwrap();
 
     let names: Vec<&str> = report.subjects.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["floor", "wrapper", "missing"]);

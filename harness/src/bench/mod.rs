@@ -16,12 +16,12 @@
 //!
 //! Latency and throughput are measured in interleaved rounds (see
 //! [`BenchConfig::rounds`]), so a ratio compares figures taken under the
-//! same machine conditions. The [`BenchReport`] is written to
-//! [`BenchConfig::out_dir`] as `bench.json` and `bench.md`. Targets are
+//! same machine conditions. The [`BenchReport`] is written as `bench.json`
+//! and `bench.md` by [`crate::report::bench`]. Targets are
 //! reported as pass/miss, never asserted: a miss is a finding, not a
 //! failure of the bench.
 
-mod report;
+pub(crate) mod results;
 mod runner;
 mod scenarios;
 mod stats;
@@ -29,12 +29,11 @@ mod subject;
 mod transport;
 mod watchdog;
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use crate::footprint::CpuShare;
-pub use report::{
+pub use results::{
     Amounts, BenchReport, ColdStartStats, HostInfo, RecoveryStats, SequentialStats, Settings,
     SubjectKind, SubjectReport, Target, TargetRow, ThroughputStats, Verdict,
 };
@@ -74,19 +73,13 @@ pub struct BenchConfig {
     /// 10 s connect wait); a subject silent for longer is stopped and the
     /// phase reported as failed.
     pub response_timeout: Duration,
-    /// Where `bench.json` and `bench.md` are written (created if needed).
-    pub out_dir: PathBuf,
     /// Print one line per phase to stderr while running.
     pub progress: bool,
 }
 
 impl BenchConfig {
     /// The defaults for `wrapper`, with no compared wrappers.
-    pub fn new(
-        wrapper: WrapperCommand,
-        fake_daemon_bin: impl Into<PathBuf>,
-        out_dir: impl Into<PathBuf>,
-    ) -> Self {
+    pub fn new(wrapper: WrapperCommand, fake_daemon_bin: impl Into<PathBuf>) -> Self {
         Self {
             wrapper,
             fake_daemon_bin: fake_daemon_bin.into(),
@@ -101,7 +94,6 @@ impl BenchConfig {
                 recoveries: DEFAULT_RECOVERIES,
             },
             response_timeout: Duration::from_secs(30),
-            out_dir: out_dir.into(),
             progress: false,
         }
     }
@@ -165,11 +157,10 @@ impl BenchConfig {
     }
 }
 
-/// Runs the whole bench and writes `bench.json` and `bench.md` into
-/// `config.out_dir`.
+/// Runs the whole bench.
 ///
 /// Errors are reserved for a bench that cannot run at all (invalid
-/// settings, no fake daemon, no floor, an unwritable output directory); a
+/// settings, no fake daemon, no floor); a
 /// wrapper that fails a phase gets the error in its
 /// [`SubjectReport::errors`], and the other subjects are still measured.
 pub fn run(config: &BenchConfig) -> Result<BenchReport, HarnessError> {
@@ -178,21 +169,12 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport, HarnessError> {
     let finished = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let report = BenchReport::new(HostInfo::current(), config.settings(), subjects, finished);
-    let dir = &config.out_dir;
-    let io = |what: &str, path: &Path, e| HarnessError::io(format!("{what} {}", path.display()), e);
-    fs::create_dir_all(dir).map_err(|e| io("creating", dir, e))?;
-    let mut json = serde_json::to_vec_pretty(&report)
-        .map_err(|e| HarnessError::io("serialising the bench report", std::io::Error::other(e)))?;
-    json.push(b'\n');
-    for (name, text) in [
-        ("bench.json", json),
-        ("bench.md", report.to_markdown().into()),
-    ] {
-        let path = dir.join(name);
-        fs::write(&path, text).map_err(|e| io("writing", &path, e))?;
-    }
-    Ok(report)
+    Ok(BenchReport::new(
+        HostInfo::current(),
+        config.settings(),
+        subjects,
+        finished,
+    ))
 }
 
 #[cfg(test)]
@@ -214,7 +196,7 @@ mod tests {
 
     #[test]
     fn validates_settings() {
-        let base = BenchConfig::new(WrapperCommand::new("w"), "d", "out");
+        let base = BenchConfig::new(WrapperCommand::new("w"), "d");
         assert!(base.validate().is_ok());
         let breakages: [fn(&mut BenchConfig); 4] = [
             |c| c.amounts.depths = vec![1, 0],

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use super::report::{ColdStartStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats};
+use super::results::{ColdStartStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats};
 use super::scenarios::{Run, cold_start, initialize, pipelined, recovery, sequential, wait_ready};
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};

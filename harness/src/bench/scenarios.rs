@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::report::RecoveryStats;
+use super::results::RecoveryStats;
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, WrapperEnv};
 use super::transport::{INITIALIZED, RequestTemplate, initialize_template};

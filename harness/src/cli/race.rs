@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use harness::report::sweep::default_out_dir;
 use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_race};
 use harness::scenario::sweep::{self, SweepConfig};
 use harness::scenario::{Align, format_ms, table_lines};
@@ -259,7 +260,13 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         seed: args.seed,
         ..SweepConfig::default()
     };
-    let (report, files) = sweep::run_sweep_in_terminal(&cfg, args.out_dir.as_deref())?;
+    cfg.validate()?;
+    let stop = sweep::stop_on_signals().context("installing the SIGINT handler")?;
+    let report = sweep::run_sweep(&cfg, &stop, &mut sweep::TerminalProgress::new())?;
+    let out_dir = args.out_dir.clone().unwrap_or_else(default_out_dir);
+    let files = report
+        .write_files(&out_dir)
+        .with_context(|| format!("writing the report to {}", out_dir.display()))?;
     if args.json {
         println!("{}", report.to_json());
         eprintln!("report: {}", files.json.display());

@@ -14,28 +14,23 @@
 //! flag ([`stop_on_signals`]) starts no new run and abandons the runs in
 //! flight within [`POLL`]; the report is then [`partial`](SweepReport::partial).
 
-mod files;
 mod progress;
-mod report;
-mod svg;
+pub(crate) mod results;
 
 use std::collections::BTreeSet;
 use std::io;
 use std::num::NonZeroUsize;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Instant;
 
-use anyhow::Context;
 use serde::Serialize;
 
-pub use files::{ReportFiles, default_out_dir};
-pub use progress::SweepObserver;
-use progress::TerminalProgress;
-pub use report::SweepReport;
+pub use progress::{SweepObserver, TerminalProgress};
+pub(crate) use results::PointReport;
+pub use results::SweepReport;
 
 use super::race::{POLL, RaceConfig, RaceReport, Tally, run_race_until_stopped};
 use crate::bins::{self, error_chain};
@@ -381,49 +376,6 @@ pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// Runs a sweep from a binary: stops on signals ([`stop_on_signals`]), shows
-/// its progress on stderr, and writes the report files to `out_dir`
-/// ([`default_out_dir`] when `None`); returns the report and its files.
-pub fn run_sweep_in_terminal(
-    cfg: &SweepConfig,
-    out_dir: Option<&Path>,
-) -> anyhow::Result<(SweepReport, ReportFiles)> {
-    cfg.validate()?;
-    let stop = stop_on_signals().context("installing the SIGINT handler")?;
-    let report = run_sweep(cfg, &stop, &mut TerminalProgress::new())?;
-    let out_dir = out_dir.map_or_else(default_out_dir, Path::to_path_buf);
-    let files = report
-        .write_files(&out_dir)
-        .with_context(|| format!("writing the report to {}", out_dir.display()))?;
-    Ok((report, files))
-}
-
-/// Formats offsets as compact ranges for people, given the step between
-/// neighbours: `0-400, 700 ms`.
-pub fn format_offsets(offsets: &[u64], step_ms: u64) -> String {
-    if offsets.is_empty() {
-        return "none".to_owned();
-    }
-    let ranges: Vec<String> = offsets
-        .chunk_by(|a, b| *b == a.saturating_add(step_ms))
-        .map(|run| match run {
-            [first, .., last] => format!("{first}-{last}"),
-            _ => run[0].to_string(),
-        })
-        .collect();
-    format!("{} ms", ranges.join(", "))
-}
-
-/// Shortens `text` to at most `max` characters, ending in `...` when cut.
-pub(crate) fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_owned()
-    } else {
-        let kept: String = text.chars().take(max.saturating_sub(3)).collect();
-        format!("{kept}...")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,17 +444,5 @@ mod tests {
         ]);
         let labels: Vec<&str> = subjects.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["node", "node #2", "node #3"]);
-    }
-
-    #[test]
-    fn offsets_are_formatted_as_ranges_and_text_shortened() {
-        assert_eq!(
-            format_offsets(&[0, 100, 200, 400, 600, 700], 100),
-            "0-200, 400, 600-700 ms"
-        );
-        assert_eq!(format_offsets(&[], 100), "none");
-        assert_eq!(format_offsets(&[50], 650), "50 ms");
-        assert_eq!(shorten("abc", 5), "abc");
-        assert_eq!(shorten("abcdefgh", 6), "abc...");
     }
 }

@@ -32,14 +32,14 @@ impl SweepObserver for () {}
 /// Progress on stderr: a bar on a terminal, plain lines otherwise (the
 /// bar is then hidden but still keeps the count and the estimate).
 #[derive(Debug)]
-pub(crate) struct TerminalProgress {
+pub struct TerminalProgress {
     bar: ProgressBar,
     plain: bool,
 }
 
 impl TerminalProgress {
     /// A bar when stderr is a terminal, plain lines otherwise.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         let plain = !io::stderr().is_terminal();
         let template = "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}";
         let style = ProgressStyle::with_template(template).expect("the template is valid");
@@ -91,7 +91,7 @@ impl SweepObserver for TerminalProgress {
         }
         let result = match event.result {
             Ok(r) => format!("{} ({})", r.outcome.label(), format_ms(r.racing_latency)),
-            Err(error) => format!("error: {}", super::shorten(error, 200)),
+            Err(error) => format!("error: {}", crate::format::shorten(error, 200)),
         };
         eprintln!(
             "sweep [{}/{}] {} delay {} ms offset {} ms run {}: {result}; {failures}, ETA {} s",

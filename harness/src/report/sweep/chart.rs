@@ -10,9 +10,8 @@
 
 use std::fmt::{self, Display, Write as _};
 
-use super::report::{PointReport, SweepReport};
-use super::shorten;
-use crate::format::escape_markup as escape;
+use crate::format::{escape_markup as escape, shorten};
+use crate::scenario::sweep::{PointReport, SweepReport};
 
 /// Attributes of an element: names and values, escaped when written.
 type Attrs<'a> = [(&'a str, &'a dyn Display)];
@@ -516,7 +515,7 @@ pub(super) fn chart(report: &SweepReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::sweep::report::tests::sample_report;
+    use crate::scenario::sweep::results::tests::sample_report;
 
     #[test]
     fn escapes_markup_and_drops_invalid_control_characters() {
