@@ -4,7 +4,7 @@
 //! `cargo xtask bench` to report).
 
 use harness::WrapperCommand;
-use harness::bench::{self, BenchConfig, SubjectKind};
+use harness::bench::{self, BenchConfig, Compared, SubjectKind};
 use harness::bins;
 
 #[test]
@@ -19,10 +19,10 @@ fn a_tiny_bench_fills_every_figure() {
     config.amounts.cold_starts = 2;
     config.amounts.recoveries = 2;
     // A compared subject that cannot start: recorded, not fatal.
-    config.compare = vec![(
-        "missing".to_owned(),
-        WrapperCommand::new("/nonexistent/iai-mcp-wrapper"),
-    )];
+    config.compare = vec![Compared {
+        name: "missing".to_owned(),
+        cmd: WrapperCommand::new("/nonexistent/iai-mcp-wrapper"),
+    }];
 
     let report = bench::run(&config).unwrap();
     report.write_files(out.path()).unwrap();

@@ -56,6 +56,15 @@ pub const WRAPPER_NAME: &str = "wrapper";
 /// The tool every call invokes (the daemon method the floor calls).
 pub const TOOL: &str = "topology";
 
+/// Another wrapper the bench measures beside this workspace's.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    /// Its name in the report (neither `floor` nor `wrapper`).
+    pub name: String,
+    /// How to start it.
+    pub cmd: WrapperCommand,
+}
+
 /// What to bench and how much.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -64,9 +73,9 @@ pub struct BenchConfig {
     pub wrapper: WrapperCommand,
     /// The fake daemon binary (release build for meaningful floor figures).
     pub fake_daemon_bin: PathBuf,
-    /// More wrappers to measure the same way, as (name, command), for
-    /// example `("node", node /path/dist/index.js)`.
-    pub compare: Vec<(String, WrapperCommand)>,
+    /// More wrappers to measure the same way, for example `node` running
+    /// `node /path/dist/index.js`.
+    pub compare: Vec<Compared>,
     /// What to measure, and how often.
     pub amounts: Amounts,
     /// Longest wait for any response (by default longer than the wrapper's
@@ -100,7 +109,7 @@ impl BenchConfig {
 
     /// Parses a `--compare` argument, `NAME=CMD`, where CMD is split by
     /// [`WrapperCommand::parse_shell_words`].
-    pub fn parse_compare(arg: &str) -> Result<(String, WrapperCommand), HarnessError> {
+    pub fn parse_compare(arg: &str) -> Result<Compared, HarnessError> {
         let (name, command) = arg.split_once('=').ok_or_else(|| {
             HarnessError::WrapperCommand(format!("expected NAME=CMD for --compare, got {arg:?}"))
         })?;
@@ -110,7 +119,10 @@ impl BenchConfig {
                 "empty name in --compare {arg:?}"
             )));
         }
-        Ok((name.to_owned(), WrapperCommand::parse_shell_words(command)?))
+        Ok(Compared {
+            name: name.to_owned(),
+            cmd: WrapperCommand::parse_shell_words(command)?,
+        })
     }
 
     /// Checks the numbers and names before anything is started.
@@ -132,7 +144,7 @@ impl BenchConfig {
             return invalid("response_timeout must not be zero".to_owned());
         }
         let mut names = vec![FLOOR_NAME, WRAPPER_NAME];
-        for (name, _) in &self.compare {
+        for Compared { name, .. } in &self.compare {
             if name.trim().is_empty() {
                 return invalid("a compared wrapper has an empty name".to_owned());
             }
@@ -183,15 +195,22 @@ mod tests {
 
     #[test]
     fn parses_compare_arguments() {
-        let (name, cmd) = BenchConfig::parse_compare("node=node '/a b/index.js'").unwrap();
-        assert_eq!(name, "node");
-        assert_eq!(cmd.program, "node");
-        assert_eq!(cmd.args, ["/a b/index.js"]);
-        let (_, cmd) = BenchConfig::parse_compare("x=FOO=1 prog").unwrap();
-        assert_eq!(cmd.env.len(), 1);
+        let node = BenchConfig::parse_compare("node=node '/a b/index.js'").unwrap();
+        assert_eq!(node.name, "node");
+        assert_eq!(node.cmd.program, "node");
+        assert_eq!(node.cmd.args, ["/a b/index.js"]);
+        let with_env = BenchConfig::parse_compare("x=FOO=1 prog").unwrap();
+        assert_eq!(with_env.cmd.env.len(), 1);
         assert!(BenchConfig::parse_compare("node").is_err());
         assert!(BenchConfig::parse_compare("=node").is_err());
         assert!(BenchConfig::parse_compare("n=").is_err());
+    }
+
+    fn compared(name: &str) -> Compared {
+        Compared {
+            name: name.to_owned(),
+            cmd: WrapperCommand::new("x"),
+        }
     }
 
     #[test]
@@ -201,8 +220,8 @@ mod tests {
         let breakages: [fn(&mut BenchConfig); 4] = [
             |c| c.amounts.depths = vec![1, 0],
             |c| c.amounts.calls = 0,
-            |c| c.compare = vec![("wrapper".into(), WrapperCommand::new("x"))],
-            |c| c.compare = vec![("a".into(), WrapperCommand::new("x")); 2],
+            |c| c.compare = vec![compared("wrapper")],
+            |c| c.compare = vec![compared("a"), compared("a")],
         ];
         for breakage in breakages {
             let mut bad = base.clone();

@@ -179,13 +179,16 @@ impl SubjectReport {
 
     /// How busy each process was, and its work per call, in the sequential
     /// phase (`depth` `None`) or at `depth` calls in flight.
-    pub(crate) fn load(
-        &self,
-        depth: Option<usize>,
-    ) -> Option<(Option<CpuShare>, Option<&PhaseWork>)> {
+    pub(crate) fn load(&self, depth: Option<usize>) -> Option<Load<'_>> {
         match depth {
-            None => self.sequential.as_ref().map(|s| (s.cpu, s.work.as_ref())),
-            Some(depth) => self.throughput_at(depth).map(|t| (t.cpu, t.work.as_ref())),
+            None => self.sequential.as_ref().map(|s| Load {
+                cpu: s.cpu,
+                work: s.work.as_ref(),
+            }),
+            Some(depth) => self.throughput_at(depth).map(|t| Load {
+                cpu: t.cpu,
+                work: t.work.as_ref(),
+            }),
         }
     }
 
@@ -193,12 +196,22 @@ impl SubjectReport {
     /// for the floor (it is the only process between the bench and the
     /// daemon), the wrapper process otherwise.
     pub fn own_work(&self, depth: Option<usize>) -> Option<WorkPerCall> {
-        let work = self.load(depth)?.1?;
+        let work = self.load(depth)?.work?;
         match self.kind {
             SubjectKind::Floor => work.client,
             SubjectKind::Wrapper => work.subject,
         }
     }
+}
+
+/// How busy each process was in one phase, and its work per call
+/// ([`SubjectReport::load`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Load<'a> {
+    /// How busy each process was.
+    pub(crate) cpu: Option<CpuShare>,
+    /// What each process did per call.
+    pub(crate) work: Option<&'a PhaseWork>,
 }
 
 /// Cold-start figures.
@@ -434,7 +447,7 @@ pub(crate) fn throughput_ratio(
 /// The subject's CPU time per call / the fake daemon's, in the sequential
 /// phase (`depth` `None`) or at `depth`.
 pub(crate) fn cpu_vs_daemon(subject: &SubjectReport, depth: Option<usize>) -> Option<f64> {
-    let daemon = subject.load(depth)?.1?.daemon?;
+    let daemon = subject.load(depth)?.work?.daemon?;
     ratio(subject.own_work(depth)?.cpu_ns, daemon.cpu_ns)
 }
 

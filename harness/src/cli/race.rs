@@ -81,9 +81,9 @@ pub fn race(args: &RaceArgs) -> Result<ExitCode> {
     } else {
         print_table(&summaries, &cmd.display());
     }
-    let (line, passed) = verdict(&args.target, &summaries, &all_runs);
-    println!("{line}");
-    Ok(args.target.exit_code(passed))
+    let verdict = verdict(&args.target, &summaries, &all_runs);
+    println!("{}", verdict.line);
+    Ok(args.target.exit_code(verdict.passed))
 }
 
 /// The subjects: this wrapper in both modes, or the command in its mode.
@@ -94,9 +94,15 @@ fn subjects(target: &Target, cmd: &WrapperCommand) -> Vec<Subject> {
     }
 }
 
+/// The verdict of a race command: its line, and whether it passed.
+struct Verdict {
+    line: String,
+    passed: bool,
+}
+
 /// The verdict: in both modes, prefix must show V3-05 in every run and
 /// fixed must pass every run; otherwise the runs' own checks decide.
-fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>]) -> (String, bool) {
+fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>]) -> Verdict {
     if let [prefix, fixed] = summaries
         && target.wrapper_cmd.is_none()
         && target.mode.is_none()
@@ -111,7 +117,7 @@ fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>])
             fixed.runs,
             fixed.conns_after
         );
-        return (line, passed);
+        return Verdict { line, passed };
     }
     let checks: Vec<Check> = runs.iter().flatten().flat_map(Judged::checks).collect();
     let failed: Vec<&Check> = checks.iter().filter(|c| !c.held()).collect();
@@ -125,7 +131,10 @@ fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>])
             checks.len()
         ),
     };
-    (line, failed.is_empty())
+    Verdict {
+        line,
+        passed: failed.is_empty(),
+    }
 }
 
 /// Prints the race table: a row per mode, and which modes saw stdout

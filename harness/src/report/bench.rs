@@ -15,8 +15,25 @@ use crate::bench::{
 use crate::error::HarnessError;
 use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
 
-/// A row label and how the row's figure is taken from a `T`.
-type Labelled<T, U> = (&'static str, fn(&T) -> U);
+/// A row's label and how the row's figure is taken from a `T`.
+struct Labelled<T, U> {
+    label: &'static str,
+    figure: fn(&T) -> U,
+}
+
+/// A row of the work-per-call table: its label, and the figure of a
+/// subject in a phase (sequential when the depth is `None`).
+struct WorkFigure {
+    label: &'static str,
+    figure: fn(&SubjectReport, Option<usize>) -> Option<String>,
+}
+
+/// A phase of the bench as the tables name it: the sequential one (no
+/// depth), or pipelined at a depth.
+struct Phase {
+    name: String,
+    depth: Option<usize>,
+}
 
 impl BenchReport {
     /// The report as Markdown: a figures table (one column per subject,
@@ -96,15 +113,20 @@ impl BenchReport {
         let floor_of = |s: &SubjectReport| floor.filter(|_| s.kind != SubjectKind::Floor);
         let mut rows = vec![self.row("figure".to_owned(), |s| Some(cell_text(&s.name)))];
         let cold: [Labelled<ColdStartStats, Option<u64>>; 3] = [
-            ("initialize answered, median", |c| {
-                Some(c.initialize?.p50_ns)
-            }),
-            ("tools/list answered, median", |c| {
-                Some(c.tools_list?.p50_ns)
-            }),
-            ("tools/list answered, max", |c| Some(c.tools_list?.max_ns)),
+            Labelled {
+                label: "initialize answered, median",
+                figure: |c| Some(c.initialize?.p50_ns),
+            },
+            Labelled {
+                label: "tools/list answered, median",
+                figure: |c| Some(c.tools_list?.p50_ns),
+            },
+            Labelled {
+                label: "tools/list answered, max",
+                figure: |c| Some(c.tools_list?.max_ns),
+            },
         ];
-        for (label, figure) in cold {
+        for Labelled { label, figure } in cold {
             rows.push(self.row(format!("cold start → {label}"), |s| {
                 let c = s.cold_start.as_ref()?;
                 let failed = || format!("failed {}/{}", c.failures, c.attempts);
@@ -113,11 +135,24 @@ impl BenchReport {
         }
         let latency = |s: &SubjectReport| s.sequential.as_ref()?.latency;
         let stats: [Labelled<Summary, u64>; 3] = [
-            ("p50", |s| s.p50_ns),
-            ("p99", |s| s.p99_ns),
-            ("max", |s| s.max_ns),
+            Labelled {
+                label: "p50",
+                figure: |s| s.p50_ns,
+            },
+            Labelled {
+                label: "p99",
+                figure: |s| s.p99_ns,
+            },
+            Labelled {
+                label: "max",
+                figure: |s| s.max_ns,
+            },
         ];
-        for (label, stat) in stats {
+        for Labelled {
+            label,
+            figure: stat,
+        } in stats
+        {
             rows.push(self.row(format!("sequential latency {label}"), |s| {
                 let value = stat(&latency(s)?);
                 let f = floor_of(s).and_then(latency);
@@ -125,18 +160,18 @@ impl BenchReport {
                 Some(with_ratio(format_ns(value), r))
             }));
         }
-        for (phase, depth) in self.phases() {
+        for Phase { name: phase, depth } in self.phases() {
             let Some(depth) = depth else { continue };
             rows.push(self.row(format!("throughput, {phase}"), |s| {
                 let rate = format_rate(s.throughput_at(depth)?.calls_per_sec);
                 Some(with_ratio(rate, throughput_ratio(s, floor_of(s), depth)))
             }));
         }
-        for (phase, depth) in self.phases() {
+        for Phase { name: phase, depth } in self.phases() {
             let at = if depth.is_some() { "at" } else { "during" };
             let label = format!("CPU {at} {phase} (client / subject / daemon)");
             rows.push(self.row(label, |s| {
-                let cpu = s.load(depth)?.0?;
+                let cpu = s.load(depth)?.cpu?;
                 let pct = |p: Option<f64>| p.map_or(DASH.into(), |p| format!("{p:.0}%"));
                 let cells = [cpu.client_pct, cpu.subject_pct, cpu.daemon_pct].map(pct);
                 Some(cells.join(" / "))
@@ -146,17 +181,20 @@ impl BenchReport {
             Some(format_bytes(s.peak_rss_kib? * 1024))
         }));
         let recovery: [Labelled<RecoveryStats, Option<u64>>; 3] = [
-            ("DROP → successful call, median", |r| {
-                Some(r.from_drop?.p50_ns)
-            }),
-            ("DROP → successful call, max", |r| {
-                Some(r.from_drop?.max_ns)
-            }),
-            ("DROPPED acknowledged → successful call, median", |r| {
-                Some(r.from_dropped_ack?.p50_ns)
-            }),
+            Labelled {
+                label: "DROP → successful call, median",
+                figure: |r| Some(r.from_drop?.p50_ns),
+            },
+            Labelled {
+                label: "DROP → successful call, max",
+                figure: |r| Some(r.from_drop?.max_ns),
+            },
+            Labelled {
+                label: "DROPPED acknowledged → successful call, median",
+                figure: |r| Some(r.from_dropped_ack?.p50_ns),
+            },
         ];
-        for (label, figure) in recovery {
+        for Labelled { label, figure } in recovery {
             rows.push(self.row(format!("recovery, {label}"), |s| {
                 let r = s.recovery.as_ref()?;
                 let mut cell = figure(r).map_or(DASH.into(), format_ns);
@@ -179,37 +217,48 @@ impl BenchReport {
 
     /// The work-per-call table, header first: each figure for each phase.
     fn work_rows(&self) -> Vec<Vec<String>> {
-        type Figure = fn(&SubjectReport, Option<usize>) -> Option<String>;
-        let figures: [(&str, Figure); 4] = [
-            ("system calls (reads + writes)", |s, d| {
-                let w = s.own_work(d)?;
-                Some(sum_of(w.read_calls, w.write_calls))
-            }),
-            ("context switches (vol. + invol.)", |s, d| {
-                let w = s.own_work(d)?;
-                Some(sum_of(w.voluntary_switches, w.involuntary_switches))
-            }),
-            ("CPU time (kernel share)", |s, d| {
-                let w = s.own_work(d)?;
-                let cpu = format_ns(w.cpu_ns.round() as u64);
-                Some(match w.system_share {
-                    Some(share) => format!("{cpu} ({:.0}% sys)", share * 100.0),
-                    None => cpu,
-                })
-            }),
-            ("fake daemon CPU time", |s, d| {
-                let cpu = format_ns(s.load(d)?.1?.daemon?.cpu_ns.round() as u64);
-                Some(match (s.kind, cpu_vs_daemon(s, d)) {
-                    (SubjectKind::Wrapper, Some(r)) => {
-                        format!("{cpu} (wrapper {})", format_ratio(r))
-                    }
-                    _ => cpu,
-                })
-            }),
+        let figures: [WorkFigure; 4] = [
+            WorkFigure {
+                label: "system calls (reads + writes)",
+                figure: |s, d| {
+                    let w = s.own_work(d)?;
+                    Some(sum_of(w.read_calls, w.write_calls))
+                },
+            },
+            WorkFigure {
+                label: "context switches (vol. + invol.)",
+                figure: |s, d| {
+                    let w = s.own_work(d)?;
+                    Some(sum_of(w.voluntary_switches, w.involuntary_switches))
+                },
+            },
+            WorkFigure {
+                label: "CPU time (kernel share)",
+                figure: |s, d| {
+                    let w = s.own_work(d)?;
+                    let cpu = format_ns(w.cpu_ns.round() as u64);
+                    Some(match w.system_share {
+                        Some(share) => format!("{cpu} ({:.0}% sys)", share * 100.0),
+                        None => cpu,
+                    })
+                },
+            },
+            WorkFigure {
+                label: "fake daemon CPU time",
+                figure: |s, d| {
+                    let cpu = format_ns(s.load(d)?.work?.daemon?.cpu_ns.round() as u64);
+                    Some(match (s.kind, cpu_vs_daemon(s, d)) {
+                        (SubjectKind::Wrapper, Some(r)) => {
+                            format!("{cpu} (wrapper {})", format_ratio(r))
+                        }
+                        _ => cpu,
+                    })
+                },
+            },
         ];
         let mut rows = vec![self.row("per call".to_owned(), |s| Some(cell_text(&s.name)))];
-        for (label, figure) in figures {
-            for (phase, depth) in self.phases() {
+        for WorkFigure { label, figure } in figures {
+            for Phase { name: phase, depth } in self.phases() {
                 rows.push(self.row(format!("{label}, {phase}"), |s| figure(s, depth)));
             }
         }
@@ -248,20 +297,23 @@ impl BenchReport {
         notes
     }
 
-    /// The sequential phase (`None`), then every depth measured by any
-    /// subject, ascending, as (name, depth).
-    fn phases(&self) -> Vec<(String, Option<usize>)> {
+    /// The sequential phase, then every depth measured by any subject,
+    /// ascending.
+    fn phases(&self) -> Vec<Phase> {
         let depths: BTreeSet<usize> = self
             .subjects
             .iter()
             .flat_map(|s| s.pipelined.iter().map(|t| t.depth))
             .collect();
-        let depths = depths
-            .into_iter()
-            .map(|d| (format!("{d} in flight"), Some(d)));
-        std::iter::once(("sequential".to_owned(), None))
-            .chain(depths)
-            .collect()
+        let sequential = Phase {
+            name: "sequential".to_owned(),
+            depth: None,
+        };
+        let pipelined = depths.into_iter().map(|depth| Phase {
+            name: format!("{depth} in flight"),
+            depth: Some(depth),
+        });
+        std::iter::once(sequential).chain(pipelined).collect()
     }
 
     /// Writes `bench.json` and `bench.md` into `dir` (created if need be).

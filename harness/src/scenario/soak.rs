@@ -573,7 +573,8 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
     let mut schedule = Schedule::new(
         Rng::new(cfg.seed),
         ScheduleBounds {
-            gap: (cfg.fault_gap_min, cfg.fault_gap_max.max(cfg.fault_gap_min)),
+            gap_min: cfg.fault_gap_min,
+            gap_max: cfg.fault_gap_max.max(cfg.fault_gap_min),
             max_hold: cfg.max_fault_hold.max(Duration::from_millis(50)),
             max_hang: cfg.max_hang.max(Duration::from_millis(50)),
             base_delay_ms: cfg.daemon_delay_ms,
