@@ -51,22 +51,32 @@ impl SweepReport {
                 window.map(|p| p.offset_ms).collect()
             };
             let mut parts = Vec::new();
-            for (what, offsets, always) in [
-                ("every racing call ok", at(|s| s.tally.ok == s.runs), true),
-                (
-                    "refused (daemon_unreachable, V3-05)",
-                    at(|s| s.tally.daemon_unreachable > s.tally.socket_closed),
-                    true,
-                ),
-                (
-                    "written to the dying connection (socket closed)",
-                    at(|s| s.tally.socket_closed > 0),
-                    false,
-                ),
-                ("other failures", at(|s| s.other_failures() > 0), false),
-            ] {
-                if always || !offsets.is_empty() {
-                    parts.push(format!("{what} at {}", format_offsets(&offsets, step)));
+            let findings = [
+                Finding {
+                    what: "every racing call ok",
+                    offsets: at(|s| s.tally.ok == s.runs),
+                    told_when_none: true,
+                },
+                Finding {
+                    what: "refused (daemon_unreachable, V3-05)",
+                    offsets: at(|s| s.tally.daemon_unreachable > s.tally.socket_closed),
+                    told_when_none: true,
+                },
+                Finding {
+                    what: "written to the dying connection (socket closed)",
+                    offsets: at(|s| s.tally.socket_closed > 0),
+                    told_when_none: false,
+                },
+                Finding {
+                    what: "other failures",
+                    offsets: at(|s| s.other_failures() > 0),
+                    told_when_none: false,
+                },
+            ];
+            for finding in findings {
+                if finding.told_when_none || !finding.offsets.is_empty() {
+                    let offsets = format_offsets(&finding.offsets, step);
+                    parts.push(format!("{} at {offsets}", finding.what));
                 }
             }
             let first_error = self
@@ -97,6 +107,16 @@ impl SweepReport {
         };
         self.subjects.iter().map(|s| summary(&s.label)).collect()
     }
+}
+
+/// What a subject's summary says happened where in the window.
+struct Finding {
+    /// What happened, in words.
+    what: &'static str,
+    /// The offsets where it did.
+    offsets: Vec<u64>,
+    /// Whether the summary says so even where it never did (`at none`).
+    told_when_none: bool,
 }
 
 /// A column of [`SweepReport::table`].
