@@ -352,15 +352,18 @@ impl FakeDaemon {
         })
     }
 
-    /// `LOG`: every JSON-RPC request the daemon received, oldest first,
-    /// waiting at most [`COMMAND_TIMEOUT`] for it.
-    pub fn request_log(&self) -> Result<RequestLog, HarnessError> {
-        self.request_log_within(COMMAND_TIMEOUT)
+    /// `LOG`: every JSON-RPC request the daemon received, as
+    /// `{"method": .., "params": ..}` objects, oldest first.
+    pub fn request_log(&self) -> Result<Vec<Value>, HarnessError> {
+        self.parsed("LOG", |line| {
+            json_field(line, "requests")?.as_array().cloned()
+        })
     }
 
-    /// `LOG`, waiting at most `timeout` (the log of a long run is tens of
-    /// MiB).
-    pub fn request_log_within(&self, timeout: Duration) -> Result<RequestLog, HarnessError> {
+    /// `LOG` read into its typed form, with the count of requests the
+    /// journal forgot, waiting at most `timeout` (the log of a long run is
+    /// tens of MiB).
+    pub fn request_journal(&self, timeout: Duration) -> Result<RequestLog, HarnessError> {
         let line = self.command_timeout("LOG", timeout)?;
         serde_json::from_str(&line).map_err(|_| HarnessError::DaemonOutput {
             command: "LOG".to_owned(),

@@ -73,10 +73,9 @@ fn serves_requests_and_reports_them() {
     assert_eq!(counts(&daemon), [1, 1, 1, 1]);
     assert_eq!(daemon.seen().unwrap(), ["session_open", "topology"]);
     let log = daemon.request_log().unwrap();
-    assert_eq!(log.requests.len(), 1);
-    assert_eq!(log.requests[0].method, "topology");
-    assert_eq!(log.requests[0].params, json!({"x": 1}));
-    assert_eq!(log.dropped, 0);
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["method"], "topology");
+    assert_eq!(log[0]["params"], json!({"x": 1}));
 }
 
 #[test]

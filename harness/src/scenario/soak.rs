@@ -644,7 +644,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         gone,
         ..
     } = soak.pipe;
-    let log = session.daemon.request_log_within(LOG_TIMEOUT)?;
+    let log = session.daemon.request_journal(LOG_TIMEOUT)?;
     let received = received_counts(&log, calls.len());
     let journal_dropped = log.dropped;
     drop(log);

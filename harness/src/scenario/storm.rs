@@ -22,6 +22,7 @@ use super::live::{
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
+use crate::daemon::COMMAND_TIMEOUT;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -341,7 +342,7 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
         calls, stray, gone, ..
     } = storm;
     let stats = session.daemon.stats()?;
-    let log = session.daemon.request_log()?;
+    let log = session.daemon.request_journal(COMMAND_TIMEOUT)?;
 
     let mut received = vec![0usize; calls.len()];
     for request in &log.requests {

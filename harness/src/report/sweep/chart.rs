@@ -472,7 +472,7 @@ impl Chart<'_> {
         rect(
             svg,
             Rect {
-                x: x,
+                x,
                 y: row - 7.0,
                 width: 30.0,
                 height: 14.0,

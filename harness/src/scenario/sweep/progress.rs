@@ -37,6 +37,12 @@ pub struct TerminalProgress {
     plain: bool,
 }
 
+impl Default for TerminalProgress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TerminalProgress {
     /// A bar when stderr is a terminal, plain lines otherwise.
     pub fn new() -> Self {
