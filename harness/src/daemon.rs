@@ -7,6 +7,7 @@
 //! returns only once the daemon has acted: no sleeping needed.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, ExitStatus, Stdio};
@@ -15,7 +16,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::bins;
@@ -134,6 +135,28 @@ impl DaemonStats {
     }
 }
 
+/// What the daemon's `LOG` reports: the JSON-RPC requests it received,
+/// oldest first, as far as its bounded journal holds them.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct RequestLog {
+    /// The requests the journal still holds.
+    pub requests: Vec<LoggedRequest>,
+    /// How many older requests the journal forgot to stay within its
+    /// memory budget (the daemon leaves the field out when none).
+    #[serde(default)]
+    pub dropped: u64,
+}
+
+/// One request in the daemon's [`RequestLog`].
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct LoggedRequest {
+    /// Its method.
+    pub method: String,
+    /// Its params (`null` when it had none).
+    #[serde(default)]
+    pub params: Value,
+}
+
 /// The command channel: the daemon's stdin, and its stdout lines.
 #[derive(Debug)]
 struct Control {
@@ -157,25 +180,6 @@ pub struct FakeDaemon {
     control: Mutex<Control>,
     child: Mutex<ChildGuard>,
     stderr: CapturedOutput,
-}
-
-/// Methods for fault commands the daemon acknowledges with one fixed line:
-/// `name => "COMMAND", "ACK";`, or `name(arg: T) => "COMMAND";` for
-/// `COMMAND <arg>` acknowledged by `OK COMMAND <arg>`.
-macro_rules! acked {
-    ($($(#[$doc:meta])* $name:ident => $command:literal, $ack:literal;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(&self) -> Result<(), HarnessError> {
-            self.expect_ack($command, $ack)
-        }
-    )*};
-    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) => $command:literal;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(&self, $arg: $ty) -> Result<(), HarnessError> {
-            let command = format!(concat!($command, " {}"), $arg);
-            self.expect_ack(&command, &format!("OK {command}"))
-        }
-    )*};
 }
 
 impl FakeDaemon {
@@ -356,6 +360,17 @@ impl FakeDaemon {
         })
     }
 
+    /// `LOG` read into its typed form, with the count of requests the
+    /// journal forgot, waiting at most `timeout` (the log of a long run is
+    /// tens of MiB).
+    pub fn request_journal(&self, timeout: Duration) -> Result<RequestLog, HarnessError> {
+        let line = self.command_timeout("LOG", timeout)?;
+        serde_json::from_str(&line).map_err(|_| HarnessError::DaemonOutput {
+            command: "LOG".to_owned(),
+            line,
+        })
+    }
+
     /// Sends `command` and reads its acknowledgement with `parse`; a line it
     /// cannot read is a [`HarnessError::DaemonOutput`].
     fn parsed<T>(
@@ -370,35 +385,72 @@ impl FakeDaemon {
         })
     }
 
-    acked! {
-        /// `DROP`: closes every accepted connection (the listener stays bound)
-        /// and returns once the daemon acknowledged `DROPPED`.
-        drop_connections => "DROP", "DROPPED";
-        /// `DOWN`: stop accepting connections (simulates a stopped daemon).
-        down => "DOWN", "OK DOWN";
-        /// `UP`: accept connections again.
-        up => "UP", "OK UP";
-        /// `HANG`: keep connections open but stop answering.
-        hang => "HANG", "OK HANG";
-        /// `RESUME`: answer again after [`hang`](Self::hang).
-        resume => "RESUME", "OK RESUME";
-        /// `CUT`: cut the connection in the middle of the next answer.
-        cut => "CUT", "OK CUT";
-        /// `DUPLICATE`: send the next answer twice.
-        duplicate => "DUPLICATE", "OK DUPLICATE";
-        /// `STRAY`: send an answer whose id matches no request.
-        stray => "STRAY", "OK STRAY";
+    /// `DROP`: closes every accepted connection (the listener stays bound)
+    /// and returns once the daemon acknowledged `DROPPED`.
+    pub fn drop_connections(&self) -> Result<(), HarnessError> {
+        self.expect_ack("DROP", "DROPPED")
     }
 
-    acked! {
-        /// `DELAY <ms>`: delay every answer by `ms` milliseconds.
-        delay(ms: u64) => "DELAY";
-        /// `GARBAGE <n>`: emit `n` non-JSON lines before the next answer.
-        garbage(lines: u32) => "GARBAGE";
-        /// `SLICE <b>`: write answers in slices of `bytes` bytes.
-        slice(bytes: u64) => "SLICE";
-        /// `OVERSIZE <b>`: make the next answer at least `bytes` bytes long.
-        oversize(bytes: u64) => "OVERSIZE";
+    /// `DOWN`: stop accepting connections (simulates a stopped daemon).
+    pub fn down(&self) -> Result<(), HarnessError> {
+        self.expect_ack("DOWN", "OK DOWN")
+    }
+
+    /// `UP`: accept connections again.
+    pub fn up(&self) -> Result<(), HarnessError> {
+        self.expect_ack("UP", "OK UP")
+    }
+
+    /// `HANG`: keep connections open but stop answering.
+    pub fn hang(&self) -> Result<(), HarnessError> {
+        self.expect_ack("HANG", "OK HANG")
+    }
+
+    /// `RESUME`: answer again after [`hang`](Self::hang).
+    pub fn resume(&self) -> Result<(), HarnessError> {
+        self.expect_ack("RESUME", "OK RESUME")
+    }
+
+    /// `CUT`: cut the connection in the middle of the next answer.
+    pub fn cut(&self) -> Result<(), HarnessError> {
+        self.expect_ack("CUT", "OK CUT")
+    }
+
+    /// `DUPLICATE`: send the next answer twice.
+    pub fn duplicate(&self) -> Result<(), HarnessError> {
+        self.expect_ack("DUPLICATE", "OK DUPLICATE")
+    }
+
+    /// `STRAY`: send an answer whose id matches no request.
+    pub fn stray(&self) -> Result<(), HarnessError> {
+        self.expect_ack("STRAY", "OK STRAY")
+    }
+
+    /// `DELAY <ms>`: delay every answer by `ms` milliseconds.
+    pub fn delay(&self, ms: u64) -> Result<(), HarnessError> {
+        self.command_with_value("DELAY", ms)
+    }
+
+    /// `GARBAGE <n>`: emit `lines` non-JSON lines before the next answer.
+    pub fn garbage(&self, lines: u32) -> Result<(), HarnessError> {
+        self.command_with_value("GARBAGE", lines)
+    }
+
+    /// `SLICE <b>`: write answers in slices of `bytes` bytes.
+    pub fn slice(&self, bytes: u64) -> Result<(), HarnessError> {
+        self.command_with_value("SLICE", bytes)
+    }
+
+    /// `OVERSIZE <b>`: make the next answer at least `bytes` bytes long.
+    pub fn oversize(&self, bytes: u64) -> Result<(), HarnessError> {
+        self.command_with_value("OVERSIZE", bytes)
+    }
+
+    /// Sends `<name> <value>` and expects `OK <name> <value>` back: how the
+    /// daemon acknowledges every command that takes a number.
+    fn command_with_value(&self, name: &str, value: impl fmt::Display) -> Result<(), HarnessError> {
+        let command = format!("{name} {value}");
+        self.expect_ack(&command, &format!("OK {command}"))
     }
 
     /// `QUIT`: asks the daemon to exit (it removes its socket file) and waits
@@ -484,6 +536,18 @@ fn json_field(line: &str, key: &str) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_request_log_with_and_without_forgotten_requests() {
+        let line = r#"{"requests":[{"method":"topology","params":{"x":1},"id":3},{"method":"notifications/initialized"}],"dropped":42}"#;
+        let log: RequestLog = serde_json::from_str(line).unwrap();
+        assert_eq!(log.dropped, 42);
+        assert_eq!(log.requests[0].method, "topology");
+        assert_eq!(log.requests[0].params, serde_json::json!({"x": 1}));
+        assert_eq!(log.requests[1].params, Value::Null);
+        let log: RequestLog = serde_json::from_str(r#"{"requests":[]}"#).unwrap();
+        assert_eq!(log, RequestLog::default());
+    }
 
     #[test]
     fn parses_stats() {

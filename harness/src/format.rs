@@ -115,9 +115,25 @@ pub fn escape_markup(text: &str) -> String {
     out
 }
 
+/// Shortens `text` to at most `max` characters, ending in `...` when cut.
+pub fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        let kept: String = text.chars().take(max.saturating_sub(3)).collect();
+        format!("{kept}...")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_is_shortened_to_its_limit() {
+        assert_eq!(shorten("abc", 5), "abc");
+        assert_eq!(shorten("abcdefgh", 6), "abc...");
+    }
 
     #[test]
     fn figures_read_well() {

@@ -14,11 +14,13 @@
 //! - [`wrapper`]: starting a wrapper in an isolated environment.
 //! - [`scenario`]: scripted scenarios and their reports: the race, and the
 //!   live faults (drop storm, daemon down and up, hung daemon), and sweeps
-//!   of the race over its timing with their table, JSON and SVG reports.
+//!   of the race over its timing.
 //! - [`mod@bench`]: latency, throughput, cold start, memory and recovery
 //!   figures, side by side with the floor.
-//! - [`score`]: every scenario against each wrapper, as one table of
-//!   properties (contract and policy) by wrapper, with JSON and HTML.
+//! - [`score`]: every scenario against each wrapper, gathered into one
+//!   table of properties (contract and policy) by wrapper.
+//! - [`report`]: how those results read for people: tables, the sweep's
+//!   chart, the scorecard's page, the bench's Markdown, and their files.
 
 pub mod bench;
 pub mod bins;
@@ -30,6 +32,7 @@ pub mod footprint;
 pub mod format;
 pub mod process;
 pub mod random;
+pub mod report;
 pub mod scenario;
 pub mod schema;
 pub mod score;

@@ -4,17 +4,13 @@
 //! `cargo xtask bench` to report).
 
 use harness::WrapperCommand;
-use harness::bench::{self, BenchConfig, SubjectKind};
+use harness::bench::{self, BenchConfig, Compared, SubjectKind};
 use harness::bins;
 
 #[test]
 fn a_tiny_bench_fills_every_figure() {
     let out = tempfile::tempdir().unwrap();
-    let mut config = BenchConfig::new(
-        WrapperCommand::this_workspace(),
-        bins::fake_daemon_bin(),
-        out.path(),
-    );
+    let mut config = BenchConfig::new(WrapperCommand::this_workspace(), bins::fake_daemon_bin());
     config.amounts.calls = 200;
     config.amounts.warmup_calls = 20;
     config.amounts.pipelined_calls = 200;
@@ -23,12 +19,13 @@ fn a_tiny_bench_fills_every_figure() {
     config.amounts.cold_starts = 2;
     config.amounts.recoveries = 2;
     // A compared subject that cannot start: recorded, not fatal.
-    config.compare = vec![(
-        "missing".to_owned(),
-        WrapperCommand::new("/nonexistent/iai-mcp-wrapper"),
-    )];
+    config.compare = vec![Compared {
+        name: "missing".to_owned(),
+        cmd: WrapperCommand::new("/nonexistent/iai-mcp-wrapper"),
+    }];
 
     let report = bench::run(&config).unwrap();
+    report.write_files(out.path()).unwrap();
 
     let names: Vec<&str> = report.subjects.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["floor", "wrapper", "missing"]);

@@ -16,12 +16,12 @@
 //!
 //! Latency and throughput are measured in interleaved rounds (see
 //! [`BenchConfig::rounds`]), so a ratio compares figures taken under the
-//! same machine conditions. The [`BenchReport`] is written to
-//! [`BenchConfig::out_dir`] as `bench.json` and `bench.md`. Targets are
+//! same machine conditions. The [`BenchReport`] is written as `bench.json`
+//! and `bench.md` by [`crate::report::bench`]. Targets are
 //! reported as pass/miss, never asserted: a miss is a finding, not a
 //! failure of the bench.
 
-mod report;
+pub(crate) mod results;
 mod runner;
 mod scenarios;
 mod stats;
@@ -29,12 +29,11 @@ mod subject;
 mod transport;
 mod watchdog;
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use crate::footprint::CpuShare;
-pub use report::{
+pub use results::{
     Amounts, BenchReport, ColdStartStats, HostInfo, RecoveryStats, SequentialStats, Settings,
     SubjectKind, SubjectReport, Target, TargetRow, ThroughputStats, Verdict,
 };
@@ -57,6 +56,15 @@ pub const WRAPPER_NAME: &str = "wrapper";
 /// The tool every call invokes (the daemon method the floor calls).
 pub const TOOL: &str = "topology";
 
+/// Another wrapper the bench measures beside this workspace's.
+#[derive(Debug, Clone)]
+pub struct Compared {
+    /// Its name in the report (neither `floor` nor `wrapper`).
+    pub name: String,
+    /// How to start it.
+    pub cmd: WrapperCommand,
+}
+
 /// What to bench and how much.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -65,28 +73,22 @@ pub struct BenchConfig {
     pub wrapper: WrapperCommand,
     /// The fake daemon binary (release build for meaningful floor figures).
     pub fake_daemon_bin: PathBuf,
-    /// More wrappers to measure the same way, as (name, command), for
-    /// example `("node", node /path/dist/index.js)`.
-    pub compare: Vec<(String, WrapperCommand)>,
+    /// More wrappers to measure the same way, for example `node` running
+    /// `node /path/dist/index.js`.
+    pub compare: Vec<Compared>,
     /// What to measure, and how often.
     pub amounts: Amounts,
     /// Longest wait for any response (by default longer than the wrapper's
     /// 10 s connect wait); a subject silent for longer is stopped and the
     /// phase reported as failed.
     pub response_timeout: Duration,
-    /// Where `bench.json` and `bench.md` are written (created if needed).
-    pub out_dir: PathBuf,
     /// Print one line per phase to stderr while running.
     pub progress: bool,
 }
 
 impl BenchConfig {
     /// The defaults for `wrapper`, with no compared wrappers.
-    pub fn new(
-        wrapper: WrapperCommand,
-        fake_daemon_bin: impl Into<PathBuf>,
-        out_dir: impl Into<PathBuf>,
-    ) -> Self {
+    pub fn new(wrapper: WrapperCommand, fake_daemon_bin: impl Into<PathBuf>) -> Self {
         Self {
             wrapper,
             fake_daemon_bin: fake_daemon_bin.into(),
@@ -101,14 +103,13 @@ impl BenchConfig {
                 recoveries: DEFAULT_RECOVERIES,
             },
             response_timeout: Duration::from_secs(30),
-            out_dir: out_dir.into(),
             progress: false,
         }
     }
 
     /// Parses a `--compare` argument, `NAME=CMD`, where CMD is split by
     /// [`WrapperCommand::parse_shell_words`].
-    pub fn parse_compare(arg: &str) -> Result<(String, WrapperCommand), HarnessError> {
+    pub fn parse_compare(arg: &str) -> Result<Compared, HarnessError> {
         let (name, command) = arg.split_once('=').ok_or_else(|| {
             HarnessError::WrapperCommand(format!("expected NAME=CMD for --compare, got {arg:?}"))
         })?;
@@ -118,7 +119,10 @@ impl BenchConfig {
                 "empty name in --compare {arg:?}"
             )));
         }
-        Ok((name.to_owned(), WrapperCommand::parse_shell_words(command)?))
+        Ok(Compared {
+            name: name.to_owned(),
+            cmd: WrapperCommand::parse_shell_words(command)?,
+        })
     }
 
     /// Checks the numbers and names before anything is started.
@@ -140,7 +144,7 @@ impl BenchConfig {
             return invalid("response_timeout must not be zero".to_owned());
         }
         let mut names = vec![FLOOR_NAME, WRAPPER_NAME];
-        for (name, _) in &self.compare {
+        for Compared { name, .. } in &self.compare {
             if name.trim().is_empty() {
                 return invalid("a compared wrapper has an empty name".to_owned());
             }
@@ -165,11 +169,10 @@ impl BenchConfig {
     }
 }
 
-/// Runs the whole bench and writes `bench.json` and `bench.md` into
-/// `config.out_dir`.
+/// Runs the whole bench.
 ///
 /// Errors are reserved for a bench that cannot run at all (invalid
-/// settings, no fake daemon, no floor, an unwritable output directory); a
+/// settings, no fake daemon, no floor); a
 /// wrapper that fails a phase gets the error in its
 /// [`SubjectReport::errors`], and the other subjects are still measured.
 pub fn run(config: &BenchConfig) -> Result<BenchReport, HarnessError> {
@@ -178,21 +181,12 @@ pub fn run(config: &BenchConfig) -> Result<BenchReport, HarnessError> {
     let finished = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let report = BenchReport::new(HostInfo::current(), config.settings(), subjects, finished);
-    let dir = &config.out_dir;
-    let io = |what: &str, path: &Path, e| HarnessError::io(format!("{what} {}", path.display()), e);
-    fs::create_dir_all(dir).map_err(|e| io("creating", dir, e))?;
-    let mut json = serde_json::to_vec_pretty(&report)
-        .map_err(|e| HarnessError::io("serialising the bench report", std::io::Error::other(e)))?;
-    json.push(b'\n');
-    for (name, text) in [
-        ("bench.json", json),
-        ("bench.md", report.to_markdown().into()),
-    ] {
-        let path = dir.join(name);
-        fs::write(&path, text).map_err(|e| io("writing", &path, e))?;
-    }
-    Ok(report)
+    Ok(BenchReport::new(
+        HostInfo::current(),
+        config.settings(),
+        subjects,
+        finished,
+    ))
 }
 
 #[cfg(test)]
@@ -201,26 +195,33 @@ mod tests {
 
     #[test]
     fn parses_compare_arguments() {
-        let (name, cmd) = BenchConfig::parse_compare("node=node '/a b/index.js'").unwrap();
-        assert_eq!(name, "node");
-        assert_eq!(cmd.program, "node");
-        assert_eq!(cmd.args, ["/a b/index.js"]);
-        let (_, cmd) = BenchConfig::parse_compare("x=FOO=1 prog").unwrap();
-        assert_eq!(cmd.env.len(), 1);
+        let node = BenchConfig::parse_compare("node=node '/a b/index.js'").unwrap();
+        assert_eq!(node.name, "node");
+        assert_eq!(node.cmd.program, "node");
+        assert_eq!(node.cmd.args, ["/a b/index.js"]);
+        let with_env = BenchConfig::parse_compare("x=FOO=1 prog").unwrap();
+        assert_eq!(with_env.cmd.env.len(), 1);
         assert!(BenchConfig::parse_compare("node").is_err());
         assert!(BenchConfig::parse_compare("=node").is_err());
         assert!(BenchConfig::parse_compare("n=").is_err());
     }
 
+    fn compared(name: &str) -> Compared {
+        Compared {
+            name: name.to_owned(),
+            cmd: WrapperCommand::new("x"),
+        }
+    }
+
     #[test]
     fn validates_settings() {
-        let base = BenchConfig::new(WrapperCommand::new("w"), "d", "out");
+        let base = BenchConfig::new(WrapperCommand::new("w"), "d");
         assert!(base.validate().is_ok());
         let breakages: [fn(&mut BenchConfig); 4] = [
             |c| c.amounts.depths = vec![1, 0],
             |c| c.amounts.calls = 0,
-            |c| c.compare = vec![("wrapper".into(), WrapperCommand::new("x"))],
-            |c| c.compare = vec![("a".into(), WrapperCommand::new("x")); 2],
+            |c| c.compare = vec![compared("wrapper")],
+            |c| c.compare = vec![compared("a"), compared("a")],
         ];
         for breakage in breakages {
             let mut bad = base.clone();

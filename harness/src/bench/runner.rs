@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
-use super::report::{ColdStartStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats};
+use super::results::{
+    ColdStartStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats,
+};
 use super::scenarios::{Run, cold_start, initialize, pipelined, recovery, sequential, wait_ready};
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
@@ -43,16 +45,9 @@ const COLD_START_ERRORS: usize = 2;
 /// then the compared wrappers in order. Only a failure of the floor is an
 /// error.
 pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError> {
-    let mut wrappers: Vec<(SubjectReport, &WrapperCommand)> =
-        std::iter::once((WRAPPER_NAME, &config.wrapper))
-            .chain(config.compare.iter().map(|(n, c)| (n.as_str(), c)))
-            .map(|(name, cmd)| {
-                (
-                    SubjectReport::new(name, SubjectKind::Wrapper, cmd.display()),
-                    cmd,
-                )
-            })
-            .collect();
+    let mut wrappers = vec![Pending::new(WRAPPER_NAME, &config.wrapper)];
+    let compared = config.compare.iter().map(|c| Pending::new(&c.name, &c.cmd));
+    wrappers.extend(compared);
     cold_starts(config, &mut wrappers);
 
     let floor = format!(
@@ -61,8 +56,8 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
     );
     let floor = SubjectReport::new(FLOOR_NAME, SubjectKind::Floor, floor);
     let mut subjects = vec![Subject::start(config, floor, None)?];
-    for (report, cmd) in wrappers {
-        subjects.push(Subject::start(config, report, Some(cmd))?);
+    for wrapper in wrappers {
+        subjects.push(Subject::start(config, wrapper.report, Some(wrapper.cmd))?);
     }
     let mut bench = Bench { config, subjects };
     let name = "sequential calls";
@@ -127,9 +122,39 @@ fn slice(total: usize, rounds: usize, round: usize) -> usize {
     total / rounds + usize::from(round < total % rounds)
 }
 
+/// A wrapper to measure, before its load process is started: its report
+/// so far, and how to start it.
+struct Pending<'a> {
+    report: SubjectReport,
+    cmd: &'a WrapperCommand,
+}
+
+impl<'a> Pending<'a> {
+    /// A wrapper named `name` in the report, started by `cmd`.
+    fn new(name: &str, cmd: &'a WrapperCommand) -> Self {
+        Self {
+            report: SubjectReport::new(name, SubjectKind::Wrapper, cmd.display()),
+            cmd,
+        }
+    }
+}
+
+/// What one wrapper's cold starts gave, before they are summarised.
+#[derive(Debug, Clone, Default)]
+struct ColdStartSamples {
+    /// Spawn to the `initialize` answer, in nanoseconds, per success.
+    initialize: Vec<u64>,
+    /// Spawn to the `tools/list` answer, in nanoseconds, per success.
+    tools_list: Vec<u64>,
+    /// The first few distinct failures, in words.
+    messages: Vec<String>,
+    /// Starts that failed.
+    failures: usize,
+}
+
 /// Cold starts, round-robin over the wrappers so slow drift affects them
 /// alike.
-fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCommand)]) {
+fn cold_starts(config: &BenchConfig, wrappers: &mut [Pending<'_>]) {
     let count = config.amounts.cold_starts;
     if count == 0 {
         return;
@@ -138,19 +163,18 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
         config,
         &format!("{count} cold starts per wrapper, no daemon present"),
     );
-    let mut samples = vec![(Vec::new(), Vec::new(), Vec::<String>::new(), 0); wrappers.len()];
+    let mut samples = vec![ColdStartSamples::default(); wrappers.len()];
     for _ in 0..count {
-        for ((_, cmd), (initialize, tools_list, messages, failures)) in
-            wrappers.iter().zip(samples.iter_mut())
-        {
-            match cold_start(cmd, config.response_timeout) {
-                Ok((answered, listed)) => {
-                    initialize.push(nanos(answered));
-                    tools_list.push(nanos(listed));
+        for (wrapper, samples) in wrappers.iter().zip(samples.iter_mut()) {
+            match cold_start(wrapper.cmd, config.response_timeout) {
+                Ok(answered) => {
+                    samples.initialize.push(nanos(answered.initialized));
+                    samples.tools_list.push(nanos(answered.listed));
                 }
                 Err(e) => {
-                    *failures += 1;
+                    samples.failures += 1;
                     let message = error_chain(&e);
+                    let messages = &mut samples.messages;
                     if messages.len() < COLD_START_ERRORS && !messages.contains(&message) {
                         messages.push(message);
                     }
@@ -158,16 +182,18 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [(SubjectReport, &WrapperCom
             }
         }
     }
-    for ((report, _), (mut initialize, mut tools_list, messages, failures)) in
-        wrappers.iter_mut().zip(samples)
-    {
+    for (wrapper, mut samples) in wrappers.iter_mut().zip(samples) {
+        let failures = samples.failures;
         let message = |m| format!("cold start ({failures} of {count} failed): {m}");
-        report.errors.extend(messages.into_iter().map(message));
+        let report = &mut wrapper.report;
+        report
+            .errors
+            .extend(samples.messages.into_iter().map(message));
         report.cold_start = Some(ColdStartStats {
             attempts: count,
             failures,
-            initialize: Summary::from_samples(&mut initialize),
-            tools_list: Summary::from_samples(&mut tools_list),
+            initialize: Summary::from_samples(&mut samples.initialize),
+            tools_list: Summary::from_samples(&mut samples.tools_list),
         });
     }
 }

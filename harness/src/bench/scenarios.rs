@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::report::RecoveryStats;
+use super::results::RecoveryStats;
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, WrapperEnv};
 use super::transport::{INITIALIZED, RequestTemplate, initialize_template};
@@ -252,13 +252,19 @@ pub fn recovery(
     Ok(stats)
 }
 
+/// When a cold start's answers came, from just before the spawn.
+#[derive(Debug, Clone, Copy)]
+pub struct ColdStart {
+    /// The `initialize` answer.
+    pub initialized: Duration,
+    /// The `tools/list` answer.
+    pub listed: Duration,
+}
+
 /// Starts `cmd` with no daemon listening and times the `initialize` and
 /// `tools/list` answers from just before the spawn; the process is killed
 /// afterwards, and a failure carries its stderr.
-pub fn cold_start(
-    cmd: &WrapperCommand,
-    timeout: Duration,
-) -> Result<(Duration, Duration), HarnessError> {
+pub fn cold_start(cmd: &WrapperCommand, timeout: Duration) -> Result<ColdStart, HarnessError> {
     let env = WrapperEnv::new(cmd, None)?;
     let init = initialize_template();
     let list = RequestTemplate::new("tools/list", &json!({}));
@@ -267,7 +273,10 @@ pub fn cold_start(
     let result = session.guarded("a cold start", |io| {
         let initialized = initialize(io, &init)? - start;
         call_ok(io, &list)?;
-        Ok((initialized, start.elapsed()))
+        Ok(ColdStart {
+            initialized,
+            listed: start.elapsed(),
+        })
     });
     result.map_err(|e| {
         HarnessError::Scenario(format!(

@@ -186,15 +186,6 @@ fn result_is_error<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<
 
 struct ResultVisitor;
 
-/// Visits scalars of the listed types as "not an error".
-macro_rules! not_an_error {
-    ($($visit:ident($ty:ty)),*) => {
-        $(fn $visit<E: de::Error>(self, _: $ty) -> Result<bool, E> {
-            Ok(false)
-        })*
-    };
-}
-
 impl<'de> Visitor<'de> for ResultVisitor {
     type Value = bool;
 
@@ -226,13 +217,27 @@ impl<'de> Visitor<'de> for ResultVisitor {
         Ok(false)
     }
 
-    not_an_error!(
-        visit_bool(bool),
-        visit_i64(i64),
-        visit_u64(u64),
-        visit_f64(f64),
-        visit_str(&str)
-    );
+    // Scalars: a result that is not an object is not an error.
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
 }
 
 /// A key of the `result` object: `isError` or anything else.
@@ -367,37 +372,38 @@ mod tests {
 
     #[test]
     fn scans_responses_of_both_subjects_and_odd_messages() {
-        // A line and, when it is a response, its id and success.
-        type Case = (&'static [u8], Option<(Option<u64>, bool)>);
-        let cases: [Case; 15] = [
+        // A line and, when it is a response, what is read of it.
+        let ok = |id| Some(Response { id, success: true });
+        let failed = |id| Some(Response { id, success: false });
+        let cases: [(&[u8], Option<Response>); 15] = [
             (
                 br#"{"jsonrpc":"2.0","id":42,"result":{"ok":true,"method":"topology","fake_daemon":true}}"#,
-                Some((Some(42), true)),
+                ok(Some(42)),
             ),
             // The wrapper's answer embeds the daemon's as escaped text; an
             // escaped "isError" inside a string must not count.
             (
                 br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"isError\":true}"}],"structuredContent":{"ok":true}}}"#,
-                Some((Some(3), true)),
+                ok(Some(3)),
             ),
             (
                 br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"error: daemon_unreachable: bridge not connected"}],"isError":true}}"#,
-                Some((Some(4), false)),
+                failed(Some(4)),
             ),
             (
                 br#"{"id":5,"result":{"structuredContent":{"isError":true},"isError":false}}"#,
-                Some((Some(5), true)),
+                ok(Some(5)),
             ),
             (
                 br#"{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"no such method"}}"#,
-                Some((Some(6), false)),
+                failed(Some(6)),
             ),
             // Member order does not matter, `result: null` is a success, and
             // non-integer ids are kept as unknown.
-            (br#"{"result":null,"id":8,"jsonrpc":"2.0"}"#, Some((Some(8), true))),
-            (br#"{"jsonrpc":"2.0","id":"a","result":[1,{"isError":true}]}"#, Some((None, true))),
-            (br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}"#, Some((None, false))),
-            (br#"{"jsonrpc":"2.0","id":1,"result":{"isError":"yes"}}"#, Some((Some(1), true))),
+            (br#"{"result":null,"id":8,"jsonrpc":"2.0"}"#, ok(Some(8))),
+            (br#"{"jsonrpc":"2.0","id":"a","result":[1,{"isError":true}]}"#, ok(None)),
+            (br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}"#, failed(None)),
+            (br#"{"jsonrpc":"2.0","id":1,"result":{"isError":"yes"}}"#, ok(Some(1))),
             // Not responses.
             (br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#, None),
             (br#"{"jsonrpc":"2.0","id":9,"method":"ping","result":1}"#, None),
@@ -407,7 +413,6 @@ mod tests {
             (b"{\"id\":1,", None),
         ];
         for (line, expected) in cases {
-            let expected = expected.map(|(id, success)| Response { id, success });
             let line_text = String::from_utf8_lossy(line);
             assert_eq!(scan_response(line), expected, "{line_text}");
         }

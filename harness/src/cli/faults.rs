@@ -181,8 +181,10 @@ pub fn hostile(args: &HostileArgs) -> Result<ExitCode> {
     let in_flight = usize::try_from(args.in_flight).context("--in-flight")?;
     let max_line_bytes = usize::try_from(args.max_line_bytes).context("--max-line-bytes")?;
     judged::<Hostile>(&args.target, |c| {
-        (c.lines, c.seed) = (args.lines, args.seed);
-        (c.in_flight, c.max_line_bytes) = (in_flight, max_line_bytes);
+        c.lines = args.lines;
+        c.seed = args.seed;
+        c.in_flight = in_flight;
+        c.max_line_bytes = max_line_bytes;
     })
 }
 
@@ -215,11 +217,17 @@ pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
     let cmd = args.target.command()?;
     let seed = args.seed.unwrap_or_else(seed_from_clock);
     let concurrency = usize::try_from(args.concurrency).context("--concurrency")?;
-    let (seconds, transport, wrapper) = (args.seconds, args.target.transport, cmd.display());
-    eprintln!("soak: {seconds} s against {wrapper} over {transport}, seed {seed}");
+    eprintln!(
+        "soak: {} s against {} over {}, seed {seed}",
+        args.seconds,
+        cmd.display(),
+        args.target.transport
+    );
     let report = run_scenario::<Soak>(&cmd, &args.target.setup(), |c| {
-        (c.duration, c.seed) = (Duration::from_secs(args.seconds), seed);
-        (c.concurrency, c.daemon_delay_ms) = (concurrency, args.delay_ms);
+        c.duration = Duration::from_secs(args.seconds);
+        c.seed = seed;
+        c.concurrency = concurrency;
+        c.daemon_delay_ms = args.delay_ms;
     })
     .context("soak")?;
     let code = print_judged("soak", &cmd, &args.target, &report)?;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use harness::report::sweep::default_out_dir;
 use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_race};
 use harness::scenario::sweep::{self, SweepConfig};
 use harness::scenario::{Align, format_ms, table_lines};
@@ -80,9 +81,9 @@ pub fn race(args: &RaceArgs) -> Result<ExitCode> {
     } else {
         print_table(&summaries, &cmd.display());
     }
-    let (line, passed) = verdict(&args.target, &summaries, &all_runs);
-    println!("{line}");
-    Ok(args.target.exit_code(passed))
+    let verdict = verdict(&args.target, &summaries, &all_runs);
+    println!("{}", verdict.line);
+    Ok(args.target.exit_code(verdict.passed))
 }
 
 /// The subjects: this wrapper in both modes, or the command in its mode.
@@ -93,9 +94,15 @@ fn subjects(target: &Target, cmd: &WrapperCommand) -> Vec<Subject> {
     }
 }
 
+/// The verdict of a race command: its line, and whether it passed.
+struct Verdict {
+    line: String,
+    passed: bool,
+}
+
 /// The verdict: in both modes, prefix must show V3-05 in every run and
 /// fixed must pass every run; otherwise the runs' own checks decide.
-fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>]) -> (String, bool) {
+fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>]) -> Verdict {
     if let [prefix, fixed] = summaries
         && target.wrapper_cmd.is_none()
         && target.mode.is_none()
@@ -110,7 +117,7 @@ fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>])
             fixed.runs,
             fixed.conns_after
         );
-        return (line, passed);
+        return Verdict { line, passed };
     }
     let checks: Vec<Check> = runs.iter().flatten().flat_map(Judged::checks).collect();
     let failed: Vec<&Check> = checks.iter().filter(|c| !c.held()).collect();
@@ -124,7 +131,10 @@ fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>])
             checks.len()
         ),
     };
-    (line, failed.is_empty())
+    Verdict {
+        line,
+        passed: failed.is_empty(),
+    }
 }
 
 /// Prints the race table: a row per mode, and which modes saw stdout
@@ -259,7 +269,13 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         seed: args.seed,
         ..SweepConfig::default()
     };
-    let (report, files) = sweep::run_sweep_in_terminal(&cfg, args.out_dir.as_deref())?;
+    cfg.validate()?;
+    let stop = sweep::stop_on_signals().context("installing the SIGINT handler")?;
+    let report = sweep::run_sweep(&cfg, &stop, &mut sweep::TerminalProgress::new())?;
+    let out_dir = args.out_dir.clone().unwrap_or_else(default_out_dir);
+    let files = report
+        .write_files(&out_dir)
+        .with_context(|| format!("writing the report to {}", out_dir.display()))?;
     if args.json {
         println!("{}", report.to_json());
         eprintln!("report: {}", files.json.display());

@@ -80,8 +80,12 @@ fn run_config(cfg: &ScoreConfig, out_dir: Option<PathBuf>) -> Result<ExitCode> {
         println!("{line}");
     }
     let dir = out_dir.unwrap_or_else(|| bins::target_dir().join("score"));
-    let (json, html) = card.write(&dir)?;
-    println!("report: {}\npage:   {}", json.display(), html.display());
+    let files = card.write(&dir)?;
+    println!(
+        "report: {}\npage:   {}",
+        files.json.display(),
+        files.html.display()
+    );
     // This workspace's wrapper is judged: fixed holds everything, prefix
     // fails exactly the contract properties it exists to break. Other
     // wrappers are reported on.

@@ -44,7 +44,6 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     let mut config = BenchConfig::new(
         WrapperCommand::try_this_workspace()?,
         bins::try_fake_daemon_bin()?,
-        bins::target_dir().join("bench"),
     );
     config.amounts.calls = args.calls;
     config.amounts.cold_starts = args.cold_starts;
@@ -54,8 +53,10 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
         config.compare.push(BenchConfig::parse_compare(compare)?);
     }
     let report = bench::run(&config).context("running the benchmarks")?;
+    let out_dir = bins::target_dir().join("bench");
+    report.write_files(&out_dir)?;
     println!("{}", report.to_markdown());
-    println!("report: {}", config.out_dir.join("bench.md").display());
+    println!("report: {}", out_dir.join("bench.md").display());
     Ok(super::verdict_code(
         !args.strict || report.all_targets_pass(&["wrapper"]),
     ))

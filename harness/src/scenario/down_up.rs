@@ -12,49 +12,62 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::live::{
-    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
-    problems_text,
+    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, env_ms, or_na, problems_text,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
+use super::wrapper_log::{CONNECT_FAILED_LOG, connect_failures};
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
-/// The wrapper's stderr line for one failed connect attempt (`IAI_MCP_LOG=info`).
-pub const CONNECT_FAILED_LOG: &str = "daemon connect failed";
-
 /// Shortest period between the starts of two recovery calls.
 const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
 
-config! {
-    /// Parameters of the down-up scenario.
-    pub struct DownUpConfig {
-        /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
-        pub connect_wait: Duration = Duration::from_millis(500),
-        /// Calls made while the daemon is down.
-        pub down_calls: u32 = 2,
-        /// How long, after those calls, the daemon stays down while connect
-        /// attempts are counted.
-        pub rate_window: Duration = Duration::from_secs(2),
-        /// `IAI_MCP_BACKOFF_INITIAL_MS`; `None` leaves the wrapper's default.
-        pub backoff_initial_ms: Option<u64> = None,
-        /// `IAI_MCP_BACKOFF_MAX_MS`; `None` leaves the wrapper's default.
-        pub backoff_max_ms: Option<u64> = None,
-        /// Connect attempts per second in the window at or above which the
-        /// wrapper counts as busy-looping.
-        pub max_attempt_rate: f64 = 50.0,
-        /// How much longer than `connect_wait` the harness waits for any one
-        /// call's answer before recording no response.
-        pub call_grace: Duration = Duration::from_secs(10),
-        /// How long after `UP` recovery may take.
-        pub recovery_timeout: Duration = Duration::from_secs(10),
-        /// How long after the first success to wait before counting the
-        /// daemon's connections.
-        pub settle: Duration = Duration::from_millis(250),
-        /// The wrapper's bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of the down-up scenario.
+#[derive(Debug, Clone)]
+pub struct DownUpConfig {
+    /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+    pub connect_wait: Duration,
+    /// Calls made while the daemon is down.
+    pub down_calls: u32,
+    /// How long, after those calls, the daemon stays down while connect
+    /// attempts are counted.
+    pub rate_window: Duration,
+    /// `IAI_MCP_BACKOFF_INITIAL_MS`; `None` leaves the wrapper's default.
+    pub backoff_initial_ms: Option<u64>,
+    /// `IAI_MCP_BACKOFF_MAX_MS`; `None` leaves the wrapper's default.
+    pub backoff_max_ms: Option<u64>,
+    /// Connect attempts per second in the window at or above which the
+    /// wrapper counts as busy-looping.
+    pub max_attempt_rate: f64,
+    /// How much longer than `connect_wait` the harness waits for any one
+    /// call's answer before recording no response.
+    pub call_grace: Duration,
+    /// How long after `UP` recovery may take.
+    pub recovery_timeout: Duration,
+    /// How long after the first success to wait before counting the
+    /// daemon's connections.
+    pub settle: Duration,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for DownUpConfig {
+    fn default() -> Self {
+        Self {
+            connect_wait: Duration::from_millis(500),
+            down_calls: 2,
+            rate_window: Duration::from_secs(2),
+            backoff_initial_ms: None,
+            backoff_max_ms: None,
+            max_attempt_rate: 50.0,
+            call_grace: Duration::from_secs(10),
+            recovery_timeout: Duration::from_secs(10),
+            settle: Duration::from_millis(250),
+            setup: Setup::default(),
+        }
     }
 }
 
@@ -231,8 +244,7 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
     }
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     let socket_path = session.daemon.endpoint().label();
-    let logged =
-        |s: &LiveSession| s.wrapper.stderr_text().matches(CONNECT_FAILED_LOG).count() as u64;
+    let logged = |s: &LiveSession| connect_failures(&s.wrapper.stderr_text());
     let call_bound = cfg.connect_wait + cfg.call_grace;
 
     let before_down = logged(&session);
@@ -240,24 +252,25 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
     let down_at = Instant::now();
     let mut down_calls = Vec::new();
     for _ in 0..cfg.down_calls {
-        let (outcome, latency) = session.call(PROBE_TOOL, json!({}), call_bound);
+        let call = session.call(PROBE_TOOL, json!({}), call_bound);
         down_calls.push(DownCall {
-            names_socket: outcome.error_mentions(&socket_path),
-            outcome,
-            latency,
+            names_socket: call.outcome.error_mentions(&socket_path),
+            outcome: call.outcome,
+            latency: call.latency,
         });
     }
-    let window_start = (Instant::now(), logged(&session));
+    let window_start = Instant::now();
+    let logged_at_start = logged(&session);
     // The measuring period itself, not a synchronisation.
     thread::sleep(cfg.rate_window);
-    let window_end = (Instant::now(), logged(&session));
-    let rate_window = window_end.0 - window_start.0;
+    let rate_window = window_start.elapsed();
+    let logged_at_end = logged(&session);
     session.daemon.up()?;
     let up_at = Instant::now();
     let down_for = up_at - down_at;
 
-    let attempts_while_down = Some(window_end.1 - before_down).filter(|&n| n > 0);
-    let attempts_in_window = attempts_while_down.map(|_| window_end.1 - window_start.1);
+    let attempts_while_down = Some(logged_at_end - before_down).filter(|&n| n > 0);
+    let attempts_in_window = attempts_while_down.map(|_| logged_at_end - logged_at_start);
     let attempt_rate_per_s = attempts_in_window.map(|n| n as f64 / rate_window.as_secs_f64());
 
     let deadline = up_at + cfg.recovery_timeout;
@@ -267,7 +280,9 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
         let started = Instant::now();
         let left = deadline.saturating_duration_since(started);
         recovery_calls += 1;
-        let (outcome, _) = session.call(PROBE_TOOL, json!({}), call_bound.min(left));
+        let outcome = session
+            .call(PROBE_TOOL, json!({}), call_bound.min(left))
+            .outcome;
         if outcome.is_ok() {
             up_to_success = Some(up_at.elapsed());
             break;

@@ -11,8 +11,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::live::{
-    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, config, env_ms, is_response,
-    problems_text,
+    LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, env_ms, is_response, problems_text,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -21,18 +20,28 @@ use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
-config! {
-    /// Parameters of the hang scenario.
-    pub struct HangConfig {
-        /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
-        pub call_timeout: Duration = Duration::from_millis(500),
-        /// How much longer than `call_timeout` the harness waits for any one
-        /// call's answer before recording no response.
-        pub call_grace: Duration = Duration::from_secs(10),
-        /// How long to watch for the late answer before counting connections.
-        pub settle: Duration = Duration::from_millis(250),
-        /// The wrapper's bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of the hang scenario.
+#[derive(Debug, Clone)]
+pub struct HangConfig {
+    /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+    pub call_timeout: Duration,
+    /// How much longer than `call_timeout` the harness waits for any one
+    /// call's answer before recording no response.
+    pub call_grace: Duration,
+    /// How long to watch for the late answer before counting connections.
+    pub settle: Duration,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for HangConfig {
+    fn default() -> Self {
+        Self {
+            call_timeout: Duration::from_millis(500),
+            call_grace: Duration::from_secs(10),
+            settle: Duration::from_millis(250),
+            setup: Setup::default(),
+        }
     }
 }
 
@@ -161,9 +170,9 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
     let before = session.daemon.stats()?;
 
     session.daemon.hang()?;
-    let (hung_outcome, hung_latency) = session.call(PROBE_TOOL, json!({}), bound);
+    let hung = session.call(PROBE_TOOL, json!({}), bound);
     session.daemon.resume()?;
-    let (resumed_outcome, resumed_latency) = session.call(PROBE_TOOL, json!({}), bound);
+    let resumed = session.call(PROBE_TOOL, json!({}), bound);
 
     let responses = collect_unsolicited(&mut session.wrapper, cfg.settle)
         .iter()
@@ -171,7 +180,7 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         .count();
     // The only call the harness gave up on is the one to the hung daemon:
     // an answer after that is its late answer.
-    let gave_up = usize::from(hung_outcome == CallOutcome::NoResponse);
+    let gave_up = usize::from(hung.outcome == CallOutcome::NoResponse);
     let late_answers = responses.min(gave_up);
     let after = session.daemon.stats()?;
     let new_connections = after
@@ -182,10 +191,10 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
     let report = HangReport {
         mode: cfg.setup.mode,
         call_timeout: cfg.call_timeout,
-        hung_outcome,
-        hung_latency,
-        resumed_outcome,
-        resumed_latency,
+        hung_outcome: hung.outcome,
+        hung_latency: hung.latency,
+        resumed_outcome: resumed.outcome,
+        resumed_latency: resumed.latency,
         late_answers,
         unsolicited: responses - late_answers,
         new_connections,

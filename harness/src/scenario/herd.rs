@@ -27,15 +27,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::json;
 
-use super::down_up::CONNECT_FAILED_LOG;
 use super::live::{
-    PROBE_TOOL, STDERR_TAIL_BYTES, collect_unsolicited, config, is_response, or_na, spawn_wrapper,
+    PROBE_TOOL, STDERR_TAIL_BYTES, collect_unsolicited, is_response, or_na, spawn_wrapper,
     start_daemon, write_serde_name,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::race::PROTOCOL_VERSION;
 use super::setup::Setup;
+use super::wrapper_log::{CONNECT_FAILED_LOG, Dial, dial_times};
 use crate::bins::error_chain;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
@@ -49,30 +49,45 @@ use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
 /// figures are reported either way.
 pub const MIN_SPREAD_WRAPPERS: usize = 20;
 
-config! {
-    /// Parameters of the herd.
-    pub struct HerdConfig {
-        /// Wrappers on the one daemon.
-        pub wrappers: usize = 50,
-        /// Pause between one wrapper's answer and its next call.
-        pub call_interval: Duration = Duration::from_millis(20),
-        /// How long calls flow before each fault, and how long the daemon's
-        /// connections are left to settle after a recovery before they are
-        /// counted.
-        pub settle: Duration = Duration::from_millis(300),
-        /// How long the daemon stays down.
-        pub down_for: Duration = Duration::from_secs(1),
-        /// The window in which dials and accepts are counted together.
-        pub window: Duration = Duration::from_millis(10),
-        /// The largest share of the wrappers that may dial within one window
-        /// (first attempts after the loss excepted).
-        pub max_dial_fraction: f64 = 0.5,
-        /// How long the last wrapper may take to answer again after a fault.
-        pub recovery_timeout: Duration = Duration::from_secs(10),
-        /// The longest the harness waits for any one answer.
-        pub call_bound: Duration = Duration::from_secs(30),
-        /// The wrappers' bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of the herd.
+#[derive(Debug, Clone)]
+pub struct HerdConfig {
+    /// Wrappers on the one daemon.
+    pub wrappers: usize,
+    /// Pause between one wrapper's answer and its next call.
+    pub call_interval: Duration,
+    /// How long calls flow before each fault, and how long the daemon's
+    /// connections are left to settle after a recovery before they are
+    /// counted.
+    pub settle: Duration,
+    /// How long the daemon stays down.
+    pub down_for: Duration,
+    /// The window in which dials and accepts are counted together.
+    pub window: Duration,
+    /// The largest share of the wrappers that may dial within one window
+    /// (first attempts after the loss excepted).
+    pub max_dial_fraction: f64,
+    /// How long the last wrapper may take to answer again after a fault.
+    pub recovery_timeout: Duration,
+    /// The longest the harness waits for any one answer.
+    pub call_bound: Duration,
+    /// The wrappers' bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for HerdConfig {
+    fn default() -> Self {
+        Self {
+            wrappers: 50,
+            call_interval: Duration::from_millis(20),
+            settle: Duration::from_millis(300),
+            down_for: Duration::from_secs(1),
+            window: Duration::from_millis(10),
+            max_dial_fraction: 0.5,
+            recovery_timeout: Duration::from_secs(10),
+            call_bound: Duration::from_secs(30),
+            setup: Setup::default(),
+        }
     }
 }
 
@@ -277,8 +292,7 @@ impl fmt::Display for HerdReport {
 /// One call one wrapper made.
 #[derive(Debug)]
 struct Call {
-    sent: Instant,
-    answered: Instant,
+    span: Span,
     outcome: CallOutcome,
 }
 
@@ -293,13 +307,19 @@ struct Log {
 }
 
 /// When a call was sent and when its answer came.
-type Span = (Instant, Instant);
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    sent: Instant,
+    answered: Instant,
+}
 
-/// Whether a successful call `span` shows its wrapper recovered from a
-/// fault that began at `began` and ended at `ended`: made after the fault
-/// began, answered after it ended.
-fn shows_recovery(span: Span, began: Instant, ended: Instant) -> bool {
-    span.0 >= began && span.1 >= ended
+impl Span {
+    /// Whether a successful call made in this span shows its wrapper
+    /// recovered from a fault that began at `began` and ended at `ended`:
+    /// made after the fault began, answered after it ended.
+    fn shows_recovery(self, began: Instant, ended: Instant) -> bool {
+        self.sent >= began && self.answered >= ended
+    }
 }
 
 /// What the member threads and the conductor share: per wrapper, its
@@ -313,7 +333,7 @@ struct Progress {
 
 impl Progress {
     /// Waits until every wrapper shows it recovered from a fault from
-    /// `began` to `ended` (see [`shows_recovery`]), at most until
+    /// `began` to `ended` (see [`Span::shows_recovery`]), at most until
     /// `deadline`.
     fn wait_all(&self, began: Instant, ended: Instant, deadline: Instant) {
         let guard = lock(&self.latest_ok);
@@ -323,7 +343,7 @@ impl Progress {
             .wait_timeout_while(guard, left, |latest| {
                 !latest
                     .iter()
-                    .all(|s| s.is_some_and(|s| shows_recovery(s, began, ended)))
+                    .all(|span| span.is_some_and(|span| span.shows_recovery(began, ended)))
             })
             .unwrap_or_else(PoisonError::into_inner);
     }
@@ -342,20 +362,19 @@ fn member(
         let sent = Instant::now();
         let result = wrapper.call_tool(PROBE_TOOL, json!({}), cfg.call_bound);
         let outcome = CallOutcome::from_client(result);
-        let answered = Instant::now();
+        let span = Span {
+            sent,
+            answered: Instant::now(),
+        };
         if outcome.is_ok() {
             let mut latest = lock(&progress.latest_ok);
-            latest[index] = Some((sent, answered));
+            latest[index] = Some(span);
             progress.changed.notify_all();
         }
         if let CallOutcome::WrapperGone(why) = &outcome {
             log.gone = Some(why.clone());
         }
-        log.calls.push(Call {
-            sent,
-            answered,
-            outcome,
-        });
+        log.calls.push(Call { span, outcome });
         if log.gone.is_some() {
             break;
         }
@@ -387,10 +406,9 @@ struct Made {
 /// Runs the herd once: `cfg.wrappers` wrappers started by `cmd` on one fake
 /// daemon.
 pub fn run_herd(cmd: &WrapperCommand, cfg: &HerdConfig) -> Result<HerdReport, HarnessError> {
-    let (dir, daemon) = start_daemon(&cfg.setup)?;
-    let report = herd_on(cmd, &daemon, cfg, &[], 0);
-    let _ = daemon.quit();
-    drop(dir);
+    let host = start_daemon(&cfg.setup)?;
+    let report = herd_on(cmd, &host.daemon, cfg, &[], 0);
+    let _ = host.daemon.quit();
     report
 }
 
@@ -472,7 +490,11 @@ pub(crate) fn herd_on(
     }
     let accepts = daemon.accept_times()?;
     let logs = members.finish();
-    Ok(judge(cfg, (n, others), &made, &accepts, &logs))
+    let herd = Herd {
+        wrappers: n,
+        others,
+    };
+    Ok(judge(cfg, herd, &made, &accepts, &logs))
 }
 
 /// The member threads; stopped and joined when dropped.
@@ -498,14 +520,20 @@ impl Drop for Members {
     }
 }
 
-/// The report of a herd of `n` wrappers beside `others` other clients.
-fn judge(
-    cfg: &HerdConfig,
-    (n, others): (usize, u32),
-    made: &[Made],
-    accepts: &[u64],
-    logs: &[Log],
-) -> HerdReport {
+/// Who was on the daemon: the herd, and other clients beside it.
+#[derive(Debug, Clone, Copy)]
+struct Herd {
+    wrappers: usize,
+    others: u32,
+}
+
+/// The report of `herd`, from the faults made, the daemon's accept times
+/// and what each wrapper did.
+fn judge(cfg: &HerdConfig, herd: Herd, made: &[Made], accepts: &[u64], logs: &[Log]) -> HerdReport {
+    let Herd {
+        wrappers: n,
+        others,
+    } = herd;
     let calls = || {
         logs.iter()
             .enumerate()
@@ -515,7 +543,7 @@ fn judge(
         .iter()
         .map(|m| {
             let during: Vec<_> = calls()
-                .filter(|(_, c)| c.sent >= m.began && c.sent <= m.settled)
+                .filter(|(_, c)| c.span.sent >= m.began && c.span.sent <= m.settled)
                 .collect();
             let failed: Vec<_> = during.iter().filter(|(_, c)| !c.outcome.is_ok()).collect();
             let first = failed.first();
@@ -524,11 +552,8 @@ fn judge(
                 .map(|l| {
                     l.calls
                         .iter()
-                        .find(|c| {
-                            c.outcome.is_ok()
-                                && shows_recovery((c.sent, c.answered), m.began, m.ended)
-                        })
-                        .map(|c| c.answered)
+                        .find(|c| c.outcome.is_ok() && c.span.shows_recovery(m.began, m.ended))
+                        .map(|c| c.span.answered)
                 })
                 .collect();
             let recovered = back.iter().flatten().count();
@@ -558,11 +583,12 @@ fn judge(
         })
         .collect();
     let down = made.iter().find(|m| m.fault == HerdFault::DownUp);
-    let dials: Vec<(u64, bool)> = logs
+    let dials: Vec<Dial> = logs
         .iter()
         .flat_map(|l| dial_times(&l.stderr))
-        .filter(|(t, _)| {
-            down.is_some_and(|m| *t >= micros(m.began_wall) && *t <= micros(m.ended_wall))
+        .filter(|dial| {
+            let at = micros(dial.at);
+            down.is_some_and(|m| at >= micros(m.began_wall) && at <= micros(m.ended_wall))
         })
         .collect();
     let troubled = logs
@@ -580,10 +606,8 @@ fn judge(
         faults,
         dials_while_down: (!dials.is_empty()).then_some(dials.len() as u64),
         peak_dials: (!dials.is_empty()).then(|| {
-            peak_in_window(
-                dials.iter().filter(|(_, first)| !first).map(|(t, _)| *t),
-                cfg.window,
-            )
+            let later = dials.iter().filter(|dial| !dial.first_after_loss);
+            peak_in_window(later.map(|dial| micros(dial.at)), cfg.window)
         }),
         window: cfg.window,
         max_dial_fraction: cfg.max_dial_fraction,
@@ -609,20 +633,6 @@ fn judge(
 fn micros(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-}
-
-/// The failed connect attempts a wrapper logged (`IAI_MCP_LOG=info`), as
-/// microseconds since the Unix epoch by its own clock, each with whether
-/// it was the first attempt after a loss (`failures=1`).
-fn dial_times(stderr: &str) -> impl Iterator<Item = (u64, bool)> + '_ {
-    stderr
-        .lines()
-        .filter(|line| line.contains(CONNECT_FAILED_LOG))
-        .filter_map(|line| {
-            let stamp = line.split_whitespace().next()?;
-            let at = humantime::parse_rfc3339_weak(stamp.trim_end_matches('Z')).ok()?;
-            Some((micros(at), line.contains(" failures=1 ")))
-        })
 }
 
 /// The most events (microseconds since the epoch) within any one `window`.
@@ -672,16 +682,5 @@ mod tests {
         let t = [0, 9_999, 10_000, 25_000, 25_001, 25_002, 34_999];
         assert_eq!(peak_in_window(t.into_iter(), ms(10)), 4);
         assert_eq!(peak_in_window(t.into_iter().rev(), ms(1)), 3);
-    }
-
-    #[test]
-    fn dials_are_read_from_the_wrappers_log_with_their_own_timestamps() {
-        let log = "2026-12-01T04:39:24.684048Z  INFO iai_mcp_wrapper::bridge::driver: daemon connect failed failures=1 error=x retry_in=Some(47ms)\n\
-                   2026-12-01T04:39:24.684433Z  INFO iai_mcp_wrapper::lifecycle::wake: daemon unreachable\n\
-                   2026-12-01T04:39:24.734965Z  INFO iai_mcp_wrapper::bridge::driver: daemon connect failed failures=2 error=x retry_in=Some(83ms)\n";
-        let dials: Vec<_> = dial_times(log).collect();
-        assert_eq!(dials.len(), 2);
-        assert!(dials[0].1 && !dials[1].1);
-        assert_eq!(dials[1].0 - dials[0].0, 50_917);
     }
 }

@@ -27,8 +27,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::live::{
-    LiveSession, MAX_SAMPLES, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
-    problems_text,
+    LiveSession, MAX_SAMPLES, WrapperOutput, collect_unsolicited, env_ms, or_na, problems_text,
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
@@ -39,6 +38,7 @@ use crate::footprint::{Footprint, growth};
 use crate::format::{format_growth, format_kib, format_ms, serialize_ms};
 use crate::wrapper::WrapperCommand;
 
+use lines::Line;
 pub use lines::LineKind;
 
 /// The id of a line longer than the cap is recovered only when its JSON
@@ -53,35 +53,50 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How much of a line a sample quotes.
 const EXCERPT_BYTES: usize = 120;
 
-config! {
-    /// Parameters of a hostile run.
-    pub struct HostileConfig {
-        /// Lines to send in all (valid requests included).
-        pub lines: usize = 20_000,
-        /// Seed of the line generator; the same seed and line count send the
-        /// same bytes.
-        pub seed: u64 = 1,
-        /// Most lines owing an answer that may be outstanding at once.
-        pub in_flight: usize = 32,
-        /// `IAI_MCP_MAX_LINE_BYTES` for the wrapper: some lines are generated
-        /// just below, at and above it.
-        pub max_line_bytes: usize = 65_536,
-        /// Lines sent (and answered) before the first memory sample, so the
-        /// wrapper's buffers and allocator have reached their working size.
-        pub warmup_lines: usize = 2_000,
-        /// Growth of `VmRSS` between the two samples that still counts as flat,
-        /// in KiB. Generous on purpose (the default is 8 MiB): allocator
-        /// behaviour varies between runs, and a leak worth finding grows with
-        /// the line count far beyond it.
-        pub rss_growth_limit_kib: u64 = 8 * 1024,
-        /// How long to wait for a reply when the window of lines in flight is
-        /// full (or at the end) before giving up on the missing ones; keep it
-        /// above the wrapper's call timeout in this run (10 s).
-        pub stall_timeout: Duration = Duration::from_secs(15),
-        /// How long to watch stdout for late or duplicate replies at the end.
-        pub settle: Duration = Duration::from_millis(300),
-        /// The wrapper's bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of a hostile run.
+#[derive(Debug, Clone)]
+pub struct HostileConfig {
+    /// Lines to send in all (valid requests included).
+    pub lines: usize,
+    /// Seed of the line generator; the same seed and line count send the
+    /// same bytes.
+    pub seed: u64,
+    /// Most lines owing an answer that may be outstanding at once.
+    pub in_flight: usize,
+    /// `IAI_MCP_MAX_LINE_BYTES` for the wrapper: some lines are generated
+    /// just below, at and above it.
+    pub max_line_bytes: usize,
+    /// Lines sent (and answered) before the first memory sample, so the
+    /// wrapper's buffers and allocator have reached their working size.
+    pub warmup_lines: usize,
+    /// Growth of `VmRSS` between the two samples that still counts as flat,
+    /// in KiB. Generous on purpose (the default is 8 MiB): allocator
+    /// behaviour varies between runs, and a leak worth finding grows with
+    /// the line count far beyond it.
+    pub rss_growth_limit_kib: u64,
+    /// How long to wait for a reply when the window of lines in flight is
+    /// full (or at the end) before giving up on the missing ones; keep it
+    /// above the wrapper's call timeout in this run (10 s).
+    pub stall_timeout: Duration,
+    /// How long to watch stdout for late or duplicate replies at the end.
+    pub settle: Duration,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for HostileConfig {
+    fn default() -> Self {
+        Self {
+            lines: 20_000,
+            seed: 1,
+            in_flight: 32,
+            max_line_bytes: 65_536,
+            warmup_lines: 2_000,
+            rss_growth_limit_kib: 8 * 1024,
+            stall_timeout: Duration::from_secs(15),
+            settle: Duration::from_millis(300),
+            setup: Setup::default(),
+        }
     }
 }
 
@@ -643,9 +658,10 @@ pub fn run_hostile_lines(
     cfg: &HostileConfig,
     lines: &[Vec<u8>],
 ) -> Result<HostileReport, HarnessError> {
-    let source = lines
-        .iter()
-        .map(|line| (LineKind::Handcrafted, line.clone()));
+    let source = lines.iter().map(|line| Line {
+        kind: LineKind::Handcrafted,
+        bytes: line.clone(),
+    });
     run(cmd, cfg, None, source)
 }
 
@@ -653,7 +669,7 @@ fn run(
     cmd: &WrapperCommand,
     cfg: &HostileConfig,
     seed: Option<u64>,
-    source: impl Iterator<Item = (LineKind, Vec<u8>)>,
+    source: impl Iterator<Item = Line>,
 ) -> Result<HostileReport, HarnessError> {
     // The call timeout bounds how long any forwarded call can take, so a
     // request the daemon never answers shows as a failed call, not a stall.
@@ -680,7 +696,14 @@ fn run(
     let mut start = None;
     let stall = cfg.stall_timeout;
     let send_all = || -> Result<(), String> {
-        for (n, (kind, mut line)) in source.enumerate() {
+        for (
+            n,
+            Line {
+                kind,
+                bytes: mut line,
+            },
+        ) in source.enumerate()
+        {
             if n == cfg.warmup_lines {
                 wait_outstanding(&mut session, &mut tally, 0, stall)
                     .map_err(|why| format!("after the warm-up: {why}"))?;

@@ -28,14 +28,90 @@ pub(crate) const STDERR_TAIL_BYTES: usize = 2000;
 /// The tool of baseline and probe calls: read-only, no arguments.
 pub(crate) const PROBE_TOOL: &str = "topology";
 
-/// Read-only, idempotent tools, each with a parameter that can carry a
-/// call's unique tag.
-pub(crate) const READ_TOOLS: [(&str, &str); 4] = [
-    ("schema_list", "domain"),
-    ("memory_recall", "cue"),
-    ("events_query", "kind"),
-    ("curiosity_pending", "session_id"),
+/// A read-only, idempotent tool with a string argument that can carry a
+/// call's unique tag, so the daemon's `LOG` shows how often it was
+/// received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TaggedRead {
+    /// The tool.
+    pub(crate) tool: &'static str,
+    /// The argument that carries the tag.
+    pub(crate) tag_field: &'static str,
+}
+
+impl TaggedRead {
+    /// A call of the tool carrying `tag`.
+    pub(crate) fn call(self, tag: String) -> ToolCall {
+        ToolCall::read(self.tool, json!({ self.tag_field: tag }))
+    }
+}
+
+/// The tagged reads the storm and the hostile client call.
+pub(crate) const READ_TOOLS: [TaggedRead; 4] = [
+    TaggedRead {
+        tool: "schema_list",
+        tag_field: "domain",
+    },
+    TaggedRead {
+        tool: "memory_recall",
+        tag_field: "cue",
+    },
+    TaggedRead {
+        tool: "events_query",
+        tag_field: "kind",
+    },
+    TaggedRead {
+        tool: "curiosity_pending",
+        tag_field: "session_id",
+    },
 ];
+
+/// One `tools/call` a scenario makes: the tool, its arguments, and
+/// whether it writes (a write must never reach the daemon twice; a read
+/// may be re-sent).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ToolCall {
+    /// The tool.
+    pub(crate) tool: &'static str,
+    /// Its arguments.
+    pub(crate) arguments: Value,
+    /// Whether it is a write.
+    pub(crate) write: bool,
+}
+
+impl ToolCall {
+    /// A read-only call.
+    pub(crate) fn read(tool: &'static str, arguments: Value) -> Self {
+        Self {
+            tool,
+            arguments,
+            write: false,
+        }
+    }
+
+    /// A call that writes.
+    pub(crate) fn write(tool: &'static str, arguments: Value) -> Self {
+        Self {
+            tool,
+            arguments,
+            write: true,
+        }
+    }
+
+    /// The `tools/call` params of the call.
+    pub(crate) fn params(&self) -> Value {
+        json!({"name": self.tool, "arguments": self.arguments})
+    }
+}
+
+/// How a call made with [`LiveSession::call`] ended, and how long it took.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TimedOutcome {
+    /// How it ended.
+    pub(crate) outcome: CallOutcome,
+    /// From sending it to its answer (or to giving up).
+    pub(crate) latency: Duration,
+}
 
 /// JSON-RPC ids of pipelined scenario calls start here, far from the
 /// client's own ids: call `n` has id `CALL_ID_BASE + n`.
@@ -48,32 +124,6 @@ pub(crate) const MAX_SAMPLES: usize = 12;
 /// moment on a loaded machine).
 const BASELINE_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// Declares a scenario's configuration: the struct, each field with its
-/// default beside it, and the [`Default`] made of those defaults.
-macro_rules! config {
-    (
-        $(#[$attr:meta])*
-        pub struct $name:ident {
-            $($(#[$field_attr:meta])* pub $field:ident: $ty:ty = $default:expr,)*
-        }
-    ) => {
-        $(#[$attr])*
-        #[derive(Debug, Clone)]
-        pub struct $name {
-            $($(#[$field_attr])* pub $field: $ty,)*
-        }
-
-        impl Default for $name {
-            fn default() -> Self {
-                Self {
-                    $($field: $default,)*
-                }
-            }
-        }
-    };
-}
-pub(crate) use config;
-
 /// What every live report keeps of the wrapper's output, flattened into
 /// the report's JSON.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -84,13 +134,23 @@ pub struct WrapperOutput {
     pub wrapper_stderr_tail: Option<String>,
 }
 
+/// A fake daemon listening in a short temporary directory of its own.
+///
+/// Fields drop in order: the daemon is killed first, then its directory
+/// is removed.
+#[derive(Debug)]
+pub(crate) struct DaemonInTempDir {
+    pub(crate) daemon: FakeDaemon,
+    _dir: TempDir,
+}
+
 /// Starts the fake daemon `setup` names, listening in a fresh short
-/// temporary directory (removed when the returned `TempDir` drops).
-pub(crate) fn start_daemon(setup: &Setup) -> Result<(TempDir, FakeDaemon), HarnessError> {
+/// temporary directory (removed when the result drops).
+pub(crate) fn start_daemon(setup: &Setup) -> Result<DaemonInTempDir, HarnessError> {
     let dir = short_tempdir()?;
     let socket = socket_path_in(dir.path());
     let daemon = FakeDaemon::spawn_on(&setup.daemon_bin()?, &socket, setup.transport)?;
-    Ok((dir, daemon))
+    Ok(DaemonInTempDir { daemon, _dir: dir })
 }
 
 /// Starts a wrapper dialling `daemon` in `mode`, with `env` set on top of
@@ -134,23 +194,23 @@ impl LiveSession {
         setup: &Setup,
         env: &[(&str, String)],
     ) -> Result<Self, HarnessError> {
-        let (dir, daemon) = start_daemon(setup)?;
+        let DaemonInTempDir { daemon, _dir } = start_daemon(setup)?;
         let mut wrapper = spawn_wrapper(cmd, setup.mode, &daemon, env)?;
         wrapper.set_default_timeout(BASELINE_TIMEOUT);
         let mut session = Self {
             wrapper,
             daemon,
-            _dir: dir,
+            _dir,
         };
         session
             .wrapper
             .initialize(PROTOCOL_VERSION)
             .map_err(|e| session.precondition("initialize", &error_chain(&e)))?;
         let baseline = session.call(PROBE_TOOL, json!({}), BASELINE_TIMEOUT);
-        if !baseline.0.is_ok() {
+        if !baseline.outcome.is_ok() {
             return Err(session.precondition(
                 "the baseline tools/call",
-                &format!("it did not succeed: {}", baseline.0),
+                &format!("it did not succeed: {}", baseline.outcome),
             ));
         }
         Ok(session)
@@ -158,15 +218,13 @@ impl LiveSession {
 
     /// Calls `tool` and waits up to `timeout`; returns how it ended and how
     /// long it took.
-    pub(crate) fn call(
-        &mut self,
-        tool: &str,
-        arguments: Value,
-        timeout: Duration,
-    ) -> (CallOutcome, Duration) {
+    pub(crate) fn call(&mut self, tool: &str, arguments: Value, timeout: Duration) -> TimedOutcome {
         let sent = Instant::now();
         let result = self.wrapper.call_tool(tool, arguments, timeout);
-        (CallOutcome::from_client(result), sent.elapsed())
+        TimedOutcome {
+            outcome: CallOutcome::from_client(result),
+            latency: sent.elapsed(),
+        }
     }
 
     /// The end of the wrapper's stderr.
@@ -249,22 +307,21 @@ impl<'a> Pipeline<'a> {
         }
     }
 
-    /// Sends the next call (`tools/call` of `tool`) without waiting for its
-    /// answer; `false` when the wrapper is gone (and `gone` says why).
-    pub(crate) fn send(&mut self, tool: &'static str, arguments: Value, write: bool) -> bool {
+    /// Sends the next call without waiting for its answer; `false` when
+    /// the wrapper is gone (and `gone` says why).
+    pub(crate) fn send(&mut self, call: ToolCall) -> bool {
         let id = json!(CALL_ID_BASE + self.calls.len() as u64);
-        let params = json!({"name": tool, "arguments": arguments});
         if let Err(e) = self
             .session
             .wrapper
-            .send_request_with_id(id, "tools/call", params)
+            .send_request_with_id(id, "tools/call", call.params())
         {
             self.gone = Some(error_chain(&e));
             return false;
         }
         self.calls.push(Sent {
-            tool,
-            write,
+            tool: call.tool,
+            write: call.write,
             sent_at: Instant::now(),
             answers: 0,
             outcome: None,

@@ -20,6 +20,7 @@ pub mod setup;
 pub mod soak;
 pub mod storm;
 pub mod sweep;
+pub mod wrapper_log;
 
 use std::fmt;
 
@@ -47,53 +48,128 @@ pub trait Scenario {
     fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError>;
 }
 
-/// Implements [`Scenario`] for a unit type over a configuration and a run
-/// function whose configuration holds a `setup`.
-macro_rules! scenario {
-    ($(#[$doc:meta])* $ty:ident, $name:literal, $config:ty, $report:ty, $run:path) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy)]
-        pub struct $ty;
+/// The V3-05 race ([`race`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Race;
 
-        impl Scenario for $ty {
-            const NAME: &'static str = $name;
-            type Config = $config;
-            type Report = $report;
-            fn setup(cfg: &mut Self::Config) -> &mut Setup {
-                &mut cfg.setup
-            }
-            fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
-                $run(cmd, cfg)
-            }
-        }
-    };
+impl Scenario for Race {
+    const NAME: &'static str = "race";
+    type Config = race::RaceConfig;
+    type Report = race::RaceReport;
+
+    fn setup(cfg: &mut Self::Config) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
+        race::run_race(cmd, cfg)
+    }
 }
 
-scenario!(
-    /// The V3-05 race ([`race`]).
-    Race, "race", race::RaceConfig, race::RaceReport, race::run_race
-);
-scenario!(
-    /// The drop storm ([`storm`]).
-    Storm, "storm", storm::StormConfig, storm::StormReport, storm::run_storm
-);
-scenario!(
-    /// The daemon down, then up ([`down_up`]).
-    DownUp, "down-up", down_up::DownUpConfig, down_up::DownUpReport, down_up::run_down_up
-);
-scenario!(
-    /// The hung daemon ([`hang`]).
-    Hang, "hang", hang::HangConfig, hang::HangReport, hang::run_hang
-);
-scenario!(
-    /// Many wrappers on one daemon ([`herd`]).
-    Herd, "herd", herd::HerdConfig, herd::HerdReport, herd::run_herd
-);
-scenario!(
-    /// The hostile client ([`hostile`]).
-    Hostile, "hostile", hostile::HostileConfig, hostile::HostileReport, hostile::run_hostile
-);
-scenario!(
-    /// The soak ([`soak`]).
-    Soak, "soak", soak::SoakConfig, soak::SoakReport, soak::run_soak
-);
+/// The drop storm ([`storm`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Storm;
+
+impl Scenario for Storm {
+    const NAME: &'static str = "storm";
+    type Config = storm::StormConfig;
+    type Report = storm::StormReport;
+
+    fn setup(cfg: &mut Self::Config) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
+        storm::run_storm(cmd, cfg)
+    }
+}
+
+/// The daemon down, then up ([`down_up`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DownUp;
+
+impl Scenario for DownUp {
+    const NAME: &'static str = "down-up";
+    type Config = down_up::DownUpConfig;
+    type Report = down_up::DownUpReport;
+
+    fn setup(cfg: &mut Self::Config) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
+        down_up::run_down_up(cmd, cfg)
+    }
+}
+
+/// The hung daemon ([`hang`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Hang;
+
+impl Scenario for Hang {
+    const NAME: &'static str = "hang";
+    type Config = hang::HangConfig;
+    type Report = hang::HangReport;
+
+    fn setup(cfg: &mut Self::Config) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
+        hang::run_hang(cmd, cfg)
+    }
+}
+
+/// Many wrappers on one daemon ([`herd`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Herd;
+
+impl Scenario for Herd {
+    const NAME: &'static str = "herd";
+    type Config = herd::HerdConfig;
+    type Report = herd::HerdReport;
+
+    fn setup(cfg: &mut Self::Config) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
+        herd::run_herd(cmd, cfg)
+    }
+}
+
+/// The hostile client ([`hostile`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Hostile;
+
+impl Scenario for Hostile {
+    const NAME: &'static str = "hostile";
+    type Config = hostile::HostileConfig;
+    type Report = hostile::HostileReport;
+
+    fn setup(cfg: &mut Self::Config) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
+        hostile::run_hostile(cmd, cfg)
+    }
+}
+
+/// The soak ([`soak`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Soak;
+
+impl Scenario for Soak {
+    const NAME: &'static str = "soak";
+    type Config = soak::SoakConfig;
+    type Report = soak::SoakReport;
+
+    fn setup(cfg: &mut Self::Config) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
+        soak::run_soak(cmd, cfg)
+    }
+}

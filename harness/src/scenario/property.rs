@@ -23,118 +23,189 @@ pub enum Kind {
     Policy,
 }
 
-/// Declares an enum whose variants each carry a fixed text, and `$text`
-/// returning it.
-macro_rules! texts {
-    ($(#[$m:meta])* $name:ident, $text:ident; $($(#[$doc:meta])* $v:ident => $t:expr,)*) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-        #[serde(rename_all = "kebab-case")]
-        pub enum $name { $($(#[$doc])* $v,)* }
-
-        impl $name {
-            /// Every variant, in declaration order.
-            pub const ALL: [$name; [$(stringify!($v)),*].len()] = [$($name::$v),*];
-
-            /// The fixed text of the variant.
-            pub fn $text(self) -> &'static str {
-                match self { $($name::$v => $t,)* }
-            }
-        }
-    };
-}
-
-texts! {
-    /// A property a scenario checks; [`Prop::ALL`] lists them contract
-    /// first, in the scorecard's order, and [`Prop::title`] names each in a
-    /// few words, for tables.
-    #[derive(PartialOrd, Ord, Hash)]
-    Prop, title;
+/// A property a scenario checks. [`Prop::ALL`] lists them in the
+/// scorecard's order, contract first; [`Prop::title`] names each in a few
+/// words, for tables, and [`Prop::kind`] says whether it is contract or
+/// policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Prop {
     /// Every request with an id gets exactly one response.
-    AnsweredOnce => "every request answered exactly once",
+    AnsweredOnce,
     /// Stdout carries only JSON-RPC messages.
-    StdoutJson => "stdout carries only JSON-RPC",
+    StdoutJson,
     /// A call made while the wrapper reconnects to a healthy daemon is
     /// answered, not refused (V3-05).
-    ReconnectCall => "a call during a reconnect succeeds",
+    ReconnectCall,
     /// After a second drop, a call racing the reconnect is answered and the
     /// wrapper keeps serving.
-    SecondDrop => "still serving after a second drop",
+    SecondDrop,
     /// The daemon holds exactly one connection from the wrapper after it
     /// recovered.
-    OneConnection => "one daemon connection after recovery",
+    OneConnection,
     /// No write reaches the daemon twice.
-    NoWriteTwice => "no write run twice",
+    NoWriteTwice,
     /// Calls succeed again, without a restart, once the daemon is back.
-    Recovers => "recovers without restart when the daemon returns",
+    Recovers,
     /// Bad input, faults and time leave the wrapper running with flat
     /// memory and descriptors.
-    StaysUp => "stays up, memory and descriptors flat",
+    StaysUp,
     /// The wrapper exits promptly when its stdin closes.
-    ExitsOnEof => "exits promptly on stdin EOF",
+    ExitsOnEof,
     /// Successful results validate against the tool's `outputSchema`.
-    OutputSchema => "results validate against outputSchema",
+    OutputSchema,
     /// A read lost with its connection is re-sent and answered.
-    ReplaysReads => "replays reads lost with a connection",
+    ReplaysReads,
     /// A call waits up to the connect wait for a daemon that is down, then
     /// fails with `daemon_unreachable`.
-    ConnectWait => "waits the connect wait for a down daemon",
+    ConnectWait,
     /// Reconnect attempts stay bounded (no busy loop) while the daemon is
     /// down.
-    BoundedAttempts => "reconnect attempts bounded while down",
+    BoundedAttempts,
     /// Many wrappers on one daemon do not dial it in lockstep: their
     /// reconnect attempts are spread out (jitter).
-    SpreadDials => "many wrappers' reconnects spread out",
+    SpreadDials,
     /// A call to a hung daemon fails with `daemon_timeout` at its deadline,
     /// on the connection it had.
-    CallDeadline => "call deadline against a hung daemon",
+    CallDeadline,
     /// Failures say which socket the wrapper dialled.
-    NamedSocket => "failures name the socket",
+    NamedSocket,
 }
 
 impl Prop {
-    /// Contract or policy: the policies are declared last, from
-    /// [`Prop::ReplaysReads`] on.
+    /// Every property, in the scorecard's order: contract first, then
+    /// policy.
+    pub const ALL: [Prop; 16] = [
+        Prop::AnsweredOnce,
+        Prop::StdoutJson,
+        Prop::ReconnectCall,
+        Prop::SecondDrop,
+        Prop::OneConnection,
+        Prop::NoWriteTwice,
+        Prop::Recovers,
+        Prop::StaysUp,
+        Prop::ExitsOnEof,
+        Prop::OutputSchema,
+        Prop::ReplaysReads,
+        Prop::ConnectWait,
+        Prop::BoundedAttempts,
+        Prop::SpreadDials,
+        Prop::CallDeadline,
+        Prop::NamedSocket,
+    ];
+
+    /// The property in a few words, for tables.
+    pub fn title(self) -> &'static str {
+        match self {
+            Prop::AnsweredOnce => "every request answered exactly once",
+            Prop::StdoutJson => "stdout carries only JSON-RPC",
+            Prop::ReconnectCall => "a call during a reconnect succeeds",
+            Prop::SecondDrop => "still serving after a second drop",
+            Prop::OneConnection => "one daemon connection after recovery",
+            Prop::NoWriteTwice => "no write run twice",
+            Prop::Recovers => "recovers without restart when the daemon returns",
+            Prop::StaysUp => "stays up, memory and descriptors flat",
+            Prop::ExitsOnEof => "exits promptly on stdin EOF",
+            Prop::OutputSchema => "results validate against outputSchema",
+            Prop::ReplaysReads => "replays reads lost with a connection",
+            Prop::ConnectWait => "waits the connect wait for a down daemon",
+            Prop::BoundedAttempts => "reconnect attempts bounded while down",
+            Prop::SpreadDials => "many wrappers' reconnects spread out",
+            Prop::CallDeadline => "call deadline against a hung daemon",
+            Prop::NamedSocket => "failures name the socket",
+        }
+    }
+
+    /// Whether any correct wrapper must hold the property, or only this
+    /// workspace's wrapper, by its own choice of setting or wording.
     pub fn kind(self) -> Kind {
-        if self < Prop::ReplaysReads {
-            Kind::Contract
-        } else {
-            Kind::Policy
+        match self {
+            Prop::AnsweredOnce
+            | Prop::StdoutJson
+            | Prop::ReconnectCall
+            | Prop::SecondDrop
+            | Prop::OneConnection
+            | Prop::NoWriteTwice
+            | Prop::Recovers
+            | Prop::StaysUp
+            | Prop::ExitsOnEof
+            | Prop::OutputSchema => Kind::Contract,
+            Prop::ReplaysReads
+            | Prop::ConnectWait
+            | Prop::BoundedAttempts
+            | Prop::SpreadDials
+            | Prop::CallDeadline
+            | Prop::NamedSocket => Kind::Policy,
         }
     }
 }
 
-texts! {
-    /// Why a property failed; [`Cause::text`] says it in words.
-    Cause, text;
+/// Why a property failed; [`Cause::text`] says it in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
     /// Refused while a reconnect was in flight: the V3-05 race.
-    V305 => "V3-05",
+    V305,
     /// Written to a connection that was already dying (`socket closed`).
-    DyingConnection => "written to a dying connection",
+    DyingConnection,
     /// The wrapper could not connect (or said the daemon is not running).
-    ConnectFailure => "connect failure",
+    ConnectFailure,
     /// The wrapper gave up waiting for the daemon's answer.
-    Timeout => "timeout",
+    Timeout,
     /// No answer reached the harness in time.
-    NoAnswer => "no answer",
+    NoAnswer,
     /// More than one answer to one request.
-    AnsweredTwice => "answered twice",
+    AnsweredTwice,
     /// A result did not validate against its `outputSchema`.
-    SchemaMismatch => "schema mismatch",
+    SchemaMismatch,
     /// More daemon connections (or memory, or descriptors) than it should.
-    Leak => "leak",
+    Leak,
     /// The wrapper stopped serving: its process went away, or it no longer
     /// reconnects.
-    Died => "died",
+    Died,
     /// Stdout carried something other than JSON-RPC.
-    NotJson => "not JSON",
+    NotJson,
     /// A write reached the daemon twice.
-    WrittenTwice => "written twice",
+    WrittenTwice,
     /// Anything else; the figure says what.
-    Other => "other",
+    Other,
 }
 
 impl Cause {
+    /// Every cause, in declaration order.
+    pub const ALL: [Cause; 12] = [
+        Cause::V305,
+        Cause::DyingConnection,
+        Cause::ConnectFailure,
+        Cause::Timeout,
+        Cause::NoAnswer,
+        Cause::AnsweredTwice,
+        Cause::SchemaMismatch,
+        Cause::Leak,
+        Cause::Died,
+        Cause::NotJson,
+        Cause::WrittenTwice,
+        Cause::Other,
+    ];
+
+    /// The cause in words.
+    pub fn text(self) -> &'static str {
+        match self {
+            Cause::V305 => "V3-05",
+            Cause::DyingConnection => "written to a dying connection",
+            Cause::ConnectFailure => "connect failure",
+            Cause::Timeout => "timeout",
+            Cause::NoAnswer => "no answer",
+            Cause::AnsweredTwice => "answered twice",
+            Cause::SchemaMismatch => "schema mismatch",
+            Cause::Leak => "leak",
+            Cause::Died => "died",
+            Cause::NotJson => "not JSON",
+            Cause::WrittenTwice => "written twice",
+            Cause::Other => "other",
+        }
+    }
+
     /// The cause of a failed call made while the daemon was healthy (a
     /// refusal is then V3-05) or down (a refusal is then a connect
     /// failure).
@@ -356,6 +427,10 @@ mod tests {
         let first_policy = kinds.iter().position(|k| *k == Kind::Policy).unwrap();
         assert!(kinds[first_policy..].iter().all(|k| *k == Kind::Policy));
         assert_eq!(Prop::ReconnectCall.kind(), Kind::Contract);
+        assert_eq!(Prop::ReplaysReads.kind(), Kind::Policy);
+        let titles: std::collections::BTreeSet<&str> =
+            Prop::ALL.iter().map(|p| p.title()).collect();
+        assert_eq!(titles.len(), Prop::ALL.len(), "each property listed once");
     }
 
     #[test]

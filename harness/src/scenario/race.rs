@@ -116,12 +116,12 @@ pub fn classify(response: &Value) -> RaceOutcome {
     if response.to_string().contains("daemon_unreachable") {
         return RaceOutcome::DaemonUnreachable;
     }
-    RaceOutcome::OtherError(match CallOutcome::from_response(response) {
-        CallOutcome::Ok => return RaceOutcome::Ok,
-        CallOutcome::RpcError(error) => format!("JSON-RPC error {error}"),
-        CallOutcome::ToolError(text) => format!("isError: {text}"),
-        _ => format!("response without result or error: {response}"),
-    })
+    match CallOutcome::from_response(response) {
+        CallOutcome::Ok => RaceOutcome::Ok,
+        CallOutcome::RpcError(error) => RaceOutcome::OtherError(format!("JSON-RPC error {error}")),
+        CallOutcome::ToolError(text) => RaceOutcome::OtherError(format!("isError: {text}")),
+        _ => RaceOutcome::OtherError(format!("response without result or error: {response}")),
+    }
 }
 
 /// What one race run measured.
@@ -183,12 +183,12 @@ pub struct SecondDrop {
 impl Judged for RaceReport {
     fn checks(&self) -> Vec<Check> {
         let mut checks = Checks::default();
-        let (failure, words) = racing(&self.outcome, self.racing_response.as_ref());
+        let racing = RacingCall::judge(&self.outcome, self.racing_response.as_ref());
         let latency = format_ms(self.racing_latency);
         checks.judge(
             Prop::ReconnectCall,
-            failure,
-            format!("{words} after {latency}"),
+            racing.failure,
+            format!("{} after {latency}", racing.words),
         );
         checks.expect(
             Prop::Recovers,
@@ -203,12 +203,13 @@ impl Judged for RaceReport {
             checks.one_connection(conns);
         }
         if let Some(second) = &self.second_drop {
-            let (failure, words) = racing(&second.outcome, second.racing_response.as_ref());
-            let (failure, after) = match second.served_after {
-                true => (failure, "served after it"),
-                false => (Some(Cause::Died), "no call succeeded after it"),
+            let racing = RacingCall::judge(&second.outcome, second.racing_response.as_ref());
+            let (failure, after) = if second.served_after {
+                (racing.failure, "served after it")
+            } else {
+                (Some(Cause::Died), "no call succeeded after it")
             };
-            let figure = format!("racing call: {words}; {after}");
+            let figure = format!("racing call: {}; {after}", racing.words);
             checks.judge(Prop::SecondDrop, failure, figure);
             if let Some(conns) = second.conns_after {
                 checks.one_connection(conns);
@@ -244,23 +245,41 @@ impl Judged for RaceReport {
     }
 }
 
-/// A racing call's failure cause (`None`: it succeeded) and its end in
-/// words: `ok`, or the failure's own text. A refusal is V3-05 (the daemon
-/// was up all along); `socket closed` means the call was written to the
-/// dying connection.
-fn racing(outcome: &RaceOutcome, response: Option<&Value>) -> (Option<Cause>, String) {
-    let cause = match outcome {
-        RaceOutcome::Ok => return (None, "ok".to_owned()),
-        RaceOutcome::Timeout => Cause::NoAnswer,
-        _ => Cause::of_text(&response.map(Value::to_string).unwrap_or_default(), true),
-    };
-    let text = response.and_then(|r| {
-        r["result"]["content"][0]["text"]
-            .as_str()
-            .map(str::to_owned)
-            .or_else(|| r.get("error").map(Value::to_string))
-    });
-    (Some(cause), text.unwrap_or_else(|| outcome.to_string()))
+/// How a racing call is judged.
+struct RacingCall {
+    /// Why it failed (`None`: it succeeded).
+    failure: Option<Cause>,
+    /// How it ended, in words: `ok`, or the failure's own text.
+    words: String,
+}
+
+impl RacingCall {
+    /// Judges a racing call by its outcome and response. A refusal is
+    /// V3-05 (the daemon was up all along); `socket closed` means the call
+    /// was written to the dying connection.
+    fn judge(outcome: &RaceOutcome, response: Option<&Value>) -> Self {
+        if *outcome == RaceOutcome::Ok {
+            return Self {
+                failure: None,
+                words: "ok".to_owned(),
+            };
+        }
+        let cause = if *outcome == RaceOutcome::Timeout {
+            Cause::NoAnswer
+        } else {
+            Cause::of_text(&response.map(Value::to_string).unwrap_or_default(), true)
+        };
+        let text = response.and_then(|r| {
+            r["result"]["content"][0]["text"]
+                .as_str()
+                .map(str::to_owned)
+                .or_else(|| r.get("error").map(Value::to_string))
+        });
+        Self {
+            failure: Some(cause),
+            words: text.unwrap_or_else(|| outcome.to_string()),
+        }
+    }
 }
 
 impl fmt::Display for RaceReport {
@@ -365,18 +384,28 @@ impl Tally {
 
     /// Runs whose racing call did not succeed, harness errors included.
     pub fn failures(&self) -> usize {
-        self.failure_kinds().iter().map(|(_, n)| n).sum()
+        self.failure_kinds().iter().map(|f| f.runs).sum()
     }
 
     /// The failures by kind, as progress lines and tooltips name them.
-    pub fn failure_kinds(&self) -> [(&'static str, usize); 4] {
+    pub fn failure_kinds(&self) -> [FailureCount; 4] {
+        let count = |kind, runs| FailureCount { kind, runs };
         [
-            ("daemon_unreachable", self.daemon_unreachable),
-            ("other", self.other_error),
-            ("timeout", self.timeout),
-            ("errors", self.errors),
+            count("daemon_unreachable", self.daemon_unreachable),
+            count("other", self.other_error),
+            count("timeout", self.timeout),
+            count("errors", self.errors),
         ]
     }
+}
+
+/// How many race runs failed one way ([`Tally::failure_kinds`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailureCount {
+    /// The way, as progress lines and tooltips name it.
+    pub kind: &'static str,
+    /// How many runs.
+    pub runs: usize,
 }
 
 /// Counts and figures over several race runs.

@@ -42,12 +42,13 @@ use serde_json::{Value, json};
 
 use super::herd::{HerdConfig, HerdReport, herd_on};
 use super::live::{
-    LiveSession, MAX_SAMPLES, Pipeline, WrapperOutput, collect_unsolicited, config, env_ms, or_na,
-    problems_text, tag_numbers,
+    LiveSession, MAX_SAMPLES, Pipeline, TaggedRead, ToolCall, WrapperOutput, collect_unsolicited,
+    env_ms, or_na, problems_text, tag_numbers,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
+use crate::daemon::RequestLog;
 use crate::error::HarnessError;
 use crate::footprint::{Footprint, growth};
 use crate::format::{format_growth, format_kib, format_ms, serialize_ms};
@@ -67,76 +68,142 @@ const LOG_TIMEOUT: Duration = Duration::from_secs(120);
 /// Tries of the probe call at a checkpoint.
 const PROBE_TRIES: u32 = 10;
 
-/// Read-only tools and the argument carrying the tag (`None`: the tool
-/// takes no string argument; its arguments are fixed).
-const READS: [(&str, Option<&str>); 6] = [
-    ("topology", None),
-    ("schema_list", Some("domain")),
-    ("events_query", Some("kind")),
-    ("memory_recall", Some("cue")),
-    ("curiosity_pending", Some("session_id")),
-    ("episodes_recent", None),
+/// A read the soak makes: a tool whose calls carry their tag, or one
+/// called with fixed arguments.
+#[derive(Debug, Clone, Copy)]
+enum SoakRead {
+    /// A tool with an argument for the tag.
+    Tagged(TaggedRead),
+    /// A tool without a string argument, and its fixed arguments.
+    Untagged {
+        tool: &'static str,
+        arguments: fn() -> Value,
+    },
+}
+
+impl SoakRead {
+    fn tool(self) -> &'static str {
+        match self {
+            SoakRead::Tagged(read) => read.tool,
+            SoakRead::Untagged { tool, .. } => tool,
+        }
+    }
+}
+
+/// The reads the soak draws from.
+const READS: [SoakRead; 6] = [
+    SoakRead::Untagged {
+        tool: "topology",
+        arguments: || json!({}),
+    },
+    SoakRead::Tagged(TaggedRead {
+        tool: "schema_list",
+        tag_field: "domain",
+    }),
+    SoakRead::Tagged(TaggedRead {
+        tool: "events_query",
+        tag_field: "kind",
+    }),
+    SoakRead::Tagged(TaggedRead {
+        tool: "memory_recall",
+        tag_field: "cue",
+    }),
+    SoakRead::Tagged(TaggedRead {
+        tool: "curiosity_pending",
+        tag_field: "session_id",
+    }),
+    SoakRead::Untagged {
+        tool: "episodes_recent",
+        arguments: || json!({"n": 5}),
+    },
 ];
 
-config! {
-    /// Parameters of a soak.
-    pub struct SoakConfig {
-        /// How long calls keep flowing (the checkpoints and the final drain
-        /// come on top).
-        pub duration: Duration = Duration::from_secs(60),
-        /// Seed of the fault schedule and the call mix.
-        pub seed: u64 = 1,
-        /// Calls kept in flight.
-        pub concurrency: usize = 8,
-        /// About one call in `write_every` is a write (0: reads only).
-        pub write_every: u32 = 4,
-        /// The daemon's answer delay (`DELAY`) outside `DELAY` episodes, in
-        /// milliseconds. With it, every call spends that long at the daemon, so
-        /// drops and cuts catch calls in flight, and the rate is about
-        /// `concurrency / delay`: 8 in flight and 8 ms make about 1000 calls/s,
-        /// which the daemon's 64 MiB request journal holds for over 5 minutes
-        /// (a faster rate makes it forget the oldest requests: reported as
-        /// `journal_dropped`). 0 runs as fast as the wrapper goes.
-        pub daemon_delay_ms: u64 = 8,
-        /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
-        pub call_timeout: Duration = Duration::from_millis(2000),
-        /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
-        pub connect_wait: Duration = Duration::from_millis(1000),
-        /// `IAI_MCP_BACKOFF_INITIAL_MS`.
-        pub backoff_initial_ms: u64 = 10,
-        /// `IAI_MCP_BACKOFF_MAX_MS`.
-        pub backoff_max_ms: u64 = 100,
-        /// Shortest pause between two fault episodes.
-        pub fault_gap_min: Duration = Duration::from_millis(50),
-        /// Longest pause between two fault episodes.
-        pub fault_gap_max: Duration = Duration::from_millis(500),
-        /// Longest hold of `DELAY`, `SLICE` and `DOWN`.
-        pub max_fault_hold: Duration = Duration::from_millis(1500),
-        /// Longest `HANG`; must stay below `call_timeout` so held calls are
-        /// answered on `RESUME` (a `daemon_timeout` would still count as an
-        /// answer).
-        pub max_hang: Duration = Duration::from_millis(1000),
-        /// Calls and faults before the first footprint sample, so buffers and
-        /// the allocator reach their working size.
-        pub warmup: Duration = Duration::from_secs(5),
-        /// Bound on waiting for the answers still owed at a checkpoint.
-        pub drain_timeout: Duration = Duration::from_secs(20),
-        /// Time between herd episodes (zero: none).
-        pub herd_every: Duration = Duration::from_secs(20),
-        /// Wrappers that join the daemon for a herd episode.
-        pub herd_wrappers: usize = 10,
-        /// How long to watch for late or duplicate answers at the end.
-        pub settle: Duration = Duration::from_millis(500),
-        /// Growth of `VmRSS` from the first sample to the last that still counts
-        /// as flat, in KiB. Generous on purpose (8 MiB by default): allocator
-        /// noise must not fail a run, and a leak per call or per fault grows
-        /// far beyond it over a soak.
-        pub rss_growth_limit_kib: u64 = 8 * 1024,
-        /// Open descriptors the wrapper may hold at the end beyond those at the
-        /// start (a connect in progress).
-        pub fd_slack: u64 = 2,
-        /// The wrapper's bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of a soak.
+#[derive(Debug, Clone)]
+pub struct SoakConfig {
+    /// How long calls keep flowing (the checkpoints and the final drain
+    /// come on top).
+    pub duration: Duration,
+    /// Seed of the fault schedule and the call mix.
+    pub seed: u64,
+    /// Calls kept in flight.
+    pub concurrency: usize,
+    /// About one call in `write_every` is a write (0: reads only).
+    pub write_every: u32,
+    /// The daemon's answer delay (`DELAY`) outside `DELAY` episodes, in
+    /// milliseconds. With it, every call spends that long at the daemon, so
+    /// drops and cuts catch calls in flight, and the rate is about
+    /// `concurrency / delay`: 8 in flight and 8 ms make about 1000 calls/s,
+    /// which the daemon's 64 MiB request journal holds for over 5 minutes
+    /// (a faster rate makes it forget the oldest requests: reported as
+    /// `journal_dropped`). 0 runs as fast as the wrapper goes.
+    pub daemon_delay_ms: u64,
+    /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+    pub call_timeout: Duration,
+    /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+    pub connect_wait: Duration,
+    /// `IAI_MCP_BACKOFF_INITIAL_MS`.
+    pub backoff_initial_ms: u64,
+    /// `IAI_MCP_BACKOFF_MAX_MS`.
+    pub backoff_max_ms: u64,
+    /// Shortest pause between two fault episodes.
+    pub fault_gap_min: Duration,
+    /// Longest pause between two fault episodes.
+    pub fault_gap_max: Duration,
+    /// Longest hold of `DELAY`, `SLICE` and `DOWN`.
+    pub max_fault_hold: Duration,
+    /// Longest `HANG`; must stay below `call_timeout` so held calls are
+    /// answered on `RESUME` (a `daemon_timeout` would still count as an
+    /// answer).
+    pub max_hang: Duration,
+    /// Calls and faults before the first footprint sample, so buffers and
+    /// the allocator reach their working size.
+    pub warmup: Duration,
+    /// Bound on waiting for the answers still owed at a checkpoint.
+    pub drain_timeout: Duration,
+    /// Time between herd episodes (zero: none).
+    pub herd_every: Duration,
+    /// Wrappers that join the daemon for a herd episode.
+    pub herd_wrappers: usize,
+    /// How long to watch for late or duplicate answers at the end.
+    pub settle: Duration,
+    /// Growth of `VmRSS` from the first sample to the last that still counts
+    /// as flat, in KiB. Generous on purpose (8 MiB by default): allocator
+    /// noise must not fail a run, and a leak per call or per fault grows
+    /// far beyond it over a soak.
+    pub rss_growth_limit_kib: u64,
+    /// Open descriptors the wrapper may hold at the end beyond those at the
+    /// start (a connect in progress).
+    pub fd_slack: u64,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for SoakConfig {
+    fn default() -> Self {
+        Self {
+            duration: Duration::from_secs(60),
+            seed: 1,
+            concurrency: 8,
+            write_every: 4,
+            daemon_delay_ms: 8,
+            call_timeout: Duration::from_millis(2000),
+            connect_wait: Duration::from_millis(1000),
+            backoff_initial_ms: 10,
+            backoff_max_ms: 100,
+            fault_gap_min: Duration::from_millis(50),
+            fault_gap_max: Duration::from_millis(500),
+            max_fault_hold: Duration::from_millis(1500),
+            max_hang: Duration::from_millis(1000),
+            warmup: Duration::from_secs(5),
+            drain_timeout: Duration::from_secs(20),
+            herd_every: Duration::from_secs(20),
+            herd_wrappers: 10,
+            settle: Duration::from_millis(500),
+            rss_growth_limit_kib: 8 * 1024,
+            fd_slack: 2,
+            setup: Setup::default(),
+        }
     }
 }
 
@@ -390,19 +457,17 @@ fn tag(n: usize) -> String {
     format!("{TAG_PREFIX}{n:09}")
 }
 
-/// Tool and arguments of the next call (`n`), and whether it is a write.
-fn call_for(rng: &mut Rng, n: usize, write_every: u32) -> (&'static str, Value, bool) {
+/// The next call (`n`): about one in `write_every` a `memory_capture`
+/// write, the others reads drawn from [`READS`].
+fn call_for(rng: &mut Rng, n: usize, write_every: u32) -> ToolCall {
     if write_every > 0 && rng.below(u64::from(write_every)) == 0 {
         let text = format!("soak write {}: a memory that must be stored once", tag(n));
-        return ("memory_capture", json!({ "text": text }), true);
+        return ToolCall::write("memory_capture", json!({ "text": text }));
     }
-    let (tool, field) = *rng.pick(&READS);
-    let arguments = match (tool, field) {
-        (_, Some(field)) => json!({ field: tag(n) }),
-        ("episodes_recent", None) => json!({"n": 5}),
-        _ => json!({}),
-    };
-    (tool, arguments, false)
+    match *rng.pick(&READS) {
+        SoakRead::Tagged(read) => read.call(tag(n)),
+        SoakRead::Untagged { tool, arguments } => ToolCall::read(tool, arguments()),
+    }
 }
 
 /// Whether the calls of `tool` carry their tag: writes, and reads with an
@@ -410,23 +475,21 @@ fn call_for(rng: &mut Rng, n: usize, write_every: u32) -> (&'static str, Value, 
 fn tagged(tool: &str) -> bool {
     READS
         .iter()
-        .find(|(read, _)| *read == tool)
-        .is_none_or(|(_, field)| field.is_some())
+        .find(|read| read.tool() == tool)
+        .is_none_or(|read| matches!(read, SoakRead::Tagged(_)))
 }
 
-/// Counts, per call number below `calls`, how often its tag occurs in the
-/// daemon's `LOG` line, and reads the journal's `dropped` count.
-fn scan_log(log: &str, calls: usize) -> (Vec<u32>, u64) {
+/// Counts, per call number below `calls`, how often the daemon's `LOG`
+/// holds a request carrying its tag.
+fn received_counts(log: &RequestLog, calls: usize) -> Vec<u32> {
     let mut received = vec![0u32; calls];
-    for n in tag_numbers(log, TAG_PREFIX, 9).filter(|&n| n < calls) {
-        received[n] += 1;
+    for request in &log.requests {
+        let params = request.params.to_string();
+        for n in tag_numbers(&params, TAG_PREFIX, 9).filter(|&n| n < calls) {
+            received[n] += 1;
+        }
     }
-    let dropped = log.rfind("\"dropped\":").map_or(0, |at| {
-        let digits = &log[at + "\"dropped\":".len()..];
-        let end = digits.find(|c: char| !c.is_ascii_digit());
-        digits[..end.unwrap_or(digits.len())].parse().unwrap_or(0)
-    });
-    (received, dropped)
+    received
 }
 
 /// The running soak.
@@ -439,8 +502,8 @@ struct Soak<'a> {
 impl Soak<'_> {
     fn send_next(&mut self) -> bool {
         let n = self.pipe.calls.len();
-        let (tool, arguments, write) = call_for(&mut self.calls_rng, n, self.write_every);
-        self.pipe.send(tool, arguments, write)
+        let call = call_for(&mut self.calls_rng, n, self.write_every);
+        self.pipe.send(call)
     }
 
     /// With nothing in flight: sends single calls until one succeeds (at most
@@ -510,7 +573,8 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
     let mut schedule = Schedule::new(
         Rng::new(cfg.seed),
         ScheduleBounds {
-            gap: (cfg.fault_gap_min, cfg.fault_gap_max.max(cfg.fault_gap_min)),
+            gap_min: cfg.fault_gap_min,
+            gap_max: cfg.fault_gap_max.max(cfg.fault_gap_min),
             max_hold: cfg.max_fault_hold.max(Duration::from_millis(50)),
             max_hang: cfg.max_hang.max(Duration::from_millis(50)),
             base_delay_ms: cfg.daemon_delay_ms,
@@ -580,8 +644,9 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         gone,
         ..
     } = soak.pipe;
-    let log = session.daemon.command_timeout("LOG", LOG_TIMEOUT)?;
-    let (received, journal_dropped) = scan_log(&log, calls.len());
+    let log = session.daemon.request_journal(LOG_TIMEOUT)?;
+    let received = received_counts(&log, calls.len());
+    let journal_dropped = log.dropped;
     drop(log);
 
     let mut report = SoakReport {
@@ -649,28 +714,43 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::daemon::LoggedRequest;
     use crate::scenario::live::assert_each_breaks_once;
 
     #[test]
     fn tags_are_found_in_the_log_and_lookalikes_ignored() {
+        let logged = |params: Value| LoggedRequest {
+            method: "m".to_owned(),
+            params,
+        };
         let mut rng = Rng::new(3);
         let mut writes = 0;
         for n in 0..200 {
-            let (tool, arguments, write) = call_for(&mut rng, n, 4);
-            if tagged(tool) {
-                let (received, _) = scan_log(&arguments.to_string(), 200);
-                assert_eq!(received[n], 1, "{tool} {arguments}");
+            let call = call_for(&mut rng, n, 4);
+            if tagged(call.tool) {
+                let log = RequestLog {
+                    requests: vec![logged(call.arguments.clone())],
+                    dropped: 0,
+                };
+                assert_eq!(received_counts(&log, 200)[n], 1, "{call:?}");
             }
-            writes += usize::from(write);
-            assert_eq!(write, tool == "memory_capture");
+            writes += usize::from(call.write);
+            assert_eq!(call.write, call.tool == "memory_capture");
         }
         assert!((20..80).contains(&writes), "{writes}");
-        let log = r#"{"requests":[{"params":{"cue":"soak-000000007"}},{"params":{"text":"soak write soak-000000007"}},{"x":"soak-12"},{"x":"soak-000000999"}],"dropped":42}"#;
-        let (received, dropped) = scan_log(log, 10);
+        let log = RequestLog {
+            requests: vec![
+                logged(json!({"cue": "soak-000000007"})),
+                logged(json!({"text": "soak write soak-000000007"})),
+                logged(json!({"x": "soak-12"})),
+                logged(json!({"x": "soak-000000999"})),
+            ],
+            dropped: 42,
+        };
+        let received = received_counts(&log, 10);
         assert_eq!(received[7], 2);
         assert_eq!(received.iter().sum::<u32>(), 2);
-        assert_eq!(dropped, 42);
-        assert_eq!(scan_log("{\"requests\":[]}", 1), (vec![0], 0));
+        assert_eq!(received_counts(&RequestLog::default(), 1), [0]);
     }
 
     fn clean_report() -> SoakReport {

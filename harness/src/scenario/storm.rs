@@ -17,11 +17,12 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::live::{
-    LiveSession, Pipeline, READ_TOOLS, WrapperOutput, collect_unsolicited, config, problems_text,
+    LiveSession, Pipeline, READ_TOOLS, ToolCall, WrapperOutput, collect_unsolicited, problems_text,
     tag_numbers,
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
+use crate::daemon::COMMAND_TIMEOUT;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -29,29 +30,43 @@ use crate::wrapper::{BridgeMode, WrapperCommand};
 /// How many failure texts a report keeps.
 const MAX_FAILURE_SAMPLES: usize = 8;
 
-config! {
-    /// Parameters of the drop storm.
-    pub struct StormConfig {
-        /// How many times the daemon drops the connection.
-        pub drops: u32 = 5,
-        /// How many calls are kept in flight.
-        pub concurrency: usize = 8,
-        /// The daemon's answer delay (`DELAY`), so calls are in flight when a
-        /// drop hits.
-        pub daemon_delay_ms: u64 = 20,
-        /// Time between two drops; keep it well above the answer delay plus a
-        /// reconnect, so a replayed read is answered before the next drop.
-        pub drop_interval: Duration = Duration::from_millis(150),
-        /// Every `write_every`-th call is a write (0: no writes).
-        pub write_every: u32 = 3,
-        /// Bound on waiting for the answers still owed after the storm, and on
-        /// holding a drop back for calls hit by the previous one.
-        pub drain_timeout: Duration = Duration::from_secs(10),
-        /// How long to watch for late or duplicate answers before counting the
-        /// daemon's connections.
-        pub settle: Duration = Duration::from_millis(250),
-        /// The wrapper's bridge mode and the fake daemon.
-        pub setup: Setup = Setup::default(),
+/// Parameters of the drop storm.
+#[derive(Debug, Clone)]
+pub struct StormConfig {
+    /// How many times the daemon drops the connection.
+    pub drops: u32,
+    /// How many calls are kept in flight.
+    pub concurrency: usize,
+    /// The daemon's answer delay (`DELAY`), so calls are in flight when a
+    /// drop hits.
+    pub daemon_delay_ms: u64,
+    /// Time between two drops; keep it well above the answer delay plus a
+    /// reconnect, so a replayed read is answered before the next drop.
+    pub drop_interval: Duration,
+    /// Every `write_every`-th call is a write (0: no writes).
+    pub write_every: u32,
+    /// Bound on waiting for the answers still owed after the storm, and on
+    /// holding a drop back for calls hit by the previous one.
+    pub drain_timeout: Duration,
+    /// How long to watch for late or duplicate answers before counting the
+    /// daemon's connections.
+    pub settle: Duration,
+    /// The wrapper's bridge mode and the fake daemon.
+    pub setup: Setup,
+}
+
+impl Default for StormConfig {
+    fn default() -> Self {
+        Self {
+            drops: 5,
+            concurrency: 8,
+            daemon_delay_ms: 20,
+            drop_interval: Duration::from_millis(150),
+            write_every: 3,
+            drain_timeout: Duration::from_secs(10),
+            settle: Duration::from_millis(250),
+            setup: Setup::default(),
+        }
     }
 }
 
@@ -233,30 +248,30 @@ fn tag_in(params: &Value) -> Option<usize> {
     tag_numbers(&params.to_string(), "storm-", 6).next()
 }
 
-/// Tool and arguments of call `n`, and whether it is a write.
-fn call_for(n: usize, write_every: u32) -> (&'static str, Value, bool) {
+/// Call `n` of the storm: every `write_every`-th a write (captures and
+/// contradictions in turn), the others reads of [`READ_TOOLS`] in turn,
+/// each carrying its tag.
+fn call_for(n: usize, write_every: u32) -> ToolCall {
     let every = write_every as usize;
     let tag = tag(n);
     if every > 0 && n % every == every - 1 {
         if (n / every).is_multiple_of(2) {
             let text = format!("storm write {tag}: a memory that must be stored once");
-            ("memory_capture", json!({"text": text}), true)
+            ToolCall::write("memory_capture", json!({"text": text}))
         } else {
             let id = format!("00000000-0000-4000-8000-{n:012}");
             let fact = format!("{tag} contradicts the earlier record");
-            let arguments = json!({"id": id, "new_fact": fact});
-            ("memory_contradict", arguments, true)
+            ToolCall::write("memory_contradict", json!({"id": id, "new_fact": fact}))
         }
     } else {
-        let (tool, field) = READ_TOOLS[n % READ_TOOLS.len()];
-        (tool, json!({ field: tag }), false)
+        READ_TOOLS[n % READ_TOOLS.len()].call(tag)
     }
 }
 
 /// Sends the storm's next call; `false` when the wrapper is gone.
 fn send_next(storm: &mut Pipeline<'_>, write_every: u32) -> bool {
-    let (tool, arguments, write) = call_for(storm.calls.len(), write_every);
-    storm.send(tool, arguments, write)
+    let call = call_for(storm.calls.len(), write_every);
+    storm.send(call)
 }
 
 /// Runs the drop storm once against the wrapper started by `cmd`.
@@ -327,12 +342,12 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
         calls, stray, gone, ..
     } = storm;
     let stats = session.daemon.stats()?;
-    let log = session.daemon.request_log()?;
+    let log = session.daemon.request_journal(COMMAND_TIMEOUT)?;
 
     let mut received = vec![0usize; calls.len()];
-    for entry in &log {
-        if let Some(n) = tag_in(&entry["params"]).filter(|&n| n < calls.len())
-            && entry["method"] == calls[n].tool
+    for request in &log.requests {
+        if let Some(n) = tag_in(&request.params).filter(|&n| n < calls.len())
+            && request.method == calls[n].tool
         {
             received[n] += 1;
         }
@@ -404,20 +419,20 @@ mod tests {
         let mut writes = Vec::new();
         let mut tools = std::collections::BTreeSet::new();
         for n in 0..24 {
-            let (tool, arguments, write) = call_for(n, 3);
-            assert_eq!(tag_in(&arguments), Some(n), "{tool} {arguments}");
-            assert_eq!(write, n % 3 == 2, "call {n}");
-            if write {
-                writes.push(tool);
+            let call = call_for(n, 3);
+            assert_eq!(tag_in(&call.arguments), Some(n), "{call:?}");
+            assert_eq!(call.write, n % 3 == 2, "call {n}");
+            if call.write {
+                writes.push(call.tool);
             }
-            tools.insert(tool);
+            tools.insert(call.tool);
         }
         assert_eq!(&writes[..2], ["memory_capture", "memory_contradict"]);
         assert_eq!(tools.len(), 6, "{tools:?}");
-        let (tool, arguments, _) = call_for(2, 3);
-        assert_eq!(tool, "memory_capture");
-        assert!(arguments["text"].as_str().unwrap().len() >= 12);
-        assert!((0..10).all(|n| !call_for(n, 0).2));
+        let capture = call_for(2, 3);
+        assert_eq!(capture.tool, "memory_capture");
+        assert!(capture.arguments["text"].as_str().unwrap().len() >= 12);
+        assert!((0..10).all(|n| !call_for(n, 0).write));
     }
 
     #[test]

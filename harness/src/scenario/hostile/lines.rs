@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::random::Rng;
-use crate::scenario::live::{READ_TOOLS, write_serde_name};
+use crate::scenario::live::{READ_TOOLS, ToolCall, write_serde_name};
 
 /// What kind of line the generator made, for the report's counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -69,28 +69,111 @@ impl fmt::Display for LineKind {
     }
 }
 
-/// A builder of one kind of line.
-type Build = fn(&mut LineGen) -> Vec<u8>;
+/// One line to send, without its newline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Line {
+    /// What kind of line it is.
+    pub(crate) kind: LineKind,
+    /// Its bytes.
+    pub(crate) bytes: Vec<u8>,
+}
 
-/// Kinds, their weights (out of 1000) and their builders.
-const KINDS: [(LineKind, u64, Build); 17] = [
-    (LineKind::Valid, 250, |g| g.valid().into()),
-    (LineKind::BadText, 70, LineGen::bad_text),
-    (LineKind::Truncated, 70, LineGen::truncated),
-    (LineKind::DeepNesting, 50, |g| g.deep_nesting().into()),
-    (LineKind::HugeNumber, 50, |g| g.huge_number().into()),
-    (LineKind::WrongType, 80, |g| g.wrong_type().into()),
-    (LineKind::DuplicateKeys, 60, |g| g.duplicate_keys().into()),
-    (LineKind::Batch, 40, |g| g.batch().into()),
-    (LineKind::OddId, 85, |g| g.odd_id().into()),
-    (LineKind::LongString, 30, LineGen::long_string),
-    (LineKind::OverCap, 15, LineGen::over_cap),
-    (LineKind::Notification, 50, |g| g.notification().into()),
-    (LineKind::ClientResponse, 40, |g| g.client_response().into()),
-    (LineKind::OddRequest, 60, |g| g.odd_request().into()),
-    (LineKind::NonObject, 20, LineGen::non_object),
-    (LineKind::RandomBytes, 20, LineGen::random_bytes),
-    (LineKind::Blank, 10, LineGen::blank),
+/// How one kind of line is made, and how often.
+#[derive(Clone, Copy)]
+struct Recipe {
+    kind: LineKind,
+    /// Out of 1000 lines.
+    weight: u64,
+    build: fn(&mut LineGen) -> Vec<u8>,
+}
+
+/// Every kind the generator makes, with its weight and builder.
+const KINDS: [Recipe; 17] = [
+    Recipe {
+        kind: LineKind::Valid,
+        weight: 250,
+        build: |g| g.valid().into(),
+    },
+    Recipe {
+        kind: LineKind::BadText,
+        weight: 70,
+        build: LineGen::bad_text,
+    },
+    Recipe {
+        kind: LineKind::Truncated,
+        weight: 70,
+        build: LineGen::truncated,
+    },
+    Recipe {
+        kind: LineKind::DeepNesting,
+        weight: 50,
+        build: |g| g.deep_nesting().into(),
+    },
+    Recipe {
+        kind: LineKind::HugeNumber,
+        weight: 50,
+        build: |g| g.huge_number().into(),
+    },
+    Recipe {
+        kind: LineKind::WrongType,
+        weight: 80,
+        build: |g| g.wrong_type().into(),
+    },
+    Recipe {
+        kind: LineKind::DuplicateKeys,
+        weight: 60,
+        build: |g| g.duplicate_keys().into(),
+    },
+    Recipe {
+        kind: LineKind::Batch,
+        weight: 40,
+        build: |g| g.batch().into(),
+    },
+    Recipe {
+        kind: LineKind::OddId,
+        weight: 85,
+        build: |g| g.odd_id().into(),
+    },
+    Recipe {
+        kind: LineKind::LongString,
+        weight: 30,
+        build: LineGen::long_string,
+    },
+    Recipe {
+        kind: LineKind::OverCap,
+        weight: 15,
+        build: LineGen::over_cap,
+    },
+    Recipe {
+        kind: LineKind::Notification,
+        weight: 50,
+        build: |g| g.notification().into(),
+    },
+    Recipe {
+        kind: LineKind::ClientResponse,
+        weight: 40,
+        build: |g| g.client_response().into(),
+    },
+    Recipe {
+        kind: LineKind::OddRequest,
+        weight: 60,
+        build: |g| g.odd_request().into(),
+    },
+    Recipe {
+        kind: LineKind::NonObject,
+        weight: 20,
+        build: LineGen::non_object,
+    },
+    Recipe {
+        kind: LineKind::RandomBytes,
+        weight: 20,
+        build: LineGen::random_bytes,
+    },
+    Recipe {
+        kind: LineKind::Blank,
+        weight: 10,
+        build: LineGen::blank,
+    },
 ];
 
 /// Size of the filler pool long lines are cut from.
@@ -171,24 +254,27 @@ impl LineGen {
         }
     }
 
-    /// The next line and its kind.
-    pub(crate) fn next_line(&mut self) -> (LineKind, Vec<u8>) {
+    /// The next line.
+    pub(crate) fn next_line(&mut self) -> Line {
         let mut roll = self.rng.below(1000);
-        let (kind, _, build) = *KINDS
+        let recipe = *KINDS
             .iter()
-            .find(|(_, weight, _)| {
-                let hit = roll < *weight;
-                roll = roll.saturating_sub(*weight);
+            .find(|recipe| {
+                let hit = roll < recipe.weight;
+                roll = roll.saturating_sub(recipe.weight);
                 hit
             })
             .unwrap_or(&KINDS[0]);
-        let mut line = build(self);
+        let mut line = (recipe.build)(self);
         // A newline inside would make two lines; none of the builders puts
         // one there, but random bytes are random.
         line.iter_mut()
             .filter(|b| **b == b'\n')
             .for_each(|b| *b = b' ');
-        (kind, line)
+        Line {
+            kind: recipe.kind,
+            bytes: line,
+        }
     }
 
     /// A fresh id of a random recoverable type, as JSON text.
@@ -297,19 +383,16 @@ impl LineGen {
     /// The params of a valid `tools/call`, as JSON text.
     fn tool_call_params(&mut self) -> String {
         let tag = self.tag();
-        let (name, arguments) = match self.rng.below(6) {
-            0 => ("topology", json!({})),
-            1 => ("episodes_recent", json!({"n": 5})),
-            2 => (
+        let call = match self.rng.below(6) {
+            0 => ToolCall::read("topology", json!({})),
+            1 => ToolCall::read("episodes_recent", json!({"n": 5})),
+            2 => ToolCall::write(
                 "memory_capture",
                 json!({"text": format!("hostile run note {tag}")}),
             ),
-            _ => {
-                let (tool, field) = *self.rng.pick(&READ_TOOLS);
-                (tool, json!({ field: tag }))
-            }
+            _ => self.rng.pick(&READ_TOOLS).call(tag),
         };
-        json!({"name": name, "arguments": arguments}).to_string()
+        call.params().to_string()
     }
 
     fn valid(&mut self) -> String {
@@ -700,9 +783,15 @@ mod tests {
         let mut kinds = BTreeMap::new();
         let mut over_cap_with_id = 0;
         for n in 0..20_000 {
-            let (kind, line) = a.next_line();
-            let (kind_b, line_b) = b.next_line();
-            assert_eq!((kind, &line), (kind_b, &line_b), "line {n}");
+            let Line { kind, bytes: line } = a.next_line();
+            assert_eq!(
+                b.next_line(),
+                Line {
+                    kind,
+                    bytes: line.clone()
+                },
+                "line {n}"
+            );
             assert!(!line.contains(&b'\n'), "line {n} has a newline");
             *kinds.entry(kind).or_insert(0) += 1;
             let expect = expected_reply(&line, cap);
@@ -734,8 +823,14 @@ mod tests {
         let mut generator = LineGen::new(42, 4096);
         let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
         for _ in 0..2000 {
-            let (kind, line) = generator.next_line();
-            for byte in kind.to_string().bytes().chain(line).chain([b'\n']) {
+            let line = generator.next_line();
+            for byte in line
+                .kind
+                .to_string()
+                .bytes()
+                .chain(line.bytes)
+                .chain([b'\n'])
+            {
                 hash = (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
             }
         }

@@ -236,8 +236,8 @@ fn race(
         outcome: first.outcome,
         racing_latency: first.racing_latency,
         racing_response: first.racing_response,
-        recovery_calls: first.recovery.map(|(calls, _)| calls),
-        recovered_after: first.recovery.map(|(_, after)| after),
+        recovery_calls: first.recovery.map(|r| r.calls),
+        recovered_after: first.recovery.map(|r| r.after_drop),
         conns_after: first.conns_after,
         second_drop,
         exit_after_eof,
@@ -256,8 +256,17 @@ struct Round {
     outcome: RaceOutcome,
     racing_latency: Duration,
     racing_response: Option<Value>,
-    recovery: Option<(u32, Duration)>,
+    recovery: Option<Recovery>,
     conns_after: Option<u32>,
+}
+
+/// How the wrapper recovered after a drop.
+#[derive(Debug, Clone, Copy)]
+struct Recovery {
+    /// Calls made until one succeeded, that one included.
+    calls: u32,
+    /// From the drop to the success.
+    after_drop: Duration,
 }
 
 /// Drops the wrapper's connection, makes the racing call `offset_ms`
@@ -305,13 +314,12 @@ fn round(
     })
 }
 
-/// Repeats the tool call until one succeeds or time is up; returns the
-/// number of calls and the time from the drop to the success.
+/// Repeats the tool call until one succeeds or time is up (`None`).
 fn recover(
     requests: &mut Requests<'_>,
     cfg: &RaceConfig,
     dropped_at: Instant,
-) -> Result<Option<(u32, Duration)>, Interrupted> {
+) -> Result<Option<Recovery>, Interrupted> {
     let deadline = dropped_at + Duration::from_millis(cfg.delay_ms) + cfg.recovery_timeout;
     let mut calls = 0;
     loop {
@@ -319,7 +327,10 @@ fn recover(
         let remaining = deadline.saturating_duration_since(Instant::now());
         match requests.call_tool(cfg.call_timeout.min(remaining)) {
             Ok(response) if classify(&response) == RaceOutcome::Ok => {
-                return Ok(Some((calls, dropped_at.elapsed())));
+                return Ok(Some(Recovery {
+                    calls,
+                    after_drop: dropped_at.elapsed(),
+                }));
             }
             Ok(_) | Err(Interrupted::Client(ClientError::Timeout { .. })) => {}
             // The wrapper is gone: no call will ever succeed.

@@ -62,8 +62,10 @@ impl fmt::Display for FaultKind {
 /// Bounds of the schedule.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ScheduleBounds {
-    /// Shortest and longest pause between two episodes.
-    pub(crate) gap: (Duration, Duration),
+    /// Shortest pause between two episodes.
+    pub(crate) gap_min: Duration,
+    /// Longest pause between two episodes.
+    pub(crate) gap_max: Duration,
     /// Longest hold of a lasting fault (`DELAY`, `SLICE`, `DOWN`).
     pub(crate) max_hold: Duration,
     /// Longest `HANG`; kept below the wrapper's call timeout.
@@ -140,8 +142,7 @@ impl Schedule {
     }
 
     fn gap(&mut self) -> Duration {
-        let (lo, hi) = self.bounds.gap;
-        self.millis(lo, hi)
+        self.millis(self.bounds.gap_min, self.bounds.gap_max)
     }
 
     fn millis(&mut self, lo: Duration, hi: Duration) -> Duration {

@@ -14,28 +14,23 @@
 //! flag ([`stop_on_signals`]) starts no new run and abandons the runs in
 //! flight within [`POLL`]; the report is then [`partial`](SweepReport::partial).
 
-mod files;
 mod progress;
-mod report;
-mod svg;
+pub(crate) mod results;
 
 use std::collections::BTreeSet;
 use std::io;
 use std::num::NonZeroUsize;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Instant;
 
-use anyhow::Context;
 use serde::Serialize;
 
-pub use files::{ReportFiles, default_out_dir};
-pub use progress::SweepObserver;
-use progress::TerminalProgress;
-pub use report::SweepReport;
+pub use progress::{SweepObserver, TerminalProgress};
+pub(crate) use results::PointReport;
+pub use results::SweepReport;
 
 use super::race::{POLL, RaceConfig, RaceReport, Tally, run_race_until_stopped};
 use crate::bins::{self, error_chain};
@@ -154,17 +149,17 @@ impl SweepConfig {
 
     /// Every point, by delay, then offset (production first).
     pub fn points(&self) -> Vec<Point> {
-        let production = self.production_point.then_some((0, 0));
-        let window = self
-            .offsets()
-            .into_iter()
-            .map(|offset| (self.delay_ms, offset));
-        let points: BTreeSet<(u64, u64)> = production.into_iter().chain(window).collect();
-        let point = |(delay_ms, offset_ms)| Point {
-            delay_ms,
+        let production = self.production_point.then_some(Point {
+            delay_ms: 0,
+            offset_ms: 0,
+        });
+        let window = self.offsets().into_iter().map(|offset_ms| Point {
+            delay_ms: self.delay_ms,
             offset_ms,
-        };
-        points.into_iter().map(point).collect()
+        });
+        // Points order by delay, then offset; a set lists each once.
+        let points: BTreeSet<Point> = production.into_iter().chain(window).collect();
+        points.into_iter().collect()
     }
 
     /// How many runs the sweep makes.
@@ -208,9 +203,22 @@ pub struct RunEvent<'a> {
     pub tally: Tally,
 }
 
-/// One run to make: the indices of its subject and point, and its run
-/// index.
-type Task = (usize, usize, u32);
+/// One run to make.
+#[derive(Debug, Clone, Copy)]
+struct Task {
+    /// The index of its subject.
+    subject: usize,
+    /// The index of its point.
+    point: usize,
+    /// Its index among the point's runs.
+    run: u32,
+}
+
+/// A run a worker finished, and how it ended.
+struct Finished {
+    task: Task,
+    result: RunResult,
+}
 
 /// Results by subject, then point, then run index (`None`: not run).
 pub(crate) type Grid = Vec<Vec<Vec<Option<RunResult>>>>;
@@ -234,9 +242,18 @@ pub fn run_sweep(
         race.setup.fake_daemon_bin = Some(bins::try_fake_daemon_bin()?);
     }
 
-    let mut tasks: Vec<Task> = (0..subjects.len())
-        .flat_map(|s| (0..points.len()).flat_map(move |p| (0..cfg.runs).map(move |r| (s, p, r))))
-        .collect();
+    let mut tasks = Vec::with_capacity(cfg.planned_runs());
+    for subject in 0..subjects.len() {
+        for point in 0..points.len() {
+            for run in 0..cfg.runs {
+                tasks.push(Task {
+                    subject,
+                    point,
+                    run,
+                });
+            }
+        }
+    }
     fastrand::Rng::with_seed(cfg.seed).shuffle(&mut tasks);
     let planned = tasks.len();
 
@@ -244,7 +261,7 @@ pub fn run_sweep(
     observer.started(planned, cfg.jobs.min(planned));
 
     let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel::<(Task, RunResult)>();
+    let (tx, rx) = mpsc::channel::<Finished>();
     let mut done = 0;
     let mut tally = Tally::default();
     let mut told_stopping = false;
@@ -260,7 +277,8 @@ pub fn run_sweep(
                         let Some(&task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) else {
                             break;
                         };
-                        let (subject, point) = (&subjects[task.0], points[task.1]);
+                        let subject = &subjects[task.subject];
+                        let point = points[task.point];
                         let mut cfg = RaceConfig {
                             delay_ms: point.delay_ms,
                             offset_ms: point.offset_ms,
@@ -272,7 +290,7 @@ pub fn run_sweep(
                             Ok(None) => break,
                             Err(e) => Err(error_chain(&e)),
                         };
-                        if tx.send((task, result)).is_err() {
+                        if tx.send(Finished { task, result }).is_err() {
                             break;
                         }
                     }
@@ -293,14 +311,15 @@ pub fn run_sweep(
                 observer.stopping(done, planned);
             }
             match rx.recv_timeout(POLL) {
-                Ok(((subject, point, run), result)) => {
+                Ok(Finished { task, result }) => {
                     done += 1;
                     tally.add(result.as_ref().ok());
-                    let result = grid[subject][point][run as usize].insert(result);
+                    let cell = &mut grid[task.subject][task.point][task.run as usize];
+                    let result = cell.insert(result);
                     observer.run_done(&RunEvent {
-                        subject: &subjects[subject],
-                        point: points[point],
-                        run,
+                        subject: &subjects[task.subject],
+                        point: points[task.point],
+                        run: task.run,
                         result,
                         done,
                         planned,
@@ -355,49 +374,6 @@ pub fn stop_on_signals() -> io::Result<Arc<AtomicBool>> {
         flag::register(signal, Arc::clone(&stop))?;
     }
     Ok(stop)
-}
-
-/// Runs a sweep from a binary: stops on signals ([`stop_on_signals`]), shows
-/// its progress on stderr, and writes the report files to `out_dir`
-/// ([`default_out_dir`] when `None`); returns the report and its files.
-pub fn run_sweep_in_terminal(
-    cfg: &SweepConfig,
-    out_dir: Option<&Path>,
-) -> anyhow::Result<(SweepReport, ReportFiles)> {
-    cfg.validate()?;
-    let stop = stop_on_signals().context("installing the SIGINT handler")?;
-    let report = run_sweep(cfg, &stop, &mut TerminalProgress::new())?;
-    let out_dir = out_dir.map_or_else(default_out_dir, Path::to_path_buf);
-    let files = report
-        .write_files(&out_dir)
-        .with_context(|| format!("writing the report to {}", out_dir.display()))?;
-    Ok((report, files))
-}
-
-/// Formats offsets as compact ranges for people, given the step between
-/// neighbours: `0-400, 700 ms`.
-pub fn format_offsets(offsets: &[u64], step_ms: u64) -> String {
-    if offsets.is_empty() {
-        return "none".to_owned();
-    }
-    let ranges: Vec<String> = offsets
-        .chunk_by(|a, b| *b == a.saturating_add(step_ms))
-        .map(|run| match run {
-            [first, .., last] => format!("{first}-{last}"),
-            _ => run[0].to_string(),
-        })
-        .collect();
-    format!("{} ms", ranges.join(", "))
-}
-
-/// Shortens `text` to at most `max` characters, ending in `...` when cut.
-pub(crate) fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_owned()
-    } else {
-        let kept: String = text.chars().take(max.saturating_sub(3)).collect();
-        format!("{kept}...")
-    }
 }
 
 #[cfg(test)]
@@ -468,17 +444,5 @@ mod tests {
         ]);
         let labels: Vec<&str> = subjects.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["node", "node #2", "node #3"]);
-    }
-
-    #[test]
-    fn offsets_are_formatted_as_ranges_and_text_shortened() {
-        assert_eq!(
-            format_offsets(&[0, 100, 200, 400, 600, 700], 100),
-            "0-200, 400, 600-700 ms"
-        );
-        assert_eq!(format_offsets(&[], 100), "none");
-        assert_eq!(format_offsets(&[50], 650), "50 ms");
-        assert_eq!(shorten("abc", 5), "abc");
-        assert_eq!(shorten("abcdefgh", 6), "abc...");
     }
 }

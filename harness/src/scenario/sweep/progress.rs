@@ -32,14 +32,20 @@ impl SweepObserver for () {}
 /// Progress on stderr: a bar on a terminal, plain lines otherwise (the
 /// bar is then hidden but still keeps the count and the estimate).
 #[derive(Debug)]
-pub(crate) struct TerminalProgress {
+pub struct TerminalProgress {
     bar: ProgressBar,
     plain: bool,
 }
 
+impl Default for TerminalProgress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TerminalProgress {
     /// A bar when stderr is a terminal, plain lines otherwise.
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         let plain = !io::stderr().is_terminal();
         let template = "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta}  {msg}";
         let style = ProgressStyle::with_template(template).expect("the template is valid");
@@ -56,11 +62,11 @@ impl TerminalProgress {
 /// `failures 5 (daemon_unreachable 4, errors 1)`, naming only non-zero
 /// kinds.
 fn failures(tally: &Tally) -> String {
-    let kinds = tally.failure_kinds();
-    let kinds: Vec<String> = kinds
+    let kinds: Vec<String> = tally
+        .failure_kinds()
         .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(name, n)| format!("{name} {n}"))
+        .filter(|failed| failed.runs > 0)
+        .map(|failed| format!("{} {}", failed.kind, failed.runs))
         .collect();
     if kinds.is_empty() {
         "failures 0".to_owned()
@@ -91,7 +97,7 @@ impl SweepObserver for TerminalProgress {
         }
         let result = match event.result {
             Ok(r) => format!("{} ({})", r.outcome.label(), format_ms(r.racing_latency)),
-            Err(error) => format!("error: {}", super::shorten(error, 200)),
+            Err(error) => format!("error: {}", crate::format::shorten(error, 200)),
         };
         eprintln!(
             "sweep [{}/{}] {} delay {} ms offset {} ms run {}: {result}; {failures}, ETA {} s",

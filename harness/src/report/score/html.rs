@@ -3,8 +3,9 @@
 
 use std::fmt::Write;
 
-use super::{Cell, Scorecard, kind_label};
+use super::kind_label;
 use crate::format::escape_markup as escape;
+use crate::score::{Cell, Scorecard};
 
 /// The page.
 pub fn page(card: &Scorecard) -> String {

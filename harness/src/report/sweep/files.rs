@@ -4,9 +4,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::report::SweepReport;
-use super::svg;
+use super::chart;
 use crate::bins;
+use crate::scenario::sweep::SweepReport;
 
 /// Where [`SweepReport::write_files`] put the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub fn default_out_dir() -> PathBuf {
 impl SweepReport {
     /// The SVG chart of the report: both panels and the legend.
     pub fn to_svg(&self) -> String {
-        svg::chart(self)
+        chart::chart(self)
     }
 
     /// Writes `sweep.json` and `sweep.svg` into `dir` (created if need be)

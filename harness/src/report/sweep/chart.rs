@@ -1,6 +1,14 @@
 //! The sweep's chart: a self-contained SVG file, written by hand (no
 //! plotting crate, fonts or JavaScript; it opens offline and reads as XML).
 //!
+//! Why by hand, not with `plotters`: its SVG backend writes only drawing
+//! primitives (lines, rectangles, polygons, circles, text) and offers no
+//! way to give one of them a child element or attributes of its own. The
+//! hover counts need a `<title>` inside each marker's group, and the
+//! chart's groups carry classes (`series`, `point`, `window`,
+//! `delay-marker`) and `data-subject` that tests and readers select by;
+//! plotters could keep the picture but not those.
+//!
 //! Two panels share the x axis (the racing call's offset after the drop):
 //! the share of racing calls that succeeded, and the median latency. Each
 //! subject is one line (colour, marker shape and dash of its own); the
@@ -10,9 +18,8 @@
 
 use std::fmt::{self, Display, Write as _};
 
-use super::report::{PointReport, SweepReport};
-use super::shorten;
-use crate::format::escape_markup as escape;
+use crate::format::{escape_markup as escape, shorten};
+use crate::scenario::sweep::{PointReport, SweepReport};
 
 /// Attributes of an element: names and values, escaped when written.
 type Attrs<'a> = [(&'a str, &'a dyn Display)];
@@ -147,10 +154,12 @@ const DELAY: &Attrs<'static> = &[
     ("stroke-dasharray", &"6 4"),
 ];
 
-/// The dash pattern of subject `index`'s line: every other one dashed.
+/// The dash pattern of subject `index`'s line: every other one dashed,
+/// the others solid (no attribute).
 fn dash(index: usize) -> &'static Attrs<'static> {
     const DASHED: &Attrs<'static> = &[("stroke-dasharray", &"7 4")];
-    &DASHED[..index % 2]
+    const SOLID: &Attrs<'static> = &[];
+    if index % 2 == 1 { DASHED } else { SOLID }
 }
 
 /// `x,y x,y ...`, as `points` attributes take them.
@@ -203,13 +212,22 @@ fn tick_label(value: f64, step: f64) -> String {
     format!("{value:.decimals$}")
 }
 
-/// A `<rect>` at (`x`, `y`), `w` x `h`, `style` after the geometry.
-fn rect(svg: &mut SvgWriter, (x, y, w, h): (f64, f64, f64, f64), style: &Attrs<'_>) {
+/// Where a rectangle goes: its top left corner and its size.
+#[derive(Debug, Clone, Copy)]
+struct Rect {
+    x: f64,
+    y: f64,
+    width: f64,
+    height: f64,
+}
+
+/// A `<rect>` at `at`, `style` after the geometry.
+fn rect(svg: &mut SvgWriter, at: Rect, style: &Attrs<'_>) {
     let place: &Attrs<'_> = &[
-        ("x", &N(x)),
-        ("y", &N(y)),
-        ("width", &N(w)),
-        ("height", &N(h)),
+        ("x", &N(at.x)),
+        ("y", &N(at.y)),
+        ("width", &N(at.width)),
+        ("height", &N(at.height)),
     ];
     svg.leaf("rect", &[place, style]);
 }
@@ -217,19 +235,35 @@ fn rect(svg: &mut SvgWriter, (x, y, w, h): (f64, f64, f64, f64), style: &Attrs<'
 /// The marker of subject `index` centred at `at`: circle, square, triangle
 /// or diamond; hollow (white fill) when `hollow`.
 fn marker(svg: &mut SvgWriter, index: usize, at: (f64, f64), colour: &str, hollow: bool) {
-    let (x, y, r, d) = (at.0, at.1, 4.5, 5.5);
+    let (x, y) = at;
+    // The circle's and the square's half width; the triangle's and the
+    // diamond's reach from the centre.
+    let (r, d) = (4.5, 5.5);
     let fill = if hollow { "#ffffff" } else { colour };
     let style: &Attrs<'_> = &[("fill", &fill), ("stroke", &colour), ("stroke-width", &1.5)];
-    let corners = match index % 4 {
+    match index % 4 {
         0 => {
             let centre: &Attrs<'_> = &[("cx", &N(x)), ("cy", &N(y)), ("r", &N(r))];
-            return svg.leaf("circle", &[centre, style]);
+            svg.leaf("circle", &[centre, style]);
         }
-        1 => return rect(svg, (x - r, y - r, 2.0 * r, 2.0 * r), style),
-        2 => points([(x, y - d), (x + r + 0.5, y + r), (x - r - 0.5, y + r)]),
-        _ => points([(x, y - d), (x + d, y), (x, y + d), (x - d, y)]),
-    };
-    svg.leaf("polygon", &[&[("points", &corners)], style]);
+        1 => {
+            let square = Rect {
+                x: x - r,
+                y: y - r,
+                width: 2.0 * r,
+                height: 2.0 * r,
+            };
+            rect(svg, square, style);
+        }
+        2 => {
+            let corners = points([(x, y - d), (x + r + 0.5, y + r), (x - r - 0.5, y + r)]);
+            svg.leaf("polygon", &[&[("points", &corners)], style]);
+        }
+        _ => {
+            let corners = points([(x, y - d), (x + d, y), (x, y + d), (x - d, y)]);
+            svg.leaf("polygon", &[&[("points", &corners)], style]);
+        }
+    }
 }
 
 /// Median racing-call latency of a point, in milliseconds.
@@ -244,7 +278,7 @@ fn tooltip(point: &PointReport) -> String {
     let (s, t) = (&point.summary, &point.summary.tally);
     let failures: Vec<String> = t
         .failure_kinds()
-        .map(|(kind, n)| format!("{n} {kind}"))
+        .map(|failed| format!("{} {}", failed.runs, failed.kind))
         .to_vec();
     format!(
         "{}, delay {} ms, offset {} ms: {}/{} ok, {}; median latency {latency}; conns after {}",
@@ -321,11 +355,29 @@ impl Chart<'_> {
         svg.open("g", &[("class", &format!("panel {}", spec.class))]);
         svg.label((LEFT, top - 22.0), 14, BOLD, AXIS, spec.title);
         let frame: &Attrs<'_> = &[("fill", &"#ffffff"), ("stroke", &AXIS)];
-        rect(svg, (LEFT, top, RIGHT - LEFT, PANEL_HEIGHT), frame);
+        rect(
+            svg,
+            Rect {
+                x: LEFT,
+                y: top,
+                width: RIGHT - LEFT,
+                height: PANEL_HEIGHT,
+            },
+            frame,
+        );
         if delay_ms > self.x.d0 {
             let (x0, x1) = (self.x.at(self.x.d0), self.x.at(delay_ms));
             let window = [&[("class", &"window" as &dyn Display)], WINDOW].concat();
-            rect(svg, (x0, top, x1 - x0, PANEL_HEIGHT), &window);
+            rect(
+                svg,
+                Rect {
+                    x: x0,
+                    y: top,
+                    width: x1 - x0,
+                    height: PANEL_HEIGHT,
+                },
+                &window,
+            );
         }
         for value in ticks(0.0, y_max, y_step) {
             let py = y.at(value);
@@ -417,7 +469,16 @@ impl Chart<'_> {
         note(svg, row, &format!("reconnect delay ({} ms)", cfg.delay_ms));
         row += 22.0;
         let swatch = [WINDOW, &[("stroke", &GRID)]].concat();
-        rect(svg, (x, row - 7.0, 30.0, 14.0), &swatch);
+        rect(
+            svg,
+            Rect {
+                x,
+                y: row - 7.0,
+                width: 30.0,
+                height: 14.0,
+            },
+            &swatch,
+        );
         note(svg, row, "reconnect window");
         if self.prod_x.is_some() {
             row += 22.0;
@@ -516,7 +577,7 @@ pub(super) fn chart(report: &SweepReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::sweep::report::tests::sample_report;
+    use crate::scenario::sweep::results::tests::sample_report;
 
     #[test]
     fn escapes_markup_and_drops_invalid_control_characters() {

@@ -1,5 +1,6 @@
-//! The sweep's report: the data (serialized as `sweep.json`), the terminal
-//! table and one summary line per subject.
+//! What a sweep found, as data (serialized as `sweep.json`); the table,
+//! the summaries and the chart that show it are in
+//! [`crate::report::sweep`].
 //!
 //! The JSON is a [`SweepReport`]: its `format` and `version`, whether it is
 //! `partial`, the run counts, the `config` and the `subjects`, then one
@@ -14,10 +15,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Grid, Point, RunResult, Subject, SweepConfig, format_offsets, shorten};
-use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
+use super::{Grid, Point, RunResult, Subject, SweepConfig};
+use crate::format::{serialize_ms, serialize_opt_ms};
 use crate::scenario::race::{RaceConfig, RaceOutcome, RaceSummary};
-use crate::table::{Align, table_lines};
 
 /// The `format` field of the JSON report.
 const REPORT_FORMAT: &str = "iai-mcp-race-sweep";
@@ -202,124 +202,7 @@ impl SweepReport {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a sweep report always serializes")
     }
-
-    /// The terminal table: one row per subject, delay and offset.
-    pub fn table(&self) -> String {
-        let header = COLUMNS.map(|(name, _)| name);
-        let rows: Vec<Vec<String>> = self
-            .points
-            .iter()
-            .map(|p| COLUMNS.iter().map(|(_, cell)| cell(p)).collect())
-            .collect();
-        let mut out = if self.partial {
-            let (done, planned) = (self.runs_done, self.runs_planned);
-            format!("PARTIAL: interrupted after {done} of {planned} runs\n")
-        } else {
-            String::new()
-        };
-        let lines = table_lines(&header, &rows, Align::FirstLeft);
-        for (i, line) in lines.iter().enumerate() {
-            // A blank line between two subjects' rows.
-            if i > 2 && self.points[i - 2].subject != self.points[i - 3].subject {
-                out.push('\n');
-            }
-            out.push_str(line);
-            out.push('\n');
-        }
-        out
-    }
-
-    /// One line per subject: where in the window its racing calls all
-    /// succeeded, where some failed with `daemon_unreachable`, where some
-    /// failed otherwise, and how the production point fared.
-    pub fn subject_summaries(&self) -> Vec<String> {
-        let step = self.config.step_ms;
-        let summary = |label: &str| {
-            let measured = || self.points_of(label).filter(|p| p.summary.runs > 0);
-            let at = |keep: fn(&RaceSummary) -> bool| -> Vec<u64> {
-                let window = measured().filter(|p| !p.production && keep(&p.summary));
-                window.map(|p| p.offset_ms).collect()
-            };
-            let mut parts = Vec::new();
-            for (what, offsets, always) in [
-                ("every racing call ok", at(|s| s.tally.ok == s.runs), true),
-                (
-                    "refused (daemon_unreachable, V3-05)",
-                    at(|s| s.tally.daemon_unreachable > s.tally.socket_closed),
-                    true,
-                ),
-                (
-                    "written to the dying connection (socket closed)",
-                    at(|s| s.tally.socket_closed > 0),
-                    false,
-                ),
-                ("other failures", at(|s| s.other_failures() > 0), false),
-            ] {
-                if always || !offsets.is_empty() {
-                    parts.push(format!("{what} at {}", format_offsets(&offsets, step)));
-                }
-            }
-            let first_error = self
-                .points_of(label)
-                .flat_map(|p| &p.samples)
-                .find(|s| s.outcome == "error")
-                .and_then(|s| s.detail.as_deref());
-            if let Some(first) = first_error {
-                let errors = at(|s| s.tally.errors > 0);
-                let at =
-                    (!errors.is_empty()).then(|| format!(" at {}", format_offsets(&errors, step)));
-                let at = at.unwrap_or_default();
-                let first = shorten(first, 160);
-                parts.push(format!(
-                    "runs the harness could not carry out{at} (first: {first})"
-                ));
-            }
-            let production = measured().filter(|p| p.production);
-            let counts: Vec<String> = production
-                .map(|p| format!("{}/{} ok", p.summary.tally.ok, p.summary.runs))
-                .collect();
-            if !counts.is_empty() {
-                let counts = counts.join(", ");
-                parts.push(format!("without the widener (delay 0): {counts}"));
-            }
-            let delay = self.config.delay_ms;
-            format!("{label} (reconnect delay {delay} ms): {}", parts.join("; "))
-        };
-        self.subjects.iter().map(|s| summary(&s.label)).collect()
-    }
 }
-
-/// A column of [`SweepReport::table`]: its header and a point's cell.
-type Column = (&'static str, fn(&PointReport) -> String);
-
-/// The columns of [`SweepReport::table`].
-const COLUMNS: [Column; 12] = [
-    ("subject", |p| p.subject.clone()),
-    ("delay", |p| format!("{} ms", p.delay_ms)),
-    ("offset", |p| format!("{} ms", p.offset_ms)),
-    ("runs", |p| {
-        match (p.summary.runs, p.runs_planned as usize) {
-            (runs, planned) if runs < planned => format!("{runs}/{planned}"),
-            (runs, _) => runs.to_string(),
-        }
-    }),
-    ("ok", |p| p.summary.tally.ok.to_string()),
-    ("unreachable", |p| {
-        p.summary.tally.daemon_unreachable.to_string()
-    }),
-    ("other", |p| p.summary.tally.other_error.to_string()),
-    ("timeout", |p| p.summary.tally.timeout.to_string()),
-    ("errors", |p| p.summary.tally.errors.to_string()),
-    ("success", |p| {
-        let rate = p.success_rate.map(|r| format!("{:.0}%", r * 100.0));
-        rate.unwrap_or_else(|| "n/a".to_owned())
-    }),
-    ("median latency", |p| {
-        let latency = p.summary.median_racing_latency;
-        latency.map_or_else(|| "n/a".to_owned(), format_ms)
-    }),
-    ("conns", |p| p.summary.conns_after.to_string()),
-];
 
 /// What `subject`'s runs at `point` measured, from its results by run index.
 fn point_report(
@@ -457,43 +340,5 @@ pub(crate) mod tests {
             (&1.into(), &2.into())
         );
         assert!(point["median_racing_latency_ms"].is_f64());
-    }
-
-    #[test]
-    fn table_has_a_row_per_point_and_marks_partial_reports() {
-        let table = sample_report().table();
-        assert!(table.starts_with("PARTIAL: interrupted after 19 of 20 runs\n"));
-        assert!(table.contains("median latency"));
-        assert_eq!(
-            table.lines().filter(|l| l.starts_with("prefix ")).count(),
-            5
-        );
-        assert!(
-            table
-                .lines()
-                .any(|l| l.starts_with("fixed ") && l.contains(" 1/2 "))
-        );
-    }
-
-    #[test]
-    fn summaries_name_the_window() {
-        let lines = sample_report().subject_summaries();
-        assert_eq!(
-            lines[0],
-            "prefix (reconnect delay 400 ms): every racing call ok at 400 ms; \
-             refused (daemon_unreachable, V3-05) at 0-200 ms; runs the harness could not carry out at \
-             600 ms (first: boom); without the widener (delay 0): 2/2 ok"
-        );
-        assert!(
-            lines[1].contains("every racing call ok at 0-600 ms"),
-            "{}",
-            lines[1]
-        );
-        assert!(
-            lines[1].contains("refused (daemon_unreachable, V3-05) at none"),
-            "{}",
-            lines[1]
-        );
-        assert!(!lines[1].contains("dying"), "{}", lines[1]);
     }
 }

@@ -1,20 +1,19 @@
-//! The bench's results: figures per subject, the project's targets checked
-//! against them, and their JSON and Markdown renderings.
+//! The bench's results: figures per subject, and the project's targets
+//! checked against them; serialized as `bench.json`, shown as Markdown by
+//! [`crate::report::bench`].
 //!
 //! All durations are integer nanoseconds in the JSON (exact, no unit
 //! guessing); the Markdown picks a readable unit. Ratios are always
 //! subject / floor, for latency (lower is better) and throughput (higher
 //! is better) alike.
 
-use std::collections::BTreeSet;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::stats::{Summary, nanos};
 use crate::footprint::{CpuShare, PhaseWork, WorkPerCall};
-use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
+use crate::format::{format_bytes, format_ns, format_ratio};
 
 /// The target: wrapper p50 latency at most this multiple of the floor's.
 pub const MAX_P50_RATIO: f64 = 2.0;
@@ -180,10 +179,16 @@ impl SubjectReport {
 
     /// How busy each process was, and its work per call, in the sequential
     /// phase (`depth` `None`) or at `depth` calls in flight.
-    fn load(&self, depth: Option<usize>) -> Option<(Option<CpuShare>, Option<&PhaseWork>)> {
+    pub(crate) fn load(&self, depth: Option<usize>) -> Option<Load<'_>> {
         match depth {
-            None => self.sequential.as_ref().map(|s| (s.cpu, s.work.as_ref())),
-            Some(depth) => self.throughput_at(depth).map(|t| (t.cpu, t.work.as_ref())),
+            None => self.sequential.as_ref().map(|s| Load {
+                cpu: s.cpu,
+                work: s.work.as_ref(),
+            }),
+            Some(depth) => self.throughput_at(depth).map(|t| Load {
+                cpu: t.cpu,
+                work: t.work.as_ref(),
+            }),
         }
     }
 
@@ -191,12 +196,22 @@ impl SubjectReport {
     /// for the floor (it is the only process between the bench and the
     /// daemon), the wrapper process otherwise.
     pub fn own_work(&self, depth: Option<usize>) -> Option<WorkPerCall> {
-        let work = self.load(depth)?.1?;
+        let work = self.load(depth)?.work?;
         match self.kind {
             SubjectKind::Floor => work.client,
             SubjectKind::Wrapper => work.subject,
         }
     }
+}
+
+/// How busy each process was in one phase, and its work per call
+/// ([`SubjectReport::load`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Load<'a> {
+    /// How busy each process was.
+    pub(crate) cpu: Option<CpuShare>,
+    /// What each process did per call.
+    pub(crate) work: Option<&'a PhaseWork>,
 }
 
 /// Cold-start figures.
@@ -411,25 +426,14 @@ pub struct Verdict {
     pub pass: Option<bool>,
 }
 
-impl Verdict {
-    fn cell(&self) -> String {
-        let word = match self.pass {
-            Some(true) => "pass",
-            Some(false) => "**miss**",
-            None => "n/a",
-        };
-        format!("{word} ({})", self.shown)
-    }
-}
-
 /// Subject p50 / floor p50.
-fn latency_ratio(subject: &SubjectReport, floor: Option<&SubjectReport>) -> Option<f64> {
+pub(crate) fn latency_ratio(subject: &SubjectReport, floor: Option<&SubjectReport>) -> Option<f64> {
     let p50 = |s: &SubjectReport| Some(s.sequential.as_ref()?.latency?.p50_ns);
     ratio(p50(subject)? as f64, p50(floor?)? as f64)
 }
 
 /// Subject calls/s / floor calls/s at `depth`.
-fn throughput_ratio(
+pub(crate) fn throughput_ratio(
     subject: &SubjectReport,
     floor: Option<&SubjectReport>,
     depth: usize,
@@ -442,17 +446,14 @@ fn throughput_ratio(
 
 /// The subject's CPU time per call / the fake daemon's, in the sequential
 /// phase (`depth` `None`) or at `depth`.
-fn cpu_vs_daemon(subject: &SubjectReport, depth: Option<usize>) -> Option<f64> {
-    let daemon = subject.load(depth)?.1?.daemon?;
+pub(crate) fn cpu_vs_daemon(subject: &SubjectReport, depth: Option<usize>) -> Option<f64> {
+    let daemon = subject.load(depth)?.work?.daemon?;
     ratio(subject.own_work(depth)?.cpu_ns, daemon.cpu_ns)
 }
 
-fn ratio(value: f64, floor: f64) -> Option<f64> {
+pub(crate) fn ratio(value: f64, floor: f64) -> Option<f64> {
     (floor > 0.0).then(|| value / floor)
 }
-
-/// A row label and how the row's figure is taken from a `T`.
-type Labelled<T, U> = (&'static str, fn(&T) -> U);
 
 impl BenchReport {
     /// Assembles a report and checks the targets for every wrapper subject.
@@ -498,307 +499,10 @@ impl BenchReport {
                 .all(|v| v.pass == Some(true))
         })
     }
-
-    /// The report as Markdown: a figures table (one column per subject,
-    /// ratios to the floor in parentheses), a work-per-call table, a
-    /// targets table (pass/miss per wrapper) and notes on anything that
-    /// went wrong.
-    pub fn to_markdown(&self) -> String {
-        let mut out = String::new();
-        let (s, n) = (&self.settings, &self.settings.amounts);
-        let _ = writeln!(out, "## Wrapper benchmark\n");
-        let _ = writeln!(
-            out,
-            "{} sequential `tools/call {}` per subject after {} warm-up calls; {} pipelined calls per depth; \
-             both in {} interleaved rounds; {} cold starts; {} recoveries. Host: {} {}, {} CPUs. \
-             Ratios in parentheses are subject / floor (the same client talking NDJSON straight to the fake daemon).\n",
-            n.calls,
-            s.tool,
-            n.warmup_calls,
-            n.pipelined_calls,
-            n.rounds,
-            n.cold_starts,
-            n.recoveries,
-            self.host.os,
-            self.host.arch,
-            self.host.cpus,
-        );
-        write_table(&mut out, self.figure_rows());
-        let _ = writeln!(
-            out,
-            "\nWork per call, the same whatever the machine's load: system calls (`syscr` + `syscw` of \
-             /proc/PID/io: read-like + write-like), context switches of all threads (voluntary + involuntary) \
-             and CPU time (all threads' schedstat; the kernel's share from utime/stime), of the client for the \
-             floor and of the wrapper process for wrappers; then the fake daemon's CPU time per call.\n"
-        );
-        write_table(&mut out, self.work_rows());
-        if self.subjects.iter().any(|s| s.kind == SubjectKind::Wrapper) {
-            let header = ["target".to_owned(), "limit".to_owned()].into_iter().chain(
-                self.subjects
-                    .iter()
-                    .filter(|s| s.kind == SubjectKind::Wrapper)
-                    .map(|s| s.name.clone()),
-            );
-            let rows = self.targets.iter().map(|row| {
-                [row.description.clone(), row.limit.clone()]
-                    .into_iter()
-                    .chain(row.verdicts.iter().map(Verdict::cell))
-                    .collect()
-            });
-            let table = std::iter::once(header.collect())
-                .chain(rows)
-                .map(|row: Vec<String>| row.iter().map(|c| cell_text(c)).collect())
-                .collect();
-            out.push('\n');
-            write_table(&mut out, table);
-        }
-        let notes = self.notes();
-        if !notes.is_empty() {
-            let _ = writeln!(out, "\nNotes:\n");
-            for note in notes {
-                let _ = writeln!(out, "- {note}");
-            }
-        }
-        out
-    }
-
-    /// A row of a subject table: `label`, then each subject's cell (a dash
-    /// where `cell` has no figure).
-    fn row(&self, label: String, cell: impl Fn(&SubjectReport) -> Option<String>) -> Vec<String> {
-        let cells = self.subjects.iter().map(|s| cell(s).unwrap_or(DASH.into()));
-        std::iter::once(label).chain(cells).collect()
-    }
-
-    /// The figures table, header first.
-    fn figure_rows(&self) -> Vec<Vec<String>> {
-        let floor = self.subjects.iter().find(|s| s.kind == SubjectKind::Floor);
-        // The floor to compare `s` with; none for the floor itself.
-        let floor_of = |s: &SubjectReport| floor.filter(|_| s.kind != SubjectKind::Floor);
-        let mut rows = vec![self.row("figure".to_owned(), |s| Some(cell_text(&s.name)))];
-        let cold: [Labelled<ColdStartStats, Option<u64>>; 3] = [
-            ("initialize answered, median", |c| {
-                Some(c.initialize?.p50_ns)
-            }),
-            ("tools/list answered, median", |c| {
-                Some(c.tools_list?.p50_ns)
-            }),
-            ("tools/list answered, max", |c| Some(c.tools_list?.max_ns)),
-        ];
-        for (label, figure) in cold {
-            rows.push(self.row(format!("cold start → {label}"), |s| {
-                let c = s.cold_start.as_ref()?;
-                let failed = || format!("failed {}/{}", c.failures, c.attempts);
-                Some(figure(c).map_or_else(failed, format_ns))
-            }));
-        }
-        let latency = |s: &SubjectReport| s.sequential.as_ref()?.latency;
-        let stats: [Labelled<Summary, u64>; 3] = [
-            ("p50", |s| s.p50_ns),
-            ("p99", |s| s.p99_ns),
-            ("max", |s| s.max_ns),
-        ];
-        for (label, stat) in stats {
-            rows.push(self.row(format!("sequential latency {label}"), |s| {
-                let value = stat(&latency(s)?);
-                let f = floor_of(s).and_then(latency);
-                let r = f.and_then(|f| ratio(value as f64, stat(&f) as f64));
-                Some(with_ratio(format_ns(value), r))
-            }));
-        }
-        for (phase, depth) in self.phases() {
-            let Some(depth) = depth else { continue };
-            rows.push(self.row(format!("throughput, {phase}"), |s| {
-                let rate = format_rate(s.throughput_at(depth)?.calls_per_sec);
-                Some(with_ratio(rate, throughput_ratio(s, floor_of(s), depth)))
-            }));
-        }
-        for (phase, depth) in self.phases() {
-            let at = if depth.is_some() { "at" } else { "during" };
-            let label = format!("CPU {at} {phase} (client / subject / daemon)");
-            rows.push(self.row(label, |s| {
-                let cpu = s.load(depth)?.0?;
-                let pct = |p: Option<f64>| p.map_or(DASH.into(), |p| format!("{p:.0}%"));
-                let cells = [cpu.client_pct, cpu.subject_pct, cpu.daemon_pct].map(pct);
-                Some(cells.join(" / "))
-            }));
-        }
-        rows.push(self.row("peak RSS (VmHWM) after load".to_owned(), |s| {
-            Some(format_bytes(s.peak_rss_kib? * 1024))
-        }));
-        let recovery: [Labelled<RecoveryStats, Option<u64>>; 3] = [
-            ("DROP → successful call, median", |r| {
-                Some(r.from_drop?.p50_ns)
-            }),
-            ("DROP → successful call, max", |r| {
-                Some(r.from_drop?.max_ns)
-            }),
-            ("DROPPED acknowledged → successful call, median", |r| {
-                Some(r.from_dropped_ack?.p50_ns)
-            }),
-        ];
-        for (label, figure) in recovery {
-            rows.push(self.row(format!("recovery, {label}"), |s| {
-                let r = s.recovery.as_ref()?;
-                let mut cell = figure(r).map_or(DASH.into(), format_ns);
-                if r.failures > 0 {
-                    let _ = write!(cell, "; {}/{} failed", r.failures, r.attempts);
-                }
-                if r.abandoned.is_some() {
-                    cell.push_str("; gave up");
-                }
-                Some(cell)
-            }));
-        }
-        let label = "failed calls (sequential + pipelined)".to_owned();
-        rows.push(self.row(label, |s| {
-            let pipelined: usize = s.pipelined.iter().map(|t| t.failures).sum();
-            Some((s.sequential.as_ref().map_or(0, |q| q.failures) + pipelined).to_string())
-        }));
-        rows
-    }
-
-    /// The work-per-call table, header first: each figure for each phase.
-    fn work_rows(&self) -> Vec<Vec<String>> {
-        type Figure = fn(&SubjectReport, Option<usize>) -> Option<String>;
-        let figures: [(&str, Figure); 4] = [
-            ("system calls (reads + writes)", |s, d| {
-                let w = s.own_work(d)?;
-                Some(sum_of(w.read_calls, w.write_calls))
-            }),
-            ("context switches (vol. + invol.)", |s, d| {
-                let w = s.own_work(d)?;
-                Some(sum_of(w.voluntary_switches, w.involuntary_switches))
-            }),
-            ("CPU time (kernel share)", |s, d| {
-                let w = s.own_work(d)?;
-                let cpu = format_ns(w.cpu_ns.round() as u64);
-                Some(match w.system_share {
-                    Some(share) => format!("{cpu} ({:.0}% sys)", share * 100.0),
-                    None => cpu,
-                })
-            }),
-            ("fake daemon CPU time", |s, d| {
-                let cpu = format_ns(s.load(d)?.1?.daemon?.cpu_ns.round() as u64);
-                Some(match (s.kind, cpu_vs_daemon(s, d)) {
-                    (SubjectKind::Wrapper, Some(r)) => {
-                        format!("{cpu} (wrapper {})", format_ratio(r))
-                    }
-                    _ => cpu,
-                })
-            }),
-        ];
-        let mut rows = vec![self.row("per call".to_owned(), |s| Some(cell_text(&s.name)))];
-        for (label, figure) in figures {
-            for (phase, depth) in self.phases() {
-                rows.push(self.row(format!("{label}, {phase}"), |s| figure(s, depth)));
-            }
-        }
-        rows
-    }
-
-    fn notes(&self) -> Vec<String> {
-        let mut notes = Vec::new();
-        for s in &self.subjects {
-            let name = &s.name;
-            for error in &s.errors {
-                notes.push(format!("{name}: {}", one_line(error)));
-            }
-            if let Some(r) = &s.recovery {
-                for example in &r.failure_examples {
-                    let example = one_line(example);
-                    notes.push(format!("{name}: failed recovery call answered `{example}`"));
-                }
-                if let Some(why) = &r.abandoned {
-                    notes.push(format!("{name}: recovery {}", one_line(why)));
-                }
-            }
-            if s.skipped_lines > 0 {
-                notes.push(format!(
-                    "{name}: {} output lines were not responses to pending calls",
-                    s.skipped_lines
-                ));
-            }
-            let stray: usize = s.pipelined.iter().map(|t| t.stray).sum();
-            if stray > 0 {
-                notes.push(format!(
-                    "{name}: {stray} pipelined responses had unknown or repeated ids"
-                ));
-            }
-        }
-        notes
-    }
-
-    /// The sequential phase (`None`), then every depth measured by any
-    /// subject, ascending, as (name, depth).
-    fn phases(&self) -> Vec<(String, Option<usize>)> {
-        let depths: BTreeSet<usize> = self
-            .subjects
-            .iter()
-            .flat_map(|s| s.pipelined.iter().map(|t| t.depth))
-            .collect();
-        let depths = depths
-            .into_iter()
-            .map(|d| (format!("{d} in flight"), Some(d)));
-        std::iter::once(("sequential".to_owned(), None))
-            .chain(depths)
-            .collect()
-    }
-}
-
-const DASH: &str = "–";
-
-fn with_ratio(value: String, ratio: Option<f64>) -> String {
-    match ratio {
-        Some(r) => format!("{value} ({})", format_ratio(r)),
-        None => value,
-    }
-}
-
-/// `a + b` and its parts: `1.25 (1.00 + 0.25)`.
-fn sum_of(a: f64, b: f64) -> String {
-    format!("{:.2} ({a:.2} + {b:.2})", a + b)
-}
-
-/// Writes a Markdown table, header first; the first column is
-/// left-aligned, the others right-aligned, and columns are padded to line
-/// up in plain text too.
-fn write_table(out: &mut String, mut table: Vec<Vec<String>>) {
-    let mut widths = vec![0; table[0].len()];
-    for row in &table {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let dashes = |w: usize| "-".repeat(w.max(3));
-    let rule = widths.iter().enumerate().map(|(k, &w)| match k {
-        0 => dashes(w),
-        _ => format!("{}:", &dashes(w)[1..]),
-    });
-    table.insert(1, rule.collect());
-    for (k, cells) in table.iter().enumerate() {
-        out.push('|');
-        for (column, (cell, &w)) in cells.iter().zip(&widths).enumerate() {
-            let _ = if column == 0 || k == 1 {
-                write!(out, " {cell:<w$} |")
-            } else {
-                write!(out, " {cell:>w$} |")
-            };
-        }
-        out.push('\n');
-    }
-}
-
-/// Text safe inside a table cell (no pipes, no newlines).
-fn cell_text(text: &str) -> String {
-    one_line(text).replace('|', "\\|")
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn summary(p50_ns: u64, max_ns: u64) -> Summary {
@@ -836,7 +540,7 @@ mod tests {
         }
     }
 
-    fn sample_report() -> BenchReport {
+    pub(crate) fn sample_report() -> BenchReport {
         let mut floor = SubjectReport::new("floor", SubjectKind::Floor, "fake-daemon");
         floor.sequential = Some(SequentialStats {
             calls: 10,
@@ -956,56 +660,5 @@ mod tests {
         assert_eq!(verdicts(Target::CpuVsDaemon), [Some(false), None]);
         assert!(!report.all_targets_pass(&["wrapper"]));
         assert!(!report.all_targets_pass(&[]));
-    }
-
-    #[test]
-    fn markdown_tables_line_up_with_ratios() {
-        let text = sample_report().to_markdown();
-        let tables: Vec<Vec<&str>> = text
-            .split("\n\n")
-            .map(|block| block.lines().filter(|l| l.starts_with('|')).collect())
-            .filter(|lines: &Vec<&str>| !lines.is_empty())
-            .collect();
-        assert_eq!(tables.len(), 3, "{text}");
-        for table in &tables {
-            // Every row has as many cells as the header; escaped pipes in
-            // names do not count.
-            let cells = |l: &str| l.replace("\\|", "").matches('|').count();
-            let columns = cells(table[0]);
-            assert!(table.iter().all(|l| cells(l) == columns), "{text}");
-            assert!(table[1].contains("---"));
-        }
-        for expected in [
-            " floor ",
-            "node\\|js",
-            // Latency ratio 15 µs / 10 µs, throughput 150k / 200k.
-            "15.0 µs (1.50×)",
-            "150,000 calls/s (0.75×)",
-            "200,000 calls/s |",
-            "2.00 ms",
-            "failed 2/2",
-            "4.1 MB",
-            "40% / – / 35%",
-            // Work per call: the floor's client, the wrapper process, and
-            // the daemon with the wrapper's ratio to it.
-            "2.00 (1.00 + 1.00)",
-            "1.25 (1.00 + 0.25)",
-            "5.0 µs (50% sys)",
-            "2.0 µs (wrapper 2.50×)",
-            "**miss** (2.50×)",
-            "pass (1.50×)",
-            "**miss** (4.00×)",
-            "**miss** (2/2 failed)",
-            "n/a (no figure)",
-            "node|js: failed recovery call answered `daemon_unreachable: bridge not connected`",
-        ] {
-            assert!(text.contains(expected), "{expected:?} in {text}");
-        }
-        let json = serde_json::to_value(sample_report()).unwrap();
-        assert_eq!(
-            json["subjects"][1]["sequential"]["latency"]["p50_ns"],
-            15_000
-        );
-        assert_eq!(json["targets"][0]["target"], "latency_ratio");
     }
 }
