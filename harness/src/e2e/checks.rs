@@ -18,6 +18,7 @@ use crate::bins::error_chain;
 use crate::error::HarnessError;
 use crate::format::last_lines;
 use crate::scenario::race::{RaceOutcome, classify};
+use crate::scenario::wrapper_log;
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// Bound on any single reply (a safety net, not a measurement).
@@ -326,11 +327,18 @@ impl Kit<'_> {
             o.mode(mode)
                 .reconnect_delay_ms(1000)
                 .env("IAI_MCP_CONNECT_WAIT_MS", "30000")
+                .env(wrapper_log::JSON_EVENTS.0, wrapper_log::JSON_EVENTS.1)
         })?;
         ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
         real.signal(Signal::SIGTERM);
         // The drop is when the wrapper sees its connection close.
-        let closed = || Ok(w.stderr_text().contains("daemon connection closed"));
+        let closed = || {
+            Ok(
+                wrapper_log::events_named(&w.stderr_text(), wrapper_log::CONNECTION_LOST)
+                    .next()
+                    .is_some(),
+            )
+        };
         let why = || "the wrapper never saw the connection close".to_owned();
         poll(REPLY, 5, closed, why)?;
         std::thread::sleep(Duration::from_millis(50));
@@ -464,6 +472,7 @@ impl Kit<'_> {
             let mut w = self.ours(real, None, |o| {
                 o.env("IAI_MCP_DOCTOR", "on")
                     .env("IAI_MCP_HEAL_AFTER_MS", "2000")
+                    .env(wrapper_log::JSON_EVENTS.0, wrapper_log::JSON_EVENTS.1)
             })?;
             let why = || {
                 let stderr = w.stderr_tail(800);
@@ -472,10 +481,12 @@ impl Kit<'_> {
             poll(REPLY, 50, || Ok(real.answers()), why)?;
             let healed = stopped.elapsed();
             ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
-            let warnings = w
-                .stderr_text()
-                .lines()
-                .filter(|l| l.contains("reports a problem"))
+            let stderr = w.stderr_text();
+            let warnings = wrapper_log::events_named(&stderr, wrapper_log::DOCTOR_RUN)
+                .filter(|run| {
+                    run.mode.as_deref() == Some("probe")
+                        && run.outcome.as_deref() == Some("problem")
+                })
                 .count();
             if warnings != 1 {
                 return Err(HarnessError::Scenario(format!(

@@ -1,6 +1,6 @@
 //! The daemon stops and comes back: calls made while it is down fail
 //! cleanly after the connect wait, naming the socket; the wrapper keeps
-//! trying without a busy loop (its `daemon connect failed` log lines are
+//! trying without a busy loop (its `connect_failed` log events are
 //! counted over a window); once the daemon is back the next call succeeds
 //! without restarting the wrapper, which then holds exactly one connection.
 
@@ -17,7 +17,7 @@ use super::live::{
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
-use super::wrapper_log::{CONNECT_FAILED_LOG, connect_failures};
+use super::wrapper_log::{CONNECT_FAILED, JSON_EVENTS, connect_failures};
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -168,7 +168,7 @@ impl Judged for DownUpReport {
                 .is_some_and(|r| r < self.max_attempt_rate),
             Cause::Other,
             match self.attempt_rate_per_s {
-                None => format!("not measurable: the wrapper logs no `{CONNECT_FAILED_LOG}` lines"),
+                None => format!("not measurable: the wrapper logs no `{CONNECT_FAILED}` events"),
                 Some(rate) => format!(
                     "{rate:.1} connect attempts/s while down (limit {})",
                     self.max_attempt_rate
@@ -233,7 +233,7 @@ fn median(mut values: Vec<Duration>) -> Option<Duration> {
 /// Runs the down-up scenario once against the wrapper started by `cmd`.
 pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpReport, HarnessError> {
     let mut env = vec![
-        ("IAI_MCP_LOG", "info".to_owned()),
+        (JSON_EVENTS.0, JSON_EVENTS.1.to_owned()),
         env_ms("IAI_MCP_CONNECT_WAIT_MS", cfg.connect_wait),
     ];
     if let Some(ms) = cfg.backoff_initial_ms {

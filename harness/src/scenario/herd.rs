@@ -9,7 +9,7 @@
 //! after it began, the herd counts the daemon's connections. It reports
 //! every call answered exactly once, the time until the last wrapper
 //! recovered, the daemon's peak accept rate, and how the wrappers'
-//! reconnect attempts (their `daemon connect failed` log lines) were spread
+//! reconnect attempts (their `connect_failed` log events) were spread
 //! while the daemon was down.
 //!
 //! Every wrapper loses its connection at the same instant, so the first
@@ -35,7 +35,7 @@ use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::race::PROTOCOL_VERSION;
 use super::setup::Setup;
-use super::wrapper_log::{CONNECT_FAILED_LOG, Dial, dial_times};
+use super::wrapper_log::{CONNECT_FAILED, Dial, JSON_EVENTS, dial_times};
 use crate::bins::error_chain;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
@@ -244,7 +244,9 @@ impl Judged for HerdReport {
             self.peak_dials.is_some_and(|p| p as f64 <= limit),
             Cause::Other,
             match self.peak_dials {
-                None => format!("not measurable: no `{CONNECT_FAILED_LOG}` lines logged while the daemon was down"),
+                None => format!(
+                    "not measurable: no `{CONNECT_FAILED}` events logged while the daemon was down"
+                ),
                 Some(peak) => format!(
                     "at most {peak} of {n} wrappers dialled within {} while down (limit {:.0}%)",
                     format_ms(self.window),
@@ -435,7 +437,7 @@ pub(crate) fn herd_on(
         progress: Arc::clone(&progress),
     };
     let mut env = env.to_vec();
-    env.insert(0, ("IAI_MCP_LOG", "info".to_owned()));
+    env.insert(0, (JSON_EVENTS.0, JSON_EVENTS.1.to_owned()));
     for index in 0..n {
         let mut wrapper = spawn_wrapper(cmd, cfg.setup.mode, daemon, &env)?;
         let started = wrapper

@@ -1,20 +1,61 @@
-//! What the scenarios read in the wrapper's log: its stderr at
-//! `IAI_MCP_LOG=info`, as the wrapper prints it today. Down-up counts the
-//! lines of failed connect attempts; the herd times them.
+//! What the scenarios read in a wrapper's log: the structured events a
+//! wrapper writes when asked for them (this workspace's wrapper, with
+//! [`JSON_EVENTS`] set, writes one JSON object per event on stderr, with
+//! stable event names). Down-up counts the failed connect attempts; the
+//! herd times them.
 //!
-//! These functions read the log's text, so they live here, apart from the
-//! scenarios that use them: a reader of structured log events can take
-//! their place without touching the scenarios.
+//! Nothing here reads prose. Lines that are not JSON objects (another
+//! wrapper's own log) are skipped, so a wrapper that logs no such events
+//! leaves these figures "not measurable".
 
 use std::time::SystemTime;
 
-/// The wrapper's stderr line for one failed connect attempt
-/// (`IAI_MCP_LOG=info`).
-pub const CONNECT_FAILED_LOG: &str = "daemon connect failed";
+use serde::Deserialize;
 
-/// How many failed connect attempts the wrapper's `stderr` logs.
+/// The setting that makes this workspace's wrapper write its log as JSON
+/// events (other wrappers ignore it).
+pub const JSON_EVENTS: (&str, &str) = ("IAI_MCP_LOG_FORMAT", "json");
+
+/// The event a wrapper logs for each failed connect attempt.
+pub const CONNECT_FAILED: &str = "connect_failed";
+
+/// The event a wrapper logs when its daemon connection closes.
+pub const CONNECTION_LOST: &str = "connection_lost";
+
+/// The event a wrapper logs when `iai-mcp doctor` runs.
+pub const DOCTOR_RUN: &str = "doctor_run";
+
+/// The members of a log event the harness reads.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct LogEvent {
+    /// The event's name.
+    #[serde(default)]
+    pub event: Option<String>,
+    /// When it was logged (RFC 3339, UTC), by the wrapper's clock.
+    #[serde(default)]
+    pub timestamp: Option<String>,
+    /// For a failed connect attempt: consecutive failures so far.
+    #[serde(default)]
+    pub failures: Option<u64>,
+    /// For a doctor run: `probe` or `heal`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// For a doctor run: how it went (`healthy`, `problem`, ...).
+    #[serde(default)]
+    pub outcome: Option<String>,
+}
+
+/// The events named `name` in a wrapper's stderr, in order.
+pub fn events_named<'a>(stderr: &'a str, name: &'a str) -> impl Iterator<Item = LogEvent> + 'a {
+    stderr
+        .lines()
+        .filter_map(|line| serde_json::from_str::<LogEvent>(line).ok())
+        .filter(move |event| event.event.as_deref() == Some(name))
+}
+
+/// How many failed connect attempts the wrapper's `stderr` reports.
 pub(crate) fn connect_failures(stderr: &str) -> u64 {
-    stderr.matches(CONNECT_FAILED_LOG).count() as u64
+    events_named(stderr, CONNECT_FAILED).count() as u64
 }
 
 /// One failed connect attempt in a wrapper's log.
@@ -23,23 +64,19 @@ pub(crate) struct Dial {
     /// When it failed, by the wrapper's own clock.
     pub(crate) at: SystemTime,
     /// Whether it was the first attempt after the connection was lost
-    /// (`failures=1`).
+    /// (`failures` is 1).
     pub(crate) first_after_loss: bool,
 }
 
 /// The failed connect attempts a wrapper logged, in its log's order.
 pub(crate) fn dial_times(stderr: &str) -> impl Iterator<Item = Dial> + '_ {
-    stderr
-        .lines()
-        .filter(|line| line.contains(CONNECT_FAILED_LOG))
-        .filter_map(|line| {
-            let stamp = line.split_whitespace().next()?;
-            let at = humantime::parse_rfc3339_weak(stamp.trim_end_matches('Z')).ok()?;
-            Some(Dial {
-                at,
-                first_after_loss: line.contains(" failures=1 "),
-            })
+    events_named(stderr, CONNECT_FAILED).filter_map(|event| {
+        let at = humantime::parse_rfc3339(event.timestamp.as_deref()?).ok()?;
+        Some(Dial {
+            at,
+            first_after_loss: event.failures == Some(1),
         })
+    })
 }
 
 #[cfg(test)]
@@ -49,15 +86,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dials_are_read_from_the_wrappers_log_with_their_own_timestamps() {
-        let log = "2026-12-01T04:39:24.684048Z  INFO iai_mcp_wrapper::bridge::driver: daemon connect failed failures=1 error=x retry_in=Some(47ms)\n\
-                   2026-12-01T04:39:24.684433Z  INFO iai_mcp_wrapper::lifecycle::wake: daemon unreachable\n\
-                   2026-12-01T04:39:24.734965Z  INFO iai_mcp_wrapper::bridge::driver: daemon connect failed failures=2 error=x retry_in=Some(83ms)\n";
+    fn dials_are_read_from_the_wrappers_events_with_their_own_timestamps() {
+        let log = r#"{"timestamp":"2026-12-01T04:39:24.684048Z","level":"INFO","message":"daemon connect failed","event":"connect_failed","endpoint":"/s","error":"x","failures":1,"retry_in_ms":47}
+{"timestamp":"2026-12-01T04:39:24.684433Z","level":"INFO","event":"wake_requested","how":"wake_signal"}
+a line of another wrapper's own log: daemon connect failed
+{"timestamp":"2026-12-01T04:39:24.734965Z","level":"INFO","event":"connect_failed","failures":2,"retry_in_ms":83}
+"#;
         let dials: Vec<Dial> = dial_times(log).collect();
         assert_eq!(dials.len(), 2);
         assert!(dials[0].first_after_loss && !dials[1].first_after_loss);
         let apart = dials[1].at.duration_since(dials[0].at).unwrap();
         assert_eq!(apart, Duration::from_micros(50_917));
         assert_eq!(connect_failures(log), 2);
+        assert_eq!(
+            connect_failures("daemon connect failed\n"),
+            0,
+            "prose is not read"
+        );
     }
 }
