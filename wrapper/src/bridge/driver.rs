@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
@@ -44,6 +44,9 @@ pub struct DriverConfig {
     /// Longest daemon response line accepted.
     pub max_line_bytes: usize,
 }
+
+/// Most frames from the daemon handled in one turn of the driver.
+const FRAMES_PER_TURN: usize = 256;
 
 /// The outcome of one call, as its caller receives it.
 type Outcome = Result<DaemonResult, Failure>;
@@ -219,7 +222,18 @@ impl Driver {
                     break;
                 }
                 Wake::Dialled(outcome) => self.on_dialled(outcome),
-                Wake::Read(frame) => self.on_read(frame),
+                Wake::Read(frame) => {
+                    self.on_read(frame);
+                    // Take the frames already read in the same turn, up to
+                    // a bound (a flood must not starve callers): their
+                    // replies and the lines they cause go out together.
+                    for _ in 1..FRAMES_PER_TURN {
+                        let Some(frame) = self.ready_frame() else {
+                            break;
+                        };
+                        self.on_read(frame);
+                    }
+                }
                 Wake::Timer => self.core.handle_timeout(now()),
                 Wake::Room => {}
             }
@@ -293,6 +307,11 @@ impl Driver {
             }
             Err(error) => self.core.connect_failed(conn, error.to_string(), now()),
         }
+    }
+
+    /// The connection's next frame if it can be had without waiting.
+    fn ready_frame(&mut self) -> Option<Option<std::io::Result<Frame>>> {
+        self.connection.as_mut()?.lines.next().now_or_never()
     }
 
     fn on_read(&mut self, frame: Option<std::io::Result<Frame>>) {

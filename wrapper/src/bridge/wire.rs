@@ -86,21 +86,16 @@ impl DaemonResult {
         DaemonResult(raw)
     }
 
-    /// The daemon's `result`, written anew (see the type's documentation).
+    /// The daemon's `result`, written anew (see the type's documentation)
+    /// in one pass from its text.
     fn from_daemon(raw: &RawValue) -> Result<Self, BridgeError> {
-        let unusable = |why: String| BridgeError::Daemon {
-            code: INTERNAL_ERROR,
-            message: format!("the daemon's result cannot be passed on: {why}"),
-        };
-        let mut text = Vec::with_capacity(raw.get().len());
         let mut reader = serde_json::Deserializer::from_str(raw.get());
-        let mut writer = serde_json::Serializer::new(&mut text);
-        serde_transcode::transcode(&mut reader, &mut writer)
-            .map_err(|e| unusable(e.to_string()))?;
-        let text = String::from_utf8(text).map_err(|e| unusable(e.to_string()))?;
-        RawValue::from_string(text)
+        serde_json::value::to_raw_value(&serde_transcode::Transcoder::new(&mut reader))
             .map(DaemonResult)
-            .map_err(|e| unusable(e.to_string()))
+            .map_err(|e| BridgeError::Daemon {
+                code: INTERNAL_ERROR,
+                message: format!("the daemon's result cannot be passed on: {e}"),
+            })
     }
 }
 
