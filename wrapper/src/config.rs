@@ -523,7 +523,9 @@ impl Args {
         // Host entries written by iai-mcp's installer name the
         // installation's Python, and hosts rarely inherit the shell's
         // PATH: its directory, then this binary's, come first.
-        let python_dir = given(self.python).and_then(|p| p.parent().map(Path::to_path_buf));
+        let python_dir = given(self.python)
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .filter(|dir| !dir.as_os_str().is_empty());
         let installation = Installation::new(python_dir.into_iter().chain(env.wrapper_dir.clone()));
         let log = LogSettings {
             format: self.log_format,
@@ -776,6 +778,13 @@ mod tests {
             .expect("valid");
         assert_eq!(c.degraded.cli, "/elsewhere/iai");
         assert!(c.installation.dirs().is_empty());
+        let c = parse(&["--python", "python3"])
+            .resolve(&home("/h"))
+            .expect("valid");
+        assert!(
+            c.installation.dirs().is_empty(),
+            "a bare name has no directory"
+        );
     }
 
     #[test]

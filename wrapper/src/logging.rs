@@ -3,13 +3,14 @@
 //!
 //! Every event worth a program's attention carries an `event` field whose
 //! value is one of the names in [`event`]; those names and the fields
-//! beside them are stable (the contract lists them), while the message
+//! beside them are stable (docs/CONTRACT.md lists them), while the message
 //! text is for people and may change. In the JSON form each line is an
 //! object with `timestamp` (RFC 3339, UTC), `level`, `event` and the
 //! event's fields, `message` and `target`.
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use tracing_subscriber::EnvFilter;
 
@@ -38,7 +39,8 @@ pub mod event {
     /// Consecutive lines from the daemon were not JSON and the oldest call
     /// failed: `lines`, `failed_call`.
     pub const PARSE_ERROR_STREAK: &str = "daemon_parse_error_streak";
-    /// A daemon line answered no pending call: `id`.
+    /// A daemon line answered no pending call: `id` (its JSON text; absent
+    /// when the line had none that could be read).
     pub const UNMATCHED_REPLY: &str = "unmatched_reply";
     /// The CLI answered a call while the daemon was unreachable: `tool`,
     /// `command`, `elapsed_ms`.
@@ -51,13 +53,19 @@ pub mod event {
     /// they apply.
     pub const DOCTOR_RUN: &str = "doctor_run";
     /// The daemon was unreachable at start and was asked to start:
-    /// `how` (`wake_signal` or `launchctl`), `outcome`.
+    /// `how` (`wake_signal` or `launchctl`), `outcome`, and `path` or
+    /// `launchd_target`.
     pub const WAKE_REQUESTED: &str = "wake_requested";
     /// The heartbeat file could not be written or removed: `path`,
     /// `error`.
     pub const HEARTBEAT_FAILED: &str = "heartbeat_failed";
     /// The wrapper is exiting: `reason` (`eof`, `signal`, `output_closed`).
     pub const SHUTTING_DOWN: &str = "shutting_down";
+}
+
+/// A duration as a log field: whole milliseconds.
+pub fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// How the log is written.

@@ -11,6 +11,7 @@
 use std::time::SystemTime;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 /// The setting that makes this workspace's wrapper write its log as JSON
 /// events (other wrappers ignore it).
@@ -45,11 +46,15 @@ pub struct LogEvent {
     pub outcome: Option<String>,
 }
 
-/// The events named `name` in a wrapper's stderr, in order.
+/// The events named `name` in a wrapper's stderr, in order: lines that are
+/// JSON objects (serde's derive alone would read an array too).
 pub fn events_named<'a>(stderr: &'a str, name: &'a str) -> impl Iterator<Item = LogEvent> + 'a {
     stderr
         .lines()
-        .filter_map(|line| serde_json::from_str::<LogEvent>(line).ok())
+        .filter_map(|line| match serde_json::from_str::<Value>(line) {
+            Ok(object @ Value::Object(_)) => serde_json::from_value::<LogEvent>(object).ok(),
+            _ => None,
+        })
         .filter(move |event| event.event.as_deref() == Some(name))
 }
 
@@ -103,5 +108,6 @@ a line of another wrapper's own log: daemon connect failed
             0,
             "prose is not read"
         );
+        assert_eq!(connect_failures("[\"connect_failed\"]\n"), 0, "nor arrays");
     }
 }

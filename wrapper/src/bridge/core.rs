@@ -200,8 +200,8 @@ pub enum Event {
         /// The recycled connection.
         conn: ConnId,
     },
-    /// A line that is JSON but not a response to any pending call
-    /// (`unmatched_reply`).
+    /// A line that is JSON but answers no pending call: an unknown id, or
+    /// no readable id at all (`unmatched_reply`).
     Unmatched {
         /// The line's `id`, if it had one.
         id: Option<Value>,
@@ -673,11 +673,13 @@ impl Bridge {
                 return;
             }
             Reply::Unroutable => (None, None),
-            Reply::Message { id, outcome } => (Some(id), Some(outcome)),
+            Reply::Message { id, outcome } => (id, Some(outcome)),
         };
         connected.streak = 0;
         connected.proof = Proof::Proven;
-        let (Some(id), Some(outcome)) = (id, outcome) else {
+        let Some(outcome) = outcome else {
+            self.actions
+                .push_back(Action::Report(Event::Unmatched { id: None }));
             return;
         };
         let wire = id.as_ref().and_then(Value::as_u64);
@@ -902,7 +904,7 @@ impl Bridge {
     /// would come too late for the call anyway, or when the call waits for
     /// the next attempt only.
     fn hurry(&mut self, wait: Wait, now: Instant) {
-        let Link::Retrying(retrying) = &mut self.link else {
+        let Link::Retrying(retrying) = &self.link else {
             return;
         };
         if wait.next_attempt_only || retrying.at > wait.deadline {
@@ -925,13 +927,13 @@ impl Bridge {
         self.actions.push_back(Action::Report(Event::Hurried {
             earlier_by: retrying.at - soonest,
         }));
+        let Link::Retrying(retrying) = self.take_link() else {
+            unreachable!("checked above");
+        };
         if soonest <= now {
-            let Link::Retrying(retrying) = self.take_link() else {
-                unreachable!("checked above");
-            };
             self.dial(Some(now), retrying.outage);
         } else {
-            retrying.at = soonest;
+            self.pause(soonest, retrying.pause, retrying.outage);
         }
     }
 

@@ -10,7 +10,10 @@
 //! The connection is tokio's own stream, split in two: lines are read from
 //! one half through the line codec, and every line the bridge queued
 //! during one turn is written to the other half in one `try_write`; only a
-//! full socket makes the driver wait for room.
+//! full socket makes the driver wait for room. A write that fails does not
+//! end the connection at once: the replies the daemon sent before it went
+//! away are still read, and the connection is lost when its reading side
+//! ends.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -28,7 +31,7 @@ use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Re
 use super::error::BridgeError;
 use super::wire::DaemonResult;
 use crate::codec::{Frame, LineCodec};
-use crate::logging::event;
+use crate::logging::{event, millis};
 use crate::transport::{ConnectError, DaemonReader, DaemonStream, DaemonWriter, Endpoint};
 
 /// I/O settings of the driver (the decisions live in the policy).
@@ -157,9 +160,21 @@ struct Dialing {
 struct Connection {
     conn: ConnId,
     lines: FramedRead<DaemonReader, LineCodec>,
-    writer: DaemonWriter,
-    /// Lines queued for the daemon and not yet taken by the socket.
-    queued: Vec<u8>,
+    outgoing: Outgoing,
+}
+
+/// The writing side of the connection.
+enum Outgoing {
+    /// Writable: the lines queued for the daemon and not yet taken by the
+    /// socket.
+    Open {
+        writer: DaemonWriter,
+        queued: Vec<u8>,
+    },
+    /// A write failed: nothing more is written, and the reading side's end
+    /// (which follows) loses the connection. Lines queued meanwhile are
+    /// dropped: the calls they carry are settled when it is lost.
+    Broken,
 }
 
 /// What woke the driver.
@@ -252,18 +267,26 @@ impl Driver {
     async fn wait(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> Wake {
         let wake_at = self.core.poll_timeout();
         let (lines, blocked) = match self.connection.as_mut() {
-            Some(connection) => (
-                Some(&mut connection.lines),
-                (!connection.queued.is_empty()).then_some(&connection.writer),
-            ),
+            Some(Connection {
+                lines, outgoing, ..
+            }) => {
+                let blocked = match outgoing {
+                    Outgoing::Open { writer, queued } if !queued.is_empty() => Some(&*writer),
+                    _ => None,
+                };
+                (Some(lines), blocked)
+            }
             None => (None, None),
         };
+        // Callers and timers first: on this thread neither can refill while
+        // the driver runs, so they can never starve the daemon's lines, but
+        // a daemon writing without pause could starve them.
         tokio::select! {
             biased;
-            frame = next_frame(lines) => Wake::Read(frame),
-            outcome = dialled(&mut self.dialing) => Wake::Dialled(outcome),
             command = commands.recv() => Wake::Command(command),
             () = sleep_until(wake_at) => Wake::Timer,
+            outcome = dialled(&mut self.dialing) => Wake::Dialled(outcome),
+            frame = next_frame(lines) => Wake::Read(frame),
             () = room(blocked) => Wake::Room,
         }
     }
@@ -300,8 +323,10 @@ impl Driver {
                 self.connection = Some(Connection {
                     conn,
                     lines: FramedRead::new(reader, LineCodec::new(self.config.max_line_bytes)),
-                    writer,
-                    queued: Vec::new(),
+                    outgoing: Outgoing::Open {
+                        writer,
+                        queued: Vec::new(),
+                    },
                 });
                 self.core.connected(conn, now());
             }
@@ -339,20 +364,13 @@ impl Driver {
         self.core.closed(conn, now());
     }
 
-    /// Carries out the bridge's actions and writes what they queued, until
-    /// neither leaves anything to do (a failed write is a lost connection,
-    /// which the bridge answers with more actions); then publishes the
-    /// connection's status.
+    /// Carries out the bridge's actions and writes what they queued; then
+    /// publishes the connection's status.
     fn settle(&mut self) {
-        loop {
-            while let Some(action) = self.core.poll_action() {
-                self.apply(action);
-            }
-            match self.flush() {
-                Ok(()) => break,
-                Err(conn) => self.lose(conn),
-            }
+        while let Some(action) = self.core.poll_action() {
+            self.apply(action);
         }
+        self.flush();
         let status = self.core.status();
         self.status.send_if_modified(|published| {
             let changed = *published != status;
@@ -365,8 +383,12 @@ impl Driver {
         match action {
             Action::Connect(conn) => self.dial(conn),
             Action::Send(conn, line) => {
-                if let Some(connection) = self.connection.as_mut().filter(|c| c.conn == conn) {
-                    connection.queued.extend_from_slice(&line);
+                if let Some(Connection {
+                    outgoing: Outgoing::Open { queued, .. },
+                    ..
+                }) = self.connection.as_mut().filter(|c| c.conn == conn)
+                {
+                    queued.extend_from_slice(&line);
                 }
             }
             Action::Close(conn) => {
@@ -387,26 +409,35 @@ impl Driver {
     }
 
     /// Writes the queued lines, as much as the socket takes now; the rest
-    /// waits for room. `Err` names a connection whose write failed.
-    fn flush(&mut self) -> Result<(), ConnId> {
-        let Some(connection) = self.connection.as_mut() else {
-            return Ok(());
+    /// waits for room. A write that fails breaks the writing side (see
+    /// [`Outgoing::Broken`]).
+    fn flush(&mut self) {
+        let Some(Connection {
+            conn,
+            outgoing: outgoing @ Outgoing::Open { .. },
+            ..
+        }) = self.connection.as_mut()
+        else {
+            return;
         };
-        while !connection.queued.is_empty() {
-            match connection.writer.try_write(&connection.queued) {
-                Ok(0) => return Err(connection.conn),
+        let Outgoing::Open { writer, queued } = outgoing else {
+            return;
+        };
+        while !queued.is_empty() {
+            let error = match writer.try_write(queued) {
+                Ok(0) => std::io::Error::from(std::io::ErrorKind::WriteZero),
                 Ok(written) => {
-                    connection.queued.drain(..written);
+                    queued.drain(..written);
+                    continue;
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    tracing::debug!(conn = connection.conn.0, %error, "daemon connection write failed");
-                    return Err(connection.conn);
-                }
-            }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => e,
+            };
+            tracing::debug!(conn = conn.0, %error, "daemon connection write failed");
+            *outgoing = Outgoing::Broken;
+            return;
         }
-        Ok(())
     }
 
     fn dial(&mut self, conn: ConnId) {
@@ -500,16 +531,11 @@ impl Driver {
             ),
             Event::Unmatched { id } => tracing::debug!(
                 event = event::UNMATCHED_REPLY,
-                id = ?id,
+                id = id.map(|id| id.to_string()),
                 "ignored a daemon line with no pending request"
             ),
         }
     }
-}
-
-/// Whole milliseconds, for the log.
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The connection's next frame (never completes without a connection).

@@ -14,7 +14,8 @@ use super::error::BridgeError;
 use crate::json::{self, Shape, present};
 
 /// JSON-RPC's code for an internal error: what a call fails with when the
-/// daemon's answer cannot be passed on.
+/// daemon's answer cannot be passed on (the same code the MCP side uses for
+/// its own internal errors).
 const INTERNAL_ERROR: i64 = -32603;
 
 /// The daemon's code for "internal error", assumed when its error object
@@ -54,9 +55,9 @@ pub(super) fn request_line(wire: u64, request: &Request) -> Vec<u8> {
 /// reads is this JSON text, so the result is written anew once, as
 /// serde_json writes it: characters as characters, numbers in their
 /// shortest form. What a strict client would refuse (a lone surrogate, a
-/// number beyond the range of a double) is refused here instead, and
-/// integers beyond 64 bits become doubles, as a JavaScript client would
-/// read them anyway.
+/// number beyond the range of a double) is refused here instead, as is a
+/// result nested deeper than serde_json's limit of 128; integers beyond 64
+/// bits become doubles, as a JavaScript client would read them anyway.
 #[derive(Debug, Clone)]
 pub struct DaemonResult(Box<RawValue>);
 
@@ -123,26 +124,24 @@ pub(super) enum Reply {
     },
 }
 
-/// The members of a reply the bridge reads.
+/// The members of a reply the bridge reads; `error` stays raw, so that an
+/// error of any shape (or `null` beside a result) is still an answer.
 #[derive(Deserialize)]
 struct Envelope<'a> {
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
     #[serde(default, borrow, deserialize_with = "present")]
     result: Option<&'a RawValue>,
-    #[serde(default, deserialize_with = "present")]
-    error: Option<ErrorObject>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
 }
 
-/// A JSON-RPC error object, its members of any type (the message is shown
-/// as given; a code that is not an integer counts as the daemon's internal
-/// error).
+/// Just the `id` of a line whose other members cannot be read as a reply
+/// (one of them given twice): enough to fail the call it answers at once.
 #[derive(Deserialize)]
-struct ErrorObject {
+struct IdOnly {
     #[serde(default)]
-    code: Option<Value>,
-    #[serde(default)]
-    message: Option<Value>,
+    id: Option<Value>,
 }
 
 /// Reads one daemon line (without its newline).
@@ -156,14 +155,23 @@ pub(super) fn read_reply(line: &[u8]) -> Reply {
             outcome: outcome(envelope.result, envelope.error),
         },
         Ok(Shape::Array | Shape::Null | Shape::Scalar) => Reply::Unroutable,
-        Err(e) if e.is_data() => Reply::Unroutable,
+        Err(e) if e.is_data() => match json::read_object::<IdOnly>(text) {
+            Ok(Shape::Object(IdOnly { id: Some(id) })) => Reply::Message {
+                id: Some(id),
+                outcome: Err(BridgeError::Daemon {
+                    code: INTERNAL_ERROR,
+                    message: format!("the daemon's reply is not a JSON-RPC response: {e}"),
+                }),
+            },
+            _ => Reply::Unroutable,
+        },
         Err(_) => Reply::NotJson,
     }
 }
 
 fn outcome(
     result: Option<&RawValue>,
-    error: Option<ErrorObject>,
+    error: Option<&RawValue>,
 ) -> Result<DaemonResult, BridgeError> {
     match (result, error) {
         (Some(result), _) => DaemonResult::from_daemon(result),
@@ -175,16 +183,24 @@ fn outcome(
     }
 }
 
-fn daemon_error(error: ErrorObject) -> BridgeError {
-    let code = error
-        .code
-        .as_ref()
+/// The daemon's error, whatever its shape: an object's `code` (the daemon's
+/// internal error when it is not an integer) and `message` (as given, or
+/// its JSON text); any other value is the message itself.
+fn daemon_error(error: &RawValue) -> BridgeError {
+    let value: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
+    let code = value
+        .get("code")
         .and_then(Value::as_i64)
         .unwrap_or(DAEMON_INTERNAL_ERROR);
-    let message = match error.message {
-        Some(Value::String(text)) => text,
-        Some(other) => other.to_string(),
-        None => "daemon error".to_owned(),
+    let message = match &value {
+        Value::Object(members) => match members.get("message") {
+            Some(Value::String(text)) => text.clone(),
+            Some(other) => other.to_string(),
+            None => "daemon error".to_owned(),
+        },
+        Value::String(text) => text.clone(),
+        Value::Null => "daemon error".to_owned(),
+        other => other.to_string(),
     };
     BridgeError::Daemon { code, message }
 }
@@ -252,6 +268,33 @@ mod tests {
                 message: r#"{"why":1}"#.into()
             })
         );
+        // Errors of other shapes, and null beside a result.
+        let (_, outcome) = message(r#"{"id":1,"result":{"ok":true},"error":null}"#);
+        assert_eq!(outcome.expect("a result"), r#"{"ok":true}"#);
+        let (_, outcome) = message(r#"{"id":1,"error":"boom"}"#);
+        assert_eq!(
+            outcome,
+            Err(BridgeError::Daemon {
+                code: -32001,
+                message: "boom".into()
+            })
+        );
+        let (_, outcome) = message(r#"{"id":1,"error":[-32000,"x"]}"#);
+        assert_eq!(
+            outcome,
+            Err(BridgeError::Daemon {
+                code: -32001,
+                message: r#"[-32000,"x"]"#.into()
+            })
+        );
+        let (_, outcome) = message(r#"{"id":1,"error":null}"#);
+        assert_eq!(
+            outcome,
+            Err(BridgeError::Daemon {
+                code: -32001,
+                message: "daemon error".into()
+            })
+        );
         let (id, outcome) = message(r#"{"id":null}"#);
         assert_eq!(id, Some(Value::Null));
         assert!(matches!(
@@ -268,6 +311,13 @@ mod tests {
             read_reply(br#"{"id":1,"id":2,"result":1}"#),
             Reply::Unroutable
         ));
+        // A result given twice still fails the call it answers, at once.
+        let (id, outcome) = message(r#"{"id":3,"result":1,"result":2}"#);
+        assert_eq!(id, Some(Value::from(3)));
+        assert!(
+            matches!(&outcome, Err(BridgeError::Daemon { code: -32603, message }) if message.contains("duplicate")),
+            "{outcome:?}"
+        );
         assert!(matches!(
             read_reply(b"Traceback (most recent call last):"),
             Reply::NotJson

@@ -26,7 +26,7 @@ use tokio::sync::Semaphore;
 
 pub use plan::{Plan, Shape, Step, plan};
 
-use crate::logging::event;
+use crate::logging::{event, millis};
 use crate::process::{self, RunError};
 use crate::programs::Installation;
 
@@ -116,11 +116,6 @@ impl Degraded {
             available,
             runs: Semaphore::new(MAX_RUNS),
         }
-    }
-
-    /// The `iai` program as it is run (a path when it was found).
-    pub fn cli(&self) -> &OsString {
-        &self.config.cli
     }
 
     /// Whether a call of `tool` can be answered in degraded mode.
@@ -224,7 +219,7 @@ async fn answer(
                     event = event::DEGRADED_ANSWER,
                     tool,
                     command = %shown,
-                    elapsed_ms = u64::try_from(output.elapsed.as_millis()).unwrap_or(u64::MAX),
+                    elapsed_ms = millis(output.elapsed),
                     "answered in degraded mode"
                 );
                 return Ok(step.shape.apply(result, &plan.not_applied));

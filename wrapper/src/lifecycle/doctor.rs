@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
 use crate::bridge::LinkStatus;
-use crate::logging::event;
+use crate::logging::{event, millis};
 use crate::process::{self, CliCommand, RunError};
 use crate::programs::Installation;
 use crate::transport::Endpoint;
@@ -28,9 +28,9 @@ use crate::transport::Endpoint;
 /// Whether the probe and the auto-heal run unless configured off.
 pub const DEFAULT_ON: bool = true;
 /// How long the daemon must stay unreachable before an auto-heal, by
-/// default: the connect wait, so a daemon that is merely restarting is
-/// never "healed".
-pub const DEFAULT_HEAL_AFTER: Duration = Duration::from_secs(10);
+/// default: the default connect wait, so a daemon that is merely restarting
+/// is never "healed".
+pub const DEFAULT_HEAL_AFTER: Duration = crate::bridge::policy::CONNECT_WAIT;
 
 /// Longest run of `iai-mcp doctor` (the health probe).
 pub const PROBE_LIMIT: Duration = Duration::from_secs(5);
@@ -98,10 +98,7 @@ pub async fn probe(config: &DoctorConfig) {
             "`{shown}`: healthy"
         ),
         Ok(out) => {
-            let code = out
-                .status
-                .code()
-                .map_or_else(|| out.status.to_string(), |c| c.to_string());
+            let code = exit_text(out.status);
             tracing::warn!(
                 event = event::DOCTOR_RUN,
                 mode = "probe",
@@ -131,9 +128,11 @@ pub async fn probe(config: &DoctorConfig) {
     }
 }
 
-/// Whole milliseconds, for the log.
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+/// A process's exit as a log field: its code, or how it ended without one.
+fn exit_text(status: std::process::ExitStatus) -> String {
+    status
+        .code()
+        .map_or_else(|| status.to_string(), |code| code.to_string())
 }
 
 /// Watch the connection and heal the daemon when it stays down; runs until
@@ -244,7 +243,7 @@ async fn heal(config: &DoctorConfig, state_dir: &Path, endpoint: &Endpoint) {
             mode = "heal",
             outcome = "problem",
             command = %shown,
-            exit = %out.status,
+            exit = %exit_text(out.status),
             stderr = %out.stderr_tail,
             "auto-heal failed"
         ),

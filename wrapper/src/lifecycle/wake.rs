@@ -71,7 +71,7 @@ async fn kickstart() -> bool {
                 event = event::WAKE_REQUESTED,
                 how = "launchctl",
                 outcome = "sent",
-                %target,
+                launchd_target = %target,
                 "daemon unreachable; launchctl kickstart sent"
             );
             true

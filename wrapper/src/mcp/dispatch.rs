@@ -7,6 +7,7 @@
 //! answered here, so it never waits on the daemon. The line is read once
 //! ([`message::read`]); a request's params once its method is known.
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::message::{
@@ -152,7 +153,7 @@ fn classify_message(envelope: Envelope<'_>) -> Classified {
 }
 
 /// A notification: never answered, whatever its params hold.
-fn notification(method: &str, params: Option<&serde_json::value::RawValue>) -> Inbound {
+fn notification(method: &str, params: Option<&RawValue>) -> Inbound {
     match method {
         "notifications/initialized" => Inbound::Initialized,
         "notifications/cancelled" => match message::params::<CancelParams>(params) {
@@ -165,7 +166,7 @@ fn notification(method: &str, params: Option<&serde_json::value::RawValue>) -> I
     }
 }
 
-fn request(id: Value, method: &str, params: Option<&serde_json::value::RawValue>) -> Classified {
+fn request(id: Value, method: &str, params: Option<&RawValue>) -> Classified {
     match method {
         "initialize" => initialize(id, params),
         "tools/call" => tool_call(id, params),
@@ -196,7 +197,7 @@ fn request(id: Value, method: &str, params: Option<&serde_json::value::RawValue>
 /// `initialize` answers in the legacy era whatever `_meta` says (a
 /// modern client does not send it), but a version `_meta` names must
 /// still be one that is served.
-fn initialize(id: Value, params: Option<&serde_json::value::RawValue>) -> Classified {
+fn initialize(id: Value, params: Option<&RawValue>) -> Classified {
     let params = match message::params::<InitializeParams>(params) {
         Ok(params) => params,
         Err(e) => return Classified::reply(invalid_params(&id, &e)),
@@ -211,7 +212,7 @@ fn initialize(id: Value, params: Option<&serde_json::value::RawValue>) -> Classi
     Classified::answered(reply::initialize(&id, version), Era::Legacy)
 }
 
-fn tool_call(id: Value, params: Option<&serde_json::value::RawValue>) -> Classified {
+fn tool_call(id: Value, params: Option<&RawValue>) -> Classified {
     let params = match message::params::<CallParams<'_>>(params) {
         Ok(params) => params,
         Err(e) => return Classified::reply(invalid_params(&id, &e)),

@@ -4,8 +4,9 @@
 //! what the message is (`jsonrpc`, `id`, `method`, `params`, and whether
 //! it carries a `result` or an `error`), each kept as the raw JSON it was
 //! given and read into its type only when the rules need it: a member of
-//! the wrong type, or a string with a broken escape, is then answered
-//! precisely and with the request's id whenever the id itself is sound.
+//! the wrong type, or a member's string with a broken escape, is then
+//! answered precisely and with the request's id whenever the id itself is
+//! sound (a broken escape in a member's *name* spoils the whole line).
 //! `params` waits until the method says what it should hold ([`params`]).
 //! Members the envelope does not use are skipped, checked for syntax only.
 //! An envelope member given twice makes the line an invalid request:
@@ -139,7 +140,7 @@ pub enum ParamsError {
     #[error("params must be an object")]
     NotObject,
     /// A member the method reads is invalid.
-    #[error("invalid params: {0}")]
+    #[error("invalid params: {}", without_position(.0))]
     Invalid(#[from] serde_json::Error),
 }
 
@@ -156,6 +157,14 @@ pub fn params<'a, T: Deserialize<'a> + Default>(
         Shape::Null => Ok(T::default()),
         Shape::Array | Shape::Scalar => Err(ParamsError::NotObject),
     }
+}
+
+/// serde_json's message without the position it adds: a position within
+/// `params` would read as one within the client's line.
+fn without_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let position = format!(" at line {} column {}", error.line(), error.column());
+    text.strip_suffix(&position).unwrap_or(&text).to_owned()
 }
 
 /// `_meta`, which every request may carry: in the modern era it names the
