@@ -12,10 +12,12 @@
 
 pub mod checks;
 pub mod daemon;
+pub mod glibc;
 pub mod hosts;
 pub mod listing;
 pub mod proxy;
 pub mod pyenv;
+pub mod wheel;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -123,16 +125,7 @@ impl E2eReport {
 
 impl fmt::Display for E2eReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut rows = Vec::new();
-        for row in &self.rows {
-            let mut lines = row.detail.lines();
-            let first = lines.next().unwrap_or("").to_owned();
-            rows.push([row.check.clone(), row.verdict.to_string(), first]);
-            rows.extend(lines.map(|line| [String::new(), String::new(), format!("  {line}")]));
-        }
-        for line in table_lines(&["check", "result", "detail"], &rows, Align::Left) {
-            writeln!(f, "{line}")?;
-        }
+        write_rows(f, &self.rows)?;
         writeln!(f, "{}", self.setup)?;
         let failed = self
             .rows
@@ -147,6 +140,22 @@ impl fmt::Display for E2eReport {
             self.elapsed.as_secs_f64()
         )
     }
+}
+
+/// The `check | result | detail` table of `rows`, a line each (and one
+/// more for each further line of a detail).
+fn write_rows(f: &mut fmt::Formatter<'_>, rows: &[Row]) -> fmt::Result {
+    let mut cells = Vec::new();
+    for row in rows {
+        let mut lines = row.detail.lines();
+        let first = lines.next().unwrap_or("").to_owned();
+        cells.push([row.check.clone(), row.verdict.to_string(), first]);
+        cells.extend(lines.map(|line| [String::new(), String::new(), format!("  {line}")]));
+    }
+    for line in table_lines(&["check", "result", "detail"], &cells, Align::Left) {
+        writeln!(f, "{line}")?;
+    }
+    Ok(())
 }
 
 /// Checks `done` every `every_ms` milliseconds until it holds; past
