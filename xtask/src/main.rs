@@ -3,8 +3,11 @@
 //! the harness (`cargo xtask race --help` prints its help).
 //!
 //! `--release` (any task) builds and runs the release binaries; `bench`
-//! always does. `wheel` is done here: it builds and checks the Python
-//! wheel (the harness's [`wheel`] module) and runs no harness command.
+//! always does. Two tasks do more here: `wheel` builds and checks the
+//! Python wheel (the harness's [`wheel`] module) and runs no harness
+//! command; `e2e` builds the same wheel first and names it to the harness
+//! in [`WHEEL_ENV`], so the end-to-end kit tests the binary the wheel
+//! installs.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -13,7 +16,7 @@ use std::process::{Command, ExitCode};
 
 use clap::Parser;
 use harness::bins::{self, Profile};
-use harness::e2e::wheel::{self, WheelConfig};
+use harness::e2e::wheel::{self, WHEEL_ENV, WheelConfig};
 
 /// The main tasks, and what each is for (any harness command is accepted).
 const TASKS: [(&str, &str); 7] = [
@@ -36,7 +39,7 @@ const TASKS: [(&str, &str); 7] = [
     ),
     (
         "e2e",
-        "the wrapper against the real iai-mcp 3.3.0 daemon (Python 3.11+, Node.js)",
+        "the wrapper's wheel against the real iai-mcp 3.3.0 daemon (Python 3.11+, Node.js)",
     ),
     (
         "wheel",
@@ -90,7 +93,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let error = Command::new(&built[2]).args(&args).exec();
+    let mut harness = Command::new(&built[2]);
+    harness.args(&args);
+    if task == "e2e" {
+        match wheel::build(&wheel_config(None, None)) {
+            Ok(built) => {
+                eprintln!("cargo xtask: {built}");
+                harness.env(WHEEL_ENV, &built.path);
+            }
+            Err(e) => {
+                eprintln!("cargo xtask: building the wheel: {}", error_chain(&e));
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let error = harness.exec();
     eprintln!("cargo xtask: cannot run {}: {error}", built[2].display());
     ExitCode::FAILURE
 }
