@@ -207,7 +207,9 @@ impl fmt::Display for WheelReport {
 /// Installs `wheel` into a fresh environment (`wheel/check-venv` in the
 /// target directory, made anew each time) and checks what a user gets:
 /// the platform tags, the newest glibc the installed binary needs, and
-/// that it answers `--version` with no Rust toolchain on `PATH`.
+/// that it answers `--version` with no Rust toolchain on `PATH`. A wheel
+/// for another platform, which pip will not install here, is unpacked by
+/// pip into a directory of that environment instead and not run.
 pub fn check(wheel: BuiltWheel, cfg: &WheelConfig) -> Result<WheelReport, HarnessError> {
     let venv = cfg.target_dir.join("wheel").join("check-venv");
     if venv.exists() {
@@ -215,22 +217,86 @@ pub fn check(wheel: BuiltWheel, cfg: &WheelConfig) -> Result<WheelReport, Harnes
             .map_err(|e| HarnessError::io(format!("removing {}", venv.display()), e))?;
     }
     create_venv(&cfg.interpreter(), &venv)?;
-    let binary = install(&venv, &wheel.path)?;
-    let installed_tags = run(
-        Command::new(venv.join("bin").join("python")).args([
-            "-c",
-            &format!(
-                "import importlib.metadata as m; print(m.distribution({DISTRIBUTION:?}).read_text('WHEEL'))"
+    let host = host_triple()?;
+    let runs_here = host == wheel.target;
+    let (binary, site) = if runs_here {
+        (install(&venv, &wheel.path)?, None)
+    } else {
+        let site = venv.join("foreign");
+        (unpack(&venv, &wheel.path, &site)?, Some(site))
+    };
+    let wheel_file = installed_wheel_file(&venv, site.as_deref())?;
+    let version = if runs_here {
+        version_row(&venv, &binary)?
+    } else {
+        Row::info(
+            VERSION_CHECK,
+            format!(
+                "not run: built for {}, this machine is {host}",
+                wheel.target
             ),
-        ]),
-        "reading the installed wheel's WHEEL file",
-    )?;
+        )
+    };
     let rows = vec![
-        tags_row(&wheel, &installed_tags),
+        tags_row(&wheel, &wheel_file),
         glibc_row(&wheel.target, &binary)?,
-        version_row(&wheel.target, &venv, &binary)?,
+        version,
     ];
     Ok(WheelReport { wheel, rows })
+}
+
+/// Prints the `WHEEL` file of the distribution its first argument names,
+/// found on the paths given after it (default: the interpreter's own).
+const WHEEL_FILE_SCRIPT: &str = "\
+import importlib.metadata as m, sys
+where = {'path': sys.argv[2:]} if len(sys.argv) > 2 else {}
+for d in m.distributions(name=sys.argv[1], **where):
+    print(d.read_text('WHEEL'))
+";
+
+/// What pip put in `*.dist-info/WHEEL` of the installed distribution (in
+/// `site` if given, else where the environment's python finds it).
+fn installed_wheel_file(venv: &Path, site: Option<&Path>) -> Result<String, HarnessError> {
+    let mut python = Command::new(venv.join("bin").join("python"));
+    python
+        .args(["-c", WHEEL_FILE_SCRIPT, DISTRIBUTION])
+        .args(site);
+    run(&mut python, "reading the installed wheel's WHEEL file")
+}
+
+/// Unpacks a wheel for another platform as pip would install it, into
+/// `dir` (pip's `--target`, with the wheel's own platform tags), and
+/// returns the executable it put in `dir/bin`.
+fn unpack(venv: &Path, wheel: &Path, dir: &Path) -> Result<PathBuf, HarnessError> {
+    let name = wheel.file_name().unwrap_or_default().to_string_lossy();
+    let tags = platform_tags(&name)
+        .ok_or_else(|| HarnessError::Scenario(format!("{name} is not a wheel file name")))?;
+    let mut pip = Command::new(venv.join("bin").join("python"));
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ])
+    .args(["--no-index", "--no-deps", "--only-binary=:all:"]);
+    for tag in &tags {
+        pip.args(["--platform", tag]);
+    }
+    pip.arg("--target").arg(dir).arg(wheel);
+    run(
+        &mut pip,
+        &format!("unpacking {name} into {}", dir.display()),
+    )?;
+    let binary = dir.join("bin").join(EXECUTABLE);
+    if binary.is_file() {
+        Ok(binary)
+    } else {
+        Err(HarnessError::Scenario(format!(
+            "unpacking {name} put no {EXECUTABLE} in {}",
+            dir.join("bin").display()
+        )))
+    }
 }
 
 /// Installs `wheel` (alone, from the file) into the environment `venv`,
@@ -324,18 +390,14 @@ fn glibc_row(target: &str, binary: &Path) -> Result<Row, HarnessError> {
     })
 }
 
+/// The check [`version_row`] makes.
+const VERSION_CHECK: &str = "--version from a fresh venv, no Rust on PATH";
+
 /// `--version` of the installed binary, with the environment's `bin/`
 /// first on `PATH` (as when it is activated) and every directory holding
-/// `cargo`, `rustc` or `rustup` left out; only where the target runs.
-fn version_row(target: &str, venv: &Path, binary: &Path) -> Result<Row, HarnessError> {
-    let check = "--version from a fresh venv, no Rust on PATH";
-    let host = host_triple()?;
-    if host != target {
-        return Ok(Row::info(
-            check,
-            format!("not run: built for {target}, this machine is {host}"),
-        ));
-    }
+/// `cargo`, `rustc` or `rustup` left out.
+fn version_row(venv: &Path, binary: &Path) -> Result<Row, HarnessError> {
+    let check = VERSION_CHECK;
     let inherited = std::env::var_os("PATH").unwrap_or_default();
     let (kept, dropped): (Vec<PathBuf>, Vec<PathBuf>) =
         std::env::split_paths(&inherited).partition(|dir| !holds_rust(dir));
