@@ -51,7 +51,7 @@ const TASKS: [(&str, &str); 7] = [
 /// as a user gets it (fresh environment, platform tags, newest glibc
 /// needed, `--version` with no Rust on PATH).
 #[derive(Debug, Parser)]
-#[command(name = "cargo xtask wheel")]
+#[command(name = "cargo xtask wheel", bin_name = "cargo xtask wheel")]
 struct WheelArgs {
     /// The Rust target to build for, e.g. aarch64-unknown-linux-gnu or
     /// aarch64-apple-darwin (default: this machine's); it must be
