@@ -194,7 +194,7 @@ pub fn target_dir() -> PathBuf {
 
 /// The manifest of the workspace this crate belongs to, found from the
 /// crate's own source location at compile time.
-fn workspace_manifest() -> PathBuf {
+pub(crate) fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("harness lives one level below the workspace root")

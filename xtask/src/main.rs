@@ -3,16 +3,23 @@
 //! the harness (`cargo xtask race --help` prints its help).
 //!
 //! `--release` (any task) builds and runs the release binaries; `bench`
-//! always does.
+//! always does. Two tasks do more here: `wheel` builds and checks the
+//! Python wheel (the harness's [`wheel`] module) and runs no harness
+//! command; `e2e` builds the same wheel first and names it to the harness
+//! in [`WHEEL_ENV`], so the end-to-end kit tests the binary the wheel
+//! installs.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
+use clap::Parser;
 use harness::bins::{self, Profile};
+use harness::e2e::wheel::{self, WHEEL_ENV, WheelConfig};
 
 /// The main tasks, and what each is for (any harness command is accepted).
-const TASKS: [(&str, &str); 6] = [
+const TASKS: [(&str, &str); 7] = [
     (
         "race",
         "show the V3-05 race: prefix mode must fail, fixed mode must pass (--all: the scorecard of both)",
@@ -32,9 +39,30 @@ const TASKS: [(&str, &str); 6] = [
     ),
     (
         "e2e",
-        "the wrapper against the real iai-mcp 3.3.0 daemon (Python 3.11+, Node.js)",
+        "the wrapper's wheel against the real iai-mcp 3.3.0 daemon (Python 3.11+, Node.js)",
+    ),
+    (
+        "wheel",
+        "build the Python wheel (manylinux2014 on Linux), check it, print where it is",
     ),
 ];
+
+/// Build the Python wheel that carries the wrapper's binary, then check it
+/// as a user gets it (fresh environment, platform tags, newest glibc
+/// needed, `--version` with no Rust on PATH).
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask wheel", bin_name = "cargo xtask wheel")]
+struct WheelArgs {
+    /// The Rust target to build for, e.g. aarch64-unknown-linux-gnu or
+    /// aarch64-apple-darwin (default: this machine's); it must be
+    /// installed (`rustup target add`).
+    #[arg(long, value_name = "TRIPLE")]
+    target: Option<String>,
+    /// The Python interpreter for the build and check environments
+    /// (default: python3).
+    #[arg(long)]
+    python: Option<PathBuf>,
+}
 
 fn main() -> ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -43,6 +71,9 @@ fn main() -> ExitCode {
     };
     if task.starts_with('-') {
         return usage();
+    }
+    if task == "wheel" {
+        return wheel_task(WheelArgs::parse_from(&args));
     }
     let release = task == "bench" || args.iter().any(|a| a == "--release");
     args.retain(|a| a != "--release");
@@ -62,9 +93,65 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let error = Command::new(&built[2]).args(&args).exec();
+    let mut harness = Command::new(&built[2]);
+    harness.args(&args);
+    if task == "e2e" {
+        match wheel::build(&wheel_config(None, None)) {
+            Ok(built) => {
+                eprintln!("cargo xtask: {built}");
+                harness.env(WHEEL_ENV, &built.path);
+            }
+            Err(e) => {
+                eprintln!("cargo xtask: building the wheel: {}", error_chain(&e));
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let error = harness.exec();
     eprintln!("cargo xtask: cannot run {}: {error}", built[2].display());
     ExitCode::FAILURE
+}
+
+/// `cargo xtask wheel`: builds, checks, prints the report; exit 0 when
+/// every check passed.
+fn wheel_task(args: WheelArgs) -> ExitCode {
+    let cfg = wheel_config(args.target, args.python);
+    let report = wheel::build(&cfg).and_then(|built| wheel::check(built, &cfg));
+    match report {
+        Ok(report) => {
+            println!("{report}");
+            if report.passed() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("cargo xtask wheel: {}", error_chain(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The wheel's settings, in this workspace's target directory.
+fn wheel_config(target: Option<String>, python: Option<PathBuf>) -> WheelConfig {
+    WheelConfig {
+        target_dir: bins::target_dir(),
+        target,
+        python,
+    }
+}
+
+/// An error and its sources on one line, `a: b: c`.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn usage() -> ExitCode {

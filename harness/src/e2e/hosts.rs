@@ -5,7 +5,7 @@
 //! giving every file its bytes back.
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
@@ -84,9 +84,20 @@ impl Kit<'_> {
             .filter(|(_, (now, then))| now != then)
             .map(|(f, _)| *f)
             .collect();
-        if switched != HOST_FILES.len() || listed.is_empty() || !changed.is_empty() {
+        // `install` names the binary by the path it was run as: a wheel's
+        // binary in the environment's bin/, beside `iai` and `iai-mcp`.
+        let names_this_binary = argv.first().map(PathBuf::from).as_deref() == Some(self.wrapper);
+        if switched != HOST_FILES.len()
+            || !names_this_binary
+            || listed.is_empty()
+            || !changed.is_empty()
+        {
             return Err(HarnessError::Scenario(format!(
-                "{switched} entries switched, {} tools listed, not restored: {changed:?}; status:\n{status}",
+                "{switched} entries switched, ~/.claude.json starts {:?} (the binary tested is {:?}), {} tools listed, not restored: {changed:?}; status:\n{status}",
+                argv.first()
+                    .map(|a| a.to_string_lossy())
+                    .unwrap_or_default(),
+                self.wrapper,
                 listed.len()
             )));
         }

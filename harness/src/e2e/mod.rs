@@ -9,13 +9,21 @@
 //! whose reply is lost ([`proxy`]), the degraded answers, the auto-heal,
 //! and `install`/`uninstall` over what 3.3.0's own installer wrote
 //! ([`hosts`]). Each check is a [`Row`] of the [`E2eReport`] table.
+//!
+//! The binary under test is [`E2eConfig::wrapper`], unless
+//! [`WHEEL_ENV`](wheel::WHEEL_ENV) names a wheel: then the kit installs
+//! that wheel into its environment, beside iai-mcp's own programs, and
+//! tests the binary it put in the environment's `bin/`, the path a user
+//! gets. `cargo xtask e2e` builds the wheel ([`wheel`]) and names it there.
 
 pub mod checks;
 pub mod daemon;
+pub mod glibc;
 pub mod hosts;
 pub mod listing;
 pub mod proxy;
 pub mod pyenv;
+pub mod wheel;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -31,7 +39,8 @@ use pyenv::{IAI_PME, MCP_SDK};
 pub struct E2eConfig {
     /// Where the virtual environment lives (kept between runs).
     pub work_dir: PathBuf,
-    /// The wrapper binary under test.
+    /// The wrapper binary under test, unless [`WHEEL_ENV`](wheel::WHEEL_ENV)
+    /// names a wheel to install and test instead.
     pub wrapper: PathBuf,
     /// The Python interpreter to build the environment with (default: the
     /// first supported one on `PATH`).
@@ -108,6 +117,8 @@ impl Row {
 pub struct E2eReport {
     /// The checks, in the order run.
     pub rows: Vec<Row>,
+    /// The binary tested, and the wheel it came from.
+    pub subject: String,
     /// The environment: install time and size.
     pub setup: String,
     /// The whole run's time.
@@ -123,16 +134,8 @@ impl E2eReport {
 
 impl fmt::Display for E2eReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut rows = Vec::new();
-        for row in &self.rows {
-            let mut lines = row.detail.lines();
-            let first = lines.next().unwrap_or("").to_owned();
-            rows.push([row.check.clone(), row.verdict.to_string(), first]);
-            rows.extend(lines.map(|line| [String::new(), String::new(), format!("  {line}")]));
-        }
-        for line in table_lines(&["check", "result", "detail"], &rows, Align::Left) {
-            writeln!(f, "{line}")?;
-        }
+        write_rows(f, &self.rows)?;
+        writeln!(f, "{}", self.subject)?;
         writeln!(f, "{}", self.setup)?;
         let failed = self
             .rows
@@ -147,6 +150,22 @@ impl fmt::Display for E2eReport {
             self.elapsed.as_secs_f64()
         )
     }
+}
+
+/// The `check | result | detail` table of `rows`, a line each (and one
+/// more for each further line of a detail).
+fn write_rows(f: &mut fmt::Formatter<'_>, rows: &[Row]) -> fmt::Result {
+    let mut cells = Vec::new();
+    for row in rows {
+        let mut lines = row.detail.lines();
+        let first = lines.next().unwrap_or("").to_owned();
+        cells.push([row.check.clone(), row.verdict.to_string(), first]);
+        cells.extend(lines.map(|line| [String::new(), String::new(), format!("  {line}")]));
+    }
+    for line in table_lines(&["check", "result", "detail"], &cells, Align::Left) {
+        writeln!(f, "{line}")?;
+    }
+    Ok(())
 }
 
 /// Checks `done` every `every_ms` milliseconds until it holds; past
@@ -184,10 +203,11 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
         py.root.display(),
         py.size as f64 / (1024.0 * 1024.0)
     );
+    let tested = tested(cfg, &py)?;
     let mut real = daemon::RealDaemon::start(&py)?;
     let kit = checks::Kit {
         py: &py,
-        wrapper: &cfg.wrapper,
+        wrapper: &tested.binary,
         node: &cfg.node,
     };
     let mut rows = vec![
@@ -208,7 +228,42 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     rows.push(kit.heal(&mut real));
     Ok(E2eReport {
         rows,
+        subject: tested.line,
         setup,
         elapsed: started.elapsed(),
     })
+}
+
+/// The binary the checks run, and the report's line about it.
+struct Tested {
+    /// The binary.
+    binary: PathBuf,
+    /// `wrapper: PATH (VERSION), installed from WHEEL`, or `..., not from
+    /// a wheel`.
+    line: String,
+}
+
+/// The wheel [`WHEEL_ENV`](wheel::WHEEL_ENV) names, installed into the
+/// environment, or else the configured binary.
+fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
+    let wheel = std::env::var_os(wheel::WHEEL_ENV)
+        .filter(|w| !w.is_empty())
+        .map(PathBuf::from);
+    let (binary, origin) = match wheel {
+        Some(wheel) => (
+            wheel::install(&py.root, &wheel)?,
+            format!("installed from {}", wheel.display()),
+        ),
+        None => (cfg.wrapper.clone(), "not from a wheel".to_owned()),
+    };
+    let version = pyenv::run(
+        std::process::Command::new(&binary).arg("--version"),
+        &format!("`{} --version`", binary.display()),
+    )?;
+    let line = format!(
+        "wrapper: {} ({}), {origin}",
+        binary.display(),
+        version.trim()
+    );
+    Ok(Tested { binary, line })
 }

@@ -66,38 +66,65 @@ impl PyEnv {
 /// (`python3.12`, `python3.11`, `python3`, the first of a supported version).
 pub fn ensure(work_dir: &Path, python: Option<&Path>) -> Result<PyEnv, HarnessError> {
     let root = work_dir.join("venv");
-    let marker = root.join(".iai-e2e-pins");
-    let pins = format!("{IAI_PME}\n{MCP_SDK}\n");
-    let mut installed_in = None;
-    if std::fs::read_to_string(&marker).ok().as_deref() != Some(pins.as_str()) {
-        let started = Instant::now();
-        let interpreter = match python {
-            Some(p) => p.to_path_buf(),
-            None => find_python()?,
-        };
-        if root.exists() {
-            std::fs::remove_dir_all(&root)
-                .map_err(|e| HarnessError::io(format!("removing {}", root.display()), e))?;
-        }
-        run(
-            Command::new(&interpreter).args(["-m", "venv"]).arg(&root),
-            "creating the virtual environment",
-        )?;
-        run(
-            Command::new(root.join("bin/python"))
-                .args(["-m", "pip", "install", "--quiet"])
-                .args(["--disable-pip-version-check", IAI_PME, MCP_SDK]),
-            "installing iai-pme and the MCP SDK",
-        )?;
-        std::fs::write(&marker, pins)
-            .map_err(|e| HarnessError::io(format!("writing {}", marker.display()), e))?;
-        installed_in = Some(started.elapsed());
-    }
+    let interpreter = || match python {
+        Some(p) => Ok(p.to_path_buf()),
+        None => find_python(),
+    };
+    let installed_in = ensure_venv(
+        &root,
+        interpreter,
+        &[IAI_PME, MCP_SDK],
+        "installing iai-pme and the MCP SDK",
+    )?;
     Ok(PyEnv {
         size: dir_size(&root),
         root,
         installed_in,
     })
+}
+
+/// The virtual environment `root` with exactly `requirements` installed
+/// from the package registry (`what` says what they are, for errors):
+/// created with the interpreter `interpreter` gives unless a marker in it
+/// names the same requirements, in which case it is reused as it is.
+/// Returns how long creating it took (`None`: reused).
+pub(super) fn ensure_venv(
+    root: &Path,
+    interpreter: impl FnOnce() -> Result<PathBuf, HarnessError>,
+    requirements: &[&str],
+    what: &str,
+) -> Result<Option<Duration>, HarnessError> {
+    let marker = root.join(".iai-e2e-pins");
+    let pins: String = requirements.iter().map(|r| format!("{r}\n")).collect();
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(pins.as_str()) {
+        return Ok(None);
+    }
+    let started = Instant::now();
+    let interpreter = interpreter()?;
+    if root.exists() {
+        std::fs::remove_dir_all(root)
+            .map_err(|e| HarnessError::io(format!("removing {}", root.display()), e))?;
+    }
+    create_venv(&interpreter, root)?;
+    run(
+        Command::new(root.join("bin/python"))
+            .args(["-m", "pip", "install", "--quiet"])
+            .arg("--disable-pip-version-check")
+            .args(requirements),
+        what,
+    )?;
+    std::fs::write(&marker, pins)
+        .map_err(|e| HarnessError::io(format!("writing {}", marker.display()), e))?;
+    Ok(Some(started.elapsed()))
+}
+
+/// A new, empty virtual environment at `root`, made by `interpreter`.
+pub(super) fn create_venv(interpreter: &Path, root: &Path) -> Result<(), HarnessError> {
+    run(
+        Command::new(interpreter).args(["-m", "venv"]).arg(root),
+        &format!("creating the virtual environment {}", root.display()),
+    )
+    .map(drop)
 }
 
 /// The first interpreter on `PATH` of a version iai-pme supports.
