@@ -1,5 +1,5 @@
 //! A stand-in for the iai-mcp daemon, used by tests, the race kit,
-//! benchmarks and soak runs (CONTRACT.md sections 4 and 7).
+//! benchmarks and soak runs (docs/CONTRACT.md sections 4 and 13).
 //!
 //! [`FakeDaemon`] binds a Unix socket and answers every newline-delimited
 //! JSON-RPC request with `{"jsonrpc":"2.0","id":<id>,"result":{"ok":true,

@@ -1,4 +1,4 @@
-//! The daemon's side of the socket protocol (CONTRACT.md section 4): sorting
+//! The daemon's side of the socket protocol (docs/CONTRACT.md section 4): sorting
 //! one received line into request, control message or error, and writing the
 //! reply lines.
 //!

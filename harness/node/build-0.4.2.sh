@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the two Node.js wrappers of iai-mcp release 0.4.2 that the
-# scorecard is shown against (README, "The scorecard"):
+# scorecard is shown against (docs/scorecard.md):
 #
 #   released  mcp-wrapper exactly as tagged
 #   nolazy    the same without the lazy `await bridge.start();` in its

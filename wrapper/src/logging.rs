@@ -3,7 +3,7 @@
 //!
 //! Every event worth a program's attention carries an `event` field whose
 //! value is one of the names in [`event`]; those names and the fields
-//! beside them are stable (docs/CONTRACT.md lists them), while the message
+//! beside them are stable (docs/CONTRACT.md, section 12, lists them), while the message
 //! text is for people and may change. In the JSON form each line is an
 //! object with `timestamp` (RFC 3339, UTC), `level`, `event` and the
 //! event's fields, `message` and `target`.

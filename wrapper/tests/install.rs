@@ -1,6 +1,6 @@
 //! `install`, `uninstall` and `status` through the real binary, on fixture
 //! files for every host in a temporary HOME: the forms iai-mcp 3.3.0's
-//! installer writes and the ones the README documents.
+//! installer writes and the ones docs/hosts.md documents.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

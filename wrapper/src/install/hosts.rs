@@ -1,5 +1,5 @@
 //! The MCP hosts whose configuration files iai-mcp's installer writes (or
-//! that the README documents), where those files are, and where in them an
+//! that docs/hosts.md documents), where those files are, and where in them an
 //! iai-mcp entry sits.
 
 use std::path::{Path, PathBuf};
