@@ -970,7 +970,7 @@ impl Bridge {
         };
         self.next_wire += 1;
         let wire = self.next_wire;
-        let line = wire::request_line(wire, &call.request);
+        let line = wire::request_line(wire, &call.request.method, &call.request.params);
         call.phase = Phase::InFlight(InFlight {
             conn,
             wire,

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::core::Request;
 use super::error::BridgeError;
 use crate::json::{self, Shape, present};
 
@@ -31,14 +30,14 @@ struct RequestLine<'a> {
     params: &'a Value,
 }
 
-/// The line (newline included) asking the daemon to run `request` as
-/// daemon request `wire`.
-pub(super) fn request_line(wire: u64, request: &Request) -> Vec<u8> {
+/// The line (newline included) asking the daemon to run `method` with
+/// `params` as daemon request `wire`.
+pub(super) fn request_line(wire: u64, method: &str, params: &Value) -> Vec<u8> {
     let message = RequestLine {
         jsonrpc: "2.0",
         id: wire,
-        method: &request.method,
-        params: &request.params,
+        method,
+        params,
     };
     // A string and a `Value` always serialise.
     let mut line = serde_json::to_vec(&message).unwrap_or_default();
@@ -208,7 +207,6 @@ fn daemon_error(error: &RawValue) -> BridgeError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bridge::Access;
     use serde_json::json;
 
     fn message(line: &str) -> (Option<Value>, Result<String, BridgeError>) {
@@ -328,15 +326,7 @@ mod tests {
 
     #[test]
     fn requests_are_single_json_lines() {
-        let line = request_line(
-            5,
-            &Request {
-                method: "memory_capture".into(),
-                params: json!({"text": "a\nb"}),
-                access: Access::Write,
-                fallback: false,
-            },
-        );
+        let line = request_line(5, "memory_capture", &json!({"text": "a\nb"}));
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         let v: Value = serde_json::from_slice(&line).expect("json");
         assert_eq!(
