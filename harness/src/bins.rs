@@ -298,7 +298,7 @@ fn target_dir_of_current_exe() -> Option<PathBuf> {
 }
 
 /// An error and its sources on one line, `a: b: c`.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

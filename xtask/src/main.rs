@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
-use harness::bins::{self, Profile};
+use harness::bins::{self, Profile, error_chain};
 use harness::e2e::wheel::{self, WHEEL_ENV, WheelConfig};
 
 /// The main tasks, and what each is for (any harness command is accepted).
@@ -140,18 +140,6 @@ fn wheel_config(target: Option<String>, python: Option<PathBuf>) -> WheelConfig 
         target,
         python,
     }
-}
-
-/// An error and its sources on one line, `a: b: c`.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn usage() -> ExitCode {
