@@ -13,7 +13,7 @@ use thiserror::Error;
 use crate::commands::COMMANDS;
 use crate::journal::DEFAULT_JOURNAL_BYTES;
 use crate::listener::{MAX_SOCKET_PATH_BYTES, SocketPathError, check_socket_path};
-use crate::server::{Config, DEFAULT_MAX_LINE_BYTES};
+use crate::server::{Config, DEFAULT_MAX_LINE_BYTES, DEFAULT_RELEASE};
 
 /// What the command line asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +66,7 @@ where
     let mut max_line_bytes = DEFAULT_MAX_LINE_BYTES;
     let mut journal_bytes = DEFAULT_JOURNAL_BYTES;
     let mut tcp = false;
+    let mut release = Some(DEFAULT_RELEASE.to_owned());
     let mut options_done = false;
     while let Some(arg) = args.next() {
         let text = arg.to_string_lossy();
@@ -79,6 +80,8 @@ where
                 "-h" | "--help" => return Ok(Invocation::Help),
                 "-V" | "--version" => return Ok(Invocation::Version),
                 "--tcp" if inline.is_none() => tcp = true,
+                "--no-release" if inline.is_none() => release = None,
+                "--release" => release = Some(text_value("--release", inline, &mut args)?),
                 "--max-line-bytes" => {
                     max_line_bytes = byte_count("--max-line-bytes", inline, &mut args, 1)?;
                 }
@@ -101,7 +104,24 @@ where
         tcp,
         max_line_bytes,
         journal_bytes,
+        release,
     }))
+}
+
+/// Reads a text option value (inline after `=` or the next argument).
+fn text_value(
+    option: &'static str,
+    inline: Option<String>,
+    rest: &mut impl Iterator<Item = OsString>,
+) -> Result<String, CliError> {
+    match inline {
+        Some(value) => Ok(value),
+        None => Ok(rest
+            .next()
+            .ok_or(CliError::MissingValue(option))?
+            .to_string_lossy()
+            .into_owned()),
+    }
 }
 
 /// Reads a byte-count option value (inline after `=` or the next argument).
@@ -162,7 +182,9 @@ when it has a usable one). A line longer than --max-line-bytes gets -32600
 and is skipped up to its newline. Notifications (no id) get no reply.
 Control messages (an object without \"jsonrpc\" whose \"type\" is a string:
 status, user_initiated_sleep, force_wake, force_rem, pause, resume,
-session_open) are counted and recorded and get no reply.
+session_open) are counted and recorded; only status gets a reply, as the
+real daemon's (DELAY and HANG apply to it):
+    {{\"ok\":true,\"state\":\"WAKE\",\"version\":<--release>}}
 
 With --tcp, listens on loopback TCP instead, as iai-mcp does where there
 are no Unix sockets: an ephemeral port (kept across DOWN/UP), written to
@@ -172,6 +194,9 @@ line; others are closed (STATS counts them as refused).
 
 OPTIONS:
     --tcp                 listen on loopback TCP with a token (see above)
+    --release <VERSION>   the release status reports [default: {release}]
+    --no-release          status replies carry no version member (a daemon
+                          that does not report its release)
     --max-line-bytes <N>  longest accepted request line [default: {max_line}]
     --journal-bytes <N>   memory kept for SEEN and LOG; beyond it the oldest
                           entries are forgotten and both reports add
@@ -185,6 +210,7 @@ COMMANDS (on stdin, one per line, command word case-insensitive):
         version = version_text(),
         max_line = DEFAULT_MAX_LINE_BYTES,
         journal = DEFAULT_JOURNAL_BYTES,
+        release = DEFAULT_RELEASE,
     );
     for spec in COMMANDS {
         let usage = match spec.argument {
@@ -263,6 +289,21 @@ mod tests {
             panic!("expected a run");
         };
         assert_eq!((config.max_line_bytes, config.journal_bytes), (1024, 0));
+        assert_eq!(config.release.as_deref(), Some(DEFAULT_RELEASE));
+        for (args, release) in [
+            (&["--release", "3.2.3", "s"][..], Some("3.2.3")),
+            (&["--release=3.4.0", "s"], Some("3.4.0")),
+            (&["--no-release", "s"], None),
+        ] {
+            let Invocation::Run(config) = parse(args).unwrap() else {
+                panic!("expected a run");
+            };
+            assert_eq!(config.release.as_deref(), release, "{args:?}");
+        }
+        assert!(matches!(
+            parse(&["s", "--release"]),
+            Err(CliError::MissingValue("--release"))
+        ));
         let Invocation::Run(config) = parse(&["--", "-odd.sock"]).unwrap() else {
             panic!("expected a run");
         };

@@ -330,6 +330,9 @@ impl<'a> Connection<'a> {
             Incoming::Control { kind } => {
                 self.shared.counters.control_received();
                 lock(&self.shared.journal).record_control(kind);
+                if kind == protocol::STATUS_KIND {
+                    self.answer_status();
+                }
             }
             Incoming::Invalid { id } => {
                 self.answer_error(id.unwrap_or("null"), INVALID_REQUEST, "invalid request")
@@ -359,6 +362,17 @@ impl<'a> Connection<'a> {
             });
         } else {
             self.emit_result(id, method);
+        }
+    }
+
+    /// Answers a `status` control message as the real daemon does; like
+    /// any reply it waits out `DELAY` and `HANG` (a hung daemon reports
+    /// nothing), but one-shot faults are for request replies only.
+    fn answer_status(&mut self) {
+        if self.shared.faults.deferring() {
+            self.defer(Reply::Line(self.shared.status_line.clone()));
+        } else if !self.cut {
+            self.out.extend_from_slice(&self.shared.status_line);
         }
     }
 

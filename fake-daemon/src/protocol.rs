@@ -37,8 +37,8 @@ pub enum Incoming<'a> {
     Request(Request<'a>),
     /// A control message: an object without `jsonrpc` whose `type` is a
     /// string (the real daemon knows status, user_initiated_sleep,
-    /// force_wake, force_rem, pause, resume and session_open). Never
-    /// answered.
+    /// force_wake, force_rem, pause, resume and session_open). Only
+    /// `status` is answered ([`status_line`]).
     Control {
         /// The `type` member, as a JSON string literal.
         kind: &'a str,
@@ -154,6 +154,24 @@ impl<'a> Envelope<'a> {
 /// JSON-RPC ids are strings, numbers or null.
 fn is_usable_id(raw: &str) -> bool {
     raw == "null" || raw.starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit())
+}
+
+/// The `type` of the status control message, as the raw JSON text
+/// [`Incoming::Control`] holds.
+pub const STATUS_KIND: &str = "\"status\"";
+
+/// The line the `status` control message is answered with, the shape of
+/// the real daemon's answer cut to the members the wrapper reads:
+/// `{"ok":true,"state":"WAKE","version":<release>}`, without `version`
+/// when `release` is `None`.
+pub fn status_line(release: Option<&str>) -> Vec<u8> {
+    let mut reply = serde_json::json!({ "ok": true, "state": "WAKE" });
+    if let Some(release) = release {
+        reply["version"] = serde_json::Value::from(release);
+    }
+    let mut line = reply.to_string().into_bytes();
+    line.push(b'\n');
+    line
 }
 
 const RESULT_HEAD: &str = "{\"jsonrpc\":\"2.0\",\"id\":";
@@ -346,6 +364,20 @@ mod tests {
                 assert_eq!(line.len(), min + 1);
             }
         }
+    }
+
+    #[test]
+    fn status_lines_name_the_release_or_leave_it_out() {
+        assert_eq!(
+            status_line(Some("3.2.3")),
+            b"{\"ok\":true,\"state\":\"WAKE\",\"version\":\"3.2.3\"}\n"
+        );
+        assert_eq!(status_line(None), b"{\"ok\":true,\"state\":\"WAKE\"}\n");
+        // A release that needs escaping still makes one JSON line.
+        let line = status_line(Some("a\"b\nc"));
+        let value: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(value["version"], "a\"b\nc");
+        assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
     }
 
     #[test]

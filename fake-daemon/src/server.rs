@@ -30,6 +30,10 @@ use crate::sync::lock;
 /// and are skipped up to their newline, so memory stays bounded.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
+/// The release `status` reports by default: the one the wrapper's tool
+/// table describes.
+pub const DEFAULT_RELEASE: &str = "3.3.0";
+
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop
 /// does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -54,6 +58,10 @@ pub struct Config {
     /// Memory budget for what `SEEN` and `LOG` report; 0 records nothing
     /// (fastest, for benchmarks).
     pub journal_bytes: usize,
+    /// The release the `status` control message reports as `version`;
+    /// `None` leaves the member out, as a daemon that does not report its
+    /// release.
+    pub release: Option<String>,
 }
 
 impl Config {
@@ -64,6 +72,7 @@ impl Config {
             tcp: false,
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             journal_bytes: DEFAULT_JOURNAL_BYTES,
+            release: Some(DEFAULT_RELEASE.to_owned()),
         }
     }
 }
@@ -160,7 +169,11 @@ impl FakeDaemon {
     /// Binds the socket (a stale socket file is removed first, the new one
     /// gets mode 0600) and starts accepting connections.
     pub async fn bind(config: Config) -> Result<Self, BindError> {
-        let shared = Arc::new(Shared::new(config.max_line_bytes, config.journal_bytes));
+        let shared = Arc::new(Shared::new(
+            config.max_line_bytes,
+            config.journal_bytes,
+            protocol::status_line(config.release.as_deref()),
+        ));
         let mut daemon = FakeDaemon {
             shared,
             socket_path: config.socket_path,

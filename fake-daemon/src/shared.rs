@@ -36,6 +36,8 @@ pub(crate) enum ConnCommand {
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) max_line_bytes: usize,
+    /// The complete line a `status` control message is answered with.
+    pub(crate) status_line: Box<[u8]>,
     pub(crate) counters: Counters,
     pub(crate) faults: Faults,
     pub(crate) journal: Mutex<Journal>,
@@ -62,10 +64,11 @@ struct ConnectionHandle {
 
 impl Shared {
     /// Fresh state: no connection, no fault, an empty journal of
-    /// `journal_bytes`.
-    pub(crate) fn new(max_line_bytes: usize, journal_bytes: usize) -> Self {
+    /// `journal_bytes`; `status` control messages get `status_line`.
+    pub(crate) fn new(max_line_bytes: usize, journal_bytes: usize, status_line: Vec<u8>) -> Self {
         Shared {
             max_line_bytes,
+            status_line: status_line.into_boxed_slice(),
             counters: Counters::default(),
             faults: Faults::default(),
             journal: Mutex::new(Journal::new(journal_bytes)),

@@ -471,18 +471,53 @@ fn invalid_requests_get_invalid_request_with_recovered_id() {
 }
 
 #[test]
-fn control_messages_get_no_reply_and_are_counted() {
+fn control_messages_are_counted_and_only_status_is_answered() {
     let mut daemon = Daemon::start();
     let mut client = daemon.connect();
     client.send(
         "{\"type\":\"session_open\",\"session_id\":\"s-1\",\"ts\":\"2026-01-01T00:00:00Z\"}\n",
     );
+    client.send("{\"type\":\"pause\"}\n");
     client.send("{\"type\":\"status\"}\n");
+    assert_eq!(
+        client.raw_line(),
+        "{\"ok\":true,\"state\":\"WAKE\",\"version\":\"3.3.0\"}\n"
+    );
     client.round_trip(1, "topology");
     assert_eq!(
         daemon.stats(),
-        "STATS conns=1 accepted=1 requests=1 controls=2 refused=0 pending=0"
+        "STATS conns=1 accepted=1 requests=1 controls=3 refused=0 pending=0"
     );
+}
+
+#[test]
+fn status_reports_the_release_given_or_none() {
+    let status = |options: &[&str]| {
+        let daemon = Daemon::start_with(options);
+        let mut client = daemon.connect();
+        client.send("{\"type\":\"status\"}\n");
+        client.json()
+    };
+    assert_eq!(
+        status(&["--release", "3.2.3"]),
+        json!({"ok": true, "state": "WAKE", "version": "3.2.3"})
+    );
+    assert_eq!(
+        status(&["--no-release"]),
+        json!({"ok": true, "state": "WAKE"})
+    );
+}
+
+#[test]
+fn a_hung_daemon_holds_its_status_reply_until_resume() {
+    let mut daemon = Daemon::start();
+    let mut client = daemon.connect();
+    assert_eq!(daemon.cmd("HANG"), "OK HANG");
+    client.send("{\"type\":\"status\"}\n");
+    daemon.wait_until_seen("status");
+    assert!(client.nothing_waiting());
+    assert_eq!(daemon.cmd("RESUME"), "OK RESUME");
+    assert_eq!(client.json()["version"], "3.3.0");
 }
 
 #[test]
@@ -597,6 +632,7 @@ fn log_records_method_and_params_of_every_request() {
     client.send("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"memory_capture\",\"params\":{\"text\":\"remember this\",\"tier\":\"episodic\"}}\n");
     client.json();
     client.send("{\"type\":\"status\"}\n");
+    assert_eq!(client.json()["state"], "WAKE");
     client.send(
         "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"profile_get\",\"params\":{\"knob\":null}}\n",
     );

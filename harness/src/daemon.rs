@@ -197,10 +197,22 @@ impl FakeDaemon {
         socket_path: &Path,
         transport: Transport,
     ) -> Result<Self, HarnessError> {
+        Self::spawn_with(program, socket_path, transport, &[])
+    }
+
+    /// Like [`spawn_on`](Self::spawn_on), with more options for the fake
+    /// daemon's command line (for example `--release 3.2.3`).
+    pub fn spawn_with(
+        program: &Path,
+        socket_path: &Path,
+        transport: Transport,
+        options: &[&str],
+    ) -> Result<Self, HarnessError> {
         let mut command = Command::new(program);
         if transport == Transport::Tcp {
             command.arg("--tcp");
         }
+        command.args(options);
         let mut guard = ChildGuard::spawn(
             command
                 .arg(socket_path)

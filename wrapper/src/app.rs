@@ -10,7 +10,7 @@ use crate::bridge::{self, Bridge, DriverConfig, LinkStatus};
 use crate::call::Caller;
 use crate::config::Config;
 use crate::degraded::Degraded;
-use crate::lifecycle::{doctor, heartbeat::Heartbeat, wake, warmup};
+use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, wake, warmup};
 use crate::logging::event;
 use crate::mcp::server::{self, ServerConfig, StopReason};
 use crate::stdio;
@@ -63,6 +63,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             bridge.status(),
         ))
     });
+    let release_watch = tokio::spawn(release::watch(bridge.status(), config.endpoint.clone()));
     let trigger = warmup::spawn(
         bridge.clone(),
         config.endpoint.clone(),
@@ -102,6 +103,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
 
     refresher.abort();
     waker.abort();
+    release_watch.abort();
     if let Some(healer) = healer {
         healer.abort();
     }

@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use crate::config::Config;
 use crate::degraded::Degraded;
 use crate::install;
-use crate::lifecycle::{doctor, heartbeat::Heartbeat, wake};
+use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, wake};
 use crate::mcp::protocol;
 use crate::tools;
 
@@ -64,6 +64,9 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
     if !ok {
         writeln!(out, "       {}", config.endpoint.hint())?;
     }
+    let found = release::summarize(&release::query(&config.endpoint, release::STATUS_BUDGET).await);
+    let mark = if found.matches { "ok" } else { "warn" };
+    writeln!(out, "[{mark}] daemon release {}", found.text)?;
     writeln!(out, "bridge mode: {}", config.policy.mode())?;
     let t = config.policy.timings();
     writeln!(

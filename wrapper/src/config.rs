@@ -325,9 +325,10 @@ pub struct Args {
         value_name = "PATH", hide_short_help = true)]
     pub python: Option<String>,
 
-    /// Report whether the daemon is reachable, every setting in effect,
-    /// what is served and where the lifecycle files go, then exit (0 when
-    /// the daemon answered, 1 otherwise).
+    /// Report whether the daemon is reachable (and its release beside the
+    /// tool table's), every setting in effect, what is served and where the
+    /// lifecycle files go, then exit (0 when the daemon answered, 1
+    /// otherwise).
     #[arg(long)]
     pub check: bool,
 
@@ -347,8 +348,9 @@ pub enum Command {
     /// Give the entries switched by `install` back what they ran before,
     /// from the backup
     Uninstall(HostChoice),
-    /// List, per host, which wrapper each iai-mcp entry runs (exit 0 when
-    /// every entry runs this binary)
+    /// List, per host, which wrapper each iai-mcp entry runs, then the
+    /// daemon's release beside the tool table's (exit 0 when every entry
+    /// runs this binary)
     Status {
         /// Only this host (repeat for several) [default: every host]
         #[arg(long = "host", value_enum, value_name = "NAME")]

@@ -59,6 +59,12 @@ pub mod event {
     /// The heartbeat file could not be written or removed: `path`,
     /// `error`.
     pub const HEARTBEAT_FAILED: &str = "heartbeat_failed";
+    /// The daemon answered (or did not answer) the `status` question asked
+    /// after each connect: `daemon` (its release; absent when unknown) and
+    /// `table` (the release the tool table describes), and `reason` when
+    /// the release is unknown. A warning the first time a release other
+    /// than the table's is seen, info otherwise, debug when unknown.
+    pub const DAEMON_RELEASE: &str = "daemon_release";
     /// The wrapper is exiting: `reason` (`eof`, `signal`, `output_closed`).
     pub const SHUTTING_DOWN: &str = "shutting_down";
 }

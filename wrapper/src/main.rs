@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Parser;
 use iai_mcp_wrapper::config::{Args, Command, Environment};
 use iai_mcp_wrapper::install::{self, Action, Request, hosts::Places};
+use iai_mcp_wrapper::transport::Endpoint;
 use iai_mcp_wrapper::{app, check, logging};
 use tracing_subscriber::EnvFilter;
 
@@ -16,8 +17,21 @@ fn main() -> ExitCode {
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
+    let env = Environment {
+        home: home.clone(),
+        wrapper_dir: this_binary()
+            .ok()
+            .and_then(|exe| exe.parent().map(PathBuf::from)),
+    };
     if let Some(command) = args.command.take() {
-        return match edit_hosts(command, home) {
+        // `status` also says which release the daemon is, found where the
+        // wrapper would look for it (the settings' environment variables).
+        let endpoint = matches!(command, Command::Status { .. }).then(|| {
+            args.resolve(&env)
+                .map(|c| c.endpoint)
+                .map_err(|e| e.to_string())
+        });
+        return match edit_hosts(command, home, endpoint) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
             Err(e) => {
@@ -26,12 +40,6 @@ fn main() -> ExitCode {
             }
         };
     }
-    let env = Environment {
-        home,
-        wrapper_dir: this_binary()
-            .ok()
-            .and_then(|exe| exe.parent().map(PathBuf::from)),
-    };
     let config = match args.resolve(&env) {
         Ok(config) => config,
         Err(e) => {
@@ -60,7 +68,13 @@ fn main() -> ExitCode {
 }
 
 /// `install`, `uninstall` or `status`; whether all that was asked was done.
-fn edit_hosts(command: Command, home: Option<PathBuf>) -> anyhow::Result<bool> {
+/// For `status`, `endpoint` is where the daemon is asked its release (or
+/// why no endpoint could be chosen).
+fn edit_hosts(
+    command: Command,
+    home: Option<PathBuf>,
+    endpoint: Option<Result<Endpoint, String>>,
+) -> anyhow::Result<bool> {
     let home = home.context("HOME is not set: it is where MCP hosts keep their configuration")?;
     let exe = this_binary()?;
     let (action, hosts, dry_run) = match command {
@@ -80,9 +94,14 @@ fn edit_hosts(command: Command, home: Option<PathBuf>) -> anyhow::Result<bool> {
         .context("starting the async runtime")?;
     let places = Places::from_env(&home);
     let mut out = std::io::stdout().lock();
-    Ok(runtime
-        .block_on(install::execute(&request, &places, &mut out))?
-        .done)
+    runtime.block_on(async {
+        let summary = install::execute(&request, &places, &mut out).await?;
+        if let Some(endpoint) = &endpoint {
+            let endpoint = endpoint.as_ref().map_err(String::as_str);
+            install::daemon_release(endpoint, &mut out).await?;
+        }
+        Ok(summary.done)
+    })
 }
 
 /// This binary's absolute path as it was invoked (a symbolic link such as

@@ -44,6 +44,12 @@ fn a_lost_connection_and_the_read_it_replays_are_events() {
     assert_eq!(connected.len(), 1, "{connected:?}");
     assert_eq!(connected[0]["reconnect"], false);
 
+    // The warm-up write must be answered before the daemon hangs, or it
+    // too would be lost with the connection (and fail: writes are never
+    // re-sent). Two replies written: the baseline call and the warm-up.
+    eventually("warm-up answered", || {
+        (p.daemon.stats().ok()?.requests >= 2).then_some(())
+    });
     // A read held by the daemon when its connection drops is sent again.
     p.daemon.hang().expect("hang");
     p.wrapper
@@ -53,11 +59,15 @@ fn a_lost_connection_and_the_read_it_replays_are_events() {
             json!({ "name": "topology", "arguments": {} }),
         )
         .expect("send");
+    // The baseline call was the first topology request; the held read is
+    // the second.
     eventually("the daemon holds the read", || {
         let log = p.daemon.request_log().ok()?;
-        log.iter()
-            .any(|r| r["method"] == "topology" && r.get("id") != Some(&Value::Null))
-            .then_some(())
+        let topologies = log
+            .iter()
+            .filter(|r| r["method"] == "topology" && r.get("id").is_some_and(|id| !id.is_null()))
+            .count();
+        (topologies >= 2).then_some(())
     });
     p.daemon.drop_connections().expect("drop");
     let replayed = eventually("the read sent again", || {

@@ -1,10 +1,12 @@
 //! What the wrapper does around the MCP traffic for the daemon's lifecycle
 //! machinery: the heartbeat file, waking a stopped daemon, the warm-up
-//! messages after the first connection, and the doctor probe and auto-heal.
+//! messages after the first connection, asking the daemon's release after
+//! each connection, and the doctor probe and auto-heal.
 
 pub mod doctor;
 pub mod files;
 pub mod heartbeat;
+pub mod release;
 pub mod wake;
 pub mod warmup;
 
