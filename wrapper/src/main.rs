@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Parser;
 use iai_mcp_wrapper::config::{Args, Command, Environment};
 use iai_mcp_wrapper::install::{self, Action, Request, hosts::Places};
+use iai_mcp_wrapper::lifecycle::release;
 use iai_mcp_wrapper::transport::Endpoint;
 use iai_mcp_wrapper::{app, check, logging};
 use tracing_subscriber::EnvFilter;
@@ -98,10 +99,30 @@ fn edit_hosts(
         let summary = install::execute(&request, &places, &mut out).await?;
         if let Some(endpoint) = &endpoint {
             let endpoint = endpoint.as_ref().map_err(String::as_str);
-            install::daemon_release(endpoint, &mut out).await?;
+            daemon_release(endpoint, &mut out).await?;
         }
         Ok(summary.done)
     })
+}
+
+/// For `status`: one line with the daemon's release beside the tool
+/// table's, asked of the daemon at `endpoint` (best effort, within
+/// [`release::STATUS_BUDGET`]); `Err` holds why no endpoint could be
+/// chosen. Whether the entries run this binary does not depend on it.
+async fn daemon_release(
+    endpoint: Result<&Endpoint, &str>,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    let text = match endpoint {
+        Ok(endpoint) => {
+            release::summarize(&release::query(endpoint, release::STATUS_BUDGET).await).text
+        }
+        Err(why) => format!(
+            "unknown, no daemon endpoint: {why} (tool table: {})",
+            iai_mcp_wrapper::tools::SURFACE_RELEASE
+        ),
+    };
+    writeln!(out, "{:<15} {text}", "daemon release")
 }
 
 /// This binary's absolute path as it was invoked (a symbolic link such as

@@ -1,7 +1,6 @@
 //! `install`, `uninstall` and `status`: point the iai-mcp entries that
 //! iai-mcp's installer (`iai-mcp capture-hooks install`) writes into MCP
-//! hosts' files at this binary, put them back, and say what each runs
-//! (and, for `status`, which release the daemon is: [`daemon_release`]).
+//! hosts' files at this binary, put them back, and say what each runs.
 //!
 //! Only the text of an entry's `command` and `args` values changes; every
 //! other byte of the file is kept (other fields, `env`, comments, layout).
@@ -24,9 +23,6 @@ use describe::{brief, describe, is_this};
 use entry::{Edit, Entry, Runs};
 use file::{FileError, Loaded};
 use hosts::{Host, Places};
-
-use crate::lifecycle::release;
-use crate::transport::Endpoint;
 
 /// What to do with the hosts' entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,26 +128,6 @@ pub async fn execute(
         summary.done &= summary.entries > 0 && summary.elsewhere == 0;
     }
     Ok(summary)
-}
-
-/// For `status`: one line with the daemon's release beside the tool
-/// table's, asked of the daemon at `endpoint` (best effort, within
-/// [`release::STATUS_BUDGET`]); `Err` holds why no endpoint could be
-/// chosen. Whether the entries run this binary does not depend on it.
-pub async fn daemon_release(
-    endpoint: Result<&Endpoint, &str>,
-    out: &mut impl Write,
-) -> std::io::Result<()> {
-    let text = match endpoint {
-        Ok(endpoint) => {
-            release::summarize(&release::query(endpoint, release::STATUS_BUDGET).await).text
-        }
-        Err(why) => format!(
-            "unknown, no daemon endpoint: {why} (tool table: {})",
-            crate::tools::SURFACE_RELEASE
-        ),
-    };
-    writeln!(out, "{:<15} {text}", "daemon release")
 }
 
 fn read(host: Host, path: &Path) -> Result<Option<(Loaded, doc::Node)>, FileError> {
