@@ -111,9 +111,7 @@ pub async fn execute(
         let outcome = match request.action {
             Action::Status => status(&host_file, &request.exe, &mut report).await?,
             Action::Install => rewrite(&host_file, Change::Install, &request.exe, &mut report)?,
-            Action::Uninstall => {
-                rewrite(&host_file, Change::Uninstall, &request.exe, &mut report)?
-            }
+            Action::Uninstall => rewrite(&host_file, Change::Uninstall, &request.exe, &mut report)?,
         };
         let outcome = match outcome {
             Ok(outcome) => outcome,
@@ -304,7 +302,9 @@ impl<'a> FileWork<'a> {
             .filter(|e| !matches!(e.runs(), Runs::Wrapper { .. }))
             .ok_or_else(|| format!("{backup} holds no earlier entry"))?;
         entry.restore(earlier, saved.text).ok_or_else(|| {
-            format!("its fields changed shape since it was switched; restore it by hand from {backup}")
+            format!(
+                "its fields changed shape since it was switched; restore it by hand from {backup}"
+            )
         })
     }
 
