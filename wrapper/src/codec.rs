@@ -157,13 +157,16 @@ pub struct IdScanner {
     /// Capturing the value after `"id":`.
     value: Option<Vec<u8>>,
     found: Option<Value>,
+    /// The top-level value has closed: nothing after it is part of the
+    /// object (the line is not JSON), so no later `"id"` counts.
+    ended: bool,
 }
 
 impl IdScanner {
     /// Scan the next piece of the line.
     pub fn feed(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            if self.found.is_some() {
+            if self.found.is_some() || self.ended {
                 return;
             }
             self.byte(b);
@@ -228,6 +231,7 @@ impl IdScanner {
             b'}' | b']' => {
                 if self.depth == 1 {
                     self.close_value();
+                    self.ended = true;
                 }
                 self.depth = self.depth.saturating_sub(1);
             }
@@ -277,6 +281,13 @@ mod tests {
 
     fn line(s: &str) -> Frame {
         Frame::Line(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn an_id_after_the_object_has_closed_does_not_count() {
+        assert_eq!(recover_id(br#"{"x": 1},"id": 5"#), None);
+        assert_eq!(recover_id(br#"{"x": 1} {"id": 5}"#), None);
+        assert_eq!(recover_id(br#"{"x": {"y": 1}, "id": 5}"#), Some(json!(5)));
     }
 
     #[test]

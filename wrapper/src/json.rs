@@ -34,8 +34,20 @@ pub enum Shape<T> {
 /// type for `T`, a member `T` names given twice) or serde_json's nesting
 /// limit, which applies to every value `T` keeps (values it skips are only
 /// checked for syntax).
+///
+/// A text that is not JSON always gives a syntax error, even when reading
+/// `T` stopped earlier on a data error (a member given twice before the
+/// broken part): "not JSON" comes before "not the right JSON".
 pub fn read_object<'a, T: Deserialize<'a>>(text: &'a str) -> serde_json::Result<Shape<T>> {
-    serde_json::from_str(text)
+    serde_json::from_str(text).map_err(|error: serde_json::Error| {
+        if !error.is_data() {
+            return error;
+        }
+        match serde_json::from_str::<IgnoredAny>(text) {
+            Err(syntax) => syntax,
+            Ok(_) => error,
+        }
+    })
 }
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shape<T> {
@@ -214,6 +226,17 @@ mod tests {
             Shape::Object(sample) => sample,
             other => panic!("{text}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_text_that_is_not_json_is_a_syntax_error_whatever_comes_first() {
+        // `id` given twice stops the typed reading before the broken part.
+        let broken = r#"{"id": 1, "id": 2, "rest": {"a": b}}"#;
+        let error = read_object::<Sample<'_>>(broken).expect_err("not JSON");
+        assert!(error.is_syntax(), "{error}");
+        let duplicated = r#"{"id": 1, "id": 2, "rest": {"a": "b"}}"#;
+        let error = read_object::<Sample<'_>>(duplicated).expect_err("id twice");
+        assert!(error.is_data(), "{error}");
     }
 
     #[test]

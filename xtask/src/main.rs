@@ -18,8 +18,10 @@ use clap::Parser;
 use harness::bins::{self, Profile, error_chain};
 use harness::e2e::wheel::{self, WHEEL_ENV, WheelConfig};
 
+mod fuzz;
+
 /// The main tasks, and what each is for (any harness command is accepted).
-const TASKS: [(&str, &str); 7] = [
+const TASKS: [(&str, &str); 8] = [
     (
         "race",
         "show the V3-05 race: prefix mode must fail, fixed mode must pass (--all: the scorecard of both)",
@@ -44,6 +46,10 @@ const TASKS: [(&str, &str); 7] = [
     (
         "wheel",
         "build the Python wheel (manylinux2014 on Linux), check it, print where it is",
+    ),
+    (
+        "fuzz",
+        "run the libFuzzer targets in fuzz/ (nightly toolchain and cargo-fuzz)",
     ),
 ];
 
@@ -74,6 +80,9 @@ fn main() -> ExitCode {
     }
     if task == "wheel" {
         return wheel_task(WheelArgs::parse_from(&args));
+    }
+    if task == "fuzz" {
+        return fuzz_task(fuzz::FuzzArgs::parse_from(&args));
     }
     let release = task == "bench" || args.iter().any(|a| a == "--release");
     args.retain(|a| a != "--release");
@@ -128,6 +137,30 @@ fn wheel_task(args: WheelArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("cargo xtask wheel: {}", error_chain(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `cargo xtask fuzz`: runs the targets, prints a row for each; exit 0
+/// when none found anything.
+fn fuzz_task(args: fuzz::FuzzArgs) -> ExitCode {
+    // xtask lives one level below the workspace root.
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    match fuzz::run(&args, &root) {
+        Ok(runs) => {
+            print!("{}", fuzz::report(&runs, args.seconds));
+            if runs.iter().all(|r| r.crashes.is_empty()) {
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "cargo xtask fuzz: inputs that break an invariant are in fuzz/regressions/; `cargo test -p fuzz-checks` fails on them until they are fixed"
+                );
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("cargo xtask fuzz: {e}");
             ExitCode::FAILURE
         }
     }

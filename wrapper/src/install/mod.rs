@@ -20,6 +20,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use describe::{brief, describe, is_this};
+use doc::Node;
 use entry::{Edit, Entry, Runs};
 use file::{FileError, Loaded};
 use hosts::{Host, Places};
@@ -78,8 +79,8 @@ pub async fn execute(
     for host in hosts {
         let path = host.config_file(places);
         write!(out, "{:<15} {}", host.name(), places.show(&path))?;
-        let (loaded, root) = match read(host, &path) {
-            Ok(Some(read)) => read,
+        let loaded = match file::load(&path) {
+            Ok(Some(loaded)) => loaded,
             Ok(None) => {
                 writeln!(out, ": no such file")?;
                 continue;
@@ -90,39 +91,49 @@ pub async fn execute(
                 continue;
             }
         };
-        writeln!(out)?;
-        let entries = entry::find(&root, host.server_maps());
-        if entries.is_empty() {
-            writeln!(out, "  no iai-mcp entry")?;
-            continue;
-        }
-        let backup = file::backup_of(&loaded.path);
-        let saved = match read(host, &backup) {
-            Ok(saved) => saved,
+        // What is said about the entries follows the file's line, which
+        // ends in the parse error when there is one.
+        let mut report = Vec::new();
+        let backup_path = file::backup_of(&loaded.path);
+        let backup = match file::load(&backup_path) {
+            Ok(backup) => backup,
             Err(e) => {
-                writeln!(out, "  the backup cannot be used: {e}")?;
+                writeln!(report, "  the backup cannot be used: {e}")?;
                 None
             }
         };
-        let work = FileWork {
+        let host_file = HostFile {
             host,
-            loaded: &loaded,
-            entries: &entries,
-            saved: saved.as_ref().map(|(l, root)| Saved {
-                text: &l.text,
-                entries: entry::find(root, host.server_maps()),
-            }),
-            backup,
-            request,
+            text: &loaded.text,
+            backup_path: &backup_path,
+            backup: backup.as_ref().map(|b| b.text.as_str()),
         };
-        let (done, elsewhere) = match request.action {
-            Action::Status => work.status(out).await?,
-            Action::Install => work.install(out)?,
-            Action::Uninstall => work.uninstall(out)?,
+        let outcome = match request.action {
+            Action::Status => status(&host_file, &request.exe, &mut report).await?,
+            Action::Install => rewrite(&host_file, Change::Install, &request.exe, &mut report)?,
+            Action::Uninstall => rewrite(&host_file, Change::Uninstall, &request.exe, &mut report)?,
         };
-        summary.done &= done;
-        summary.entries += entries.len();
-        summary.elsewhere += elsewhere;
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(refused) => {
+                let e = FileError::Parse {
+                    path: loaded.path.clone(),
+                    message: refused.message,
+                };
+                writeln!(out, "\n  {e}")?;
+                summary.done = false;
+                continue;
+            }
+        };
+        writeln!(out)?;
+        out.write_all(&report)?;
+        let written = match &outcome.rewrite {
+            Some(rewrite) => commit(&loaded, &backup_path, rewrite, request.dry_run, out)?,
+            None => true,
+        };
+        summary.done &= outcome.complete && written;
+        summary.entries += outcome.entries;
+        summary.elsewhere += outcome.elsewhere;
     }
     if request.action == Action::Status {
         summary.done &= summary.entries > 0 && summary.elsewhere == 0;
@@ -130,18 +141,107 @@ pub async fn execute(
     Ok(summary)
 }
 
-fn read(host: Host, path: &Path) -> Result<Option<(Loaded, doc::Node)>, FileError> {
-    let Some(loaded) = file::load(path)? else {
-        return Ok(None);
+/// One host file as read, with its backup: all that deciding a change
+/// needs (nothing here touches the disk).
+#[derive(Debug, Clone, Copy)]
+pub struct HostFile<'a> {
+    /// Whose file it is (its format and where its entries are).
+    pub host: Host,
+    /// The file's text.
+    pub text: &'a str,
+    /// Where its backup is kept, for messages.
+    pub backup_path: &'a Path,
+    /// The backup's text, when there is one.
+    pub backup: Option<&'a str>,
+}
+
+/// The two changes [`rewrite`] makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Point every known iai-mcp entry at this binary.
+    Install,
+    /// Give switched entries back what they ran before.
+    Uninstall,
+}
+
+/// The file's new text, and (install) its backup's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The file as it is to be written.
+    pub text: String,
+    /// The backup as it is to be written first, if one is.
+    pub backup: Option<String>,
+}
+
+/// What a change of one file comes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The new texts; `None` when the file stays as it is.
+    pub rewrite: Option<Rewrite>,
+    /// Every entry that was to change could be changed.
+    pub complete: bool,
+    /// iai-mcp entries found.
+    pub entries: usize,
+    /// Of those, entries that (after the change) do not start this binary.
+    pub elsewhere: usize,
+}
+
+/// The file does not parse in its host's format: nothing is changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// The parser's words.
+    pub message: String,
+}
+
+/// Decide what `change` makes of `file` when entries are to start `exe`,
+/// saying what happens to each entry on `out`. Nothing is read or
+/// written: [`execute`] writes the outcome. A file that does not parse is
+/// [`Refused`]; a backup that does not parse is not used (and `out` says
+/// so).
+pub fn rewrite(
+    file: &HostFile<'_>,
+    change: Change,
+    exe: &Path,
+    out: &mut impl Write,
+) -> std::io::Result<Result<Outcome, Refused>> {
+    let format = file.host.format();
+    let root = match format.parse(file.text) {
+        Ok(root) => root,
+        Err(message) => return Ok(Err(Refused { message })),
     };
-    let root = host
-        .format()
-        .parse(&loaded.text)
-        .map_err(|message| FileError::Parse {
-            path: loaded.path.clone(),
-            message,
-        })?;
-    Ok(Some((loaded, root)))
+    let saved_root = match file.backup.map(|text| format.parse(text)).transpose() {
+        Ok(root) => root,
+        Err(message) => {
+            writeln!(
+                out,
+                "  the backup cannot be used: {} does not parse ({message})",
+                file.backup_path.display()
+            )?;
+            None
+        }
+    };
+    let work = FileWork::new(file, &root, saved_root.as_ref(), exe);
+    let outcome = match change {
+        Change::Install => work.install(out)?,
+        Change::Uninstall => work.uninstall(out)?,
+    };
+    Ok(Ok(outcome))
+}
+
+async fn status(
+    file: &HostFile<'_>,
+    exe: &Path,
+    out: &mut impl Write,
+) -> std::io::Result<Result<Outcome, Refused>> {
+    let format = file.host.format();
+    let root = match format.parse(file.text) {
+        Ok(root) => root,
+        Err(message) => return Ok(Err(Refused { message })),
+    };
+    // Only whether a backup exists matters here.
+    let saved_root = file.backup.and_then(|text| format.parse(text).ok());
+    let work = FileWork::new(file, &root, saved_root.as_ref(), exe);
+    Ok(Ok(work.status(out).await?))
 }
 
 /// The backup of a file: its text and its iai-mcp entries.
@@ -153,39 +253,71 @@ struct Saved<'a> {
 /// One host file being worked on.
 struct FileWork<'a> {
     host: Host,
-    loaded: &'a Loaded,
-    entries: &'a [Entry<'a>],
+    text: &'a str,
+    entries: Vec<Entry<'a>>,
     saved: Option<Saved<'a>>,
-    backup: PathBuf,
-    request: &'a Request,
+    backup_path: &'a Path,
+    exe: &'a Path,
 }
 
-impl FileWork<'_> {
+impl<'a> FileWork<'a> {
+    fn new(
+        file: &HostFile<'a>,
+        root: &'a Node,
+        saved_root: Option<&'a Node>,
+        exe: &'a Path,
+    ) -> Self {
+        let maps = file.host.server_maps();
+        FileWork {
+            host: file.host,
+            text: file.text,
+            entries: entry::find(root, maps),
+            saved: file.backup.zip(saved_root).map(|(text, root)| Saved {
+                text,
+                entries: entry::find(root, maps),
+            }),
+            backup_path: file.backup_path,
+            exe,
+        }
+    }
+
+    /// The outcome of a change that left the file as it is.
+    fn unchanged(&self, complete: bool, elsewhere: usize) -> Outcome {
+        Outcome {
+            rewrite: None,
+            complete,
+            entries: self.entries.len(),
+            elsewhere,
+        }
+    }
+
     /// The edits that give `entry` back the version the backup holds from
     /// before it was switched: `Err` says why there are none.
     fn restore(&self, entry: &Entry<'_>) -> Result<Vec<Edit>, String> {
+        let backup = self.backup_path.display();
         let Some(saved) = &self.saved else {
-            return Err(format!("there is no backup ({})", self.backup.display()));
+            return Err(format!("there is no backup ({backup})"));
         };
         let earlier = entry::at(&saved.entries, &entry.path)
             .filter(|e| !matches!(e.runs(), Runs::Wrapper { .. }))
-            .ok_or_else(|| format!("{} holds no earlier entry", self.backup.display()))?;
+            .ok_or_else(|| format!("{backup} holds no earlier entry"))?;
         entry.restore(earlier, saved.text).ok_or_else(|| {
             format!(
-                "its fields changed shape since it was switched; restore it by hand from {}",
-                self.backup.display()
+                "its fields changed shape since it was switched; restore it by hand from {backup}"
             )
         })
     }
 
-    async fn status(&self, out: &mut impl Write) -> std::io::Result<(bool, usize)> {
-        let exe = &self.request.exe;
+    async fn status(&self, out: &mut impl Write) -> std::io::Result<Outcome> {
+        if self.entries.is_empty() {
+            writeln!(out, "  no iai-mcp entry")?;
+        }
         let mut elsewhere = 0;
-        for entry in self.entries {
+        for entry in &self.entries {
             let runs = entry.runs();
-            let here = is_this(&runs, exe);
+            let here = is_this(&runs, self.exe);
             elsewhere += usize::from(!here);
-            let mut line = describe(&runs, exe).await;
+            let mut line = describe(&runs, self.exe).await;
             if !here && self.saved.is_some() && !matches!(runs, Runs::Other { .. }) {
                 line.push_str(
                     "; switched before, then put back (by iai-mcp's installer?): run `iai-mcp-wrapper install` again",
@@ -193,17 +325,20 @@ impl FileWork<'_> {
             }
             writeln!(out, "  {}: {line}", entry.dotted())?;
         }
-        Ok((true, elsewhere))
+        Ok(self.unchanged(true, elsewhere))
     }
 
-    fn install(&self, out: &mut impl Write) -> std::io::Result<(bool, usize)> {
-        let exe = self.request.exe.to_string_lossy();
+    fn install(&self, out: &mut impl Write) -> std::io::Result<Outcome> {
+        if self.entries.is_empty() {
+            writeln!(out, "  no iai-mcp entry")?;
+        }
+        let exe = self.exe.to_string_lossy();
         let mut edits = Vec::new();
         let mut elsewhere = 0;
-        for entry in self.entries {
+        for entry in &self.entries {
             let runs = entry.runs();
             let name = entry.dotted();
-            match entry.switch(self.host.format(), &exe, is_this(&runs, &self.request.exe)) {
+            match entry.switch(self.host.format(), &exe, is_this(&runs, self.exe)) {
                 None => {
                     elsewhere += 1;
                     writeln!(out, "  {name}: starts {}; left alone", brief(&runs))?;
@@ -217,10 +352,13 @@ impl FileWork<'_> {
                             "      note: iai-mcp-server set IAI_MCP_PYTHON itself; if `iai` is not on the host's PATH, add IAI_MCP_CLI to the entry's env"
                         )?;
                     }
-                    show_edits(&self.loaded.text, &e, out)?;
+                    show_edits(self.text, &e, out)?;
                     edits.extend(e);
                 }
             }
+        }
+        if edits.is_empty() {
+            return Ok(self.unchanged(true, elsewhere));
         }
         // The backup keeps every entry as it was before its first switch:
         // entries switched by an earlier install are taken from the old
@@ -232,15 +370,22 @@ impl FileWork<'_> {
             .filter_map(|e| self.restore(e).ok())
             .flatten()
             .collect();
-        let backup_text = doc::splice(&self.loaded.text, &kept);
-        let done = self.commit(&edits, Some(&backup_text), out)?;
-        Ok((done, elsewhere))
+        Ok(Outcome {
+            rewrite: Some(Rewrite {
+                text: doc::splice(self.text, &edits),
+                backup: Some(doc::splice(self.text, &kept)),
+            }),
+            ..self.unchanged(true, elsewhere)
+        })
     }
 
-    fn uninstall(&self, out: &mut impl Write) -> std::io::Result<(bool, usize)> {
-        let mut done = true;
+    fn uninstall(&self, out: &mut impl Write) -> std::io::Result<Outcome> {
+        if self.entries.is_empty() {
+            writeln!(out, "  no iai-mcp entry")?;
+        }
+        let mut complete = true;
         let mut edits = Vec::new();
-        for entry in self.entries {
+        for entry in &self.entries {
             let name = entry.dotted();
             let runs = entry.runs();
             if !matches!(runs, Runs::Wrapper { .. }) {
@@ -250,53 +395,56 @@ impl FileWork<'_> {
             match self.restore(entry) {
                 Ok(restore) => {
                     writeln!(out, "  {name}: {} -> as it was", brief(&runs))?;
-                    show_edits(&self.loaded.text, &restore, out)?;
+                    show_edits(self.text, &restore, out)?;
                     edits.extend(restore);
                 }
                 Err(why) => {
                     writeln!(out, "  {name}: {why}; left as is")?;
-                    done = false;
+                    complete = false;
                 }
             }
         }
-        let done = self.commit(&edits, None, out)? && done;
-        Ok((done, self.entries.len()))
+        let rewrite = (!edits.is_empty()).then(|| Rewrite {
+            text: doc::splice(self.text, &edits),
+            backup: None,
+        });
+        Ok(Outcome {
+            rewrite,
+            ..self.unchanged(complete, self.entries.len())
+        })
     }
+}
 
-    /// Writes the edited file (unless there is nothing to do or this is a
-    /// dry run), and first the backup when one is given; says what
-    /// happened.
-    fn commit(
-        &self,
-        edits: &[Edit],
-        backup: Option<&str>,
-        out: &mut impl Write,
-    ) -> std::io::Result<bool> {
-        if edits.is_empty() {
-            return Ok(true);
+/// Writes a file's new text (unless this is a dry run), and first its
+/// backup when there is one; says what happened, and whether it was
+/// written.
+fn commit(
+    loaded: &Loaded,
+    backup_path: &Path,
+    rewrite: &Rewrite,
+    dry_run: bool,
+    out: &mut impl Write,
+) -> std::io::Result<bool> {
+    if dry_run {
+        writeln!(out, "  dry run: nothing written")?;
+        return Ok(true);
+    }
+    match file::replace(loaded, &rewrite.text, rewrite.backup.as_deref()) {
+        Ok(()) if rewrite.backup.is_some() => {
+            writeln!(
+                out,
+                "  written; the file as it was is in {}",
+                backup_path.display()
+            )?;
+            Ok(true)
         }
-        if self.request.dry_run {
-            writeln!(out, "  dry run: nothing written")?;
-            return Ok(true);
+        Ok(()) => {
+            writeln!(out, "  written")?;
+            Ok(true)
         }
-        let text = doc::splice(&self.loaded.text, edits);
-        match file::replace(self.loaded, &text, backup) {
-            Ok(()) if backup.is_some() => {
-                writeln!(
-                    out,
-                    "  written; the file as it was is in {}",
-                    self.backup.display()
-                )?;
-                Ok(true)
-            }
-            Ok(()) => {
-                writeln!(out, "  written")?;
-                Ok(true)
-            }
-            Err(e) => {
-                writeln!(out, "  {e}")?;
-                Ok(false)
-            }
+        Err(e) => {
+            writeln!(out, "  {e}")?;
+            Ok(false)
         }
     }
 }

@@ -1,0 +1,310 @@
+//! Host configuration files: any text through `install` and then
+//! `uninstall`, as `iai-mcp-wrapper install` edits Claude Code's and
+//! OpenClaw's JSON, opencode's JSON with comments and Codex's TOML.
+//!
+//! Checked, for every input that is UTF-8 (the file reader refuses other
+//! bytes before any parser sees them):
+//! - text that does not parse is refused, and nothing is written;
+//!   differentially, plain JSON is refused exactly when `serde_json`
+//!   refuses it or a key is given twice in one object, and TOML exactly
+//!   when the `toml` crate refuses it;
+//! - text `install` writes parses again, every iai-mcp entry it switched
+//!   now starts the wrapper, and read by a second reader (`serde_json`,
+//!   the JSON-with-comments reader's own values, or `toml`) nothing
+//!   outside the entries' `command` and `args` changed;
+//! - `install` run again on its own output changes nothing;
+//! - `uninstall` with the backup `install` wrote gives back the input byte
+//!   for byte (when no entry ran a wrapper build before).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use iai_mcp_wrapper::install::doc::Format;
+use iai_mcp_wrapper::install::entry::{self, Runs};
+use iai_mcp_wrapper::install::hosts::Host;
+use iai_mcp_wrapper::install::{Change, HostFile, Outcome, Rewrite, rewrite};
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+/// The JSON target: Claude Code's file (with its per-project servers) and
+/// OpenClaw's.
+pub fn check_json(data: &[u8]) {
+    check(Host::ClaudeCode, data);
+    check(Host::Openclaw, data);
+}
+
+/// The JSON-with-comments target: opencode's file.
+pub fn check_jsonc(data: &[u8]) {
+    check(Host::Opencode, data);
+}
+
+/// The TOML target: Codex's file.
+pub fn check_toml(data: &[u8]) {
+    check(Host::Codex, data);
+}
+
+/// A file named `iai-mcp-wrapper` that entries are pointed at: it must
+/// exist (an entry is "this wrapper" when it starts this very file), and
+/// its folder's name needs escaping in every format.
+fn exe() -> &'static Path {
+    static EXE: OnceLock<PathBuf> = OnceLock::new();
+    EXE.get_or_init(|| {
+        let dir = std::env::temp_dir()
+            .join(format!("fuzz-checks-{}", std::process::id()))
+            .join("a \"quoted\\ folder\" ü");
+        std::fs::create_dir_all(&dir).expect("a folder for the wrapper");
+        let exe = dir.join("iai-mcp-wrapper");
+        std::fs::write(&exe, b"").expect("the wrapper's file");
+        exe
+    })
+}
+
+fn check(host: Host, data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let format = host.format();
+    let installed = change(host, text, None, Change::Install);
+    match (&installed, reference(format, text)) {
+        (Err(refused), Judged::Reads) => {
+            panic!("{format:?}: refused ({refused}) what the reference reads: {text:?}")
+        }
+        (Ok(_), Judged::Refuses(why)) => {
+            panic!("{format:?}: the reference refuses ({why}) what install took: {text:?}")
+        }
+        _ => {}
+    }
+    let Ok(outcome) = installed else {
+        return;
+    };
+    let before = format.parse(text).expect("install read it");
+    let entries = entry::find(&before, host.server_maps());
+    let Some(Rewrite {
+        text: written,
+        backup,
+    }) = outcome.rewrite
+    else {
+        for found in &entries {
+            assert!(
+                !matches!(found.runs(), Runs::Node { .. } | Runs::Launcher { .. }),
+                "{}: a Node entry was left as it was: {text:?}",
+                found.dotted()
+            );
+        }
+        return;
+    };
+    let after = format
+        .parse(&written)
+        .unwrap_or_else(|e| panic!("install wrote text that does not parse ({e}): {written:?}"));
+    let switched: Vec<_> = entries
+        .iter()
+        .filter(|e| !matches!(e.runs(), Runs::Other { .. }))
+        .map(|e| e.path.clone())
+        .collect();
+    for found in entry::find(&after, host.server_maps()) {
+        if switched.contains(&found.path) {
+            assert_eq!(
+                found.runs(),
+                Runs::Wrapper {
+                    program: exe().to_string_lossy().into_owned()
+                },
+                "{} starts the wrapper: {written:?}",
+                found.dotted()
+            );
+        }
+    }
+    assert_same_outside(format, text, &written, &switched);
+
+    let backup = backup.expect("install writes a backup with the file");
+    let again = change(host, &written, Some(&backup), Change::Install)
+        .expect("install reads what it wrote");
+    assert_eq!(again.rewrite, None, "a second install changes nothing");
+
+    let uninstalled = change(host, &written, Some(&backup), Change::Uninstall)
+        .expect("uninstall reads what install wrote");
+    let wrapper_before = entries
+        .iter()
+        .any(|e| matches!(e.runs(), Runs::Wrapper { .. }));
+    if !wrapper_before {
+        assert_eq!(backup, text, "the backup is the file as it was");
+        assert!(uninstalled.complete, "every switched entry is restored");
+        let restored = uninstalled.rewrite.expect("uninstall restores").text;
+        assert_eq!(restored, text, "uninstall gives back the same bytes");
+    } else if let Some(restored) = uninstalled.rewrite {
+        format
+            .parse(&restored.text)
+            .expect("uninstall writes text that parses");
+    }
+}
+
+/// [`rewrite`] on `text` (and its backup), its report kept in memory.
+fn change(host: Host, text: &str, backup: Option<&str>, change: Change) -> Result<Outcome, String> {
+    let file = HostFile {
+        host,
+        text,
+        backup_path: Path::new("/fuzz/host.json.iai-mcp-wrapper.bak"),
+        backup,
+    };
+    let mut report = Vec::new();
+    let outcome = rewrite(&file, change, exe(), &mut report).expect("a report in memory");
+    outcome.map_err(|refused| refused.message)
+}
+
+/// What an independent reader makes of a whole file.
+enum Judged {
+    /// It reads the file.
+    Reads,
+    /// It refuses the file, for this reason.
+    Refuses(String),
+    /// It cannot judge: the format has no independent reader here, or the
+    /// file is past a limit of the reader's own (nesting, or a number its
+    /// values cannot hold, which JSON itself allows).
+    CannotJudge,
+}
+
+/// The differential: plain JSON by `serde_json` with keys given twice
+/// refused (as the wrapper refuses them: hosts disagree on which counts),
+/// TOML by the `toml` crate. opencode's JSON with comments has no second
+/// reader here.
+fn reference(format: Format, text: &str) -> Judged {
+    let judged = match format {
+        Format::Json => strict_json(text).map(drop),
+        Format::Jsonc => return Judged::CannotJudge,
+        Format::Toml => toml::from_str::<toml::Table>(text)
+            .map(drop)
+            .map_err(|e| e.to_string()),
+    };
+    match judged {
+        Ok(()) => Judged::Reads,
+        Err(e) if e.contains("recursion limit") || e.contains("number out of range") => {
+            Judged::CannotJudge
+        }
+        Err(e) => Judged::Refuses(e),
+    }
+}
+
+/// The file as values, read by a second reader, for comparing a file before
+/// and after a change; `None` when it cannot read it.
+fn values(format: Format, text: &str) -> Option<Value> {
+    match format {
+        Format::Json => strict_json(text).ok(),
+        // The same parser as install's, but read into values.
+        Format::Jsonc => jsonc_value(text),
+        Format::Toml => toml::from_str::<toml::Table>(text)
+            .ok()
+            .and_then(|table| serde_json::to_value(table).ok()),
+    }
+}
+
+fn jsonc_value(text: &str) -> Option<Value> {
+    jsonc_parser::parse_to_serde_value(text, &jsonc_parser::ParseOptions::default())
+        .ok()
+        .flatten()
+}
+
+/// Nothing outside the `command` and `args` of the entries at `paths`
+/// differs between `before` and `after`, as the second reader sees them.
+fn assert_same_outside(format: Format, before: &str, after: &str, paths: &[Vec<String>]) {
+    let (Some(mut before_value), Some(mut after_value)) =
+        (values(format, before), values(format, after))
+    else {
+        return;
+    };
+    for path in paths {
+        for value in [&mut before_value, &mut after_value] {
+            let entry = path
+                .iter()
+                .try_fold(&mut *value, |node, key| node.get_mut(key))
+                .unwrap_or_else(|| panic!("the entry {path:?} is in both"));
+            let fields = entry.as_object_mut().expect("an entry is a map");
+            fields.remove("command");
+            fields.remove("args");
+        }
+    }
+    assert_eq!(
+        before_value, after_value,
+        "install changed something outside the entries: {after:?}"
+    );
+}
+
+/// Plain JSON as `serde_json` reads it, refusing a key given twice in one
+/// object (which the wrapper refuses too: hosts disagree on which counts).
+fn strict_json(text: &str) -> Result<Value, String> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = StrictValue::read(&mut deserializer).map_err(|e| e.to_string())?;
+    deserializer.end().map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
+/// A JSON value read by a visitor that refuses duplicate keys.
+struct StrictValue(Value);
+
+impl StrictValue {
+    fn read<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
+        serde::Deserialize::deserialize(deserializer).map(|StrictValue(v)| v)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for StrictValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StrictVisitor).map(StrictValue)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(StrictValue(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut members = Map::new();
+        while let Some((key, StrictValue(value))) = map.next_entry::<String, StrictValue>()? {
+            if members.insert(key.clone(), value).is_some() {
+                return Err(serde::de::Error::custom(format!(
+                    "the key {key:?} appears twice"
+                )));
+            }
+        }
+        Ok(Value::Object(members))
+    }
+}
