@@ -66,9 +66,9 @@ enum Command {
     /// next to the floor of talking to the fake daemon directly; writes
     /// target/bench/. Figures, not a verdict.
     Bench(cli::tools::BenchArgs),
-    /// The wrapper against the real iai-mcp 3.3.0 daemon (needs Python
-    /// 3.11+, Node.js and the package registry); exit 0 only if every check
-    /// holds.
+    /// The wrapper against the real iai-mcp daemon, 3.3.0 or --iai-pme
+    /// VERSION (needs Python 3.11+, Node.js and the package registry); exit
+    /// 0 only if no check fails.
     E2e(cli::tools::E2eArgs),
 }
 
