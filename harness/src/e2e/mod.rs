@@ -15,6 +15,7 @@
 //! release's surface differs from the table; a check that fails only
 //! because of such a difference (a tool or parameter the release lacks) is
 //! [`Verdict::Known`], not a failure, and the report names those checks.
+//! [`surface`] is the same comparison on its own (`cargo xtask surface`).
 //!
 //! The binary under test is [`E2eConfig::wrapper`], unless
 //! [`WHEEL_ENV`](wheel::WHEEL_ENV) names a wheel: then the kit installs
@@ -30,6 +31,7 @@ pub mod listing;
 pub mod proxy;
 pub mod pyenv;
 pub mod release;
+pub mod surface;
 pub mod wheel;
 
 use std::fmt;
