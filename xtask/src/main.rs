@@ -19,7 +19,7 @@ use harness::bins::{self, Profile, error_chain};
 use harness::e2e::wheel::{self, WHEEL_ENV, WheelConfig};
 
 /// The main tasks, and what each is for (any harness command is accepted).
-const TASKS: [(&str, &str); 7] = [
+const TASKS: [(&str, &str); 8] = [
     (
         "race",
         "show the V3-05 race: prefix mode must fail, fixed mode must pass (--all: the scorecard of both)",
@@ -39,7 +39,11 @@ const TASKS: [(&str, &str); 7] = [
     ),
     (
         "e2e",
-        "the wrapper's wheel against the real iai-mcp 3.3.0 daemon (Python 3.11+, Node.js)",
+        "the wrapper's wheel against the real iai-mcp 3.3.0 daemon, or --iai-pme VERSION's (Python 3.11+, Node.js)",
+    ),
+    (
+        "surface",
+        "how release --iai-pme VERSION's tool surface differs from the wrapper's table; --write rewrites the table",
     ),
     (
         "wheel",
