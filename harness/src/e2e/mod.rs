@@ -31,6 +31,7 @@ pub mod listing;
 pub mod proxy;
 pub mod pyenv;
 pub mod release;
+pub mod rewrite;
 pub mod surface;
 pub mod wheel;
 
@@ -315,4 +316,59 @@ fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
         version.trim()
     );
     Ok(Tested { binary, line })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(release: &str, rows: Vec<Row>) -> E2eReport {
+        E2eReport {
+            release: release.parse().expect("release"),
+            rows,
+            subject: "wrapper: x".into(),
+            setup: "environment: y".into(),
+            elapsed: Duration::from_secs(3),
+        }
+    }
+
+    #[test]
+    fn known_differences_pass_and_are_named() {
+        let r = report(
+            "3.0.0",
+            vec![
+                Row::known(
+                    "tools/list matches 3.0.0's own wrapper",
+                    "3.0.0 lacks tool t",
+                ),
+                Row::judged("restart", true, "ok"),
+                Row::info("reference", "figures"),
+            ],
+        );
+        assert!(r.passed());
+        let text = r.to_string();
+        assert!(text.contains("| known  |"), "{text}");
+        assert!(
+            text.contains(
+                "judged against its known differences: tools/list matches 3.0.0's own wrapper\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("verdict: PASS (3 checks, 0 failed, 1 known, 3 s)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_failure_still_fails_and_the_pinned_release_has_no_release_line() {
+        let r = report("3.3.0", vec![Row::judged("listing", false, "differs")]);
+        assert!(!r.passed());
+        let text = r.to_string();
+        assert!(!text.contains("known differences"), "{text}");
+        assert!(
+            text.contains("verdict: FAIL (1 checks, 1 failed, 0 known"),
+            "{text}"
+        );
+    }
 }
