@@ -279,10 +279,11 @@ impl Kit<'_> {
             return Row::judged(check, true, detail);
         }
         let detail = format!(
-            "mcp {sdk}: listed {} tools; {} of {} calls valid, the others failed where {} is known to differ:\n{}",
+            "mcp {sdk}: listed {} tools; {} of {} calls valid, {} failed where {} is known to differ:\n{}",
             listed.len(),
             calls.len() - known.len(),
             calls.len(),
+            known.len(),
             self.release,
             known.join("\n")
         );
