@@ -34,10 +34,11 @@ pub const TABLE: &str = "wrapper/src/tools/surface.json";
 pub const TOOLS_MOD: &str = "wrapper/src/tools/mod.rs";
 /// The constant naming the release the table is.
 pub const SURFACE_RELEASE: &str = "SURFACE_RELEASE";
-/// The file declaring the harness's pinned release ([`PINNED`]).
-///
-/// [`PINNED`]: super::release::PINNED
+/// The file declaring the harness's pinned release
+/// ([`release::PINNED`](super::release::PINNED)).
 pub const RELEASE_RS: &str = "harness/src/e2e/release.rs";
+/// The constant naming the harness's pinned release.
+pub const PINNED: &str = "PINNED";
 
 /// Bound on the release wrapper's replies.
 const REPLY: Duration = Duration::from_secs(30);
@@ -198,32 +199,45 @@ pub fn release_listing(py: &PyEnv, node: &Path) -> Result<Vec<Value>, HarnessErr
     Ok(tools)
 }
 
-/// Rewrites the table and the release constants in `cfg.root`.
+/// Rewrites the table and the release constants in `cfg.root`. Every new
+/// text is made before the first file is written, so a constant that
+/// cannot be found leaves every file as it was.
 fn write(cfg: &SurfaceConfig, table: &[Value], theirs: &[Value]) -> Result<Written, HarnessError> {
-    let rewritten = rewrite(table, theirs, cfg.release.as_str());
-    let mut files = Vec::new();
+    let release = cfg.release.as_str();
+    let rewritten = rewrite(table, theirs, release);
+    let mut changes: Vec<(String, PathBuf, String)> = Vec::new();
     if rewritten.as_slice() != table {
-        let path = cfg.root.join(TABLE);
         let text = format_table(&Value::Array(rewritten.clone()));
-        std::fs::write(&path, text)
-            .map_err(|e| HarnessError::io(format!("writing {}", path.display()), e))?;
-        files.push(TABLE.to_owned());
+        changes.push((TABLE.to_owned(), cfg.root.join(TABLE), text));
     }
-    for (file, name) in [(TOOLS_MOD, SURFACE_RELEASE), (RELEASE_RS, "PINNED")] {
-        if set_const(&cfg.root.join(file), name, cfg.release.as_str())? {
-            files.push(format!("{file} ({name} = \"{}\")", cfg.release));
+    for (file, name) in [(TOOLS_MOD, SURFACE_RELEASE), (RELEASE_RS, PINNED)] {
+        let path = cfg.root.join(file);
+        let source = read_source(&path)?;
+        let updated = replace_const(&source, name, release)
+            .map_err(|why| HarnessError::Scenario(format!("{}: {why}", path.display())))?;
+        if updated != source {
+            changes.push((format!("{file} ({name} = \"{release}\")"), path, updated));
         }
     }
+    for (_, path, text) in &changes {
+        std::fs::write(path, text)
+            .map_err(|e| HarnessError::io(format!("writing {}", path.display()), e))?;
+    }
     Ok(Written {
-        files,
+        files: changes.into_iter().map(|(what, _, _)| what).collect(),
         placeholders: placeholders(&Value::Array(rewritten)),
     })
 }
 
+/// The text of the file `path`.
+fn read_source(path: &Path) -> Result<String, HarnessError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| HarnessError::io(format!("reading {}", path.display()), e))
+}
+
 /// The table parsed: its `tools` array.
 pub fn read_table(path: &Path) -> Result<Vec<Value>, HarnessError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| HarnessError::io(format!("reading {}", path.display()), e))?;
+    let text = read_source(path)?;
     match serde_json::from_str(&text) {
         Ok(Value::Array(tools)) => Ok(tools),
         Ok(_) => Err(HarnessError::Scenario(format!(
@@ -261,26 +275,10 @@ fn const_line<'a>(source: &'a str, name: &str) -> Result<(usize, &'a str), Strin
 
 /// The value of the string constant `name` declared in the file `path`.
 pub fn read_const(path: &Path, name: &str) -> Result<String, HarnessError> {
-    let source = std::fs::read_to_string(path)
-        .map_err(|e| HarnessError::io(format!("reading {}", path.display()), e))?;
+    let source = read_source(path)?;
     const_line(&source, name)
         .map(|(_, value)| value.to_owned())
         .map_err(|why| HarnessError::Scenario(format!("{}: {why}", path.display())))
-}
-
-/// Sets the string constant `name` in the file `path` to `value`; whether
-/// the file changed (it is not touched when the value is already `value`).
-pub fn set_const(path: &Path, name: &str, value: &str) -> Result<bool, HarnessError> {
-    let source = std::fs::read_to_string(path)
-        .map_err(|e| HarnessError::io(format!("reading {}", path.display()), e))?;
-    let updated = replace_const(&source, name, value)
-        .map_err(|why| HarnessError::Scenario(format!("{}: {why}", path.display())))?;
-    if updated == source {
-        return Ok(false);
-    }
-    std::fs::write(path, updated)
-        .map_err(|e| HarnessError::io(format!("writing {}", path.display()), e))?;
-    Ok(true)
 }
 
 /// `source` with the string constant `name` set to `value`, every other
@@ -327,7 +325,7 @@ mod tests {
     fn the_constants_write_changes_are_in_the_workspace() {
         let root = crate::bins::workspace_root();
         let table = read_const(&root.join(TOOLS_MOD), SURFACE_RELEASE).expect("SURFACE_RELEASE");
-        let pinned = read_const(&root.join(RELEASE_RS), "PINNED").expect("PINNED");
+        let pinned = read_const(&root.join(RELEASE_RS), PINNED).expect("PINNED");
         assert_eq!(table, pinned);
         assert_eq!(pinned, super::super::release::PINNED);
     }
