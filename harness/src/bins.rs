@@ -201,6 +201,15 @@ pub(crate) fn workspace_manifest() -> PathBuf {
         .join("Cargo.toml")
 }
 
+/// The root of the workspace this crate belongs to (its sources: the tool
+/// table `cargo xtask surface` reads and rewrites, the wheel's manifest).
+pub fn workspace_root() -> PathBuf {
+    workspace_manifest()
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
 /// Runs `cargo build` (the `CARGO` of the environment, else `cargo`) for
 /// `bins` in `profile` and returns each executable's path, in order; with
 /// `quiet`, cargo's output is shown only in the error.

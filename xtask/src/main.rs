@@ -41,7 +41,11 @@ const TASKS: [(&str, &str); 8] = [
     ),
     (
         "e2e",
-        "the wrapper's wheel against the real iai-mcp 3.3.0 daemon (Python 3.11+, Node.js)",
+        "the wrapper's wheel against the real iai-mcp 3.3.0 daemon, or --iai-pme VERSION's (Python 3.11+, Node.js)",
+    ),
+    (
+        "surface",
+        "how release --iai-pme VERSION's tool surface differs from the wrapper's table; --write rewrites the table",
     ),
     (
         "wheel",

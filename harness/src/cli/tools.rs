@@ -8,7 +8,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 use harness::bench::{self, BenchConfig};
 use harness::bins;
-use harness::e2e::{E2eConfig, run_e2e};
+use harness::e2e::surface::{SurfaceConfig, run_surface};
+use harness::e2e::{E2eConfig, Release, run_e2e};
 use harness::{WrapperCommand, bins::Profile};
 
 /// Measure the wrapper against the floor of talking to the fake daemon
@@ -62,14 +63,22 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     ))
 }
 
-/// Check the wrapper against the real iai-mcp 3.3.0 daemon.
+/// Check the wrapper against the real iai-mcp daemon (3.3.0, or the
+/// release --iai-pme names).
 #[derive(Debug, Args)]
 pub struct E2eArgs {
+    /// The iai-pme release to run against (its daemon, CLIs and own
+    /// wrapper). Another release than the table's is installed in
+    /// target/e2e/VERSION/venv, and where it differs from the tool table
+    /// the checks say so ("known") instead of failing.
+    #[arg(long, value_name = "VERSION", default_value_t = Release::pinned())]
+    iai_pme: Release,
     /// The Python 3.11 or 3.12 interpreter to build the environment with
     /// (default: the first on PATH).
     #[arg(long)]
     python: Option<PathBuf>,
-    /// The Node.js binary that runs 3.3.0's own wrapper for comparison.
+    /// The Node.js binary that runs the release's own wrapper for
+    /// comparison.
     #[arg(long, default_value = "node")]
     node: PathBuf,
 }
@@ -78,16 +87,63 @@ pub struct E2eArgs {
 pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
     let cfg = E2eConfig {
         work_dir: bins::target_dir().join("e2e"),
+        release: args.iai_pme.clone(),
         wrapper: bins::try_wrapper_bin()?,
         python: args.python.clone(),
         node: args.node.clone(),
     };
     eprintln!(
-        "e2e: {} against iai-mcp 3.3.0 (environment in {})",
+        "e2e: {} against iai-mcp {} (environment in {})",
         cfg.wrapper.display(),
-        cfg.work_dir.display()
+        cfg.release,
+        cfg.release.e2e_venv(&cfg.work_dir).display()
     );
     let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
     println!("{report}");
     Ok(super::verdict_code(report.passed()))
+}
+
+/// Show how an iai-pme release's tool surface differs from the wrapper's
+/// table (wrapper/src/tools/surface.json), as that release's own Node
+/// wrapper lists it; --write makes the table that release's.
+#[derive(Debug, Args)]
+pub struct SurfaceArgs {
+    /// The iai-pme release to compare with (installed alone, without its
+    /// dependencies, in target/surface/VERSION/venv).
+    #[arg(long, value_name = "VERSION")]
+    iai_pme: Release,
+    /// Rewrite the table to the release: its tools, order, parameter
+    /// schemas, required lists, annotations and result fields, keeping
+    /// this project's descriptions; new ones are marked TODO(surface):
+    /// for a person to write. Also sets SURFACE_RELEASE (and the harness's
+    /// pinned release) to VERSION.
+    #[arg(long)]
+    write: bool,
+    /// The workspace whose table is compared and rewritten (default: this
+    /// one).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// The Python interpreter for the environment (default: the first
+    /// Python 3.11 or 3.12 on PATH).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// The Node.js binary that runs the release's own wrapper.
+    #[arg(long, default_value = "node")]
+    node: PathBuf,
+}
+
+/// Prints the differences (and what --write changed); exit 0 whenever the
+/// comparison ran, whatever it found.
+pub fn surface(args: &SurfaceArgs) -> Result<ExitCode> {
+    let cfg = SurfaceConfig {
+        release: args.iai_pme.clone(),
+        work_dir: bins::target_dir().join("surface"),
+        root: args.root.clone().unwrap_or_else(bins::workspace_root),
+        python: args.python.clone(),
+        node: args.node.clone(),
+        write: args.write,
+    };
+    let report = run_surface(&cfg).context("the surface comparison could not run")?;
+    println!("{report}");
+    Ok(ExitCode::SUCCESS)
 }

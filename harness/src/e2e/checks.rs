@@ -10,9 +10,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::daemon::RealDaemon;
-use super::listing;
+use super::listing::{self, ListingDiff};
 use super::proxy::HoldingProxy;
 use super::pyenv::PyEnv;
+use super::release::Release;
 use super::{Row, poll};
 use crate::bins::error_chain;
 use crate::error::HarnessError;
@@ -25,7 +26,7 @@ use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess}
 const REPLY: Duration = Duration::from_secs(60);
 
 /// The protocol revision the kit's MCP clients ask for.
-const PROTOCOL: &str = "2025-06-18";
+pub(super) const PROTOCOL: &str = "2025-06-18";
 
 const SDK_CHECK: &str = include_str!("../../e2e/sdk_check.py");
 
@@ -39,8 +40,14 @@ pub struct Kit<'a> {
     pub py: &'a PyEnv,
     /// The wrapper binary under test.
     pub wrapper: &'a Path,
-    /// Node.js, for 3.3.0's own wrapper.
+    /// Node.js, for the release's own wrapper.
     pub node: &'a Path,
+    /// The iai-pme release under test (its daemon, CLIs and own wrapper).
+    pub release: &'a Release,
+    /// How the release's listing differs from the table (empty until the
+    /// listing check has run, and for the pinned release): what a check
+    /// may put down to the release rather than to the wrapper.
+    pub known: ListingDiff,
 }
 
 /// One `sdk_check.py` line: a call, or the summary that ends the run.
@@ -78,7 +85,7 @@ impl Kit<'_> {
         Ok(w)
     }
 
-    /// 3.3.0's own Node wrapper in the daemon's environment, initialized.
+    /// The release's own Node wrapper in the daemon's environment, initialized.
     /// Its degraded mode uses the real `iai`; `iai-mcp` is kept off its
     /// `PATH` so that its own auto-heal never restarts the kit's daemon.
     fn theirs(
@@ -99,33 +106,62 @@ impl Kit<'_> {
         Ok(w)
     }
 
-    /// The tool listing, property by property, against 3.3.0's own.
-    pub fn listing(&self, real: &RealDaemon) -> Row {
+    /// The tool listing, property by property, against the release's own,
+    /// and the differences found. For the pinned release any difference
+    /// fails; for another, the differences are what that release does
+    /// differently: the row is [`Verdict::Known`](super::Verdict::Known)
+    /// and the later checks are judged against them.
+    pub fn listing(&self, real: &RealDaemon) -> (Row, ListingDiff) {
+        let release = self.release.as_str();
+        let check = format!("tools/list matches {release}'s own wrapper");
         let tools = |w: Result<WrapperProcess, HarnessError>| -> Result<Vec<Value>, HarnessError> {
-            let list = w?.request("tools/list", json!({}), REPLY)?;
-            Ok(list["result"]["tools"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default())
+            listing::listed_tools(&mut w?, REPLY)
         };
         let listings = tools(self.ours(real, None, |o| o))
             .and_then(|ours| Ok((ours, tools(self.theirs(real, None))?)));
-        Row::outcome(
-            "tools/list matches 3.3.0's own wrapper",
-            listings,
-            |(ours, theirs)| {
-                let diffs = listing::compare(&ours, &theirs);
-                let detail = if diffs.is_empty() {
-                    format!(
-                        "{} tools, same order; every parameter's type, default, enum, format and items, required lists and annotations equal",
-                        ours.len()
-                    )
-                } else {
-                    diffs.join("\n")
+        let (ours, theirs) = match listings {
+            Ok(listings) => listings,
+            Err(e) => {
+                let none = ListingDiff {
+                    release: release.to_owned(),
+                    differences: Vec::new(),
                 };
-                (diffs.is_empty() && !ours.is_empty(), detail)
-            },
-        )
+                return (Row::judged(check, false, error_chain(&e)), none);
+            }
+        };
+        let diff = listing::compare(&ours, &theirs, release);
+        let row = if diff.is_empty() {
+            let detail = format!(
+                "{} tools, same order; every parameter's type, default, enum, format and items, required lists and annotations equal",
+                ours.len()
+            );
+            Row::judged(check, !ours.is_empty(), detail)
+        } else if self.release.is_pinned() {
+            Row::judged(check, false, diff.lines().join("\n"))
+        } else {
+            let n = diff.differences.len();
+            let detail = format!(
+                "{n} known difference{} ({} tools listed by {release}, {} by the wrapper):\n{}",
+                if n == 1 { "" } else { "s" },
+                theirs.len(),
+                ours.len(),
+                diff.lines().join("\n")
+            );
+            Row::known(check, detail)
+        };
+        (row, diff)
+    }
+
+    /// Why a failed call of `tool` is down to the release under test, if
+    /// it is: the release lacks the tool, or parameters of it.
+    fn known_reason(&self, tool: &str) -> Option<String> {
+        let release = self.release.as_str();
+        if self.known.lacks_tool(tool) {
+            return Some(format!("{release} lacks tool {tool}"));
+        }
+        let params = self.known.lacked_params(tool);
+        (!params.is_empty())
+            .then(|| format!("{release} lacks {tool} parameters {}", params.join(", ")))
     }
 
     /// `--check` against the live daemon.
@@ -202,37 +238,56 @@ impl Kit<'_> {
     /// Every tool called through the official SDK, results validated.
     pub fn sdk_live(&self, real: &RealDaemon) -> Row {
         let check = "SDK calls every tool, results validate";
-        Row::outcome(check, self.sdk(real, "live"), |(calls, listed)| {
-            let mut failed: Vec<String> = calls
-                .iter()
-                .filter(|c| !c.ok)
-                .map(|c| {
-                    format!(
-                        "{} ({}): {}",
-                        c.case,
-                        c.tool,
-                        c.error.as_deref().unwrap_or("")
-                    )
-                })
-                .collect();
-            let uncalled: Vec<&String> = listed
-                .iter()
-                .filter(|t| !calls.iter().any(|c| &c.tool == *t))
-                .collect();
-            if !uncalled.is_empty() {
-                failed.push(format!("never called: {uncalled:?}"));
+        let (calls, listed) = match self.sdk(real, "live") {
+            Ok(run) => run,
+            Err(e) => return Row::judged(check, false, error_chain(&e)),
+        };
+        let failure = |c: &SdkCall| {
+            format!(
+                "{} ({}): {}",
+                c.case,
+                c.tool,
+                c.error.as_deref().unwrap_or("")
+            )
+        };
+        let mut failed = Vec::new();
+        let mut known = Vec::new();
+        for call in calls.iter().filter(|c| !c.ok) {
+            match self.known_reason(&call.tool) {
+                Some(reason) => known.push(format!("{reason}: {}", failure(call))),
+                None => failed.push(failure(call)),
             }
-            if !failed.is_empty() || calls.is_empty() {
-                return (false, failed.join("\n"));
-            }
+        }
+        let uncalled: Vec<&String> = listed
+            .iter()
+            .filter(|t| !calls.iter().any(|c| &c.tool == *t))
+            .collect();
+        if !uncalled.is_empty() {
+            failed.push(format!("never called: {uncalled:?}"));
+        }
+        if !failed.is_empty() || calls.is_empty() {
+            failed.extend(known.iter().map(|k| format!("(known) {k}")));
+            return Row::judged(check, false, failed.join("\n"));
+        }
+        let sdk = super::pyenv::MCP_SDK.trim_start_matches("mcp==");
+        if known.is_empty() {
             let detail = format!(
-                "mcp {}: listed {} tools; {} calls, every structuredContent valid (SDK and jsonschema)",
-                super::pyenv::MCP_SDK.trim_start_matches("mcp=="),
+                "mcp {sdk}: listed {} tools; {} calls, every structuredContent valid (SDK and jsonschema)",
                 listed.len(),
                 calls.len()
             );
-            (true, detail)
-        })
+            return Row::judged(check, true, detail);
+        }
+        let detail = format!(
+            "mcp {sdk}: listed {} tools; {} of {} calls valid, {} failed where {} is known to differ:\n{}",
+            listed.len(),
+            calls.len() - known.len(),
+            calls.len(),
+            known.len(),
+            self.release,
+            known.join("\n")
+        );
+        Row::known(check, detail)
     }
 
     /// A call after the daemon restarted under a connected wrapper.
@@ -359,7 +414,7 @@ impl Kit<'_> {
 
     /// A capture the daemon stored but whose reply was lost when it died:
     /// stored once by this wrapper, and (for reference) how often by
-    /// 3.3.0's own.
+    /// the release's own.
     pub fn capture_once(&self, real: &mut RealDaemon) -> Vec<Row> {
         let check = "capture stored, reply lost, daemon killed: stored once";
         let ours = Row::outcome(check, self.lost_reply(real, true), |(copies, answer)| {
@@ -370,7 +425,7 @@ impl Kit<'_> {
             Ok((copies, answer)) => format!("stored {copies}x; its wrapper answered: {answer}"),
             Err(e) => error_chain(&e),
         };
-        let reference = "same, 3.3.0's own wrapper (reference)";
+        let reference = format!("same, {}'s own wrapper (reference)", self.release);
         vec![ours, Row::info(reference, theirs)]
     }
 

@@ -1,14 +1,21 @@
-//! The end-to-end kit: the wrapper against the real iai-mcp 3.3.0 daemon.
+//! The end-to-end kit: the wrapper against the real iai-mcp daemon, 3.3.0
+//! (the release its tool table is) unless another [`Release`] is asked for.
 //!
-//! [`run_e2e`] prepares a virtual environment with the pinned release and
-//! the official MCP Python SDK ([`pyenv`]), starts the daemon offline
+//! [`run_e2e`] prepares a virtual environment with the release and the
+//! official MCP Python SDK ([`pyenv`]), starts the daemon offline
 //! ([`daemon`]), and runs the [`checks`] through the real wrapper binary:
-//! the tool listing against 3.3.0's own ([`listing`]), `--check`, every
+//! the tool listing against the release's own ([`listing`]), `--check`, every
 //! tool through the SDK with its results validated, text outside ASCII
 //! read back as characters, daemon restarts and the V3-05 race, a capture
 //! whose reply is lost ([`proxy`]), the degraded answers, the auto-heal,
-//! and `install`/`uninstall` over what 3.3.0's own installer wrote
+//! and `install`/`uninstall` over what the release's own installer wrote
 //! ([`hosts`]). Each check is a [`Row`] of the [`E2eReport`] table.
+//!
+//! Against another release, the listing row comes first and says how the
+//! release's surface differs from the table; a check that fails only
+//! because of such a difference (a tool or parameter the release lacks) is
+//! [`Verdict::Known`], not a failure, and the report names those checks.
+//! [`surface`] is the same comparison on its own (`cargo xtask surface`).
 //!
 //! The binary under test is [`E2eConfig::wrapper`], unless
 //! [`WHEEL_ENV`](wheel::WHEEL_ENV) names a wheel: then the kit installs
@@ -23,6 +30,9 @@ pub mod hosts;
 pub mod listing;
 pub mod proxy;
 pub mod pyenv;
+pub mod release;
+pub mod rewrite;
+pub mod surface;
 pub mod wheel;
 
 use std::fmt;
@@ -32,20 +42,25 @@ use std::time::{Duration, Instant};
 use crate::bins::error_chain;
 use crate::error::HarnessError;
 use crate::table::{Align, table_lines};
-use pyenv::{IAI_PME, MCP_SDK};
+use pyenv::Contents;
+pub use release::Release;
 
 /// How to run the kit.
 #[derive(Debug, Clone)]
 pub struct E2eConfig {
-    /// Where the virtual environment lives (kept between runs).
+    /// Where the virtual environments live (kept between runs): the pinned
+    /// release's in `venv`, another's in `<VERSION>/venv`
+    /// ([`Release::e2e_venv`]).
     pub work_dir: PathBuf,
+    /// The iai-pme release whose daemon, CLIs and own wrapper are used.
+    pub release: Release,
     /// The wrapper binary under test, unless [`WHEEL_ENV`](wheel::WHEEL_ENV)
     /// names a wheel to install and test instead.
     pub wrapper: PathBuf,
     /// The Python interpreter to build the environment with (default: the
     /// first supported one on `PATH`).
     pub python: Option<PathBuf>,
-    /// The Node.js binary that runs 3.3.0's own wrapper.
+    /// The Node.js binary that runs the release's own wrapper.
     pub node: PathBuf,
 }
 
@@ -56,8 +71,12 @@ pub enum Verdict {
     Pass,
     /// It did not.
     Fail,
-    /// A reference figure (3.3.0's own wrapper), judged by no one.
+    /// A reference figure (the release's own wrapper), judged by no one.
     Info,
+    /// It did not, but only where the release under test is known to
+    /// differ from the tool table (a tool or parameter it lacks): what the
+    /// release does differently, not a failure of the wrapper.
+    Known,
 }
 
 impl fmt::Display for Verdict {
@@ -66,6 +85,7 @@ impl fmt::Display for Verdict {
             Verdict::Pass => "pass",
             Verdict::Fail => "FAIL",
             Verdict::Info => "info",
+            Verdict::Known => "known",
         })
     }
 }
@@ -110,11 +130,22 @@ impl Row {
             detail: detail.into(),
         }
     }
+
+    /// A check judged against the release's known differences.
+    pub fn known(check: impl Into<String>, detail: impl Into<String>) -> Self {
+        Row {
+            check: check.into(),
+            verdict: Verdict::Known,
+            detail: detail.into(),
+        }
+    }
 }
 
 /// What the kit found.
 #[derive(Debug, Clone)]
 pub struct E2eReport {
+    /// The release under test.
+    pub release: Release,
     /// The checks, in the order run.
     pub rows: Vec<Row>,
     /// The binary tested, and the wheel it came from.
@@ -137,16 +168,33 @@ impl fmt::Display for E2eReport {
         write_rows(f, &self.rows)?;
         writeln!(f, "{}", self.subject)?;
         writeln!(f, "{}", self.setup)?;
-        let failed = self
-            .rows
-            .iter()
-            .filter(|r| r.verdict == Verdict::Fail)
-            .count();
+        let count = |v: Verdict| self.rows.iter().filter(|r| r.verdict == v).count();
+        let failed = count(Verdict::Fail);
+        if !self.release.is_pinned() {
+            let known: Vec<&str> = self
+                .rows
+                .iter()
+                .filter(|r| r.verdict == Verdict::Known)
+                .map(|r| r.check.as_str())
+                .collect();
+            writeln!(
+                f,
+                "release: iai-pme {} (the tool table is {}'s); judged against its known differences: {}",
+                self.release,
+                release::PINNED,
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join("; ")
+                }
+            )?;
+        }
         write!(
             f,
-            "verdict: {} ({} checks, {failed} failed, {:.0} s)",
+            "verdict: {} ({} checks, {failed} failed, {} known, {:.0} s)",
             if failed == 0 { "PASS" } else { "FAIL" },
             self.rows.len(),
+            count(Verdict::Known),
             self.elapsed.as_secs_f64()
         )
     }
@@ -190,28 +238,29 @@ fn poll(
 /// Python, no registry, a daemon that never starts).
 pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     let started = Instant::now();
-    let py = pyenv::ensure(&cfg.work_dir, cfg.python.as_deref())?;
-    let installed = match py.installed_in {
-        Some(d) => format!(
-            "installed {IAI_PME} and {MCP_SDK} in {:.0} s",
-            d.as_secs_f64()
-        ),
-        None => "reused".to_owned(),
-    };
+    let root = cfg.release.e2e_venv(&cfg.work_dir);
+    let py = pyenv::ensure(&root, cfg.python.as_deref(), &cfg.release, Contents::Kit)?;
     let setup = format!(
-        "environment: {} ({installed}; {:.0} MiB on disk)",
+        "environment: {} ({}; {:.0} MiB on disk)",
         py.root.display(),
+        py.installed(Contents::Kit),
         py.size as f64 / (1024.0 * 1024.0)
     );
     let tested = tested(cfg, &py)?;
     let mut real = daemon::RealDaemon::start(&py)?;
-    let kit = checks::Kit {
+    let mut kit = checks::Kit {
         py: &py,
         wrapper: &tested.binary,
         node: &cfg.node,
+        release: &cfg.release,
+        known: listing::ListingDiff::default(),
     };
+    // First: how the release's surface differs from the table, which the
+    // later checks are judged against.
+    let (listing_row, known) = kit.listing(&real);
+    kit.known = known;
     let mut rows = vec![
-        kit.listing(&real),
+        listing_row,
         kit.check_flag(&real),
         kit.sdk_live(&real),
         kit.characters(&real),
@@ -227,6 +276,7 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     real.ensure_running()?;
     rows.push(kit.heal(&mut real));
     Ok(E2eReport {
+        release: cfg.release.clone(),
         rows,
         subject: tested.line,
         setup,
@@ -266,4 +316,59 @@ fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
         version.trim()
     );
     Ok(Tested { binary, line })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(release: &str, rows: Vec<Row>) -> E2eReport {
+        E2eReport {
+            release: release.parse().expect("release"),
+            rows,
+            subject: "wrapper: x".into(),
+            setup: "environment: y".into(),
+            elapsed: Duration::from_secs(3),
+        }
+    }
+
+    #[test]
+    fn known_differences_pass_and_are_named() {
+        let r = report(
+            "3.0.0",
+            vec![
+                Row::known(
+                    "tools/list matches 3.0.0's own wrapper",
+                    "3.0.0 lacks tool t",
+                ),
+                Row::judged("restart", true, "ok"),
+                Row::info("reference", "figures"),
+            ],
+        );
+        assert!(r.passed());
+        let text = r.to_string();
+        assert!(text.contains("| known  |"), "{text}");
+        assert!(
+            text.contains(
+                "judged against its known differences: tools/list matches 3.0.0's own wrapper\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("verdict: PASS (3 checks, 0 failed, 1 known, 3 s)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_failure_still_fails_and_the_pinned_release_has_no_release_line() {
+        let r = report("3.3.0", vec![Row::judged("listing", false, "differs")]);
+        assert!(!r.passed());
+        let text = r.to_string();
+        assert!(!text.contains("known differences"), "{text}");
+        assert!(
+            text.contains("verdict: FAIL (1 checks, 1 failed, 0 known"),
+            "{text}"
+        );
+    }
 }

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use super::glibc::{GlibcNeeds, GlibcVersion, needed_glibc};
 use super::pyenv::{create_venv, ensure_venv, run};
 use super::{Row, Verdict, write_rows};
+use crate::bins::workspace_root;
 use crate::error::HarnessError;
 use crate::format::format_bytes;
 
@@ -523,13 +524,6 @@ fn stderr_stdio() -> Result<Stdio, HarnessError> {
 }
 
 /// The workspace's root directory, where `pyproject.toml` is.
-fn workspace_root() -> PathBuf {
-    crate::bins::workspace_manifest()
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
