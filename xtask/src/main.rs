@@ -21,7 +21,7 @@ use harness::e2e::wheel::{self, WHEEL_ENV, WheelConfig};
 mod fuzz;
 
 /// The main tasks, and what each is for (any harness command is accepted).
-const TASKS: [(&str, &str); 8] = [
+const TASKS: [(&str, &str); 9] = [
     (
         "race",
         "show the V3-05 race: prefix mode must fail, fixed mode must pass (--all: the scorecard of both)",

@@ -19,7 +19,7 @@ use crate::bins::error_chain;
 use crate::error::HarnessError;
 use crate::format::last_lines;
 use crate::scenario::race::{RaceOutcome, classify};
-use crate::scenario::wrapper_log;
+use crate::scenario::wrapper_log::{self, LogEvent};
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// Bound on any single reply (a safety net, not a measurement).
@@ -172,14 +172,68 @@ impl Kit<'_> {
             .stdin(Stdio::null())
             .output()
             .map_err(|e| HarnessError::io("running --check", e));
+        // The daemon's release beside the table's: the same for the
+        // pinned release, a warning for any other.
+        let release = if self.release.is_pinned() {
+            format!("[ok] daemon release {} ", self.release)
+        } else {
+            format!("[warn] daemon release {} ", self.release)
+        };
         Row::outcome("--check against the live daemon", output, |out| {
             let text = String::from_utf8_lossy(&out.stdout);
-            let ok = out.status.success() && text.contains("[ok] daemon at");
+            let ok =
+                out.status.success() && text.contains("[ok] daemon at") && text.contains(&release);
             let detail = if ok {
-                text.lines().nth(1).unwrap_or("").to_owned()
+                let line = |start: &str| {
+                    text.lines()
+                        .find(|l| l.starts_with(start))
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                format!("{}; {}", line("[ok] daemon at"), line(release.trim_end()))
             } else {
                 format!("{}: {text}", out.status)
             };
+            (ok, detail)
+        })
+    }
+
+    /// The wrapper learns the daemon's release after connecting: quietly
+    /// when it is the table's, with one warning naming both otherwise.
+    pub fn daemon_release(&self, real: &RealDaemon) -> Row {
+        let check = "the daemon's release, learnt after connecting";
+        let run = || -> Result<Vec<LogEvent>, HarnessError> {
+            let mut w = self.ours(real, None, |o| {
+                o.env(wrapper_log::JSON_EVENTS.0, wrapper_log::JSON_EVENTS.1)
+            })?;
+            ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
+            let learnt = || {
+                Ok(
+                    wrapper_log::events_named(&w.stderr_text(), wrapper_log::DAEMON_RELEASE)
+                        .any(|e| e.daemon.is_some()),
+                )
+            };
+            let why = || "the wrapper logged no daemon_release event with a release".to_owned();
+            poll(REPLY, 20, learnt, why)?;
+            Ok(wrapper_log::events_named(&w.stderr_text(), wrapper_log::DAEMON_RELEASE).collect())
+        };
+        let pinned = self.release.is_pinned();
+        let expected_level = if pinned { "INFO" } else { "WARN" };
+        Row::outcome(check, run(), |events| {
+            let warnings = events
+                .iter()
+                .filter(|e| e.level.as_deref() == Some("WARN"))
+                .count();
+            let learnt = events.iter().find_map(|e| e.daemon.clone());
+            let first_level = events.iter().find_map(|e| e.level.clone());
+            let ok = learnt.as_deref() == Some(self.release.as_str())
+                && first_level.as_deref() == Some(expected_level)
+                && warnings == usize::from(!pinned);
+            let detail = format!(
+                "daemon {}, logged at {}; {warnings} warning(s) on stderr",
+                learnt.as_deref().unwrap_or("unknown"),
+                first_level.as_deref().unwrap_or("?"),
+            );
             (ok, detail)
         })
     }

@@ -262,6 +262,7 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     let mut rows = vec![
         listing_row,
         kit.check_flag(&real),
+        kit.daemon_release(&real),
         kit.sdk_live(&real),
         kit.characters(&real),
         kit.host_switch(&real),

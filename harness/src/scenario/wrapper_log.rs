@@ -26,6 +26,9 @@ pub const CONNECTION_LOST: &str = "connection_lost";
 /// The event a wrapper logs when `iai-mcp doctor` runs.
 pub const DOCTOR_RUN: &str = "doctor_run";
 
+/// The event a wrapper logs when it has learnt the daemon's release.
+pub const DAEMON_RELEASE: &str = "daemon_release";
+
 /// The members of a log event the harness reads.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct LogEvent {
@@ -44,6 +47,12 @@ pub struct LogEvent {
     /// For a doctor run: how it went (`healthy`, `problem`, ...).
     #[serde(default)]
     pub outcome: Option<String>,
+    /// The event's level (`INFO`, `WARN`, ...).
+    #[serde(default)]
+    pub level: Option<String>,
+    /// For the daemon's release: the release the daemon reported.
+    #[serde(default)]
+    pub daemon: Option<String>,
 }
 
 /// The events named `name` in a wrapper's stderr, in order: lines that are
