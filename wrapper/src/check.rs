@@ -64,7 +64,11 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
     if !ok {
         writeln!(out, "       {}", config.endpoint.hint())?;
     }
-    let found = release::summarize(&release::query(&config.endpoint, release::STATUS_BUDGET).await);
+    // A daemon that cannot be reached is not dialled a second time.
+    let found = match &probe {
+        Probe::Unreachable(why) => release::unknown(&format!("not reachable: {why}")),
+        _ => release::summarize(&release::query(&config.endpoint, release::STATUS_BUDGET).await),
+    };
     let mark = if found.matches { "ok" } else { "warn" };
     writeln!(out, "[{mark}] daemon release {}", found.text)?;
     writeln!(out, "bridge mode: {}", config.policy.mode())?;

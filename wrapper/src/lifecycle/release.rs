@@ -65,6 +65,29 @@ pub enum QueryError {
     NoRelease,
 }
 
+impl QueryError {
+    /// Whether asking again a little later may get an answer: the daemon
+    /// was not there, slow or busy (a daemon just restarted by `iai-mcp
+    /// self-update` may be all three), rather than an answer it gave.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            QueryError::Unreachable(_)
+                | QueryError::Io(_)
+                | QueryError::TimedOut(_)
+                | QueryError::Closed
+        )
+    }
+}
+
+/// The pauses before asking again after a transient failure, for one
+/// connection: the daemon gets about ten seconds in all to answer.
+const RETRY_PAUSES: [Duration; 3] = [
+    Duration::from_secs(1),
+    Duration::from_secs(3),
+    Duration::from_secs(5),
+];
+
 /// The member of the daemon's status answer the wrapper reads; every other
 /// member is skipped.
 #[derive(Debug, Deserialize)]
@@ -154,10 +177,15 @@ pub fn summarize(outcome: &Result<String, QueryError>) -> Summary {
             matches: false,
             text: format!("{daemon} (tool table: {table}: differs, see docs/upgrading.md)"),
         },
-        Err(e) => Summary {
-            matches: false,
-            text: format!("unknown, {e} (tool table: {table})"),
-        },
+        Err(e) => unknown(&e.to_string()),
+    }
+}
+
+/// The summary when the release could not be asked: `why` says why.
+pub fn unknown(why: &str) -> Summary {
+    Summary {
+        matches: false,
+        text: format!("unknown, {why} (tool table: {})", tools::SURFACE_RELEASE),
     }
 }
 
@@ -216,7 +244,9 @@ pub fn log(outcome: &Result<String, QueryError>, warned: &mut Warned) {
 
 /// Asks the daemon's release after every connection the bridge makes (the
 /// first, and each reconnect: a restarted daemon may be another release),
-/// logging each answer with [`log`]. Runs until the bridge is gone.
+/// logging each answer with [`log`]. A query that fails for want of an
+/// answer is tried again a few times, over about ten seconds, before the
+/// release is logged as unknown. Runs until the bridge is gone.
 pub async fn watch(mut status: watch::Receiver<LinkStatus>, endpoint: Endpoint) {
     let mut asked_after = 0;
     let mut warned = Warned::default();
@@ -229,7 +259,21 @@ pub async fn watch(mut status: watch::Receiver<LinkStatus>, endpoint: Endpoint) 
             return;
         };
         asked_after = connects;
-        let outcome = query(&endpoint, STATUS_BUDGET).await;
+        let mut outcome = query(&endpoint, STATUS_BUDGET).await;
+        for pause in RETRY_PAUSES {
+            if !outcome.as_ref().is_err_and(QueryError::is_transient) {
+                break;
+            }
+            // A little jitter, so that many wrappers reconnecting to one
+            // restarted daemon do not all ask at once.
+            let jitter = Duration::from_millis(fastrand::u64(0..250));
+            tokio::time::sleep(pause + jitter).await;
+            // A newer connection is asked about in the next round.
+            if status.borrow().connects > asked_after {
+                break;
+            }
+            outcome = query(&endpoint, STATUS_BUDGET).await;
+        }
         log(&outcome, &mut warned);
     }
 }
