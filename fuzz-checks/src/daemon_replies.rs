@@ -165,7 +165,9 @@ impl Run {
         let (owner, json) = match &frame {
             Frame::Line(line) => {
                 let owner = Members::of(line).and_then(|m| self.owner(m.single("id")));
-                let json = serde_json::from_slice::<IgnoredAny>(line).is_ok();
+                // UTF-8 first: serde_json skips a string without checking it.
+                let json = std::str::from_utf8(line)
+                    .is_ok_and(|text| serde_json::from_str::<IgnoredAny>(text).is_ok());
                 (owner, json)
             }
             Frame::Oversized { id } => (self.owner(id.clone()), false),

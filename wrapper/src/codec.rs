@@ -210,6 +210,10 @@ impl IdScanner {
             }
             return;
         }
+        // Only whitespace may stand between the key `"id"` and its `:`.
+        if self.key_is_id && b != b':' && !b.is_ascii_whitespace() {
+            self.key_is_id = false;
+        }
         match b {
             b'"' => {
                 self.in_string = true;
@@ -288,6 +292,13 @@ mod tests {
         assert_eq!(recover_id(br#"{"x": 1},"id": 5"#), None);
         assert_eq!(recover_id(br#"{"x": 1} {"id": 5}"#), None);
         assert_eq!(recover_id(br#"{"x": {"y": 1}, "id": 5}"#), Some(json!(5)));
+    }
+
+    #[test]
+    fn only_whitespace_may_stand_between_the_id_key_and_its_colon() {
+        assert_eq!(recover_id(br#"{"id" : 5}"#), Some(json!(5)));
+        assert_eq!(recover_id(br#"{"id"x:5}"#), None);
+        assert_eq!(recover_id(br#"{"id""y":5}"#), None);
     }
 
     #[test]
