@@ -8,8 +8,10 @@
 //! - a line whose one `id` (read by `serde_json`, independently of the
 //!   wrapper) is the wire id of a call in flight answers that call, once;
 //! - a line with a foreign id, or none, changes nothing: no call is
-//!   answered and none is dropped, except that non-JSON lines in a row may
-//!   fail the oldest call (the parse-streak rule), one call per streak;
+//!   answered or dropped and nothing but a log event comes of it, except
+//!   the parse-streak rule, modelled here: the fourth line in a row that
+//!   is not JSON (or is too long and answers no call) while calls are in
+//!   flight fails the oldest of them, and any JSON line ends the streak;
 //! - in the end every call is answered exactly once, by a result, an error
 //!   or its deadline, and no answer goes to a call that was never made.
 
@@ -17,10 +19,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use iai_mcp_wrapper::bridge::core::PARSE_STREAK_LIMIT;
 use iai_mcp_wrapper::bridge::{
     Access, Action, Backoff, Bridge, BridgeMode, CallId, ConnId, Event, Policy, Request, Timings,
 };
 use iai_mcp_wrapper::codec::{Frame, LineCodec};
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use tokio_util::codec::Decoder;
 
@@ -76,6 +80,8 @@ struct Run {
     wire: HashMap<u64, CallId>,
     /// Answers per call.
     answers: BTreeMap<CallId, u32>,
+    /// Lines in a row that were not JSON while calls were in flight.
+    streak: u32,
 }
 
 impl Run {
@@ -96,6 +102,7 @@ impl Run {
             conn: ConnId(0),
             wire: HashMap::new(),
             answers: BTreeMap::new(),
+            streak: 0,
         };
         run.bridge.start();
         let Some(Action::Connect(conn)) = run.bridge.poll_action() else {
@@ -155,15 +162,26 @@ impl Run {
     /// One frame from the daemon, and what it may change.
     fn frame(&mut self, frame: Frame) {
         let pending = self.bridge.pending();
-        let (owner, streak_may_fail) = match &frame {
-            Frame::Line(line) => match Members::of(line) {
-                Some(members) => (self.owner(members.single("id")), false),
-                None => (None, true),
-            },
-            Frame::Oversized { id } => {
-                let owner = self.owner(id.clone());
-                (owner, owner.is_none())
+        let (owner, json) = match &frame {
+            Frame::Line(line) => {
+                let owner = Members::of(line).and_then(|m| self.owner(m.single("id")));
+                // UTF-8 first: serde_json skips a string without checking it.
+                let json = std::str::from_utf8(line)
+                    .is_ok_and(|text| serde_json::from_str::<IgnoredAny>(text).is_ok());
+                (owner, json)
             }
+            Frame::Oversized { id } => (self.owner(id.clone()), false),
+        };
+        let expected = match owner {
+            Some(call) => {
+                self.streak = 0;
+                Some(call)
+            }
+            None if json => {
+                self.streak = 0;
+                None
+            }
+            None => self.count_in_streak(),
         };
         match &frame {
             Frame::Line(line) => self.bridge.line(self.conn, line),
@@ -180,23 +198,50 @@ impl Run {
                 _ => None,
             })
             .collect();
-        match owner {
-            Some(call) => {
-                assert_eq!(answered, [call], "the reply answers its call: {frame:?}");
-                assert_eq!(self.bridge.pending(), pending - 1);
-            }
-            None if streak_may_fail && answered.len() == 1 => {
-                let streak = actions.iter().any(|a| {
-                    matches!(a, Action::Report(Event::ParseStreak { call, .. }) if *call == answered[0])
-                });
-                assert!(streak, "only a parse streak fails a call: {actions:?}");
-                assert_eq!(self.bridge.pending(), pending - 1);
-            }
-            None => {
-                assert!(answered.is_empty(), "{frame:?} answered {answered:?}");
-                assert_eq!(self.bridge.pending(), pending, "{frame:?} changed nothing");
-            }
+        assert!(
+            actions
+                .iter()
+                .all(|a| matches!(a, Action::Reply(..) | Action::Report(_))),
+            "a reply line only answers and logs: {actions:?}"
+        );
+        assert_eq!(
+            answered,
+            Vec::from_iter(expected),
+            "the calls answered by {frame:?}"
+        );
+        if let (None, Some(failed)) = (owner, expected) {
+            let reported = actions.iter().any(
+                |a| matches!(a, Action::Report(Event::ParseStreak { call, .. }) if *call == failed),
+            );
+            assert!(reported, "a parse streak is logged: {actions:?}");
         }
+        assert_eq!(
+            self.bridge.pending(),
+            pending - answered.len(),
+            "{frame:?} answered {answered:?} and dropped nothing"
+        );
+    }
+
+    /// A line that is not JSON (or too long, answering no call): it counts
+    /// towards the parse streak while calls are in flight; at the limit
+    /// the oldest call in flight (the lowest wire id) fails.
+    fn count_in_streak(&mut self) -> Option<CallId> {
+        let oldest = self
+            .wire
+            .iter()
+            .filter(|(_, call)| !self.answers.contains_key(call))
+            .min_by_key(|(wire, _)| **wire)
+            .map(|(_, call)| *call);
+        let Some(oldest) = oldest else {
+            self.streak = 0;
+            return None;
+        };
+        self.streak += 1;
+        if self.streak < PARSE_STREAK_LIMIT {
+            return None;
+        }
+        self.streak = 0;
+        Some(oldest)
     }
 
     /// The call in flight a reply with `id` answers, if any.

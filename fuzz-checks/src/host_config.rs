@@ -22,46 +22,82 @@ use std::sync::OnceLock;
 use iai_mcp_wrapper::install::doc::Format;
 use iai_mcp_wrapper::install::entry::{self, Runs};
 use iai_mcp_wrapper::install::hosts::Host;
-use iai_mcp_wrapper::install::{Change, HostFile, Outcome, Rewrite, rewrite};
+use iai_mcp_wrapper::install::{Backup, Change, HostFile, Outcome, Rewrite, rewrite};
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
+
+/// How far one input got through the checks: the seeds are held to
+/// reaching the round trip, so a change that makes every input stop early
+/// cannot pass unnoticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reached {
+    /// Not UTF-8: the file reader refuses it before any parser.
+    NotText,
+    /// The format's parser refused it (and nothing was written).
+    Refused,
+    /// It parsed, and install had nothing to change.
+    Unchanged,
+    /// Install rewrote it, but uninstall cannot give the same bytes back
+    /// (an entry ran a wrapper build already, with no backup of before).
+    Rewritten,
+    /// Install rewrote it and uninstall gave back the same bytes.
+    RoundTrip,
+}
 
 /// The JSON target: Claude Code's file (with its per-project servers) and
 /// OpenClaw's.
 pub fn check_json(data: &[u8]) {
-    check(Host::ClaudeCode, data);
-    check(Host::Openclaw, data);
+    reach_json(data);
+}
+
+/// [`check_json`], saying how far the input got (the further of the two
+/// hosts).
+pub fn reach_json(data: &[u8]) -> Reached {
+    check(Host::ClaudeCode, data).max(check(Host::Openclaw, data))
 }
 
 /// The JSON-with-comments target: opencode's file.
 pub fn check_jsonc(data: &[u8]) {
-    check(Host::Opencode, data);
+    reach_jsonc(data);
+}
+
+/// [`check_jsonc`], saying how far the input got.
+pub fn reach_jsonc(data: &[u8]) -> Reached {
+    check(Host::Opencode, data)
 }
 
 /// The TOML target: Codex's file.
 pub fn check_toml(data: &[u8]) {
-    check(Host::Codex, data);
+    reach_toml(data);
+}
+
+/// [`check_toml`], saying how far the input got.
+pub fn reach_toml(data: &[u8]) -> Reached {
+    check(Host::Codex, data)
 }
 
 /// A file named `iai-mcp-wrapper` that entries are pointed at: it must
 /// exist (an entry is "this wrapper" when it starts this very file), and
-/// its folder's name needs escaping in every format.
+/// its folder's name needs escaping in every format. It lives in the
+/// workspace's `target/`, made once and kept.
 fn exe() -> &'static Path {
     static EXE: OnceLock<PathBuf> = OnceLock::new();
     EXE.get_or_init(|| {
-        let dir = std::env::temp_dir()
-            .join(format!("fuzz-checks-{}", std::process::id()))
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../target/fuzz-checks")
             .join("a \"quoted\\ folder\" ü");
         std::fs::create_dir_all(&dir).expect("a folder for the wrapper");
         let exe = dir.join("iai-mcp-wrapper");
-        std::fs::write(&exe, b"").expect("the wrapper's file");
-        exe
+        if !exe.exists() {
+            std::fs::write(&exe, b"").expect("the wrapper's file");
+        }
+        std::fs::canonicalize(exe).expect("the wrapper's path")
     })
 }
 
-fn check(host: Host, data: &[u8]) {
+fn check(host: Host, data: &[u8]) -> Reached {
     let Ok(text) = std::str::from_utf8(data) else {
-        return;
+        return Reached::NotText;
     };
     let format = host.format();
     let installed = change(host, text, None, Change::Install);
@@ -75,23 +111,28 @@ fn check(host: Host, data: &[u8]) {
         _ => {}
     }
     let Ok(outcome) = installed else {
-        return;
+        return Reached::Refused;
     };
     let before = format.parse(text).expect("install read it");
     let entries = entry::find(&before, host.server_maps());
+    let exe_text = exe().to_string_lossy().into_owned();
+    let this = Runs::Wrapper {
+        program: exe_text.clone(),
+    };
     let Some(Rewrite {
         text: written,
         backup,
     }) = outcome.rewrite
     else {
         for found in &entries {
+            let runs = found.runs();
             assert!(
-                !matches!(found.runs(), Runs::Node { .. } | Runs::Launcher { .. }),
-                "{}: a Node entry was left as it was: {text:?}",
+                matches!(runs, Runs::Other { .. }) || runs == this,
+                "{}: an iai-mcp wrapper entry was left as it was ({runs:?}): {text:?}",
                 found.dotted()
             );
         }
-        return;
+        return Reached::Unchanged;
     };
     let after = format
         .parse(&written)
@@ -99,21 +140,26 @@ fn check(host: Host, data: &[u8]) {
     let switched: Vec<_> = entries
         .iter()
         .filter(|e| !matches!(e.runs(), Runs::Other { .. }))
-        .map(|e| e.path.clone())
         .collect();
-    for found in entry::find(&after, host.server_maps()) {
-        if switched.contains(&found.path) {
+    let after_entries = entry::find(&after, host.server_maps());
+    assert_eq!(
+        after_entries.iter().map(|e| &e.path).collect::<Vec<_>>(),
+        entries.iter().map(|e| &e.path).collect::<Vec<_>>(),
+        "install keeps every entry where it was: {written:?}"
+    );
+    for found in &after_entries {
+        if switched.iter().any(|e| e.path == found.path) {
             assert_eq!(
                 found.runs(),
-                Runs::Wrapper {
-                    program: exe().to_string_lossy().into_owned()
-                },
+                this,
                 "{} starts the wrapper: {written:?}",
                 found.dotted()
             );
         }
     }
-    assert_same_outside(format, text, &written, &switched);
+    assert_bytes_outside(text, &switched, &written, &after_entries);
+    let paths: Vec<Vec<String>> = switched.iter().map(|e| e.path.clone()).collect();
+    assert_same_outside(format, text, &written, &paths);
 
     let backup = backup.expect("install writes a backup with the file");
     let again = change(host, &written, Some(&backup), Change::Install)
@@ -125,16 +171,48 @@ fn check(host: Host, data: &[u8]) {
     let wrapper_before = entries
         .iter()
         .any(|e| matches!(e.runs(), Runs::Wrapper { .. }));
-    if !wrapper_before {
-        assert_eq!(backup, text, "the backup is the file as it was");
-        assert!(uninstalled.complete, "every switched entry is restored");
-        let restored = uninstalled.rewrite.expect("uninstall restores").text;
-        assert_eq!(restored, text, "uninstall gives back the same bytes");
-    } else if let Some(restored) = uninstalled.rewrite {
-        format
-            .parse(&restored.text)
-            .expect("uninstall writes text that parses");
+    if wrapper_before {
+        if let Some(restored) = uninstalled.rewrite {
+            format
+                .parse(&restored.text)
+                .expect("uninstall writes text that parses");
+        }
+        return Reached::Rewritten;
     }
+    assert_eq!(backup, text, "the backup is the file as it was");
+    assert!(uninstalled.complete, "every switched entry is restored");
+    let restored = uninstalled.rewrite.expect("uninstall restores").text;
+    assert_eq!(restored, text, "uninstall gives back the same bytes");
+    Reached::RoundTrip
+}
+
+/// Byte for byte, `written` is `text` but for the `command` and `args`
+/// values of the switched entries: putting the old values' text back in
+/// the new values' places gives `text` again.
+fn assert_bytes_outside(
+    text: &str,
+    switched: &[&entry::Entry<'_>],
+    written: &str,
+    after: &[entry::Entry<'_>],
+) {
+    let mut edits = Vec::new();
+    for old in switched {
+        let new = entry::at(after, &old.path).expect("the entry is still there");
+        for (then, now) in [(old.command, new.command), (old.args, new.args)] {
+            match (then, now) {
+                (Some(then), Some(now)) => {
+                    edits.push((now.span.clone(), text[then.span.clone()].to_owned()))
+                }
+                (None, None) => {}
+                _ => panic!("install added or removed a field of {}", old.dotted()),
+            }
+        }
+    }
+    let put_back = iai_mcp_wrapper::install::doc::splice(written, &edits);
+    assert_eq!(
+        put_back, text,
+        "install changed bytes outside the entries: {written:?}"
+    );
 }
 
 /// [`rewrite`] on `text` (and its backup), its report kept in memory.
@@ -143,7 +221,7 @@ fn change(host: Host, text: &str, backup: Option<&str>, change: Change) -> Resul
         host,
         text,
         backup_path: Path::new("/fuzz/host.json.iai-mcp-wrapper.bak"),
-        backup,
+        backup: backup.map_or(Backup::Absent, Backup::Text),
     };
     let mut report = Vec::new();
     let outcome = rewrite(&file, change, exe(), &mut report).expect("a report in memory");
@@ -205,10 +283,13 @@ fn jsonc_value(text: &str) -> Option<Value> {
 /// Nothing outside the `command` and `args` of the entries at `paths`
 /// differs between `before` and `after`, as the second reader sees them.
 fn assert_same_outside(format: Format, before: &str, after: &str, paths: &[Vec<String>]) {
-    let (Some(mut before_value), Some(mut after_value)) =
-        (values(format, before), values(format, after))
-    else {
-        return;
+    let (mut before_value, mut after_value) = match (values(format, before), values(format, after))
+    {
+        (Some(before), Some(after)) => (before, after),
+        (None, _) => return,
+        (Some(_), None) => panic!(
+            "{format:?}: the second reader read the file but not what install wrote: {after:?}"
+        ),
     };
     for path in paths {
         for value in [&mut before_value, &mut after_value] {

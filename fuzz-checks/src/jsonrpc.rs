@@ -13,7 +13,8 @@ pub struct Members(pub Vec<(String, Box<RawValue>)>);
 impl Members {
     /// The members of `text`, when it is one JSON object.
     pub fn of(text: &[u8]) -> Option<Members> {
-        serde_json::from_slice(text).ok()
+        // UTF-8 first: serde_json skips a string without checking it.
+        serde_json::from_str(std::str::from_utf8(text).ok()?).ok()
     }
 
     /// How many times `name` is given.

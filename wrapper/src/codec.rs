@@ -157,8 +157,9 @@ pub struct IdScanner {
     /// Capturing the value after `"id":`.
     value: Option<Vec<u8>>,
     found: Option<Value>,
-    /// The top-level value has closed: nothing after it is part of the
-    /// object (the line is not JSON), so no later `"id"` counts.
+    /// Done: the first `"id"`'s value has been judged, or the top-level
+    /// value has closed (nothing after it is part of the object), so no
+    /// later `"id"` counts.
     ended: bool,
 }
 
@@ -186,6 +187,7 @@ impl IdScanner {
         if let Some(value) = self.value.as_mut() {
             if value.len() >= MAX_ID_BYTES {
                 self.value = None;
+                self.ended = true;
             } else if self.in_string || !matches!(b, b',' | b'}' | b'{' | b'[') {
                 value.push(b);
             }
@@ -210,6 +212,10 @@ impl IdScanner {
             }
             return;
         }
+        // Only whitespace may stand between the key `"id"` and its `:`.
+        if self.key_is_id && b != b':' && !b.is_ascii_whitespace() {
+            self.key_is_id = false;
+        }
         match b {
             b'"' => {
                 self.in_string = true;
@@ -218,9 +224,9 @@ impl IdScanner {
                 }
             }
             b'{' | b'[' => {
-                if self.depth == 1 {
+                if self.depth == 1 && self.value.take().is_some() {
                     // The id is an object or array: not a request id.
-                    self.value = None;
+                    self.ended = true;
                 }
                 if self.depth == 0 {
                     self.top_is_object = b == b'{';
@@ -249,10 +255,15 @@ impl IdScanner {
         }
     }
 
+    /// The value of the first `"id"` is complete: it is the id if it is a
+    /// string or a number, and no later `"id"` counts either way.
     fn close_value(&mut self) {
-        if let Some(text) = self.value.take()
-            && let Ok(v @ (Value::String(_) | Value::Number(_))) =
-                serde_json::from_slice::<Value>(&text)
+        let Some(text) = self.value.take() else {
+            return;
+        };
+        self.ended = true;
+        if let Ok(v @ (Value::String(_) | Value::Number(_))) =
+            serde_json::from_slice::<Value>(&text)
         {
             self.found = Some(v);
         }
@@ -288,6 +299,21 @@ mod tests {
         assert_eq!(recover_id(br#"{"x": 1},"id": 5"#), None);
         assert_eq!(recover_id(br#"{"x": 1} {"id": 5}"#), None);
         assert_eq!(recover_id(br#"{"x": {"y": 1}, "id": 5}"#), Some(json!(5)));
+    }
+
+    #[test]
+    fn only_the_first_id_counts_even_when_it_is_no_id() {
+        assert_eq!(recover_id(br#"{"id": 1, "id": 2}"#), Some(json!(1)));
+        assert_eq!(recover_id(br#"{"id": 48:"x", "id": 3}"#), None);
+        assert_eq!(recover_id(br#"{"id": [1], "id": 3}"#), None);
+        assert_eq!(recover_id(br#"{"id": null, "id": 3}"#), None);
+    }
+
+    #[test]
+    fn only_whitespace_may_stand_between_the_id_key_and_its_colon() {
+        assert_eq!(recover_id(br#"{"id" : 5}"#), Some(json!(5)));
+        assert_eq!(recover_id(br#"{"id"x:5}"#), None);
+        assert_eq!(recover_id(br#"{"id""y":5}"#), None);
     }
 
     #[test]

@@ -45,9 +45,15 @@ pub fn read_object<'a, T: Deserialize<'a>>(text: &'a str) -> serde_json::Result<
         }
         match serde_json::from_str::<IgnoredAny>(text) {
             Err(syntax) => syntax,
-            Ok(_) => error,
+            Ok(IgnoredAny) => error,
         }
     })
+}
+
+/// Whether `text` is one JSON value, by the grammar alone (values are
+/// checked for syntax, not read: a number too large for any type counts).
+pub fn is_json(text: &str) -> bool {
+    serde_json::from_str::<IgnoredAny>(text).is_ok()
 }
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Shape<T> {

@@ -3,8 +3,9 @@
 //! time, and reports what each did.
 //!
 //! Each target grows its corpus in `target/fuzz/corpus/<target>/`, starting
-//! from the seeds kept in `fuzz/seeds/<target>/` (read, never written);
-//! libFuzzer's log goes to `target/fuzz/logs/<target>.log`. An input that
+//! from the seeds kept in `fuzz/seeds/<target>/` (read, never written),
+//! with the words of its input in `fuzz/dicts/<target>.dict`; libFuzzer's
+//! log goes to `target/fuzz/logs/<target>.log`. An input that
 //! breaks an invariant is copied into `fuzz/regressions/<target>/`, where
 //! the stable test suite (`fuzz-checks/tests/kept_inputs.rs`) runs it from
 //! then on: it fails until the bug is fixed, and guards the fix after.
@@ -74,8 +75,23 @@ pub struct TargetRun {
     pub crashes: Vec<PathBuf>,
 }
 
-/// `cargo xtask fuzz`.
-pub fn run(args: &FuzzArgs, root: &Path) -> Result<Vec<TargetRun>, FuzzError> {
+/// What became of one target.
+#[derive(Debug)]
+pub enum Outcome {
+    /// It ran; its figures.
+    Ran(TargetRun),
+    /// It could not run (a build failure, a missing folder, ...).
+    Failed {
+        /// The target.
+        name: String,
+        /// Why.
+        error: FuzzError,
+    },
+}
+
+/// `cargo xtask fuzz`: every target is run, whatever became of the ones
+/// before it.
+pub fn run(args: &FuzzArgs, root: &Path) -> Result<Vec<Outcome>, FuzzError> {
     let fuzz_dir = root.join("fuzz");
     available()?;
     let targets = match &args.target {
@@ -83,12 +99,21 @@ pub fn run(args: &FuzzArgs, root: &Path) -> Result<Vec<TargetRun>, FuzzError> {
         None => list(&fuzz_dir)?,
     };
     let work = root.join("target/fuzz");
-    let mut runs = Vec::new();
+    let mut outcomes = Vec::new();
     for name in &targets {
         eprintln!("cargo xtask fuzz: {name} for {} s", args.seconds);
-        runs.push(run_target(name, args.seconds, &fuzz_dir, &work)?);
+        outcomes.push(match run_target(name, args.seconds, &fuzz_dir, &work) {
+            Ok(run) => Outcome::Ran(run),
+            Err(error) => {
+                eprintln!("cargo xtask fuzz: {name}: {error}");
+                Outcome::Failed {
+                    name: name.clone(),
+                    error,
+                }
+            }
+        });
     }
-    Ok(runs)
+    Ok(outcomes)
 }
 
 /// The nightly toolchain and cargo-fuzz are both there.
@@ -150,7 +175,13 @@ fn run_target(
     let log_path = logs.join(format!("{name}.log"));
     let log = fs::File::create(&log_path)
         .map_err(|e| FuzzError::Io(format!("creating {}", log_path.display()), e))?;
-    let before = files(&artifacts);
+    // Whatever an earlier run left here is kept under fuzz/regressions/
+    // already: what is here after this run is this run's.
+    for old in files(&artifacts) {
+        fs::remove_file(&old)
+            .map_err(|e| FuzzError::Io(format!("removing {}", old.display()), e))?;
+    }
+    let dict = fuzz_dir.join("dicts").join(format!("{name}.dict"));
     let mut artifact_prefix = artifacts.clone().into_os_string();
     artifact_prefix.push("/");
     let status = Command::new("cargo")
@@ -171,6 +202,11 @@ fn run_target(
         .arg("-timeout=10")
         .arg("-rss_limit_mb=2048")
         .arg("-print_final_stats=1")
+        .args(dict.is_file().then(|| {
+            let mut flag = std::ffi::OsString::from("-dict=");
+            flag.push(&dict);
+            flag
+        }))
         .arg({
             let mut flag = std::ffi::OsString::from("-artifact_prefix=");
             flag.push(&artifact_prefix);
@@ -183,7 +219,7 @@ fn run_target(
     let text = fs::read_to_string(&log_path)
         .map_err(|e| FuzzError::Io(format!("reading {}", log_path.display()), e))?;
     let mut run = read_log(name, &text);
-    for found in files(&artifacts).difference(&before) {
+    for found in &files(&artifacts) {
         let kept = keep(name, fuzz_dir, found)?;
         eprintln!(
             "cargo xtask fuzz: {name} found an input that breaks an invariant; kept as {} (log: {})",
@@ -256,12 +292,19 @@ fn read_log(name: &str, log: &str) -> TargetRun {
 }
 
 /// The report, one row per target.
-pub fn report(runs: &[TargetRun], seconds: u64) -> String {
+pub fn report(outcomes: &[Outcome], seconds: u64) -> String {
     let mut out = format!(
         "{:<16} {:>8} {:>12} {:>9} {:>7} {:>7} {:>7} {:>8} crashes\n",
         "target", "seconds", "executions", "exec/s", "cov", "ft", "corpus", "rss MB"
     );
-    for run in runs {
+    for outcome in outcomes {
+        let run = match outcome {
+            Outcome::Ran(run) => run,
+            Outcome::Failed { name, error } => {
+                out.push_str(&format!("{name:<16} did not run: {error}\n"));
+                continue;
+            }
+        };
         out.push_str(&format!(
             "{:<16} {:>8} {:>12} {:>9} {:>7} {:>7} {:>7} {:>8} {}\n",
             run.name,

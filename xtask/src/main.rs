@@ -152,15 +152,23 @@ fn fuzz_task(args: fuzz::FuzzArgs) -> ExitCode {
     // xtask lives one level below the workspace root.
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     match fuzz::run(&args, &root) {
-        Ok(runs) => {
-            print!("{}", fuzz::report(&runs, args.seconds));
-            if runs.iter().all(|r| r.crashes.is_empty()) {
-                ExitCode::SUCCESS
-            } else {
+        Ok(outcomes) => {
+            print!("{}", fuzz::report(&outcomes, args.seconds));
+            let crashed = outcomes
+                .iter()
+                .any(|o| matches!(o, fuzz::Outcome::Ran(run) if !run.crashes.is_empty()));
+            let failed = outcomes
+                .iter()
+                .any(|o| matches!(o, fuzz::Outcome::Failed { .. }));
+            if crashed {
                 eprintln!(
                     "cargo xtask fuzz: inputs that break an invariant are in fuzz/regressions/; `cargo test -p fuzz-checks` fails on them until they are fixed"
                 );
+            }
+            if crashed || failed {
                 ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
             }
         }
         Err(e) => {

@@ -154,7 +154,10 @@ pub(super) fn read_reply(line: &[u8]) -> Reply {
             outcome: outcome(envelope.result, envelope.error),
         },
         Ok(Shape::Array | Shape::Null | Shape::Scalar) => Reply::Unroutable,
-        Err(e) if e.is_data() => match json::read_object::<IdOnly>(text) {
+        // JSON whose members cannot be read as a reply (a member given
+        // twice, an id too large for any number type) is still JSON, not a
+        // stray print.
+        Err(e) if e.is_data() || json::is_json(text) => match json::read_object::<IdOnly>(text) {
             Ok(Shape::Object(IdOnly { id: Some(id) })) => Reply::Message {
                 id: Some(id),
                 outcome: Err(BridgeError::Daemon {
@@ -214,6 +217,15 @@ mod tests {
             Reply::Message { id, outcome } => (id, outcome.map(|r| r.json().to_owned())),
             other => panic!("{line}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn json_that_cannot_be_read_as_a_reply_is_not_a_stray_print() {
+        assert!(matches!(
+            read_reply(br#"{"id": 1e400, "result": {}}"#),
+            Reply::Unroutable
+        ));
+        assert!(matches!(read_reply(b"{\"id\": 1, oops}"), Reply::NotJson));
     }
 
     #[test]

@@ -95,18 +95,16 @@ pub async fn execute(
         // ends in the parse error when there is one.
         let mut report = Vec::new();
         let backup_path = file::backup_of(&loaded.path);
-        let backup = match file::load(&backup_path) {
-            Ok(backup) => backup,
-            Err(e) => {
-                writeln!(report, "  the backup cannot be used: {e}")?;
-                None
-            }
-        };
+        let backup = file::load(&backup_path);
         let host_file = HostFile {
             host,
             text: &loaded.text,
             backup_path: &backup_path,
-            backup: backup.as_ref().map(|b| b.text.as_str()),
+            backup: match &backup {
+                Ok(Some(backup)) => Backup::Text(&backup.text),
+                Ok(None) => Backup::Absent,
+                Err(e) => Backup::Unusable(e.to_string()),
+            },
         };
         let outcome = match request.action {
             Action::Status => status(&host_file, &request.exe, &mut report).await?,
@@ -143,7 +141,7 @@ pub async fn execute(
 
 /// One host file as read, with its backup: all that deciding a change
 /// needs (nothing here touches the disk).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct HostFile<'a> {
     /// Whose file it is (its format and where its entries are).
     pub host: Host,
@@ -151,8 +149,20 @@ pub struct HostFile<'a> {
     pub text: &'a str,
     /// Where its backup is kept, for messages.
     pub backup_path: &'a Path,
-    /// The backup's text, when there is one.
-    pub backup: Option<&'a str>,
+    /// The backup, as read.
+    pub backup: Backup<'a>,
+}
+
+/// A host file's backup, as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backup<'a> {
+    /// There is none.
+    Absent,
+    /// Its text.
+    Text(&'a str),
+    /// It is there but cannot be read; why (said when the file has
+    /// entries, which then have no backup to go back to).
+    Unusable(String),
 }
 
 /// The two changes [`rewrite`] makes.
@@ -194,10 +204,11 @@ pub struct Refused {
 }
 
 /// Decide what `change` makes of `file` when entries are to start `exe`,
-/// saying what happens to each entry on `out`. Nothing is read or
-/// written: [`execute`] writes the outcome. A file that does not parse is
-/// [`Refused`]; a backup that does not parse is not used (and `out` says
-/// so).
+/// saying what happens to each entry on `out`. Nothing is written here:
+/// [`execute`] writes the outcome (whether an entry already starts `exe`
+/// is found by following its program on disk and on `PATH`). A file that
+/// does not parse is [`Refused`]; a backup that cannot be read or does not
+/// parse is not used (and `out` says so when the file has entries).
 pub fn rewrite(
     file: &HostFile<'_>,
     change: Change,
@@ -209,18 +220,9 @@ pub fn rewrite(
         Ok(root) => root,
         Err(message) => return Ok(Err(Refused { message })),
     };
-    let saved_root = match file.backup.map(|text| format.parse(text)).transpose() {
-        Ok(root) => root,
-        Err(message) => {
-            writeln!(
-                out,
-                "  the backup cannot be used: {} does not parse ({message})",
-                file.backup_path.display()
-            )?;
-            None
-        }
-    };
-    let work = FileWork::new(file, &root, saved_root.as_ref(), exe);
+    let saved = Saved::read(file);
+    let work = FileWork::new(file, &root, &saved, exe);
+    work.say_if_backup_unusable(out)?;
     let outcome = match change {
         Change::Install => work.install(out)?,
         Change::Uninstall => work.uninstall(out)?,
@@ -238,14 +240,40 @@ async fn status(
         Ok(root) => root,
         Err(message) => return Ok(Err(Refused { message })),
     };
-    // Only whether a backup exists matters here.
-    let saved_root = file.backup.and_then(|text| format.parse(text).ok());
-    let work = FileWork::new(file, &root, saved_root.as_ref(), exe);
+    let saved = Saved::read(file);
+    let work = FileWork::new(file, &root, &saved, exe);
+    work.say_if_backup_unusable(out)?;
     Ok(Ok(work.status(out).await?))
 }
 
+/// A backup's text, parsed, or why it cannot be used.
+enum Saved<'a> {
+    /// There is no backup.
+    Absent,
+    /// Its text and tree.
+    Parsed(&'a str, Node),
+    /// Why it cannot be used.
+    Unusable(String),
+}
+
+impl<'a> Saved<'a> {
+    fn read(file: &HostFile<'a>) -> Self {
+        match &file.backup {
+            Backup::Absent => Saved::Absent,
+            Backup::Unusable(why) => Saved::Unusable(why.clone()),
+            Backup::Text(text) => match file.host.format().parse(text) {
+                Ok(root) => Saved::Parsed(text, root),
+                Err(message) => Saved::Unusable(format!(
+                    "{} does not parse ({message})",
+                    file.backup_path.display()
+                )),
+            },
+        }
+    }
+}
+
 /// The backup of a file: its text and its iai-mcp entries.
-struct Saved<'a> {
+struct SavedEntries<'a> {
     text: &'a str,
     entries: Vec<Entry<'a>>,
 }
@@ -255,29 +283,44 @@ struct FileWork<'a> {
     host: Host,
     text: &'a str,
     entries: Vec<Entry<'a>>,
-    saved: Option<Saved<'a>>,
+    saved: Option<SavedEntries<'a>>,
+    /// Why the backup there is cannot be used, if it cannot.
+    unusable: Option<&'a str>,
     backup_path: &'a Path,
     exe: &'a Path,
 }
 
 impl<'a> FileWork<'a> {
-    fn new(
-        file: &HostFile<'a>,
-        root: &'a Node,
-        saved_root: Option<&'a Node>,
-        exe: &'a Path,
-    ) -> Self {
+    fn new(file: &HostFile<'a>, root: &'a Node, saved: &'a Saved<'a>, exe: &'a Path) -> Self {
         let maps = file.host.server_maps();
         FileWork {
             host: file.host,
             text: file.text,
             entries: entry::find(root, maps),
-            saved: file.backup.zip(saved_root).map(|(text, root)| Saved {
-                text,
-                entries: entry::find(root, maps),
-            }),
+            saved: match saved {
+                Saved::Parsed(text, root) => Some(SavedEntries {
+                    text,
+                    entries: entry::find(root, maps),
+                }),
+                Saved::Absent | Saved::Unusable(_) => None,
+            },
+            unusable: match saved {
+                Saved::Unusable(why) => Some(why),
+                Saved::Absent | Saved::Parsed(..) => None,
+            },
             backup_path: file.backup_path,
             exe,
+        }
+    }
+
+    /// Says why the backup cannot be used, when there is a backup, it
+    /// cannot be, and the file has entries that may need it.
+    fn say_if_backup_unusable(&self, out: &mut impl Write) -> std::io::Result<()> {
+        match self.unusable {
+            Some(why) if !self.entries.is_empty() => {
+                writeln!(out, "  the backup cannot be used: {why}")
+            }
+            _ => Ok(()),
         }
     }
 
