@@ -215,14 +215,11 @@ pub fn rewrite(
     exe: &Path,
     out: &mut impl Write,
 ) -> std::io::Result<Result<Outcome, Refused>> {
-    let format = file.host.format();
-    let root = match format.parse(file.text) {
-        Ok(root) => root,
-        Err(message) => return Ok(Err(Refused { message })),
+    let read = match Read::of(file) {
+        Ok(read) => read,
+        Err(refused) => return Ok(Err(refused)),
     };
-    let saved = Saved::read(file);
-    let work = FileWork::new(file, &root, &saved, exe);
-    work.say_if_backup_unusable(out)?;
+    let work = read.work(file, exe, out)?;
     let outcome = match change {
         Change::Install => work.install(out)?,
         Change::Uninstall => work.uninstall(out)?,
@@ -235,15 +232,46 @@ async fn status(
     exe: &Path,
     out: &mut impl Write,
 ) -> std::io::Result<Result<Outcome, Refused>> {
-    let format = file.host.format();
-    let root = match format.parse(file.text) {
-        Ok(root) => root,
-        Err(message) => return Ok(Err(Refused { message })),
+    let read = match Read::of(file) {
+        Ok(read) => read,
+        Err(refused) => return Ok(Err(refused)),
     };
-    let saved = Saved::read(file);
-    let work = FileWork::new(file, &root, &saved, exe);
-    work.say_if_backup_unusable(out)?;
+    let work = read.work(file, exe, out)?;
     Ok(Ok(work.status(out).await?))
+}
+
+/// A host file and its backup, parsed.
+struct Read<'a> {
+    root: Node,
+    saved: Saved<'a>,
+}
+
+impl<'a> Read<'a> {
+    /// Parses `file` ([`Refused`] when it does not parse) and its backup.
+    fn of(file: &HostFile<'a>) -> Result<Self, Refused> {
+        let root = file
+            .host
+            .format()
+            .parse(file.text)
+            .map_err(|message| Refused { message })?;
+        Ok(Read {
+            root,
+            saved: Saved::read(file),
+        })
+    }
+
+    /// The work on the file, once `out` has been told whether the backup
+    /// cannot be used.
+    fn work<'w>(
+        &'w self,
+        file: &HostFile<'w>,
+        exe: &'w Path,
+        out: &mut impl Write,
+    ) -> std::io::Result<FileWork<'w>> {
+        let work = FileWork::new(file, &self.root, &self.saved, exe);
+        work.say_if_backup_unusable(out)?;
+        Ok(work)
+    }
 }
 
 /// A backup's text, parsed, or why it cannot be used.
