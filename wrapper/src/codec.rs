@@ -212,6 +212,14 @@ impl IdScanner {
             }
             return;
         }
+        // The line must open with an object (whitespace aside): anything
+        // else before it means there is no top-level id to find.
+        if self.depth == 0 && !matches!(b, b'{' | b'[') {
+            if !b.is_ascii_whitespace() {
+                self.ended = true;
+            }
+            return;
+        }
         // Only whitespace may stand between the key `"id"` and its `:`.
         if self.key_is_id && b != b':' && !b.is_ascii_whitespace() {
             self.key_is_id = false;
@@ -299,6 +307,13 @@ mod tests {
         assert_eq!(recover_id(br#"{"x": 1},"id": 5"#), None);
         assert_eq!(recover_id(br#"{"x": 1} {"id": 5}"#), None);
         assert_eq!(recover_id(br#"{"x": {"y": 1}, "id": 5}"#), Some(json!(5)));
+    }
+
+    #[test]
+    fn a_line_that_does_not_open_with_an_object_has_no_id() {
+        assert_eq!(recover_id(br#"  {"id": 5}"#), Some(json!(5)));
+        assert_eq!(recover_id(br#"?{"id": 5}"#), None);
+        assert_eq!(recover_id(br#""s" {"id": 5}"#), None);
     }
 
     #[test]
