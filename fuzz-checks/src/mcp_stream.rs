@@ -14,8 +14,8 @@
 //!   `id: null`;
 //! - every reply is one valid JSON-RPC 2.0 response on one line;
 //! - differentially, a line is answered "parse error" exactly when it is
-//!   not UTF-8 JSON by `serde_json`'s reading (a line of only whitespace
-//!   is not a message);
+//!   not UTF-8 JSON by `serde_json`'s reading, the names of an object's
+//!   members decoded (a line of only whitespace is not a message);
 //! - the whole input through the real stdio loop (`mcp::server::serve`,
 //!   with a daemon that is not there, so every tool call ends in an error
 //!   after the connect wait, on a paused clock): every line written to
@@ -42,7 +42,7 @@ use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio_util::codec::Decoder;
 
-use crate::jsonrpc::assert_response;
+use crate::jsonrpc::{Members, assert_response};
 
 /// The line cap in this target: small, so that oversized lines, and lines
 /// cut across reads, are common.
@@ -182,7 +182,13 @@ fn assert_parse_error_agrees(line: &[u8], answer: &Inbound) {
         );
         return;
     }
-    let json = text.is_some_and(|t| serde_json::from_str::<IgnoredAny>(t).is_ok());
+    // JSON by the grammar, and (as the contract reads a line) the names of
+    // an object's members decode as strings: a broken escape in a name
+    // spoils the whole line, one in a skipped value does not.
+    let json = text.is_some_and(|t| {
+        serde_json::from_str::<IgnoredAny>(t).is_ok()
+            && (!t.trim_ascii_start().starts_with('{') || Members::of(line).is_some())
+    });
     let parse_error = match answer {
         Inbound::Reply(reply) => {
             let reply: Value = serde_json::from_slice(reply).expect("a reply is JSON");

@@ -197,6 +197,10 @@ impl IdScanner {
                 self.escaped = false;
             } else if b == b'\\' {
                 self.escaped = true;
+                // An escaped key is never the plain `"id"` the scan looks for.
+                if let Some(key) = self.key.as_mut() {
+                    key.push(b);
+                }
                 return;
             } else if b == b'"' {
                 self.in_string = false;
@@ -209,6 +213,14 @@ impl IdScanner {
                 && key.len() < 3
             {
                 key.push(b);
+            }
+            return;
+        }
+        // The line must open with an object (whitespace aside): anything
+        // else before it means there is no top-level id to find.
+        if self.depth == 0 && !matches!(b, b'{' | b'[') {
+            if !b.is_ascii_whitespace() {
+                self.ended = true;
             }
             return;
         }
@@ -299,6 +311,19 @@ mod tests {
         assert_eq!(recover_id(br#"{"x": 1},"id": 5"#), None);
         assert_eq!(recover_id(br#"{"x": 1} {"id": 5}"#), None);
         assert_eq!(recover_id(br#"{"x": {"y": 1}, "id": 5}"#), Some(json!(5)));
+    }
+
+    #[test]
+    fn a_key_written_with_an_escape_is_not_the_id() {
+        assert_eq!(recover_id(br#"{"i\d": 5}"#), None);
+        assert_eq!(recover_id(br#"{"\u0069d": 5, "id": 6}"#), Some(json!(6)));
+    }
+
+    #[test]
+    fn a_line_that_does_not_open_with_an_object_has_no_id() {
+        assert_eq!(recover_id(br#"  {"id": 5}"#), Some(json!(5)));
+        assert_eq!(recover_id(br#"?{"id": 5}"#), None);
+        assert_eq!(recover_id(br#""s" {"id": 5}"#), None);
     }
 
     #[test]
