@@ -206,6 +206,7 @@ impl IdScanner {
                 self.in_string = false;
                 if let Some(key) = self.key.take() {
                     self.key_is_id = key == b"id";
+                    self.expect_key = false;
                 }
                 return;
             }
@@ -240,6 +241,9 @@ impl IdScanner {
                     // The id is an object or array: not a request id.
                     self.ended = true;
                 }
+                if self.depth == 1 {
+                    self.expect_key = false;
+                }
                 if self.depth == 0 {
                     self.top_is_object = b == b'{';
                     self.expect_key = true;
@@ -252,6 +256,8 @@ impl IdScanner {
                     self.ended = true;
                 }
                 self.depth = self.depth.saturating_sub(1);
+                // A value just ended: a key may only follow a `,`.
+                self.expect_key = false;
             }
             b':' if self.depth == 1 => {
                 self.expect_key = false;
@@ -263,6 +269,8 @@ impl IdScanner {
                 self.close_value();
                 self.expect_key = true;
             }
+            // Anything else at the first level is part of a value.
+            b if self.depth == 1 && !b.is_ascii_whitespace() => self.expect_key = false,
             _ => {}
         }
     }
@@ -311,6 +319,14 @@ mod tests {
         assert_eq!(recover_id(br#"{"x": 1},"id": 5"#), None);
         assert_eq!(recover_id(br#"{"x": 1} {"id": 5}"#), None);
         assert_eq!(recover_id(br#"{"x": {"y": 1}, "id": 5}"#), Some(json!(5)));
+    }
+
+    #[test]
+    fn a_key_stands_right_after_the_brace_or_a_comma() {
+        assert_eq!(recover_id(br#"{"a": 1, "id": 2}"#), Some(json!(2)));
+        assert_eq!(recover_id(br#"{"a": "" x "id": 2}"#), None);
+        assert_eq!(recover_id(br#"{"a" "id": 2}"#), None);
+        assert_eq!(recover_id(br#"{"a": [1] "id": 2}"#), None);
     }
 
     #[test]

@@ -139,7 +139,9 @@ impl Expect {
 /// - A longer line cannot be parsed whole: the wrapper discards it as it
 ///   streams in, scanning it for the top-level id. Its id counts as
 ///   recoverable when the line starts (after whitespace) with `{` and the
-///   first key `"id"` of that object, wherever it stands, has a string or
+///   first key `"id"` of that object (a first-level string, written
+///   exactly so, right after the `{` or a `,`, followed by `:`), wherever
+///   it stands, has a string or
 ///   number value whose text (up to the next `,` or `}`) is shorter than
 ///   [`MAX_OVERSIZED_ID_BYTES`]; otherwise it is [`Expect::NoId`]. (The line
 ///   is not parsed, so it need not be valid JSON after the id.)
@@ -208,6 +210,9 @@ fn oversized_expect(line: &[u8]) -> Expect {
         return Expect::NoId;
     }
     let mut depth = 0usize;
+    // Whether the next first-level string stands where a key does: right
+    // after the object's `{` or a `,` (whitespace aside).
+    let mut key_next = false;
     let mut i = start;
     while i < line.len() {
         match line[i] {
@@ -215,16 +220,20 @@ fn oversized_expect(line: &[u8]) -> Expect {
                 let Some(end) = string_end(line, i) else {
                     return Expect::NoId;
                 };
-                if depth == 1 && &line[i..=end] == b"\"id\"" {
+                if depth == 1 && key_next && &line[i..=end] == b"\"id\"" {
                     let rest = line[end + 1..].trim_ascii_start();
                     if let Some(value) = rest.strip_prefix(b":") {
                         return oversized_id(value);
                     }
                 }
+                if depth == 1 {
+                    key_next = false;
+                }
                 i = end + 1;
             }
             b'{' | b'[' => {
                 depth += 1;
+                key_next = depth == 1;
                 i += 1;
             }
             b'}' | b']' => {
@@ -232,6 +241,15 @@ fn oversized_expect(line: &[u8]) -> Expect {
                 if depth == 0 {
                     return Expect::NoId;
                 }
+                key_next = false;
+                i += 1;
+            }
+            b',' if depth == 1 => {
+                key_next = true;
+                i += 1;
+            }
+            b if depth == 1 && !b.is_ascii_whitespace() => {
+                key_next = false;
                 i += 1;
             }
             _ => i += 1,
