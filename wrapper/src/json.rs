@@ -37,17 +37,44 @@ pub enum Shape<T> {
 ///
 /// A text that is not JSON always gives a syntax error, even when reading
 /// `T` stopped earlier on a data error (a member given twice before the
-/// broken part): "not JSON" comes before "not the right JSON".
+/// broken part): "not JSON" comes before "not the right JSON". As for `T`,
+/// the names of a top-level object's members must decode (a broken escape
+/// in any of them is a syntax error).
 pub fn read_object<'a, T: Deserialize<'a>>(text: &'a str) -> serde_json::Result<Shape<T>> {
     serde_json::from_str(text).map_err(|error: serde_json::Error| {
         if !error.is_data() {
             return error;
         }
-        match serde_json::from_str::<IgnoredAny>(text) {
+        match serde_json::from_str::<Shape<Names>>(text) {
             Err(syntax) => syntax,
-            Ok(IgnoredAny) => error,
+            Ok(_) => error,
         }
     })
+}
+
+/// The names of an object's members, decoded (a broken escape in one is a
+/// syntax error, as when a struct reads them), their values skipped.
+struct Names;
+
+impl<'de> Deserialize<'de> for Names {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(NamesVisitor)
+    }
+}
+
+struct NamesVisitor;
+
+impl<'de> Visitor<'de> for NamesVisitor {
+    type Value = Names;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut members: A) -> Result<Names, A::Error> {
+        while members.next_entry::<Cow<'de, str>, IgnoredAny>()?.is_some() {}
+        Ok(Names)
+    }
 }
 
 /// Whether `text` is one JSON value, by the grammar alone (values are
@@ -232,6 +259,13 @@ mod tests {
             Shape::Object(sample) => sample,
             other => panic!("{text}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_broken_name_after_a_member_given_twice_is_a_syntax_error() {
+        let text = r#"{"id": 1, "id": 2, "rest\ud800": 3}"#;
+        let error = read_object::<Sample<'_>>(text).expect_err("broken name");
+        assert!(error.is_syntax(), "{error}");
     }
 
     #[test]
