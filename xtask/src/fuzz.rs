@@ -59,6 +59,9 @@ pub enum FuzzError {
 pub struct TargetRun {
     /// The target.
     pub name: String,
+    /// How long it ran, in whole seconds, as libFuzzer says at its end (a
+    /// crash ends it early without saying: then inputs run over the rate).
+    pub seconds: u64,
     /// Inputs run.
     pub executions: u64,
     /// Inputs per second, on average.
@@ -219,6 +222,11 @@ fn run_target(
     let text = fs::read_to_string(&log_path)
         .map_err(|e| FuzzError::Io(format!("reading {}", log_path.display()), e))?;
     let mut run = read_log(name, &text);
+    if run.seconds == 0 {
+        // A crash ends the run without "Done ... in N second(s)"; its
+        // final stats still give the inputs run and the rate.
+        run.seconds = run.executions / run.per_second.max(1);
+    }
     for found in &files(&artifacts) {
         let kept = keep(name, fuzz_dir, found)?;
         eprintln!(
@@ -267,6 +275,11 @@ fn read_log(name: &str, log: &str) -> TargetRun {
             .unwrap_or(0)
     };
     for line in log.lines() {
+        if let Some(rest) = line.strip_prefix("Done ")
+            && let Some((_, time)) = rest.split_once(" runs in ")
+        {
+            run.seconds = number(time.split_whitespace().next().unwrap_or(""));
+        }
         if line.starts_with('#') {
             let words: Vec<&str> = line.split_whitespace().collect();
             for pair in words.windows(2) {
@@ -292,7 +305,7 @@ fn read_log(name: &str, log: &str) -> TargetRun {
 }
 
 /// The report, one row per target.
-pub fn report(outcomes: &[Outcome], seconds: u64) -> String {
+pub fn report(outcomes: &[Outcome]) -> String {
     let mut out = format!(
         "{:<16} {:>8} {:>12} {:>9} {:>7} {:>7} {:>7} {:>8} crashes\n",
         "target", "seconds", "executions", "exec/s", "cov", "ft", "corpus", "rss MB"
@@ -308,7 +321,7 @@ pub fn report(outcomes: &[Outcome], seconds: u64) -> String {
         out.push_str(&format!(
             "{:<16} {:>8} {:>12} {:>9} {:>7} {:>7} {:>7} {:>8} {}\n",
             run.name,
-            seconds,
+            run.seconds,
             run.executions,
             run.per_second,
             run.coverage,
@@ -336,6 +349,7 @@ mod tests {
         let run = read_log("t", log);
         assert_eq!(
             (
+                run.seconds,
                 run.executions,
                 run.per_second,
                 run.coverage,
@@ -343,7 +357,7 @@ mod tests {
                 run.corpus,
                 run.peak_rss_mb
             ),
-            (9000, 3000, 130, 320, 27, 42)
+            (3, 9000, 3000, 130, 320, 27, 42)
         );
     }
 }

@@ -153,7 +153,7 @@ fn fuzz_task(args: fuzz::FuzzArgs) -> ExitCode {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     match fuzz::run(&args, &root) {
         Ok(outcomes) => {
-            print!("{}", fuzz::report(&outcomes, args.seconds));
+            print!("{}", fuzz::report(&outcomes));
             let crashed = outcomes
                 .iter()
                 .any(|o| matches!(o, fuzz::Outcome::Ran(run) if !run.crashes.is_empty()));
