@@ -183,13 +183,14 @@ fn assert_parse_error_agrees(line: &[u8], answer: &Inbound) {
         return;
     }
     // JSON by the grammar, and (as the wrapper reads a line) the names of
-    // an object's members, or a lone top-level string, decode: a broken
-    // escape there spoils the whole line, one in a skipped value does not.
+    // an object's members, or a lone top-level scalar, decode: a broken
+    // escape or an unholdable number there spoils the whole line, one in a
+    // skipped value does not.
     let json = text.is_some_and(|t| {
         let start = t.trim_ascii_start();
         serde_json::from_str::<IgnoredAny>(t).is_ok()
             && (!start.starts_with('{') || Members::of(line).is_some())
-            && (!start.starts_with('"') || serde_json::from_str::<String>(t).is_ok())
+            && (start.starts_with(['{', '[']) || serde_json::from_str::<Value>(t).is_ok())
     });
     let parse_error = match answer {
         Inbound::Reply(reply) => {
