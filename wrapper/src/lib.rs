@@ -14,7 +14,8 @@
 //! token), [`degraded`] answers memory tools through the CLI (run by
 //! [`process`]) while the daemon is down, [`lifecycle`] handles heartbeat,
 //! wake-up, warm-up and the doctor, and [`app`] wires it all together.
-//! [`config`] turns flags and environment into settings, [`programs`] finds
+//! [`config`] turns flags and environment into settings, [`platform`] names
+//! the operating system whose conventions apply, [`programs`] finds
 //! the iai-mcp CLIs on disk, and [`logging`] writes the log for people or,
 //! as JSON events, for programs. Beside serving, [`install`] points MCP
 //! hosts' iai-mcp entries at this binary and back, and [`check`] reports on
@@ -34,6 +35,7 @@ pub mod json;
 pub mod lifecycle;
 pub mod logging;
 pub mod mcp;
+pub mod platform;
 pub mod process;
 pub mod programs;
 pub mod stdio;
