@@ -301,8 +301,9 @@ pub struct Args {
         default_value_t = Millis(degraded::DEFAULT_LIMIT), value_parser = EmptyIsDefault::<Millis>::new())]
     pub cli_timeout_ms: Millis,
 
-    /// The store the CLI reads and writes in degraded mode, passed on to it
-    /// as IAI_MCP_STORE [default: $HOME/.iai-mcp].
+    /// The daemon's store: the CLI reads and writes it in degraded mode
+    /// (passed on as IAI_MCP_STORE), and on macOS the wake-up reads the
+    /// daemon's pid from its state file there [default: $HOME/.iai-mcp].
     #[arg(long, env = "IAI_MCP_STORE", value_parser = any_text, value_name = "PATH")]
     pub store: Option<String>,
 
