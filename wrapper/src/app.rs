@@ -3,22 +3,22 @@
 
 use std::time::Duration;
 
-use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::bridge::{self, Bridge, DriverConfig, LinkStatus};
+use crate::bridge::{self, Bridge, DriverConfig};
 use crate::call::Caller;
 use crate::config::Config;
 use crate::degraded::Degraded;
-use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, wake, warmup};
+use crate::lifecycle::wake::{self, WakeSettings};
+use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, warmup};
 use crate::logging::event;
 use crate::mcp::server::{self, ServerConfig, StopReason};
 use crate::stdio;
 
 /// Contract: a connect attempt gives up after 5 s.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Contract: the boot probe gives up after 1 s, so a stopped daemon is woken
-/// quickly.
+/// Contract: the bridge's first connect attempt gives up after 1 s; when it
+/// fails, the wake-up probes the daemon as 3.3.0 does before waking it.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Serve MCP on stdin/stdout until EOF or SIGTERM/SIGINT, then exit
@@ -48,7 +48,9 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             max_line_bytes: config.max_line_bytes,
         },
     );
-    let waker = tokio::spawn(wake_when_unreachable(
+    let waker = tokio::spawn(wake::wake_when_down(
+        WakeSettings::new(config.store.clone()),
+        config.endpoint.clone(),
         bridge.status(),
         config.state_dir.clone(),
         pid,
@@ -111,26 +113,6 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     bridge.shutdown().await;
     let _ = driver.await;
     Ok(reason)
-}
-
-/// If the very first connect attempt (the boot probe) fails, ask the daemon
-/// to start, once.
-async fn wake_when_unreachable(
-    mut status: watch::Receiver<LinkStatus>,
-    state_dir: std::path::PathBuf,
-    pid: u32,
-    session: Uuid,
-) {
-    let Ok(first) = status
-        .wait_for(|s| s.connects > 0 || s.failed_attempts > 0)
-        .await
-        .map(|s| *s)
-    else {
-        return;
-    };
-    if first.connects == 0 {
-        wake::request_start(&state_dir, pid, session).await;
-    }
 }
 
 /// Completes on SIGTERM or SIGINT.

@@ -169,9 +169,22 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
     )?;
     writeln!(
         out,
-        "wake signal (when the daemon is down at start): {}",
+        "wake signal (when the daemon does not answer 3 probes at start): {}",
         wake::signal_path(&config.state_dir).display()
     )?;
+    let settings = wake::WakeSettings::new(config.store.clone());
+    if wake::WakePlan::for_platform(settings.platform) == wake::WakePlan::WakeFileThenLaunchd {
+        writeln!(
+            out,
+            "then, unless the daemon's process is alive: {} {}",
+            settings.programs.launchctl.display(),
+            wake::kickstart_args(settings.uid)
+                .iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        )?;
+    }
     hosts(out).await?;
     Ok(ok)
 }

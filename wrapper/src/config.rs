@@ -30,6 +30,7 @@ use crate::lifecycle::doctor::{self, DoctorConfig};
 use crate::lifecycle::heartbeat;
 use crate::logging::LogFormat;
 use crate::mcp::server::DEFAULT_SHUTDOWN_GRACE;
+use crate::platform::Platform;
 use crate::programs::Installation;
 use crate::transport::{Endpoint, EndpointError, EndpointSettings};
 
@@ -300,8 +301,9 @@ pub struct Args {
         default_value_t = Millis(degraded::DEFAULT_LIMIT), value_parser = EmptyIsDefault::<Millis>::new())]
     pub cli_timeout_ms: Millis,
 
-    /// The store the CLI reads and writes in degraded mode, passed on to it
-    /// as IAI_MCP_STORE [default: $HOME/.iai-mcp].
+    /// The daemon's store: the CLI reads and writes it in degraded mode
+    /// (passed on as IAI_MCP_STORE), and on macOS the wake-up reads the
+    /// daemon's pid from its state file there [default: $HOME/.iai-mcp].
     #[arg(long, env = "IAI_MCP_STORE", value_parser = any_text, value_name = "PATH")]
     pub store: Option<String>,
 
@@ -396,15 +398,6 @@ pub enum ConfigError {
     Zero(&'static str),
 }
 
-/// Longest Unix socket path (`sun_path` is 108 bytes on Linux, 104 on the
-/// BSDs and macOS, including the terminating NUL).
-#[cfg(target_os = "linux")]
-pub const MAX_SOCKET_PATH: usize = 107;
-/// Longest Unix socket path (`sun_path` is 108 bytes on Linux, 104 on the
-/// BSDs and macOS, including the terminating NUL).
-#[cfg(not(target_os = "linux"))]
-pub const MAX_SOCKET_PATH: usize = 103;
-
 /// What the settings are resolved against, besides the flags: read by the
 /// binary from its process, given by tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -432,6 +425,9 @@ pub struct Config {
     pub endpoint: Endpoint,
     /// Heartbeat and wake-file directory.
     pub state_dir: PathBuf,
+    /// The daemon's store (`IAI_MCP_STORE`, default `$HOME/.iai-mcp`):
+    /// where its state file is, and the store its process title names.
+    pub store: Option<PathBuf>,
     /// Bridge behaviour.
     pub policy: Policy,
     /// Heartbeat refresh interval.
@@ -469,7 +465,7 @@ impl Args {
             base().as_deref(),
             cfg!(unix),
         )?;
-        check_socket_path(&endpoint)?;
+        check_socket_path(&endpoint, Platform::current())?;
         let state_dir = match given(self.state_dir) {
             Some(p) => p,
             None => base().ok_or(ConfigError::NoHome("state-dir"))?,
@@ -539,6 +535,7 @@ impl Args {
         Ok(Config {
             endpoint,
             state_dir,
+            store,
             policy: Policy::new(self.bridge_mode, timings)?,
             heartbeat_interval: self.heartbeat_interval_ms.0,
             shutdown_grace: self.shutdown_grace_ms.0,
@@ -552,15 +549,17 @@ impl Args {
     }
 }
 
-/// A Unix socket path must fit the address structure.
-fn check_socket_path(endpoint: &Endpoint) -> Result<(), ConfigError> {
+/// A Unix socket path must fit the platform's address structure
+/// ([`Platform::max_socket_path`]).
+fn check_socket_path(endpoint: &Endpoint, platform: Platform) -> Result<(), ConfigError> {
     if let Endpoint::Unix(path) = endpoint {
         let len = path.as_os_str().len();
-        if len > MAX_SOCKET_PATH {
+        let max = platform.max_socket_path();
+        if len > max {
             return Err(ConfigError::SocketPathTooLong {
                 path: path.clone(),
                 len,
-                max: MAX_SOCKET_PATH,
+                max,
             });
         }
     }
@@ -624,6 +623,22 @@ mod tests {
             parse(&["--socket-path", &long]).resolve(&Environment::default()),
             Err(ConfigError::SocketPathTooLong { .. })
         ));
+    }
+
+    #[test]
+    fn the_socket_path_limit_is_the_platforms() {
+        // 105 bytes: fits Linux's 108-byte sun_path, not macOS's 104.
+        let path = PathBuf::from(format!("/tmp/{}", "x".repeat(100)));
+        let endpoint = Endpoint::Unix(path.clone());
+        assert!(check_socket_path(&endpoint, Platform::Linux).is_ok());
+        match check_socket_path(&endpoint, Platform::MacOs) {
+            Err(ConfigError::SocketPathTooLong { len, max, .. }) => {
+                assert_eq!((len, max), (105, 103));
+            }
+            other => panic!("expected SocketPathTooLong, got {other:?}"),
+        }
+        let longest = Endpoint::Unix(PathBuf::from("y".repeat(103)));
+        assert!(check_socket_path(&longest, Platform::MacOs).is_ok());
     }
 
     #[test]

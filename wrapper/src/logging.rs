@@ -52,9 +52,10 @@ pub mod event {
     /// `healed`), and `command`, `exit`, `elapsed_ms` or `reason` where
     /// they apply.
     pub const DOCTOR_RUN: &str = "doctor_run";
-    /// The daemon was unreachable at start and was asked to start:
-    /// `how` (`wake_signal` or `launchctl`), `outcome`, and `path` or
-    /// `launchd_target`.
+    /// The daemon did not answer the probes at start and was asked to
+    /// start: `how` (`wake_signal` or `launchctl`), `outcome` (`written`,
+    /// `failed`, and for `launchctl` `sent` or `skipped`), and `path`,
+    /// `command`, `reason`, `daemon_pid` or `error` where they apply.
     pub const WAKE_REQUESTED: &str = "wake_requested";
     /// The heartbeat file could not be written or removed: `path`,
     /// `error`.

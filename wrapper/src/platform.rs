@@ -35,6 +35,16 @@ impl Platform {
         }
     }
 
+    /// Longest Unix socket path in bytes, the terminating NUL left out:
+    /// `sun_path` holds 104 bytes on macOS and 108 on Linux (and in
+    /// Windows' `afunix.h`, though the wrapper dials TCP there).
+    pub fn max_socket_path(self) -> usize {
+        match self {
+            Platform::MacOs => 103,
+            Platform::Linux | Platform::Windows => 107,
+        }
+    }
+
     /// The name used in logs and reports.
     pub fn name(self) -> &'static str {
         match self {
@@ -66,5 +76,12 @@ mod tests {
         };
         assert_eq!(Platform::current().name(), expected);
         assert_eq!(Platform::current().to_string(), expected);
+    }
+
+    #[test]
+    fn socket_paths_fit_each_platforms_sun_path() {
+        assert_eq!(Platform::MacOs.max_socket_path(), 103);
+        assert_eq!(Platform::Linux.max_socket_path(), 107);
+        assert_eq!(Platform::Windows.max_socket_path(), 107);
     }
 }

@@ -3,6 +3,7 @@
 //! messages after the first connection, asking the daemon's release after
 //! each connection, and the doctor probe and auto-heal.
 
+pub mod daemon_process;
 pub mod doctor;
 pub mod files;
 pub mod heartbeat;
