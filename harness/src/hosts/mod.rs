@@ -36,7 +36,7 @@ use host::{Host, HostPin, HostVersion};
 use judge::{Checked, Verdict};
 use reap::WrapperMatch;
 use script::Script;
-use session::{RunSetup, Subject};
+use session::{Limits, RunSetup, Subject};
 
 /// How to run the kit.
 #[derive(Debug, Clone)]
@@ -233,9 +233,10 @@ pub fn run_hosts(cfg: &HostsConfig) -> Result<HostsReport, HarnessError> {
                 home,
                 wrapper_env: wrapper_env.clone(),
                 path_first: vec![py.bin()],
+                limits: Limits::default(),
             };
             let script = Script::new(&format!("{host}-{n}-{}", unique()));
-            let checked = match session::run(&setup, &script, &mut daemon) {
+            let checked = match session::run(&setup, &script, &mut || daemon.restart()) {
                 Ok(transcript) => judge::judge(host, &script, &transcript),
                 Err(e) => judge::all_failed(&crate::bins::error_chain(&e)),
             };

@@ -16,15 +16,10 @@ use super::npm::Installed;
 use super::reap::{GroupGuard, WrapperMatch, run_bounded};
 use super::script::{AFTER_RESTART, Script, record_id};
 use super::standin::{ModelTool, Reply, StandIn, ToolResult, Turn};
-use crate::e2e::daemon::RealDaemon;
 use crate::error::HarnessError;
 use crate::format::last_lines;
 use crate::process::CapturedOutput;
 
-/// How long a host may take from its start to its first model request.
-const FIRST_TURN_TIMEOUT: Duration = Duration::from_secs(90);
-/// How long a whole host run may take.
-const RUN_TIMEOUT: Duration = Duration::from_secs(240);
 /// How long configuring a host through its own command may take.
 const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -44,6 +39,28 @@ pub struct Subject {
     pub install_over: Option<Vec<OsString>>,
 }
 
+/// How long a host run may take before it is killed and failed.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// From the host's start to its first model request.
+    pub first_turn: Duration,
+    /// The whole run.
+    pub whole: Duration,
+}
+
+impl Default for Limits {
+    /// 90 s to the first request, 240 s in all: a host takes seconds.
+    fn default() -> Self {
+        Limits {
+            first_turn: Duration::from_secs(90),
+            whole: Duration::from_secs(240),
+        }
+    }
+}
+
+/// Restarts the daemon between two calls; how long until it answered.
+pub type Restart<'a> = &'a mut dyn FnMut() -> Result<Duration, HarnessError>;
+
 /// Everything one host run needs.
 #[derive(Debug)]
 pub struct RunSetup<'a> {
@@ -57,6 +74,8 @@ pub struct RunSetup<'a> {
     pub wrapper_env: Vec<(OsString, OsString)>,
     /// Directories put first on the host's `PATH`.
     pub path_first: Vec<PathBuf>,
+    /// Its time limits.
+    pub limits: Limits,
 }
 
 /// What one host run produced, for the checks to judge.
@@ -88,7 +107,7 @@ pub struct Transcript {
 pub fn run(
     setup: &RunSetup<'_>,
     script: &Script,
-    daemon: &mut RealDaemon,
+    restart: Restart<'_>,
 ) -> Result<Transcript, HarnessError> {
     std::fs::create_dir_all(setup.home.join("work"))
         .and_then(|()| std::fs::create_dir_all(setup.home.join("tmp")))
@@ -128,7 +147,8 @@ pub fn run(
         &mut group,
         &turns,
         script,
-        daemon,
+        restart,
+        setup.limits,
         started,
         &mut transcript,
         &setup.subject.matcher,
@@ -151,13 +171,13 @@ pub fn run(
         Ended::NeverCalled => Some(format!(
             "{} never called the stand-in model within {} s (changed its CLI or its API?); its output ends:\n{}",
             setup.host.host,
-            FIRST_TURN_TIMEOUT.as_secs(),
+            setup.limits.first_turn.as_secs(),
             last_lines(&format!("{out}{}", stderr.text()), 8, "\n")
         )),
         Ended::Hung(step) => Some(format!(
             "{} hung: still running {} s after its start, after {step} tool result(s) (killed)",
             setup.host.host,
-            RUN_TIMEOUT.as_secs()
+            setup.limits.whole.as_secs()
         )),
     };
     Ok(transcript)
@@ -179,7 +199,8 @@ fn converse(
     group: &mut GroupGuard,
     turns: &mpsc::Receiver<Turn>,
     script: &Script,
-    daemon: &mut RealDaemon,
+    restart: Restart<'_>,
+    limits: Limits,
     started: Instant,
     transcript: &mut Transcript,
     matcher: &WrapperMatch,
@@ -209,7 +230,7 @@ fn converse(
                     }
                 }
                 if step == AFTER_RESTART && transcript.restart.is_none() {
-                    transcript.restart = Some(daemon.restart().map_err(|e| e.to_string()));
+                    transcript.restart = Some(restart().map_err(|e| e.to_string()));
                 }
                 let captured = transcript.results[0]
                     .as_ref()
@@ -230,10 +251,10 @@ fn converse(
             return Ended::Exited(status);
         }
         let elapsed = started.elapsed();
-        if transcript.first_turn.is_none() && elapsed > FIRST_TURN_TIMEOUT {
+        if transcript.first_turn.is_none() && elapsed > limits.first_turn {
             return Ended::NeverCalled;
         }
-        if elapsed > RUN_TIMEOUT {
+        if elapsed > limits.whole {
             return Ended::Hung(steps);
         }
     }
