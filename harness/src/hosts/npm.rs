@@ -36,7 +36,7 @@ pub struct Installed {
 pub fn ensure(root: &Path, host: Host, version: &HostVersion) -> Result<Installed, HarnessError> {
     let version = match version {
         HostVersion::Exact(v) => v.clone(),
-        HostVersion::Latest => latest(host)?,
+        HostVersion::Latest => latest(root, host)?,
     };
     let dir = root.join(format!("{}-{version}", host.name()));
     let program = dir.join("node_modules/.bin").join(host.program());
@@ -83,9 +83,10 @@ pub fn ensure(root: &Path, host: Host, version: &HostVersion) -> Result<Installe
 }
 
 /// The version the registry tags `latest`.
-fn latest(host: Host) -> Result<String, HarnessError> {
+fn latest(root: &Path, host: Host) -> Result<String, HarnessError> {
     let mut npm = Command::new("npm");
     npm.args(["view", host.package(), "version"]);
+    quiet_npm(&mut npm, root);
     let out = run_bounded(
         &mut npm,
         QUERY_TIMEOUT,
@@ -99,6 +100,15 @@ fn latest(host: Host) -> Result<String, HarnessError> {
         )));
     }
     Ok(version)
+}
+
+/// Keeps `npm`'s cache and logs under `root`'s parent (`target/hosts`)
+/// instead of the user's home, and its update check off.
+fn quiet_npm(npm: &mut Command, root: &Path) {
+    let cache = root.parent().unwrap_or(root).join("npm-cache");
+    npm.env("npm_config_cache", &cache)
+        .env("npm_config_logs_dir", cache.join("_logs"))
+        .env("npm_config_update_notifier", "false");
 }
 
 /// What `program --version` prints, first line.
