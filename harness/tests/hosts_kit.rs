@@ -166,6 +166,7 @@ fn run_fake(run: &str) -> (Option<String>, u32) {
     let host = fake_host(dir.path(), run);
     let subject = Subject {
         label: "none".into(),
+        judged: false,
         command: vec!["/bin/true".into()],
         matcher: WrapperMatch {
             path: "/nonexistent/wrapper".into(),

@@ -38,7 +38,8 @@ impl Host {
         }
     }
 
-    /// The host's name on the command line (`--host-version NAME=...`).
+    /// The host's name on the command line (`--host-version NAME=...`),
+    /// the same as `iai-mcp-wrapper install --host NAME` uses.
     pub fn name(self) -> &'static str {
         match self {
             Host::ClaudeCode => "claude-code",
@@ -60,15 +61,6 @@ impl Host {
     pub fn program(self) -> &'static str {
         match self {
             Host::ClaudeCode => "claude",
-            Host::Codex => "codex",
-            Host::Opencode => "opencode",
-        }
-    }
-
-    /// The host's name for `iai-mcp-wrapper install --host`.
-    pub fn install_name(self) -> &'static str {
-        match self {
-            Host::ClaudeCode => "claude-code",
             Host::Codex => "codex",
             Host::Opencode => "opencode",
         }

@@ -120,12 +120,7 @@ pub fn judge(host: Host, script: &Script, t: &Transcript) -> Vec<Checked> {
     rows.push(row(CHECKS[1], ok, detail));
 
     // (3) the daemon restarted inside the session.
-    let distinct: Vec<u32> = {
-        let mut all: Vec<u32> = t.wrappers.iter().flatten().copied().collect();
-        all.sort_unstable();
-        all.dedup();
-        all
-    };
+    let distinct = &t.wrapper_pids;
     let after = t.results[AFTER_RESTART].as_ref();
     let (ok, detail) = match (&t.restart, after) {
         (Some(Ok(back)), Some(result)) => {

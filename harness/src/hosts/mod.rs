@@ -147,28 +147,26 @@ pub fn run_hosts(cfg: &HostsConfig) -> Result<HostsReport, HarnessError> {
     let ours = tested(&cfg.e2e, &py)?;
     let node_wrapper: Vec<OsString> =
         vec![cfg.e2e.node.clone().into(), py.bundled_wrapper()?.into()];
-    let mut subjects = vec![(
-        true,
-        Subject {
-            label: "iai-mcp-wrapper".to_owned(),
-            command: vec![ours.binary.clone().into()],
-            matcher: WrapperMatch {
-                path: ours.binary.clone(),
-            },
-            install_over: Some(node_wrapper.clone()),
+    let mut subjects = vec![Subject {
+        label: "iai-mcp-wrapper".to_owned(),
+        judged: true,
+        command: vec![ours.binary.clone().into()],
+        matcher: WrapperMatch {
+            path: ours.binary.clone(),
         },
-    )];
+        install_over: Some(node_wrapper.clone()),
+    }];
     if cfg.release_wrapper {
-        subjects.push((
-            false,
-            command_subject(format!("iai-mcp {release} (Node)"), node_wrapper),
+        subjects.push(command_subject(
+            format!("iai-mcp {release} (Node)"),
+            node_wrapper,
         ));
     }
     for line in &cfg.wrapper_cmds {
         let parsed = WrapperCommand::parse_shell_words(line)?;
         let mut words = vec![parsed.program];
         words.extend(parsed.args);
-        subjects.push((false, command_subject(line.clone(), words)));
+        subjects.push(command_subject(line.clone(), words));
     }
     let mut daemon = RealDaemon::start(&py)?;
     let mut wrapper_env = daemon.wrapper_env(&py);
@@ -199,12 +197,12 @@ pub fn run_hosts(cfg: &HostsConfig) -> Result<HostsReport, HarnessError> {
                     crate::bins::error_chain(&e)
                 );
                 installs.push(format!("{host}: {why}"));
-                for (judged, subject) in &subjects {
+                for subject in &subjects {
                     rows.extend(judge::all_failed(&why).into_iter().map(|checked| HostRow {
                         host: host.to_string(),
                         version: version.to_string(),
                         wrapper: subject.label.clone(),
-                        judged: *judged,
+                        judged: subject.judged,
                         checked,
                     }));
                 }
@@ -223,7 +221,7 @@ pub fn run_hosts(cfg: &HostsConfig) -> Result<HostsReport, HarnessError> {
                     d.as_secs_f64()
                 ))
         ));
-        for (n, (judged, subject)) in subjects.iter().enumerate() {
+        for (n, subject) in subjects.iter().enumerate() {
             eprintln!("hosts: {host} {} with {}", installed.version, subject.label);
             let home = cfg.work_dir.join("run").join(format!("{host}-{n}"));
             let _ = std::fs::remove_dir_all(&home);
@@ -244,7 +242,7 @@ pub fn run_hosts(cfg: &HostsConfig) -> Result<HostsReport, HarnessError> {
                 host: host.to_string(),
                 version: installed.version.clone(),
                 wrapper: subject.label.clone(),
-                judged: *judged,
+                judged: subject.judged,
                 checked,
             }));
             daemon.ensure_running()?;
@@ -268,6 +266,7 @@ fn command_subject(label: String, words: Vec<OsString>) -> Subject {
     let path = PathBuf::from(words.last().cloned().unwrap_or_default());
     Subject {
         label,
+        judged: false,
         command: words,
         matcher: WrapperMatch { path },
         install_over: None,

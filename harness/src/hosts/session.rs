@@ -28,6 +28,9 @@ const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct Subject {
     /// How the report names it.
     pub label: String,
+    /// Whether its checks are judged (this workspace's wrapper) or only
+    /// reported on (any other).
+    pub judged: bool,
     /// The program and its arguments.
     pub command: Vec<OsString>,
     /// How to recognise its processes.
@@ -91,6 +94,8 @@ pub struct Transcript {
     pub results: Vec<Option<ToolResult>>,
     /// The wrapper processes alive under the host at each turn.
     pub wrappers: Vec<Vec<u32>>,
+    /// Every wrapper process seen under the host, once each.
+    pub wrapper_pids: Vec<u32>,
     /// How long the daemon took to come back, when it was restarted.
     pub restart: Option<Result<Duration, String>>,
     /// The host's own account of failed tool calls (Codex's JSON events):
@@ -142,20 +147,17 @@ pub fn run(
         results: vec![None; script.len()],
         ..Transcript::default()
     };
-    let mut seen_wrappers: Vec<u32> = Vec::new();
     let outcome = converse(
         &mut group,
         &turns,
+        setup,
         script,
         restart,
-        setup.limits,
         started,
         &mut transcript,
-        &setup.subject.matcher,
-        &mut seen_wrappers,
     );
     drop(group);
-    setup.subject.matcher.kill_left(&seen_wrappers);
+    setup.subject.matcher.kill_left(&transcript.wrapper_pids);
     transcript.elapsed = started.elapsed();
     let out = stdout.text();
     if setup.host.host == Host::Codex {
@@ -194,18 +196,16 @@ enum Ended {
 }
 
 /// Answers turns until the host exits or its time is up.
-#[allow(clippy::too_many_arguments)]
 fn converse(
     group: &mut GroupGuard,
     turns: &mpsc::Receiver<Turn>,
+    setup: &RunSetup<'_>,
     script: &Script,
     restart: Restart<'_>,
-    limits: Limits,
     started: Instant,
     transcript: &mut Transcript,
-    matcher: &WrapperMatch,
-    seen_wrappers: &mut Vec<u32>,
 ) -> Ended {
+    let limits = setup.limits;
     let host_pid = group.pid();
     let mut steps = 0;
     loop {
@@ -213,10 +213,10 @@ fn converse(
             Ok(turn) => {
                 let step = turn.results.len();
                 steps = steps.max(step);
-                let alive = matcher.under(host_pid);
+                let alive = setup.subject.matcher.under(host_pid);
                 for pid in &alive {
-                    if !seen_wrappers.contains(pid) {
-                        seen_wrappers.push(*pid);
+                    if !transcript.wrapper_pids.contains(pid) {
+                        transcript.wrapper_pids.push(*pid);
                     }
                 }
                 transcript.wrappers.push(alive);
@@ -238,7 +238,7 @@ fn converse(
                 let reply = match script.call(step, captured.as_deref()) {
                     Some(planned) => Reply::Call {
                         id: format!("call_{step}"),
-                        tool: group_host_tool(&turn, planned.tool),
+                        tool: offered_as(&turn, planned.tool),
                         input: planned.args,
                     },
                     None => Reply::Text("Done.".to_owned()),
@@ -263,7 +263,7 @@ fn converse(
 /// The offered tool that is the server's `tool`, as this turn's host named
 /// it (found among the offered ones, so a host that renames tools gets a
 /// call it can route, or, failing that, the name it used before).
-fn group_host_tool(turn: &Turn, tool: &str) -> ModelTool {
+fn offered_as(turn: &Turn, tool: &str) -> ModelTool {
     turn.offered
         .iter()
         .find(|t| Host::is_server_tool(t) && t.name.ends_with(tool))
@@ -340,7 +340,7 @@ fn configure(
     if setup.subject.install_over.is_some() {
         let mut install = Command::new(&setup.subject.command[0]);
         install
-            .args(["install", "--host", host.install_name()])
+            .args(["install", "--host", host.name()])
             .env_clear()
             .envs(env.iter().cloned());
         let said = run_bounded(&mut install, CONFIGURE_TIMEOUT, "iai-mcp-wrapper install")?;
@@ -349,7 +349,7 @@ fn configure(
         if !config.contains(&ours) {
             return Err(HarnessError::Scenario(format!(
                 "`iai-mcp-wrapper install --host {}` left the entry as it was: {}",
-                host.install_name(),
+                host.name(),
                 said.trim()
             )));
         }
