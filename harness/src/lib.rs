@@ -30,6 +30,7 @@ pub mod e2e;
 pub mod error;
 pub mod footprint;
 pub mod format;
+pub mod hosts;
 pub mod process;
 pub mod random;
 pub mod report;

@@ -75,6 +75,13 @@ enum Command {
     /// and the package registry); --write rewrites the table to it. Exit 0
     /// whenever the comparison ran.
     Surface(cli::tools::SurfaceArgs),
+    /// Claude Code, Codex CLI and opencode from the npm registry, driven
+    /// offline against a stand-in model, start the wrapper on the real
+    /// iai-mcp daemon: tools offered, capture and search, a daemon restart
+    /// inside one session, every tool, an error, start-up time (needs
+    /// Python 3.11+, Node.js and the registries); exit 0 only if no check
+    /// of this wrapper fails.
+    Hosts(cli::hosts::HostsArgs),
 }
 
 fn main() -> ExitCode {
@@ -101,5 +108,6 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Bench(args) => cli::tools::bench(&args),
         Command::E2e(args) => cli::tools::e2e(&args),
         Command::Surface(args) => cli::tools::surface(&args),
+        Command::Hosts(args) => cli::hosts::hosts(&args),
     }
 }

@@ -5,9 +5,9 @@
 //! `--release` (any task) builds and runs the release binaries; `bench`
 //! always does. Two tasks do more here: `wheel` builds and checks the
 //! Python wheel (the harness's [`wheel`] module) and runs no harness
-//! command; `e2e` builds the same wheel first and names it to the harness
-//! in [`WHEEL_ENV`], so the end-to-end kit tests the binary the wheel
-//! installs.
+//! command; `e2e` and `hosts` build the same wheel first and name it to
+//! the harness in [`WHEEL_ENV`], so the end-to-end and hosts kits test the
+//! binary the wheel installs.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -21,7 +21,7 @@ use harness::e2e::wheel::{self, WHEEL_ENV, WheelConfig};
 mod fuzz;
 
 /// The main tasks, and what each is for (any harness command is accepted).
-const TASKS: [(&str, &str); 9] = [
+const TASKS: [(&str, &str); 10] = [
     (
         "race",
         "show the V3-05 race: prefix mode must fail, fixed mode must pass (--all: the scorecard of both)",
@@ -42,6 +42,10 @@ const TASKS: [(&str, &str); 9] = [
     (
         "e2e",
         "the wrapper's wheel against the real iai-mcp 3.3.0 daemon, or --iai-pme VERSION's (Python 3.11+, Node.js)",
+    ),
+    (
+        "hosts",
+        "Claude Code, Codex CLI and opencode start the wheel's wrapper on the real daemon, offline; writes target/hosts/",
     ),
     (
         "surface",
@@ -108,7 +112,7 @@ fn main() -> ExitCode {
     };
     let mut harness = Command::new(&built[2]);
     harness.args(&args);
-    if task == "e2e" {
+    if task == "e2e" || task == "hosts" {
         match wheel::build(&wheel_config(None, None)) {
             Ok(built) => {
                 eprintln!("cargo xtask: {built}");

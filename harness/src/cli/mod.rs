@@ -4,6 +4,7 @@
 //! binaries and runs this one, so nothing here is declared twice.
 
 pub mod faults;
+pub mod hosts;
 pub mod race;
 pub mod score;
 pub mod tools;

@@ -286,17 +286,19 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
 }
 
 /// The binary the checks run, and the report's line about it.
-struct Tested {
+#[derive(Debug, Clone)]
+pub struct Tested {
     /// The binary.
-    binary: PathBuf,
+    pub binary: PathBuf,
     /// `wrapper: PATH (VERSION), installed from WHEEL`, or `..., not from
     /// a wheel`.
-    line: String,
+    pub line: String,
 }
 
 /// The wheel [`WHEEL_ENV`](wheel::WHEEL_ENV) names, installed into the
-/// environment, or else the configured binary.
-fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
+/// environment, or else the configured binary. The hosts kit tests the
+/// same binary.
+pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
     let wheel = std::env::var_os(wheel::WHEEL_ENV)
         .filter(|w| !w.is_empty())
         .map(PathBuf::from);
