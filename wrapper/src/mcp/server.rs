@@ -108,6 +108,8 @@ where
     let mut session = Session::new(input, out, caller, warmup, config);
     let reason = session.read_until_stopped(stop, &mut writer).await;
     session.answer_calls_in_flight().await;
+    // Closing the queue lets the writer end once it has written it out;
+    // the rest of the session (the caller among it) lives until return.
     let Session { out, .. } = session;
     drop(out);
     if reason != StopReason::OutputClosed {
