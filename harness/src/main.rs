@@ -70,11 +70,6 @@ enum Command {
     /// VERSION (needs Python 3.11+, Node.js and the package registry); exit
     /// 0 only if no check fails.
     E2e(cli::tools::E2eArgs),
-    /// How an iai-pme release's tool surface differs from the wrapper's
-    /// table, as the release's own wrapper lists it (needs Python, Node.js
-    /// and the package registry); --write rewrites the table to it. Exit 0
-    /// whenever the comparison ran.
-    Surface(cli::tools::SurfaceArgs),
     /// Claude Code, Codex CLI and opencode from the npm registry, driven
     /// offline against a stand-in model, start the wrapper on the real
     /// iai-mcp daemon: tools offered, capture and search, a daemon restart
@@ -107,7 +102,6 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Sweep(args) => cli::race::sweep(&args),
         Command::Bench(args) => cli::tools::bench(&args),
         Command::E2e(args) => cli::tools::e2e(&args),
-        Command::Surface(args) => cli::tools::surface(&args),
         Command::Hosts(args) => cli::hosts::hosts(&args),
     }
 }

@@ -18,6 +18,7 @@ use clap::Parser;
 use harness::bins::{self, Profile, error_chain};
 use harness::e2e::wheel::{self, WHEEL_ENV, WheelConfig};
 
+mod codegen;
 mod fuzz;
 
 /// The main tasks, and what each is for (any harness command is accepted).
@@ -91,6 +92,9 @@ fn main() -> ExitCode {
     }
     if task == "fuzz" {
         return fuzz_task(fuzz::FuzzArgs::parse_from(&args));
+    }
+    if task == "surface" {
+        return codegen::surface_task(codegen::SurfaceArgs::parse_from(&args));
     }
     let release = task == "bench" || args.iter().any(|a| a == "--release");
     args.retain(|a| a != "--release");

@@ -8,7 +8,6 @@ use anyhow::{Context, Result};
 use clap::Args;
 use harness::bench::{self, BenchConfig};
 use harness::bins;
-use harness::e2e::surface::{SurfaceConfig, run_surface};
 use harness::e2e::{E2eConfig, Release, run_e2e};
 use harness::{WrapperCommand, bins::Profile};
 
@@ -101,49 +100,4 @@ pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
     let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
     println!("{report}");
     Ok(super::verdict_code(report.passed()))
-}
-
-/// Show how an iai-pme release's tool surface differs from the wrapper's
-/// table (wrapper/src/tools/surface.json), as that release's own Node
-/// wrapper lists it; --write makes the table that release's.
-#[derive(Debug, Args)]
-pub struct SurfaceArgs {
-    /// The iai-pme release to compare with (installed alone, without its
-    /// dependencies, in target/surface/VERSION/venv).
-    #[arg(long, value_name = "VERSION")]
-    iai_pme: Release,
-    /// Rewrite the table to the release: its tools, order, parameter
-    /// schemas, required lists, annotations and result fields, keeping
-    /// this project's descriptions; new ones are marked TODO(surface):
-    /// for a person to write. Also sets SURFACE_RELEASE (and the harness's
-    /// pinned release) to VERSION.
-    #[arg(long)]
-    write: bool,
-    /// The workspace whose table is compared and rewritten (default: this
-    /// one).
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
-    /// The Python interpreter for the environment (default: the first
-    /// Python 3.11 or 3.12 on PATH).
-    #[arg(long)]
-    python: Option<PathBuf>,
-    /// The Node.js binary that runs the release's own wrapper.
-    #[arg(long, default_value = "node")]
-    node: PathBuf,
-}
-
-/// Prints the differences (and what --write changed); exit 0 whenever the
-/// comparison ran, whatever it found.
-pub fn surface(args: &SurfaceArgs) -> Result<ExitCode> {
-    let cfg = SurfaceConfig {
-        release: args.iai_pme.clone(),
-        work_dir: bins::target_dir().join("surface"),
-        root: args.root.clone().unwrap_or_else(bins::workspace_root),
-        python: args.python.clone(),
-        node: args.node.clone(),
-        write: args.write,
-    };
-    let report = run_surface(&cfg).context("the surface comparison could not run")?;
-    println!("{report}");
-    Ok(ExitCode::SUCCESS)
 }

@@ -11,14 +11,23 @@
 //! the end-to-end kit can judge a check against what a release is known to
 //! lack, and [`ListingDiff::lines`] says them in words naming the release
 //! (`cargo xtask surface` prints them; the kit's listing row shows them).
+//! [`release_listing`] asks a release's own wrapper for its listing.
 
 use std::fmt;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::checks::PROTOCOL;
+use super::pyenv::PyEnv;
+use crate::daemon::DaemonEndpoint;
 use crate::error::HarnessError;
-use crate::wrapper::WrapperProcess;
+use crate::tempdir::short_tempdir;
+use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
+
+/// Bound on the replies of a release's own wrapper ([`release_listing`]).
+const RELEASE_REPLY: Duration = Duration::from_secs(30);
 
 /// Every JSON type: an explicit spelling of "any value", equal to a
 /// property with no type at all.
@@ -281,6 +290,33 @@ pub fn listed_tools(w: &mut WrapperProcess, timeout: Duration) -> Result<Vec<Val
         .as_array()
         .cloned()
         .unwrap_or_default())
+}
+
+/// The `tools` array the release's own bundled Node wrapper lists in `py`:
+/// started with `node` in a scratch `HOME`, pointed at a socket no daemon
+/// listens on and at CLIs that do not exist (so it starts nothing), then
+/// initialize, `notifications/initialized`, `tools/list`. The process is
+/// killed and reaped when this returns, on every path. `cargo xtask
+/// surface` compares this listing with the wrapper's table.
+pub fn release_listing(py: &PyEnv, node: &Path) -> Result<Vec<Value>, HarnessError> {
+    let index = py.bundled_wrapper()?;
+    let scratch = short_tempdir()?;
+    let opts = WrapperOptions::at(DaemonEndpoint::Unix(scratch.path().join("none.sock")));
+    let cmd = WrapperCommand {
+        args: vec![index.into()],
+        ..WrapperCommand::new(node)
+    };
+    let mut w = WrapperProcess::spawn(&cmd, &opts)?;
+    w.initialize(PROTOCOL)?;
+    let tools = listed_tools(&mut w, RELEASE_REPLY)?;
+    if tools.is_empty() {
+        return Err(HarnessError::Scenario(format!(
+            "iai-pme {}'s wrapper listed no tools; its stderr: {}",
+            py.release,
+            w.stderr_tail(800)
+        )));
+    }
+    Ok(tools)
 }
 
 /// The names of `tools` (a `tools` array), in order.

@@ -15,7 +15,8 @@
 //! release's surface differs from the table; a check that fails only
 //! because of such a difference (a tool or parameter the release lacks) is
 //! [`Verdict::Known`], not a failure, and the report names those checks.
-//! [`surface`] is the same comparison on its own (`cargo xtask surface`).
+//! `cargo xtask surface` (xtask's code generation) is the same comparison
+//! on its own, and rewrites the table.
 //!
 //! The binary under test is [`E2eConfig::wrapper`], unless
 //! [`WHEEL_ENV`](wheel::WHEEL_ENV) names a wheel: then the kit installs
@@ -31,8 +32,6 @@ pub mod listing;
 pub mod proxy;
 pub mod pyenv;
 pub mod release;
-pub mod rewrite;
-pub mod surface;
 pub mod wheel;
 
 use std::fmt;

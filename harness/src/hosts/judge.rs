@@ -98,7 +98,9 @@ pub fn judge(host: Host, script: &Script, t: &Transcript) -> Vec<Checked> {
         (Some(c), Some(s)) => {
             let found = s.text.contains(&script.text);
             (
-                !c.is_error && !s.is_error && found,
+                !seen_as_error(host, t, c, CAPTURE, script)
+                    && !seen_as_error(host, t, s, SEARCH, script)
+                    && found,
                 format!(
                     "capture {}; search {} the text{}",
                     outcome(c),
@@ -124,7 +126,8 @@ pub fn judge(host: Host, script: &Script, t: &Transcript) -> Vec<Checked> {
     let after = t.results[AFTER_RESTART].as_ref();
     let (ok, detail) = match (&t.restart, after) {
         (Some(Ok(back)), Some(result)) => {
-            let by_daemon = !result.is_error && !answered_by_cli(&result.text);
+            let by_daemon = !seen_as_error(host, t, result, AFTER_RESTART, script)
+                && !answered_by_cli(&result.text);
             (
                 by_daemon && distinct.len() == 1,
                 format!(

@@ -59,6 +59,7 @@ pub fn ensure(root: &Path, host: Host, version: &HostVersion) -> Result<Installe
         .arg(&dir)
         .arg(&spec)
         .current_dir(&dir);
+        quiet_npm(&mut npm, root);
         run_bounded(&mut npm, INSTALL_TIMEOUT, &format!("npm install {spec}"))?;
         installed_in = Some(started.elapsed());
     }

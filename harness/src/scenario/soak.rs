@@ -42,8 +42,8 @@ use serde_json::{Value, json};
 
 use super::herd::{HerdConfig, HerdReport, herd_on};
 use super::live::{
-    LiveSession, MAX_SAMPLES, Pipeline, TaggedRead, ToolCall, WrapperOutput, collect_unsolicited,
-    env_ms, or_na, problems_text, tag_numbers,
+    LiveSession, MAX_SAMPLES, Pipeline, Sent, TaggedRead, ToolCall, WrapperOutput,
+    collect_unsolicited, env_ms, or_na, problems_text, tag_numbers,
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -521,6 +521,81 @@ impl Soak<'_> {
         }
     }
 
+    /// Keeps `cfg.concurrency` calls in flight for `cfg.duration` while the
+    /// schedule injects faults: takes the start checkpoint after the
+    /// warm-up and runs a herd episode every `cfg.herd_every`; stops early
+    /// if the wrapper stops talking.
+    fn keep_calls_flowing(
+        &mut self,
+        cmd: &WrapperCommand,
+        cfg: &SoakConfig,
+        env: &[(&str, String)],
+        schedule: &mut Schedule,
+    ) -> Result<Flowed, HarnessError> {
+        let started = self.pipe.started;
+        let concurrency = cfg.concurrency.max(1);
+        let end_at = started + cfg.duration;
+        let mut warmup_at = Some(started + cfg.warmup.min(cfg.duration));
+        let mut herd_at = (!cfg.herd_every.is_zero()).then(|| started + cfg.herd_every);
+        let herd = herd_config(cfg);
+        let mut flowed = Flowed {
+            start: None,
+            herds: Vec::new(),
+        };
+        while self.pipe.gone.is_none() {
+            let now = Instant::now();
+            if now >= end_at {
+                break;
+            }
+            if warmup_at.is_some_and(|at| now >= at) {
+                warmup_at = None;
+                flowed.start = Some(self.checkpoint(schedule, cfg.drain_timeout, cfg.settle)?);
+                schedule.resume();
+                continue;
+            }
+            if herd_at.is_some_and(|at| now >= at) {
+                // The soak's own wrapper is one more client of the daemon.
+                let daemon = &self.pipe.session.daemon;
+                schedule.quiesce(daemon)?;
+                flowed.herds.push(herd_on(cmd, daemon, &herd, env, 1)?);
+                schedule.resume();
+                herd_at = Some(Instant::now() + cfg.herd_every);
+                continue;
+            }
+            if now >= schedule.next_at() {
+                schedule.step(&self.pipe.session.daemon, now)?;
+                continue;
+            }
+            while self.pipe.in_flight < concurrency && self.pipe.gone.is_none() {
+                self.send_next();
+            }
+            let wake = [Some(end_at), warmup_at, herd_at, Some(schedule.next_at())]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(end_at);
+            self.pipe.receive_for(wake.saturating_duration_since(now));
+        }
+        Ok(flowed)
+    }
+
+    /// Ends the run: its length, then the last checkpoint, then whether the
+    /// wrapper is still running.
+    fn finish(
+        &mut self,
+        schedule: &mut Schedule,
+        cfg: &SoakConfig,
+    ) -> Result<Finished, HarnessError> {
+        let duration = self.pipe.started.elapsed();
+        let end = self.checkpoint(schedule, cfg.drain_timeout, cfg.settle)?;
+        let wrapper_alive = matches!(self.pipe.session.wrapper.try_wait(), Ok(None));
+        Ok(Finished {
+            duration,
+            end,
+            wrapper_alive,
+        })
+    }
+
     /// Pauses the faults, lets the calls in flight finish, makes sure the
     /// wrapper is connected, and samples its footprint.
     fn checkpoint(
@@ -552,7 +627,47 @@ pub fn seed_from_clock() -> u64 {
 
 /// Runs the soak once against the wrapper started by `cmd`.
 pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, HarnessError> {
-    let env = [
+    let env = wrapper_env(cfg);
+    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
+    session.daemon.delay(cfg.daemon_delay_ms)?;
+    let mut soak = Soak {
+        pipe: Pipeline::new(&mut session, |o| Class::of(o) == Class::Other),
+        calls_rng: Rng::new(cfg.seed ^ 0x5041_4b5f_4341_4c4c),
+        write_every: cfg.write_every,
+    };
+    let started = soak.pipe.started;
+    let mut schedule = fault_schedule(cfg, started);
+    let flowed = soak.keep_calls_flowing(cmd, cfg, &env, &mut schedule)?;
+    let finished = soak.finish(&mut schedule, cfg)?;
+    let Pipeline {
+        calls,
+        unmatched,
+        samples,
+        gone,
+        ..
+    } = soak.pipe;
+    let journal = read_journal(&session, calls.len())?;
+    let ran = Ran {
+        started,
+        flowed,
+        finished,
+        calls,
+        unmatched,
+        samples,
+        gone,
+        journal,
+    };
+    let report = soak_report(cfg, &schedule, ran);
+    let mut report = session.conclude(report, |r| &mut r.output);
+    if !report.passed() {
+        report.recent_faults = schedule.recent().to_vec();
+    }
+    Ok(report)
+}
+
+/// The wrapper's environment: its timeouts and backoff as configured.
+fn wrapper_env(cfg: &SoakConfig) -> [(&'static str, String); 4] {
+    [
         env_ms("IAI_MCP_CALL_TIMEOUT_MS", cfg.call_timeout),
         env_ms("IAI_MCP_CONNECT_WAIT_MS", cfg.connect_wait),
         (
@@ -560,17 +675,13 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
             cfg.backoff_initial_ms.to_string(),
         ),
         ("IAI_MCP_BACKOFF_MAX_MS", cfg.backoff_max_ms.to_string()),
-    ];
-    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
-    session.daemon.delay(cfg.daemon_delay_ms)?;
-    let concurrency = cfg.concurrency.max(1);
-    let mut soak = Soak {
-        pipe: Pipeline::new(&mut session, |o| Class::of(o) == Class::Other),
-        calls_rng: Rng::new(cfg.seed ^ 0x5041_4b5f_4341_4c4c),
-        write_every: cfg.write_every,
-    };
-    let started = soak.pipe.started;
-    let mut schedule = Schedule::new(
+    ]
+}
+
+/// The seeded fault schedule, its bounds made sane (a maximum gap no
+/// shorter than the minimum, holds and hangs of at least 50 ms).
+fn fault_schedule(cfg: &SoakConfig, started: Instant) -> Schedule {
+    Schedule::new(
         Rng::new(cfg.seed),
         ScheduleBounds {
             gap_min: cfg.fault_gap_min,
@@ -580,12 +691,13 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
             base_delay_ms: cfg.daemon_delay_ms,
         },
         started,
-    );
+    )
+}
 
-    let end_at = started + cfg.duration;
-    let mut warmup_at = Some(started + cfg.warmup.min(cfg.duration));
-    let mut herd_at = (!cfg.herd_every.is_zero()).then(|| started + cfg.herd_every);
-    let herd = HerdConfig {
+/// The herd episodes' settings: the soak's herd size, with bounds drawn
+/// from the soak's own timeouts.
+fn herd_config(cfg: &SoakConfig) -> HerdConfig {
+    HerdConfig {
         wrappers: cfg.herd_wrappers,
         down_for: cfg.connect_wait / 2,
         settle: Duration::from_millis(100),
@@ -596,119 +708,135 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
         max_dial_fraction: 1.0,
         setup: cfg.setup.clone(),
         ..HerdConfig::default()
-    };
-    let mut herds = Vec::new();
-    let mut start = None;
-    while soak.pipe.gone.is_none() {
-        let now = Instant::now();
-        if now >= end_at {
-            break;
-        }
-        if warmup_at.is_some_and(|at| now >= at) {
-            warmup_at = None;
-            start = Some(soak.checkpoint(&mut schedule, cfg.drain_timeout, cfg.settle)?);
-            schedule.resume();
-            continue;
-        }
-        if herd_at.is_some_and(|at| now >= at) {
-            // The soak's own wrapper is one more client of the daemon.
-            let daemon = &soak.pipe.session.daemon;
-            schedule.quiesce(daemon)?;
-            herds.push(herd_on(cmd, daemon, &herd, &env, 1)?);
-            schedule.resume();
-            herd_at = Some(Instant::now() + cfg.herd_every);
-            continue;
-        }
-        if now >= schedule.next_at() {
-            schedule.step(&soak.pipe.session.daemon, now)?;
-            continue;
-        }
-        while soak.pipe.in_flight < concurrency && soak.pipe.gone.is_none() {
-            soak.send_next();
-        }
-        let wake = [Some(end_at), warmup_at, herd_at, Some(schedule.next_at())]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(end_at);
-        soak.pipe.receive_for(wake.saturating_duration_since(now));
     }
-    let duration = started.elapsed();
-    let end = soak.checkpoint(&mut schedule, cfg.drain_timeout, cfg.settle)?;
-    let start = start.unwrap_or(end);
-    let wrapper_alive = matches!(soak.pipe.session.wrapper.try_wait(), Ok(None));
-    let Pipeline {
+}
+
+/// What the flowing phase left: the footprint after the warm-up and the
+/// herd episodes.
+struct Flowed {
+    /// The first checkpoint's footprint (`None`: the run ended before the
+    /// warm-up did).
+    start: Option<Footprint>,
+    herds: Vec<HerdReport>,
+}
+
+/// How the run ended: its length, the last checkpoint, the wrapper's state.
+struct Finished {
+    duration: Duration,
+    end: Footprint,
+    wrapper_alive: bool,
+}
+
+/// What the daemon's journal says about the calls.
+struct Journal {
+    /// Per call number, how often the daemon received it.
+    received: Vec<u32>,
+    /// Requests the journal forgot.
+    dropped: u64,
+}
+
+/// Everything the run measured, for the report.
+struct Ran {
+    started: Instant,
+    flowed: Flowed,
+    finished: Finished,
+    calls: Vec<Sent>,
+    unmatched: u64,
+    samples: Vec<String>,
+    gone: Option<String>,
+    journal: Journal,
+}
+
+/// Reads the daemon's journal and counts, for each of the `calls` calls,
+/// how often it was received.
+fn read_journal(session: &LiveSession, calls: usize) -> Result<Journal, HarnessError> {
+    let log = session.daemon.request_journal(LOG_TIMEOUT)?;
+    Ok(Journal {
+        received: received_counts(&log, calls),
+        dropped: log.dropped,
+    })
+}
+
+/// The report of a run, every call counted (the wrapper's output is added
+/// when the session concludes).
+fn soak_report(cfg: &SoakConfig, schedule: &Schedule, ran: Ran) -> SoakReport {
+    let Ran {
+        started,
+        flowed,
+        finished,
         calls,
         unmatched,
-        mut samples,
+        samples,
         gone,
-        ..
-    } = soak.pipe;
-    let log = session.daemon.request_journal(LOG_TIMEOUT)?;
-    let received = received_counts(&log, calls.len());
-    let journal_dropped = log.dropped;
-    drop(log);
-
+        journal,
+    } = ran;
+    let start = flowed.start.unwrap_or(finished.end);
     let mut report = SoakReport {
         seed: cfg.seed,
         mode: cfg.setup.mode,
-        duration,
-        concurrency,
+        duration: finished.duration,
+        concurrency: cfg.concurrency.max(1),
         call_timeout: cfg.call_timeout,
         connect_wait: cfg.connect_wait,
         calls_sent: calls.len() as u64,
         unexpected_messages: unmatched,
-        journal_dropped,
+        journal_dropped: journal.dropped,
         outcomes: Class::ALL.iter().map(|&c| (c, 0)).collect(),
         faults: schedule.counts.clone(),
-        herds,
+        herds: flowed.herds,
         start,
-        end,
-        rss_growth_kib: growth(start.rss_kib, end.rss_kib),
+        end: finished.end,
+        rss_growth_kib: growth(start.rss_kib, finished.end.rss_kib),
         rss_growth_limit_kib: cfg.rss_growth_limit_kib,
         fd_slack: cfg.fd_slack,
-        wrapper_alive,
+        wrapper_alive: finished.wrapper_alive,
         wrapper_gone: gone,
         ..SoakReport::default()
     };
-    let mut lost = Vec::new();
-    for (n, (call, &seen)) in calls.iter().zip(&received).enumerate() {
-        report.answered += u64::from(call.answers > 0);
-        report.duplicate_replies += u64::from(call.answers > 1);
-        if call.answers == 0 {
-            report.lost += 1;
-            if lost.len() < MAX_SAMPLES / 2 {
-                lost.push(format!(
-                    "call #{n} {} (write: {}) sent at {:.3} s: never answered; the daemon received it {seen} time(s)",
-                    call.tool,
-                    call.write,
-                    call.sent_at.duration_since(started).as_secs_f64()
-                ));
-            }
-        }
-        let class = call.outcome.as_ref().map(Class::of);
-        if let Some(class) = class {
-            *report.outcomes.entry(class).or_default() += 1;
-        }
-        if call.write {
-            report.writes_sent += 1;
-            report.writes_seen_twice += u64::from(seen > 1);
-            let failed = class.is_some_and(|c| c != Class::Ok);
-            report.writes_failed_but_received += u64::from(failed && seen > 0);
-        } else if tagged(call.tool) {
-            report.reads_replayed += u64::from(seen == 2);
-            report.reads_seen_over_twice += u64::from(seen > 2);
-        }
-    }
-    lost.append(&mut samples);
+    let mut lost = report.count_calls(&calls, &journal.received, started);
+    lost.extend(samples);
     lost.truncate(MAX_SAMPLES);
     report.samples = lost;
-    report.calls_per_second = report.answered as f64 / duration.as_secs_f64().max(1e-3);
-    let mut report = session.conclude(report, |r| &mut r.output);
-    if !report.passed() {
-        report.recent_faults = schedule.recent().to_vec();
+    report.calls_per_second = report.answered as f64 / finished.duration.as_secs_f64().max(1e-3);
+    report
+}
+
+impl SoakReport {
+    /// Counts every call's answers and outcome and, for writes and tagged
+    /// reads, how often the daemon received it (`received`, by call
+    /// number); returns a description of the first lost calls.
+    fn count_calls(&mut self, calls: &[Sent], received: &[u32], started: Instant) -> Vec<String> {
+        let mut lost = Vec::new();
+        for (n, (call, &seen)) in calls.iter().zip(received).enumerate() {
+            self.answered += u64::from(call.answers > 0);
+            self.duplicate_replies += u64::from(call.answers > 1);
+            if call.answers == 0 {
+                self.lost += 1;
+                if lost.len() < MAX_SAMPLES / 2 {
+                    lost.push(format!(
+                        "call #{n} {} (write: {}) sent at {:.3} s: never answered; the daemon received it {seen} time(s)",
+                        call.tool,
+                        call.write,
+                        call.sent_at.duration_since(started).as_secs_f64()
+                    ));
+                }
+            }
+            let class = call.outcome.as_ref().map(Class::of);
+            if let Some(class) = class {
+                *self.outcomes.entry(class).or_default() += 1;
+            }
+            if call.write {
+                self.writes_sent += 1;
+                self.writes_seen_twice += u64::from(seen > 1);
+                let failed = class.is_some_and(|c| c != Class::Ok);
+                self.writes_failed_but_received += u64::from(failed && seen > 0);
+            } else if tagged(call.tool) {
+                self.reads_replayed += u64::from(seen == 2);
+                self.reads_seen_over_twice += u64::from(seen > 2);
+            }
+        }
+        lost
     }
-    Ok(report)
 }
 
 #[cfg(test)]

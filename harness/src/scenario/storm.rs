@@ -17,8 +17,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::live::{
-    LiveSession, Pipeline, READ_TOOLS, ToolCall, WrapperOutput, collect_unsolicited, problems_text,
-    tag_numbers,
+    LiveSession, Pipeline, READ_TOOLS, Sent, ToolCall, WrapperOutput, collect_unsolicited,
+    problems_text, tag_numbers,
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::setup::Setup;
@@ -282,15 +282,59 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
 
     let mut storm = Pipeline::new(&mut session, |_| false);
     let started = storm.started;
+    fill(&mut storm, cfg);
+    let drops = drop_while_calling(&mut storm, cfg)?;
+    let storm_duration = started.elapsed();
+    collect_answers_owed(&mut storm, cfg);
+    let Pipeline {
+        calls, stray, gone, ..
+    } = storm;
+    let stats = session.daemon.stats()?;
+    let received = received_counts(&session, &calls)?;
+
+    let mut report = StormReport {
+        mode: cfg.setup.mode,
+        drops: drops.made,
+        forced_drops: drops.forced,
+        calls_sent: calls.len(),
+        stray_responses: stray,
+        conns_after: stats.conns,
+        accepted: stats.accepted,
+        storm_duration,
+        wrapper_gone: gone,
+        ..StormReport::default()
+    };
+    report.count_calls(&calls, &received);
+    Ok(session.conclude(report, |r| &mut r.output))
+}
+
+/// Sends the first `cfg.concurrency` calls (fewer if the wrapper stops
+/// taking them).
+fn fill(storm: &mut Pipeline<'_>, cfg: &StormConfig) {
     for _ in 0..cfg.concurrency {
-        if !send_next(&mut storm, cfg.write_every) {
+        if !send_next(storm, cfg.write_every) {
             break;
         }
     }
+}
 
-    let mut drops = 0;
-    let mut forced_drops = 0;
-    let mut next_drop = started + cfg.drop_interval;
+/// The drops the storm made.
+struct Drops {
+    /// Connection drops made.
+    made: u32,
+    /// Of those, made before the calls sent before the previous drop's
+    /// gate were all answered (the gate held for `drain_timeout`).
+    forced: u32,
+}
+
+/// Keeps `cfg.concurrency` calls in flight while the daemon drops every
+/// connection `cfg.drops` times, `cfg.drop_interval` apart, each drop
+/// waiting until the calls sent well before it are answered (at most
+/// `cfg.drain_timeout` longer); sends for one more interval after the last
+/// drop.
+fn drop_while_calling(storm: &mut Pipeline<'_>, cfg: &StormConfig) -> Result<Drops, HarnessError> {
+    let mut drops = Drops { made: 0, forced: 0 };
+    let mut next_drop = storm.started + cfg.drop_interval;
     // Calls sent before this instant must be answered before the next drop.
     let mut gate: Option<Instant> = None;
     let mut stop_sending: Option<Instant> = None;
@@ -299,20 +343,20 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
         if stop_sending.is_some_and(|end| now >= end) {
             break;
         }
-        if drops < cfg.drops && now >= next_drop {
+        if drops.made < cfg.drops && now >= next_drop {
             let open = gate.is_none_or(|g| {
                 let mut sent_before = storm.calls.iter().take_while(|c| c.sent_at < g);
                 sent_before.all(|c| c.answers > 0)
             });
             let forced = now >= next_drop + cfg.drain_timeout;
             if open || forced {
-                forced_drops += u32::from(!open);
+                drops.forced += u32::from(!open);
                 storm.session.daemon.drop_connections()?;
                 let at = Instant::now();
-                drops += 1;
+                drops.made += 1;
                 gate = Some(at + cfg.drop_interval / 2);
                 next_drop = at + cfg.drop_interval;
-                if drops == cfg.drops {
+                if drops.made == cfg.drops {
                     stop_sending = Some(at + cfg.drop_interval);
                 }
                 continue;
@@ -327,23 +371,25 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
         if storm.receive_for(wake.saturating_duration_since(now))
             && storm.in_flight < cfg.concurrency
         {
-            send_next(&mut storm, cfg.write_every);
+            send_next(storm, cfg.write_every);
         }
     }
-    let storm_duration = started.elapsed();
+    Ok(drops)
+}
 
-    // Drain the answers still owed; late and duplicate answers; then the
-    // connection count.
+/// Drains the answers still owed, then reads late and duplicate answers
+/// for `cfg.settle`.
+fn collect_answers_owed(storm: &mut Pipeline<'_>, cfg: &StormConfig) {
     storm.drain(cfg.drain_timeout);
     for message in collect_unsolicited(&mut storm.session.wrapper, cfg.settle) {
         storm.receive(&message);
     }
-    let Pipeline {
-        calls, stray, gone, ..
-    } = storm;
-    let stats = session.daemon.stats()?;
-    let log = session.daemon.request_journal(COMMAND_TIMEOUT)?;
+}
 
+/// Per call, how often the daemon's journal holds a request of its tool
+/// carrying its tag.
+fn received_counts(session: &LiveSession, calls: &[Sent]) -> Result<Vec<usize>, HarnessError> {
+    let log = session.daemon.request_journal(COMMAND_TIMEOUT)?;
     let mut received = vec![0usize; calls.len()];
     for request in &log.requests {
         if let Some(n) = tag_in(&request.params).filter(|&n| n < calls.len())
@@ -352,61 +398,55 @@ pub fn run_storm(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport,
             received[n] += 1;
         }
     }
+    Ok(received)
+}
 
-    let mut report = StormReport {
-        mode: cfg.setup.mode,
-        drops,
-        forced_drops,
-        calls_sent: calls.len(),
-        stray_responses: stray,
-        conns_after: stats.conns,
-        accepted: stats.accepted,
-        storm_duration,
-        wrapper_gone: gone,
-        ..StormReport::default()
-    };
-    for (n, (call, &seen)) in calls.iter().zip(&received).enumerate() {
-        report.unanswered += usize::from(call.answers == 0);
-        report.answered += usize::from(call.answers > 0);
-        report.answered_more_than_once += usize::from(call.answers > 1);
-        let Some(outcome) = &call.outcome else {
-            continue;
-        };
-        let cause = Cause::of_call(outcome, true);
-        match (call.write, outcome.is_ok()) {
-            (_, true) if call.write => report.writes_ok += 1,
-            (_, true) => report.reads_ok += 1,
-            (_, false) if cause == Cause::V305 => {
-                report.refused += 1;
-                report.call_failure.get_or_insert(cause);
+impl StormReport {
+    /// Counts every call's answers and how it ended and, by `received`
+    /// (per call, how often the daemon got it), double writes and replayed
+    /// reads; keeps the first unexpected failures as samples.
+    fn count_calls(&mut self, calls: &[Sent], received: &[usize]) {
+        for (n, (call, &seen)) in calls.iter().zip(received).enumerate() {
+            self.unanswered += usize::from(call.answers == 0);
+            self.answered += usize::from(call.answers > 0);
+            self.answered_more_than_once += usize::from(call.answers > 1);
+            let Some(outcome) = &call.outcome else {
+                continue;
+            };
+            let cause = Cause::of_call(outcome, true);
+            match (call.write, outcome.is_ok()) {
+                (_, true) if call.write => self.writes_ok += 1,
+                (_, true) => self.reads_ok += 1,
+                (_, false) if cause == Cause::V305 => {
+                    self.refused += 1;
+                    self.call_failure.get_or_insert(cause);
+                }
+                (false, false) => {
+                    self.reads_failed += 1;
+                    self.read_failure.get_or_insert(cause);
+                }
+                (true, false) if outcome.is_socket_closed() => {
+                    self.writes_failed_socket_closed += 1;
+                    self.writes_failed_but_received += usize::from(seen > 0);
+                }
+                (true, false) => {
+                    self.writes_failed_other += 1;
+                    self.call_failure.get_or_insert(cause);
+                }
             }
-            (false, false) => {
-                report.reads_failed += 1;
-                report.read_failure.get_or_insert(cause);
+            if call.write {
+                self.dup_writes += usize::from(seen > 1);
+            } else {
+                self.replays += usize::from(seen == 2);
+                self.reads_received_over_twice += usize::from(seen > 2);
             }
-            (true, false) if outcome.is_socket_closed() => {
-                report.writes_failed_socket_closed += 1;
-                report.writes_failed_but_received += usize::from(seen > 0);
+            let expected = outcome.is_ok() || (call.write && outcome.is_socket_closed());
+            if !expected && self.failure_samples.len() < MAX_FAILURE_SAMPLES {
+                self.failure_samples
+                    .push(format!("#{n} {}: {outcome}", call.tool));
             }
-            (true, false) => {
-                report.writes_failed_other += 1;
-                report.call_failure.get_or_insert(cause);
-            }
-        }
-        if call.write {
-            report.dup_writes += usize::from(seen > 1);
-        } else {
-            report.replays += usize::from(seen == 2);
-            report.reads_received_over_twice += usize::from(seen > 2);
-        }
-        let expected = outcome.is_ok() || (call.write && outcome.is_socket_closed());
-        if !expected && report.failure_samples.len() < MAX_FAILURE_SAMPLES {
-            report
-                .failure_samples
-                .push(format!("#{n} {}: {outcome}", call.tool));
         }
     }
-    Ok(session.conclude(report, |r| &mut r.output))
 }
 
 #[cfg(test)]

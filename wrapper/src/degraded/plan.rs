@@ -117,111 +117,146 @@ pub fn plan(
     tool: &str,
     args: &Map<String, Value>,
 ) -> Result<Plan, String> {
-    let iai = |words: Vec<OsString>| CliCommand {
-        program: config.cli.clone(),
-        args: words,
-        env: config.env.clone(),
-        limit: config.limit,
+    match tool {
+        "memory_recall" => recall(config, args),
+        "memory_capture" => capture(config, args),
+        "episodes_recent" => Ok(episodes_recent(config, args)),
+        "memory_search" => search(config, args),
+        "memory_temporal_recall" => Ok(temporal_recall(config, args)),
+        other => Err(format!("{other} has no degraded mode")),
+    }
+}
+
+/// `memory_recall`: `iai recall` with the token budget turned into a hit
+/// count, then, when configured, `iai-mcp bank-recall`.
+fn recall(config: &DegradedConfig, args: &Map<String, Value>) -> Result<Plan, String> {
+    let cue = text(args, "cue").ok_or("memory_recall needs a non-empty cue")?;
+    let limit = integer(args, "budget_tokens")
+        .unwrap_or(1500)
+        .clamp(1, 1_000_000);
+    let limit = (limit + TOKENS_PER_HIT - 1) / TOKENS_PER_HIT;
+    let mut steps = vec![direct(iai(
+        config,
+        words(["recall", "--json", "--limit", &limit.to_string(), "--", cue]),
+    ))];
+    if config.bank_fallback {
+        steps.push(Step {
+            command: admin(
+                config,
+                words([
+                    "bank-recall",
+                    &format!("--query={cue}"),
+                    "--limit",
+                    &BANK_LIMIT.to_string(),
+                    "--json",
+                ]),
+            ),
+            shape: Shape::Bank,
+        });
+    }
+    Ok(Plan::reading(steps))
+}
+
+/// `memory_capture`: `iai capture` with the text cut to what the daemon
+/// keeps; the arguments the CLI cannot take are reported.
+fn capture(config: &DegradedConfig, args: &Map<String, Value>) -> Result<Plan, String> {
+    let Some(Value::String(text)) = args.get("text") else {
+        return Err("memory_capture needs a text".into());
     };
-    let direct = |command| Step {
+    let text: String = text.chars().take(MAX_CAPTURE_CHARS).collect();
+    let mut argv = words(["capture", "--json"]);
+    if let Some(session) = text_arg(args, "session_id") {
+        argv.push(format!("--session-id={session}").into());
+    }
+    argv.push("--".into());
+    argv.push(text.into());
+    Ok(Plan {
+        steps: vec![Step {
+            command: iai(config, argv),
+            shape: Shape::Capture,
+        }],
+        writes: true,
+        not_applied: capture_not_applied(args),
+    })
+}
+
+/// `episodes_recent`: `iai last`, for one session when one is named.
+fn episodes_recent(config: &DegradedConfig, args: &Map<String, Value>) -> Plan {
+    let n = integer(args, "n").unwrap_or(10);
+    let mut argv = words(["last", "--json", "--n", &n.to_string()]);
+    if let Some(session) = text_arg(args, "session_id") {
+        argv.push(format!("--session={session}").into());
+    }
+    Plan::reading(vec![direct(iai(config, argv))])
+}
+
+/// `memory_search`: `iai search`.
+fn search(config: &DegradedConfig, args: &Map<String, Value>) -> Result<Plan, String> {
+    let query = text(args, "query").ok_or("memory_search needs a non-empty query")?;
+    let k = integer(args, "k").unwrap_or(8);
+    Ok(Plan::reading(vec![direct(iai(
+        config,
+        words(["search", "--json", "--limit", &k.to_string(), "--", query]),
+    ))]))
+}
+
+/// `memory_temporal_recall`: `iai temporal-recall`, with the time bounds
+/// and the cue given.
+fn temporal_recall(config: &DegradedConfig, args: &Map<String, Value>) -> Plan {
+    let limit = integer(args, "limit").unwrap_or(10);
+    let mut argv = words(["temporal-recall", "--json", "--limit", &limit.to_string()]);
+    if let Some(at) = text_arg(args, "as_of") {
+        argv.push(format!("--as-of={at}").into());
+    }
+    if let Some(since) = text_arg(args, "changed_since") {
+        argv.push(format!("--changed-since={since}").into());
+    }
+    if let Some(cue) = text(args, "cue") {
+        argv.push("--".into());
+        argv.push(cue.into());
+    }
+    Plan::reading(vec![direct(iai(config, argv))])
+}
+
+impl Plan {
+    /// A plan that only reads: its steps tried in order, every argument
+    /// applied.
+    fn reading(steps: Vec<Step>) -> Self {
+        Plan {
+            steps,
+            writes: false,
+            not_applied: Vec::new(),
+        }
+    }
+}
+
+/// A step whose answer is used as it is ([`Shape::Direct`]).
+fn direct(command: CliCommand) -> Step {
+    Step {
         command,
         shape: Shape::Direct,
-    };
-    let plan = |steps| Plan {
-        steps,
-        writes: false,
-        not_applied: Vec::new(),
-    };
-    match tool {
-        "memory_recall" => {
-            let cue = text(args, "cue").ok_or("memory_recall needs a non-empty cue")?;
-            let limit = integer(args, "budget_tokens")
-                .unwrap_or(1500)
-                .clamp(1, 1_000_000);
-            let limit = (limit + TOKENS_PER_HIT - 1) / TOKENS_PER_HIT;
-            let mut steps = vec![direct(iai(words([
-                "recall",
-                "--json",
-                "--limit",
-                &limit.to_string(),
-                "--",
-                cue,
-            ])))];
-            if config.bank_fallback {
-                steps.push(Step {
-                    command: CliCommand {
-                        program: config.admin_cli.clone(),
-                        args: words([
-                            "bank-recall",
-                            &format!("--query={cue}"),
-                            "--limit",
-                            &BANK_LIMIT.to_string(),
-                            "--json",
-                        ]),
-                        env: config.env.clone(),
-                        limit: config.limit,
-                    },
-                    shape: Shape::Bank,
-                });
-            }
-            Ok(plan(steps))
-        }
-        "memory_capture" => {
-            let Some(Value::String(text)) = args.get("text") else {
-                return Err("memory_capture needs a text".into());
-            };
-            let text: String = text.chars().take(MAX_CAPTURE_CHARS).collect();
-            let mut argv = words(["capture", "--json"]);
-            if let Some(session) = text_arg(args, "session_id") {
-                argv.push(format!("--session-id={session}").into());
-            }
-            argv.push("--".into());
-            argv.push(text.into());
-            Ok(Plan {
-                steps: vec![Step {
-                    command: iai(argv),
-                    shape: Shape::Capture,
-                }],
-                writes: true,
-                not_applied: capture_not_applied(args),
-            })
-        }
-        "episodes_recent" => {
-            let n = integer(args, "n").unwrap_or(10);
-            let mut argv = words(["last", "--json", "--n", &n.to_string()]);
-            if let Some(session) = text_arg(args, "session_id") {
-                argv.push(format!("--session={session}").into());
-            }
-            Ok(plan(vec![direct(iai(argv))]))
-        }
-        "memory_search" => {
-            let query = text(args, "query").ok_or("memory_search needs a non-empty query")?;
-            let k = integer(args, "k").unwrap_or(8);
-            Ok(plan(vec![direct(iai(words([
-                "search",
-                "--json",
-                "--limit",
-                &k.to_string(),
-                "--",
-                query,
-            ])))]))
-        }
-        "memory_temporal_recall" => {
-            let limit = integer(args, "limit").unwrap_or(10);
-            let mut argv = words(["temporal-recall", "--json", "--limit", &limit.to_string()]);
-            if let Some(at) = text_arg(args, "as_of") {
-                argv.push(format!("--as-of={at}").into());
-            }
-            if let Some(since) = text_arg(args, "changed_since") {
-                argv.push(format!("--changed-since={since}").into());
-            }
-            if let Some(cue) = text(args, "cue") {
-                argv.push("--".into());
-                argv.push(cue.into());
-            }
-            Ok(plan(vec![direct(iai(argv))]))
-        }
-        other => Err(format!("{other} has no degraded mode")),
+    }
+}
+
+/// The `iai` CLI run with `args`, with the configured environment and time
+/// limit.
+fn iai(config: &DegradedConfig, args: Vec<OsString>) -> CliCommand {
+    CliCommand {
+        program: config.cli.clone(),
+        args,
+        env: config.env.clone(),
+        limit: config.limit,
+    }
+}
+
+/// The `iai-mcp` admin CLI run with `args`, with the configured
+/// environment and time limit.
+fn admin(config: &DegradedConfig, args: Vec<OsString>) -> CliCommand {
+    CliCommand {
+        program: config.admin_cli.clone(),
+        args,
+        env: config.env.clone(),
+        limit: config.limit,
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -12,10 +13,10 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{Notify, mpsc};
-use tokio::task::{AbortHandle, JoinError, JoinSet};
+use tokio::task::{AbortHandle, JoinError, JoinHandle, JoinSet};
 use tokio_util::codec::FramedRead;
 
-use super::dispatch::{self, Inbound, ToolCall};
+use super::dispatch::{self, Classified, Inbound, ToolCall};
 use super::protocol::{self, Era};
 use super::reply;
 use crate::bridge::{Access, BridgeError};
@@ -104,90 +105,173 @@ where
 {
     let (out, out_rx) = Output::new();
     let mut writer = tokio::spawn(write_output(output, out_rx));
-    let mut frames = FramedRead::new(input, LineCodec::new(config.max_line_bytes));
-    let mut calls: JoinSet<CallOutput> = JoinSet::new();
-    let mut live: BTreeMap<u64, Live> = BTreeMap::new();
-    let mut next_seq = 0u64;
-    tokio::pin!(stop);
-
-    let reason = loop {
-        let backlogged = calls.len() >= MAX_CALLS_IN_FLIGHT || out.backlogged();
-        tokio::select! {
-            frame = frames.next(), if !backlogged => {
-                let classified = match frame {
-                    Some(Ok(Frame::Line(line))) => dispatch::classify(&line),
-                    Some(Ok(Frame::Oversized { id })) => {
-                        out.send(dispatch::oversized(id, config.max_line_bytes));
-                        continue;
-                    }
-                    Some(Err(e)) => {
-                        tracing::warn!(error = %e, "stdin read failed; treating as end of input");
-                        break StopReason::Eof;
-                    }
-                    None => break StopReason::Eof,
-                };
-                if classified.era == Some(Era::Modern) {
-                    warmup.initialized();
-                }
-                match classified.inbound {
-                    Inbound::Reply(line) => out.send(line),
-                    Inbound::ToolCall(call) => {
-                        next_seq += 1;
-                        let seq = next_seq;
-                        let id = call.id.clone();
-                        let era = call.era;
-                        let writes = call.tool.access() == Access::Write;
-                        let handle = calls.spawn(run_call(seq, call, caller.clone()));
-                        live.insert(seq, Live { id, era, writes, handle });
-                    }
-                    Inbound::Cancel(id) => {
-                        live.retain(|_, call| {
-                            let cancelled = call.id == id;
-                            if cancelled {
-                                call.handle.abort();
-                            }
-                            !cancelled
-                        });
-                    }
-                    Inbound::Initialized => warmup.initialized(),
-                    Inbound::Ignore => {}
-                }
-            }
-            () = out.drained(), if backlogged => {}
-            Some(done) = calls.join_next(), if !calls.is_empty() => {
-                deliver(done, &mut live, &out);
-            }
-            () = &mut stop => break StopReason::Signal,
-            _ = &mut writer => break StopReason::OutputClosed,
-        }
-    };
-
-    // Drain: calls in flight get the grace period; then the bridge fails
-    // whatever waits on the daemon and any CLI run still going is killed,
-    // and every one of them is still answered.
-    let grace = tokio::time::sleep(config.shutdown_grace);
-    tokio::pin!(grace);
-    let mut stopped = false;
-    while !calls.is_empty() {
-        tokio::select! {
-            Some(done) = calls.join_next() => deliver(done, &mut live, &out),
-            () = &mut grace, if !stopped => {
-                stopped = true;
-                caller.shutdown().await;
-                calls.abort_all();
-            }
-        }
-    }
+    let mut session = Session::new(input, out, caller, warmup, config);
+    let reason = session.read_until_stopped(stop, &mut writer).await;
+    session.answer_calls_in_flight().await;
+    // Closing the queue lets the writer end once it has written it out;
+    // the rest of the session (the caller among it) lives until return.
+    let Session { out, .. } = session;
     drop(out);
     if reason != StopReason::OutputClosed {
-        // A client that stopped reading must not keep the wrapper alive.
-        let flush = tokio::time::timeout(config.shutdown_grace, &mut writer).await;
-        if flush.is_err() {
-            tracing::warn!("stdout not drained within the grace period; exiting anyway");
-            writer.abort();
-        }
+        flush_output(writer, config.shutdown_grace).await;
     }
     reason
+}
+
+/// The stdio loop's state: the client's lines, the responses queued for
+/// stdout, and the calls in progress.
+struct Session<R, T> {
+    frames: FramedRead<R, LineCodec>,
+    out: Output,
+    calls: JoinSet<CallOutput>,
+    live: BTreeMap<u64, Live>,
+    next_seq: u64,
+    caller: Caller,
+    warmup: T,
+    config: ServerConfig,
+}
+
+impl<R, T> Session<R, T>
+where
+    R: AsyncRead + Unpin,
+    T: WarmupTrigger,
+{
+    /// A session reading `input` and answering through `out`, no call yet.
+    fn new(input: R, out: Output, caller: Caller, warmup: T, config: ServerConfig) -> Self {
+        Session {
+            frames: FramedRead::new(input, LineCodec::new(config.max_line_bytes)),
+            out,
+            calls: JoinSet::new(),
+            live: BTreeMap::new(),
+            next_seq: 0,
+            caller,
+            warmup,
+            config,
+        }
+    }
+
+    /// Reads and answers the client's lines, and delivers finished calls,
+    /// until EOF, `stop`, or the writer ends; stops reading (and only
+    /// delivers) while too many calls or too many output bytes are pending.
+    async fn read_until_stopped<S>(
+        &mut self,
+        stop: S,
+        writer: &mut JoinHandle<std::io::Result<()>>,
+    ) -> StopReason
+    where
+        S: Future<Output = ()>,
+    {
+        tokio::pin!(stop);
+        loop {
+            let backlogged = self.calls.len() >= MAX_CALLS_IN_FLIGHT || self.out.backlogged();
+            tokio::select! {
+                frame = self.frames.next(), if !backlogged => {
+                    if let ControlFlow::Break(reason) = self.on_frame(frame) {
+                        break reason;
+                    }
+                }
+                () = self.out.drained(), if backlogged => {}
+                Some(done) = self.calls.join_next(), if !self.calls.is_empty() => {
+                    deliver(done, &mut self.live, &self.out);
+                }
+                () = &mut stop => break StopReason::Signal,
+                _ = &mut *writer => break StopReason::OutputClosed,
+            }
+        }
+    }
+
+    /// One read from stdin: a line is handled, an oversized one answered
+    /// with an error; the end of input (or a read error) stops the loop.
+    fn on_frame(&mut self, frame: Option<std::io::Result<Frame>>) -> ControlFlow<StopReason> {
+        match frame {
+            Some(Ok(Frame::Line(line))) => self.on_message(dispatch::classify(&line)),
+            Some(Ok(Frame::Oversized { id })) => {
+                self.out
+                    .send(dispatch::oversized(id, self.config.max_line_bytes));
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "stdin read failed; treating as end of input");
+                return ControlFlow::Break(StopReason::Eof);
+            }
+            None => return ControlFlow::Break(StopReason::Eof),
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Acts on one classified message: answers it, starts its call,
+    /// cancels a call, or notes the handshake.
+    fn on_message(&mut self, classified: Classified) {
+        if classified.era == Some(Era::Modern) {
+            self.warmup.initialized();
+        }
+        match classified.inbound {
+            Inbound::Reply(line) => self.out.send(line),
+            Inbound::ToolCall(call) => self.start_call(call),
+            Inbound::Cancel(id) => self.cancel(&id),
+            Inbound::Initialized => self.warmup.initialized(),
+            Inbound::Ignore => {}
+        }
+    }
+
+    /// Runs `call` in its own task, remembered until it is answered.
+    fn start_call(&mut self, call: ToolCall) {
+        self.next_seq += 1;
+        let seq = self.next_seq;
+        let id = call.id.clone();
+        let era = call.era;
+        let writes = call.tool.access() == Access::Write;
+        let handle = self.calls.spawn(run_call(seq, call, self.caller.clone()));
+        self.live.insert(
+            seq,
+            Live {
+                id,
+                era,
+                writes,
+                handle,
+            },
+        );
+    }
+
+    /// The client cancelled request `id`: its call is stopped and never
+    /// answered.
+    fn cancel(&mut self, id: &Value) {
+        self.live.retain(|_, call| {
+            let cancelled = call.id == *id;
+            if cancelled {
+                call.handle.abort();
+            }
+            !cancelled
+        });
+    }
+
+    /// Drain: calls in flight get the grace period; then the bridge fails
+    /// whatever waits on the daemon and any CLI run still going is killed,
+    /// and every one of them is still answered.
+    async fn answer_calls_in_flight(&mut self) {
+        let grace = tokio::time::sleep(self.config.shutdown_grace);
+        tokio::pin!(grace);
+        let mut stopped = false;
+        while !self.calls.is_empty() {
+            tokio::select! {
+                Some(done) = self.calls.join_next() => deliver(done, &mut self.live, &self.out),
+                () = &mut grace, if !stopped => {
+                    stopped = true;
+                    self.caller.shutdown().await;
+                    self.calls.abort_all();
+                }
+            }
+        }
+    }
+}
+
+/// Waits for the writer to write out what is queued, for at most `grace`:
+/// a client that stopped reading must not keep the wrapper alive.
+async fn flush_output(mut writer: JoinHandle<std::io::Result<()>>, grace: Duration) {
+    let flush = tokio::time::timeout(grace, &mut writer).await;
+    if flush.is_err() {
+        tracing::warn!("stdout not drained within the grace period; exiting anyway");
+        writer.abort();
+    }
 }
 
 /// The response queue towards the single stdout writer, with the byte count

@@ -339,27 +339,54 @@ impl Chart<'_> {
     /// Draws one panel: frame, grid, ticks, axis titles, window, delay
     /// marker and one series per subject.
     fn panel(&self, svg: &mut SvgWriter, spec: &Panel) {
-        let (report, top) = (self.report, spec.top);
+        let area = self.area(spec);
+        svg.open("g", &[("class", &format!("panel {}", spec.class))]);
+        svg.label((LEFT, area.top - 22.0), 14, BOLD, AXIS, spec.title);
+        self.frame(svg, &area);
+        y_grid(svg, spec, &area);
+        self.x_ticks(svg, &area);
+        self.production_column(svg, &area);
+        self.delay_marker(svg, &area);
+        y_title(svg, spec, &area);
+        for (index, subject) in self.report.subjects.iter().enumerate() {
+            self.series(svg, spec, &area, index, &subject.label);
+        }
+        svg.close();
+    }
+
+    /// Where `spec` is drawn, and its y axis: from 0 to its full value (or
+    /// the largest, rounded up to a tick).
+    fn area(&self, spec: &Panel) -> PanelArea {
+        let top = spec.top;
         let bottom = top + PANEL_HEIGHT;
-        let delay_ms = report.config.delay_ms as f64;
-        let values = report.points.iter().filter_map(spec.value);
+        let values = self.report.points.iter().filter_map(spec.value);
         let full = spec.full.unwrap_or_else(|| values.fold(0.0, f64::max));
         let y_step = nice_step(full.max(1.0), 5.0);
         let y_max = ((full / y_step).ceil() * y_step).max(y_step);
-        let y = Scale {
-            d0: 0.0,
-            d1: y_max,
-            p0: bottom,
-            p1: top,
-        };
-        svg.open("g", &[("class", &format!("panel {}", spec.class))]);
-        svg.label((LEFT, top - 22.0), 14, BOLD, AXIS, spec.title);
+        PanelArea {
+            top,
+            bottom,
+            y: Scale {
+                d0: 0.0,
+                d1: y_max,
+                p0: bottom,
+                p1: top,
+            },
+            y_max,
+            y_step,
+        }
+    }
+
+    /// The panel's white frame, and the reconnect window shaded from the
+    /// first offset to the reconnect delay.
+    fn frame(&self, svg: &mut SvgWriter, area: &PanelArea) {
+        let delay_ms = self.report.config.delay_ms as f64;
         let frame: &Attrs<'_> = &[("fill", &"#ffffff"), ("stroke", &AXIS)];
         rect(
             svg,
             Rect {
                 x: LEFT,
-                y: top,
+                y: area.top,
                 width: RIGHT - LEFT,
                 height: PANEL_HEIGHT,
             },
@@ -372,75 +399,90 @@ impl Chart<'_> {
                 svg,
                 Rect {
                     x: x0,
-                    y: top,
+                    y: area.top,
                     width: x1 - x0,
                     height: PANEL_HEIGHT,
                 },
                 &window,
             );
         }
-        for value in ticks(0.0, y_max, y_step) {
-            let py = y.at(value);
-            svg.line((LEFT, py), (RIGHT, py), &[("stroke", &GRID)]);
-            let text = format!("{}{}", tick_label(value, y_step), spec.y_suffix);
-            let end: &Attrs<'_> = &[("text-anchor", &"end")];
-            svg.label((LEFT - 8.0, py + 4.0), 11, end, AXIS, &text);
-        }
+    }
+
+    /// The offset axis's ticks and their labels under the panel.
+    fn x_ticks(&self, svg: &mut SvgWriter, area: &PanelArea) {
+        let bottom = area.bottom;
         for value in ticks(self.x.d0, self.x.d1, self.x_step) {
             let px = self.x.at(value);
             svg.line((px, bottom), (px, bottom + 5.0), &[("stroke", &AXIS)]);
             let text = tick_label(value, self.x_step);
             svg.label((px, bottom + 18.0), 11, MIDDLE, AXIS, &text);
         }
+    }
+
+    /// When there is a production column: its dashed edge and its label.
+    fn production_column(&self, svg: &mut SvgWriter, area: &PanelArea) {
         if let Some(prod_x) = self.prod_x {
             let edge = LEFT + PROD_WIDTH + PROD_GAP / 2.0;
             let style: &Attrs<'_> = &[("stroke", &AXIS), ("stroke-dasharray", &"2 3")];
-            svg.line((edge, top), (edge, bottom), style);
-            svg.label((prod_x, bottom + 18.0), 11, MIDDLE, AXIS, "delay 0");
+            svg.line((edge, area.top), (edge, area.bottom), style);
+            svg.label((prod_x, area.bottom + 18.0), 11, MIDDLE, AXIS, "delay 0");
         }
+    }
+
+    /// The vertical line at the reconnect delay, with its label.
+    fn delay_marker(&self, svg: &mut SvgWriter, area: &PanelArea) {
+        let delay_ms = self.report.config.delay_ms as f64;
         let delay_x = self.x.at(delay_ms);
         let class: &Attrs<'_> = &[("class", &"delay-marker")];
-        svg.line((delay_x, top), (delay_x, bottom), &[class, DELAY].concat());
-        let text = format!("reconnect delay {} ms", report.config.delay_ms);
-        svg.label((delay_x, top - 5.0), 11, MIDDLE, "#333333", &text);
-        let mid = top + PANEL_HEIGHT / 2.0;
-        let rotate = format!("rotate(-90 22 {})", N(mid));
-        let turned = [MIDDLE, &[("transform", &rotate)]].concat();
-        svg.label((22.0, mid), 12, &turned, AXIS, spec.y_title);
-        for (index, subject) in report.subjects.iter().enumerate() {
-            let colour = PALETTE[index % PALETTE.len()];
-            svg.open(
-                "g",
-                &[("class", &"series"), ("data-subject", &subject.label)],
-            );
-            let line: Vec<((f64, f64), &PointReport)> = report
-                .points_of(&subject.label)
-                .filter(|p| !p.production)
-                .filter_map(|p| Some(((self.x.at(p.offset_ms as f64), y.at((spec.value)(p)?)), p)))
-                .collect();
-            let at = points(line.iter().map(|(at, _)| *at));
-            let stroke: &Attrs<'_> = &[
-                ("class", &"series-line"),
-                ("points", &at),
-                ("fill", &"none"),
-                ("stroke", &colour),
-                ("stroke-width", &2),
-                ("stroke-linejoin", &"round"),
-            ];
-            svg.leaf("polyline", &[stroke, dash(index)]);
-            for (at, point) in &line {
-                point_marker(svg, point, index, *at, false);
-            }
-            if let Some(prod_x) = self.prod_x {
-                let spread = report.subjects.len() as f64 - 1.0;
-                let px = prod_x + (index as f64 - spread / 2.0) * 11.0;
-                for point in report.points_of(&subject.label).filter(|p| p.production) {
-                    if let Some(value) = (spec.value)(point) {
-                        point_marker(svg, point, index, (px, y.at(value)), true);
-                    }
+        svg.line(
+            (delay_x, area.top),
+            (delay_x, area.bottom),
+            &[class, DELAY].concat(),
+        );
+        let text = format!("reconnect delay {} ms", self.report.config.delay_ms);
+        svg.label((delay_x, area.top - 5.0), 11, MIDDLE, "#333333", &text);
+    }
+
+    /// One subject's series: its line over the offsets with a marker per
+    /// point, and its hollow markers in the production column.
+    fn series(
+        &self,
+        svg: &mut SvgWriter,
+        spec: &Panel,
+        area: &PanelArea,
+        index: usize,
+        label: &str,
+    ) {
+        let report = self.report;
+        let y = area.y;
+        let colour = PALETTE[index % PALETTE.len()];
+        svg.open("g", &[("class", &"series"), ("data-subject", &label)]);
+        let line: Vec<((f64, f64), &PointReport)> = report
+            .points_of(label)
+            .filter(|p| !p.production)
+            .filter_map(|p| Some(((self.x.at(p.offset_ms as f64), y.at((spec.value)(p)?)), p)))
+            .collect();
+        let at = points(line.iter().map(|(at, _)| *at));
+        let stroke: &Attrs<'_> = &[
+            ("class", &"series-line"),
+            ("points", &at),
+            ("fill", &"none"),
+            ("stroke", &colour),
+            ("stroke-width", &2),
+            ("stroke-linejoin", &"round"),
+        ];
+        svg.leaf("polyline", &[stroke, dash(index)]);
+        for (at, point) in &line {
+            point_marker(svg, point, index, *at, false);
+        }
+        if let Some(prod_x) = self.prod_x {
+            let spread = report.subjects.len() as f64 - 1.0;
+            let px = prod_x + (index as f64 - spread / 2.0) * 11.0;
+            for point in report.points_of(label).filter(|p| p.production) {
+                if let Some(value) = (spec.value)(point) {
+                    point_marker(svg, point, index, (px, y.at(value)), true);
                 }
             }
-            svg.close();
         }
         svg.close();
     }
@@ -502,6 +544,36 @@ impl Chart<'_> {
         }
         svg.close();
     }
+}
+
+/// Where a panel is drawn, and its y axis.
+struct PanelArea {
+    top: f64,
+    bottom: f64,
+    y: Scale,
+    /// The axis's top value.
+    y_max: f64,
+    /// The value between two grid lines.
+    y_step: f64,
+}
+
+/// The panel's horizontal grid lines, each labelled with its value.
+fn y_grid(svg: &mut SvgWriter, spec: &Panel, area: &PanelArea) {
+    for value in ticks(0.0, area.y_max, area.y_step) {
+        let py = area.y.at(value);
+        svg.line((LEFT, py), (RIGHT, py), &[("stroke", &GRID)]);
+        let text = format!("{}{}", tick_label(value, area.y_step), spec.y_suffix);
+        let end: &Attrs<'_> = &[("text-anchor", &"end")];
+        svg.label((LEFT - 8.0, py + 4.0), 11, end, AXIS, &text);
+    }
+}
+
+/// The y axis's title, turned to read upwards beside the panel.
+fn y_title(svg: &mut SvgWriter, spec: &Panel, area: &PanelArea) {
+    let mid = area.top + PANEL_HEIGHT / 2.0;
+    let rotate = format!("rotate(-90 22 {})", N(mid));
+    let turned = [MIDDLE, &[("transform", &rotate)]].concat();
+    svg.label((22.0, mid), 12, &turned, AXIS, spec.y_title);
 }
 
 /// A point's marker with its tooltip: hollow in the production column.

@@ -235,66 +235,89 @@ pub fn run_sweep(
 ) -> Result<SweepReport, SweepError> {
     cfg.validate()?;
     let started = Instant::now();
-    let subjects = unique_labels(&cfg.subjects);
-    let points = cfg.points();
-    let mut race = cfg.race.clone();
-    if race.setup.fake_daemon_bin.is_none() {
-        race.setup.fake_daemon_bin = Some(bins::try_fake_daemon_bin()?);
-    }
-
-    let mut tasks = Vec::with_capacity(cfg.planned_runs());
-    for subject in 0..subjects.len() {
-        for point in 0..points.len() {
-            for run in 0..cfg.runs {
-                tasks.push(Task {
-                    subject,
-                    point,
-                    run,
-                });
-            }
-        }
-    }
-    fastrand::Rng::with_seed(cfg.seed).shuffle(&mut tasks);
-    let planned = tasks.len();
-
-    let mut grid: Grid = vec![vec![vec![None; cfg.runs as usize]; points.len()]; subjects.len()];
-    observer.started(planned, cfg.jobs.min(planned));
+    let plan = SweepPlan::new(cfg)?;
+    let planned = plan.tasks.len();
+    let jobs = cfg.jobs.min(planned);
+    let mut grid: Grid =
+        vec![vec![vec![None; cfg.runs as usize]; plan.points.len()]; plan.subjects.len()];
+    observer.started(planned, jobs);
 
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<Finished>();
-    let mut done = 0;
-    let mut tally = Tally::default();
-    let mut told_stopping = false;
     thread::scope(|scope| -> Result<(), SweepError> {
+        plan.start_workers(scope, jobs, &next, tx, stop)?;
+        plan.collect(&rx, &mut grid, stop, observer);
+        Ok(())
+    })?;
+
+    let report = SweepReport::new(
+        cfg,
+        &plan.race,
+        &plan.subjects,
+        &plan.points,
+        grid,
+        started.elapsed(),
+    );
+    observer.finished(&report);
+    Ok(report)
+}
+
+/// What a sweep runs: its subjects (labels made unique), its points, the
+/// race they share, and every run in a seeded random order.
+struct SweepPlan {
+    subjects: Vec<Subject>,
+    points: Vec<Point>,
+    race: RaceConfig,
+    tasks: Vec<Task>,
+}
+
+impl SweepPlan {
+    /// The plan of `cfg`; an error when no fake daemon can be found.
+    fn new(cfg: &SweepConfig) -> Result<Self, SweepError> {
+        let subjects = unique_labels(&cfg.subjects);
+        let points = cfg.points();
+        let mut race = cfg.race.clone();
+        if race.setup.fake_daemon_bin.is_none() {
+            race.setup.fake_daemon_bin = Some(bins::try_fake_daemon_bin()?);
+        }
+        let mut tasks = Vec::with_capacity(cfg.planned_runs());
+        for subject in 0..subjects.len() {
+            for point in 0..points.len() {
+                for run in 0..cfg.runs {
+                    tasks.push(Task {
+                        subject,
+                        point,
+                        run,
+                    });
+                }
+            }
+        }
+        fastrand::Rng::with_seed(cfg.seed).shuffle(&mut tasks);
+        Ok(SweepPlan {
+            subjects,
+            points,
+            race,
+            tasks,
+        })
+    }
+
+    /// Starts `jobs` worker threads in `scope`, each taking the next task
+    /// (`next`) and sending what it finished on `tx`. Fewer workers than
+    /// asked for still finish the sweep; an error only when none started.
+    fn start_workers<'scope, 'env>(
+        &'env self,
+        scope: &'scope thread::Scope<'scope, 'env>,
+        jobs: usize,
+        next: &'env AtomicUsize,
+        tx: mpsc::Sender<Finished>,
+        stop: &'env AtomicBool,
+    ) -> Result<(), SweepError> {
         let mut workers = 0;
-        for worker in 0..cfg.jobs.min(planned) {
+        for worker in 0..jobs {
             let tx = tx.clone();
-            let (tasks, subjects, points, race, next) = (&tasks, &subjects, &points, &race, &next);
             let spawned = thread::Builder::new()
                 .name(format!("sweep-{worker}"))
-                .spawn_scoped(scope, move || {
-                    while !stop.load(Ordering::SeqCst) {
-                        let Some(&task) = tasks.get(next.fetch_add(1, Ordering::SeqCst)) else {
-                            break;
-                        };
-                        let subject = &subjects[task.subject];
-                        let point = points[task.point];
-                        let mut cfg = RaceConfig {
-                            delay_ms: point.delay_ms,
-                            offset_ms: point.offset_ms,
-                            ..race.clone()
-                        };
-                        cfg.setup.mode = subject.mode;
-                        let result = match run_race_until_stopped(&subject.cmd, &cfg, stop) {
-                            Ok(Some(report)) => Ok(report),
-                            Ok(None) => break,
-                            Err(e) => Err(error_chain(&e)),
-                        };
-                        if tx.send(Finished { task, result }).is_err() {
-                            break;
-                        }
-                    }
-                });
+                .spawn_scoped(scope, move || self.run_tasks(next, &tx, stop));
             match spawned {
                 Ok(_) => workers += 1,
                 // Fewer workers than asked for still finish the sweep.
@@ -304,7 +327,48 @@ pub fn run_sweep(
                 }
             }
         }
-        drop(tx);
+        Ok(())
+    }
+
+    /// A worker: runs the next task until none is left, `stop` is raised,
+    /// or nobody listens on `tx` any more.
+    fn run_tasks(&self, next: &AtomicUsize, tx: &mpsc::Sender<Finished>, stop: &AtomicBool) {
+        while !stop.load(Ordering::SeqCst) {
+            let Some(&task) = self.tasks.get(next.fetch_add(1, Ordering::SeqCst)) else {
+                break;
+            };
+            let subject = &self.subjects[task.subject];
+            let point = self.points[task.point];
+            let mut cfg = RaceConfig {
+                delay_ms: point.delay_ms,
+                offset_ms: point.offset_ms,
+                ..self.race.clone()
+            };
+            cfg.setup.mode = subject.mode;
+            let result = match run_race_until_stopped(&subject.cmd, &cfg, stop) {
+                Ok(Some(report)) => Ok(report),
+                Ok(None) => break,
+                Err(e) => Err(error_chain(&e)),
+            };
+            if tx.send(Finished { task, result }).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Puts every finished run in `grid` and tells `observer`, until every
+    /// worker is done; tells it once when the sweep stops early.
+    fn collect(
+        &self,
+        rx: &mpsc::Receiver<Finished>,
+        grid: &mut Grid,
+        stop: &AtomicBool,
+        observer: &mut dyn SweepObserver,
+    ) {
+        let planned = self.tasks.len();
+        let mut done = 0;
+        let mut tally = Tally::default();
+        let mut told_stopping = false;
         loop {
             if !told_stopping && stop.load(Ordering::SeqCst) && done < planned {
                 told_stopping = true;
@@ -317,8 +381,8 @@ pub fn run_sweep(
                     let cell = &mut grid[task.subject][task.point][task.run as usize];
                     let result = cell.insert(result);
                     observer.run_done(&RunEvent {
-                        subject: &subjects[task.subject],
-                        point: points[task.point],
+                        subject: &self.subjects[task.subject],
+                        point: self.points[task.point],
                         run: task.run,
                         result,
                         done,
@@ -333,12 +397,7 @@ pub fn run_sweep(
         if !told_stopping && done < planned {
             observer.stopping(done, planned);
         }
-        Ok(())
-    })?;
-
-    let report = SweepReport::new(cfg, &race, &subjects, &points, grid, started.elapsed());
-    observer.finished(&report);
-    Ok(report)
+    }
 }
 
 /// The subjects, a label seen before suffixed ` #n` to name one subject.

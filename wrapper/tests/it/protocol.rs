@@ -1,9 +1,8 @@
 //! The MCP surface of the real wrapper binary: handshake, discovery, the
 //! tool list without a daemon, every protocol error, and stdout purity.
 
-mod common;
-
-use common::{REPLY, lonely, modern_meta, pair, raw_roundtrip};
+use crate::common;
+use crate::common::{REPLY, lonely, modern_meta, pair, raw_roundtrip};
 use serde_json::{Value, json};
 
 #[test]

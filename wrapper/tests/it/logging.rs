@@ -3,9 +3,7 @@
 //! contract lists, for a daemon that is down, one that drops its
 //! connection under a call, and one that returns.
 
-mod common;
-
-use common::{
+use crate::common::{
     JSON_LOG, REPLY, events, events_named, eventually, lonely, ok_method, pair, topology,
 };
 use serde_json::{Value, json};

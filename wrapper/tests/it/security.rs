@@ -1,11 +1,9 @@
 //! The claims of SECURITY.md that a test can check, through the real
 //! binaries.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 
-use common::{REPLY, eventually, heartbeats, lonely, pair};
+use crate::common::{REPLY, eventually, heartbeats, lonely, pair};
 use serde_json::json;
 
 #[test]

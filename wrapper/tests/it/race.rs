@@ -2,9 +2,7 @@
 //! initialize, a baseline call, DROP, a racing call 50 ms later while the
 //! wrapper's reconnect is held back by 1 s.
 
-mod common;
-
-use common::wrapper_cmd;
+use crate::common::wrapper_cmd;
 use harness::scenario::Setup;
 use harness::{BridgeMode, RaceConfig, RaceOutcome, run_race};
 

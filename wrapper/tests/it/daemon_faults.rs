@@ -4,9 +4,8 @@
 //! reply to a cancelled request. No crash, the right error for the affected
 //! call only, nothing lost, nothing but MCP on stdout.
 
-mod common;
-
-use common::{
+use crate::common;
+use crate::common::{
     JSON_LOG, REPLY, error_text, events_named, eventually, ok_method, pair, send_call, topology,
 };
 use serde_json::json;

@@ -1,8 +1,6 @@
 //! Command-line behaviour of the wrapper binary: help, version, invalid
 //! settings (exit 2 before anything else), and the `--check` report.
 
-mod common;
-
 use assert_cmd::Command;
 use harness::FakeDaemon;
 use harness::tempdir::short_tempdir;

@@ -6,14 +6,12 @@
 //! moving: one that keeps retrying a full socket without reading the
 //! daemon's replies (a readiness never cleared) deadlocks with it.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::net::UnixListener;
 use std::sync::mpsc;
 use std::thread;
 
-use common::{REPLY, send_call, wrapper_cmd};
+use crate::common::{REPLY, send_call, wrapper_cmd};
 use harness::tempdir::short_tempdir;
 use harness::{WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};

@@ -2,10 +2,11 @@
 //! the wrapper's table, and, with `--write`, the table rewritten to it.
 //!
 //! [`run_surface`] installs the release alone in its own environment
-//! ([`pyenv::Contents::ReleaseOnly`]), asks the release's own bundled Node
-//! wrapper for its `tools/list` ([`release_listing`]), and compares it with
-//! `wrapper/src/tools/surface.json` through [`listing::compare`], the
-//! comparison the end-to-end kit's listing row makes too.
+//! ([`Contents::ReleaseOnly`]), asks the release's own bundled Node
+//! wrapper for its `tools/list` (the harness's [`release_listing`]), and
+//! compares it with `wrapper/src/tools/surface.json` through
+//! [`listing::compare`], the comparison the end-to-end kit's listing row
+//! makes too.
 //!
 //! `--write` rewrites the table with [`rewrite`](super::rewrite), keeping
 //! this project's words and marking what it cannot take from the table,
@@ -14,19 +15,14 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
+use harness::e2e::listing::{self, ListingDiff, release_listing};
+use harness::e2e::pyenv::{self, Contents};
+use harness::e2e::release::Release;
 use serde_json::Value;
 
-use super::checks::PROTOCOL;
-use super::listing::{self, ListingDiff};
-use super::pyenv::{self, Contents, PyEnv};
-use super::release::Release;
+use super::error::CodegenError;
 use super::rewrite::{PLACEHOLDER, format_table, placeholders, rewrite};
-use crate::daemon::DaemonEndpoint;
-use crate::error::HarnessError;
-use crate::tempdir::short_tempdir;
-use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// The tool table, relative to the workspace root.
 pub const TABLE: &str = "wrapper/src/tools/surface.json";
@@ -35,13 +31,10 @@ pub const TOOLS_MOD: &str = "wrapper/src/tools/mod.rs";
 /// The constant naming the release the table is.
 pub const SURFACE_RELEASE: &str = "SURFACE_RELEASE";
 /// The file declaring the harness's pinned release
-/// ([`release::PINNED`](super::release::PINNED)).
+/// ([`harness::e2e::release::PINNED`]).
 pub const RELEASE_RS: &str = "harness/src/e2e/release.rs";
 /// The constant naming the harness's pinned release.
 pub const PINNED: &str = "PINNED";
-
-/// Bound on the release wrapper's replies.
-const REPLY: Duration = Duration::from_secs(30);
 
 /// How to run `surface`.
 #[derive(Debug, Clone)]
@@ -138,7 +131,7 @@ impl fmt::Display for SurfaceReport {
 
 /// Installs the release (once), lists its tools, compares, and rewrites
 /// when asked. An `Err` means the comparison could not run.
-pub fn run_surface(cfg: &SurfaceConfig) -> Result<SurfaceReport, HarnessError> {
+pub fn run_surface(cfg: &SurfaceConfig) -> Result<SurfaceReport, CodegenError> {
     let root = cfg.work_dir.join(cfg.release.as_str()).join("venv");
     let py = pyenv::ensure(
         &root,
@@ -173,36 +166,10 @@ pub fn run_surface(cfg: &SurfaceConfig) -> Result<SurfaceReport, HarnessError> {
     })
 }
 
-/// The `tools` array the release's own bundled Node wrapper lists in `py`:
-/// started with `node` in a scratch `HOME`, pointed at a socket no daemon
-/// listens on and at CLIs that do not exist (so it starts nothing), then
-/// initialize, `notifications/initialized`, `tools/list`. The process is
-/// killed and reaped when this returns, on every path.
-pub fn release_listing(py: &PyEnv, node: &Path) -> Result<Vec<Value>, HarnessError> {
-    let index = py.bundled_wrapper()?;
-    let scratch = short_tempdir()?;
-    let opts = WrapperOptions::at(DaemonEndpoint::Unix(scratch.path().join("none.sock")));
-    let cmd = WrapperCommand {
-        args: vec![index.into()],
-        ..WrapperCommand::new(node)
-    };
-    let mut w = WrapperProcess::spawn(&cmd, &opts)?;
-    w.initialize(PROTOCOL)?;
-    let tools = listing::listed_tools(&mut w, REPLY)?;
-    if tools.is_empty() {
-        return Err(HarnessError::Scenario(format!(
-            "iai-pme {}'s wrapper listed no tools; its stderr: {}",
-            py.release,
-            w.stderr_tail(800)
-        )));
-    }
-    Ok(tools)
-}
-
 /// Rewrites the table and the release constants in `cfg.root`. Every new
 /// text is made before the first file is written, so a constant that
 /// cannot be found leaves every file as it was.
-fn write(cfg: &SurfaceConfig, table: &[Value], theirs: &[Value]) -> Result<Written, HarnessError> {
+fn write(cfg: &SurfaceConfig, table: &[Value], theirs: &[Value]) -> Result<Written, CodegenError> {
     let release = cfg.release.as_str();
     let rewritten = rewrite(table, theirs, release);
     let mut changes: Vec<(String, PathBuf, String)> = Vec::new();
@@ -214,14 +181,13 @@ fn write(cfg: &SurfaceConfig, table: &[Value], theirs: &[Value]) -> Result<Writt
         let path = cfg.root.join(file);
         let source = read_source(&path)?;
         let updated = replace_const(&source, name, release)
-            .map_err(|why| HarnessError::Scenario(format!("{}: {why}", path.display())))?;
+            .map_err(|why| CodegenError::source_file(&path, why))?;
         if updated != source {
             changes.push((format!("{file} ({name} = \"{release}\")"), path, updated));
         }
     }
     for (_, path, text) in &changes {
-        std::fs::write(path, text)
-            .map_err(|e| HarnessError::io(format!("writing {}", path.display()), e))?;
+        std::fs::write(path, text).map_err(|e| CodegenError::io("writing", path, e))?;
     }
     Ok(Written {
         files: changes.into_iter().map(|(what, _, _)| what).collect(),
@@ -230,24 +196,17 @@ fn write(cfg: &SurfaceConfig, table: &[Value], theirs: &[Value]) -> Result<Writt
 }
 
 /// The text of the file `path`.
-fn read_source(path: &Path) -> Result<String, HarnessError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| HarnessError::io(format!("reading {}", path.display()), e))
+fn read_source(path: &Path) -> Result<String, CodegenError> {
+    std::fs::read_to_string(path).map_err(|e| CodegenError::io("reading", path, e))
 }
 
 /// The table parsed: its `tools` array.
-pub fn read_table(path: &Path) -> Result<Vec<Value>, HarnessError> {
+pub fn read_table(path: &Path) -> Result<Vec<Value>, CodegenError> {
     let text = read_source(path)?;
     match serde_json::from_str(&text) {
         Ok(Value::Array(tools)) => Ok(tools),
-        Ok(_) => Err(HarnessError::Scenario(format!(
-            "{} is not a JSON array",
-            path.display()
-        ))),
-        Err(e) => Err(HarnessError::Scenario(format!(
-            "{} is not JSON: {e}",
-            path.display()
-        ))),
+        Ok(_) => Err(CodegenError::source_file(path, "is not a JSON array")),
+        Err(e) => Err(CodegenError::source_file(path, format!("is not JSON: {e}"))),
     }
 }
 
@@ -274,11 +233,11 @@ fn const_line<'a>(source: &'a str, name: &str) -> Result<(usize, &'a str), Strin
 }
 
 /// The value of the string constant `name` declared in the file `path`.
-pub fn read_const(path: &Path, name: &str) -> Result<String, HarnessError> {
+pub fn read_const(path: &Path, name: &str) -> Result<String, CodegenError> {
     let source = read_source(path)?;
     const_line(&source, name)
         .map(|(_, value)| value.to_owned())
-        .map_err(|why| HarnessError::Scenario(format!("{}: {why}", path.display())))
+        .map_err(|why| CodegenError::source_file(path, why))
 }
 
 /// `source` with the string constant `name` set to `value`, every other
@@ -323,11 +282,11 @@ mod tests {
 
     #[test]
     fn the_constants_write_changes_are_in_the_workspace() {
-        let root = crate::bins::workspace_root();
+        let root = harness::bins::workspace_root();
         let table = read_const(&root.join(TOOLS_MOD), SURFACE_RELEASE).expect("SURFACE_RELEASE");
         let pinned = read_const(&root.join(RELEASE_RS), PINNED).expect("PINNED");
         assert_eq!(table, pinned);
-        assert_eq!(pinned, super::super::release::PINNED);
+        assert_eq!(pinned, harness::e2e::release::PINNED);
     }
 
     #[test]

@@ -2,8 +2,6 @@
 //! wrapper binary (and the fake daemon) through the harness, in fresh
 //! temporary directories, killed on drop.
 
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -43,7 +41,8 @@ pub fn lonely(extra: &[(&str, &str)]) -> Lonely {
 pub struct Pair {
     pub wrapper: WrapperProcess,
     pub daemon: FakeDaemon,
-    pub dir: TempDir,
+    /// Holds the socket's directory for as long as the pair lives.
+    _dir: TempDir,
 }
 
 /// Start a fake daemon, then a wrapper dialling it.
@@ -59,7 +58,7 @@ pub fn pair(extra: &[(&str, &str)]) -> Pair {
     Pair {
         wrapper,
         daemon,
-        dir,
+        _dir: dir,
     }
 }
 

@@ -2,9 +2,7 @@
 //! daemon's connection, time) that drives the sans-IO `Bridge` one event at
 //! a time and checks its invariants after every step.
 //!
-//! Shared by the exhaustive interleaving checker and the proptest runs.
-
-#![allow(dead_code)]
+//! Shared by the exhaustive search and the random runs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

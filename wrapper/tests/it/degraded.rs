@@ -3,11 +3,9 @@
 //! which logs every run), a write reaches the CLI only if it never reached
 //! the daemon, and the CLI runs under the spawning rules of SECURITY.md.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{REPLY, error_text, eventually, process_ended, send_call, wrapper_cmd};
+use crate::common::{REPLY, error_text, eventually, process_ended, send_call, wrapper_cmd};
 use harness::tempdir::{short_tempdir, socket_path_in};
 use harness::{FakeDaemon, WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};

@@ -4,12 +4,10 @@
 //! restarts), stays quiet for its own, and `--check` and `status` show
 //! both releases.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
+use crate::common::{JSON_LOG, REPLY, events_named, eventually, wrapper_cmd};
 use assert_cmd::Command;
-use common::{JSON_LOG, REPLY, events_named, eventually, wrapper_cmd};
 use harness::tempdir::short_tempdir;
 use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
 use predicates::prelude::*;

@@ -2,11 +2,9 @@
 //! binaries with HOME and the state directory in a temporary folder:
 //! heartbeat, wake signal, warm-up and graceful exit.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 
-use common::{REPLY, eventually, heartbeats, lonely, modern_meta, pair, read_json};
+use crate::common::{REPLY, eventually, heartbeats, lonely, modern_meta, pair, read_json};
 use harness::{Signal, WrapperProcess};
 use serde_json::{Value, json};
 

@@ -16,10 +16,15 @@
 //! The fixed policy must pass everywhere; the pre-fix policy must break the
 //! V3-05 invariant, which shows the checker can see the bug.
 //!
+//! Then long random event sequences ([`random`]) with more calls, more
+//! drops and daemon garbage lines, under the same checks.
+//!
 //! Runs without the libtest harness so that the explored counts are always
-//! printed.
+//! printed. The random runs share this binary because they share the model:
+//! in one crate, every part of the model is used.
 
 mod model;
+mod random;
 
 use iai_mcp_wrapper::bridge::BridgeMode;
 use model::{SCRIPT, Violation, World};
@@ -81,6 +86,23 @@ fn shortest_violation(mode: BridgeMode) -> (usize, Search) {
 }
 
 fn main() {
+    let checks = [
+        exhaustive_fixed_policy(),
+        exhaustive_prefix_policy(),
+        random_fixed_policy(),
+        random_prefix_policy(),
+    ];
+    let passed = checks.iter().filter(|&&passed| passed).count();
+    let failed = checks.len() - passed;
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+}
+
+/// Every ordering up to [`DEPTH`] events under the fixed policy keeps every
+/// invariant; prints the explored counts.
+fn exhaustive_fixed_policy() -> bool {
     let fixed = run(BridgeMode::Fixed, DEPTH);
     println!(
         "interleavings: fixed policy: explored {} orderings ({} steps, depth {DEPTH}, {} calls, up to 2 drops): {}",
@@ -92,6 +114,12 @@ fn main() {
             Some(v) => format!("VIOLATION of \"{}\": {}", v.invariant, v.detail),
         }
     );
+    fixed.first_violation.is_none()
+}
+
+/// The pre-fix policy breaks the V3-05 invariant (the checker can see the
+/// bug); prints the shortest ordering's length.
+fn exhaustive_prefix_policy() -> bool {
     let (depth, prefix) = shortest_violation(BridgeMode::Prefix);
     println!(
         "interleavings: pre-fix policy: {} (shortest ordering: {depth} events)",
@@ -100,13 +128,35 @@ fn main() {
             None => "NO VIOLATION FOUND".to_owned(),
         },
     );
-    let prefix_shows_v305 = prefix
+    prefix
         .first_violation
         .as_ref()
-        .is_some_and(|v| v.invariant.starts_with("no daemon_unreachable"));
-    if fixed.first_violation.is_some() || !prefix_shows_v305 {
-        println!("1 passed, 1 failed");
-        std::process::exit(1);
-    }
-    println!("2 passed, 0 failed");
+        .is_some_and(|v| v.invariant.starts_with("no daemon_unreachable"))
+}
+
+/// [`random::fixed_policy_holds_on_long_random_runs`], reported.
+fn random_fixed_policy() -> bool {
+    let outcome = random::fixed_policy_holds_on_long_random_runs();
+    println!(
+        "interleavings: random runs: fixed policy: {} runs: {}",
+        random::CASES,
+        match &outcome {
+            Ok(()) => "all invariants hold".to_owned(),
+            Err(e) => format!("VIOLATION: {e}"),
+        }
+    );
+    outcome.is_ok()
+}
+
+/// [`random::prefix_policy_is_caught_by_the_same_checks`], reported.
+fn random_prefix_policy() -> bool {
+    let outcome = random::prefix_policy_is_caught_by_the_same_checks();
+    println!(
+        "interleavings: random runs' checks: the V3-05 ordering {}",
+        match &outcome {
+            Ok(()) => "breaks the pre-fix policy only".to_owned(),
+            Err(e) => format!("FAILED: {e}"),
+        }
+    );
+    outcome.is_ok()
 }

@@ -3,12 +3,11 @@
 //! (ephemeral port, fresh token at every start), and everything the bridge
 //! guarantees on a Unix socket holds there too.
 
-mod common;
-
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{error_text, ok_method, topology, wrapper_cmd};
+use crate::common;
+use crate::common::{error_text, ok_method, topology, wrapper_cmd};
 use harness::scenario::Setup;
 use harness::tempdir::{short_tempdir, socket_path_in};
 use harness::{

@@ -1,12 +1,10 @@
 //! The doctor probe and the auto-heal through the real binaries, with the
 //! `fake-iai` stand-in for `iai-mcp` logging every run.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     JSON_LOG, REPLY, events_named, eventually, ok_method, process_ended, topology, wrapper_cmd,
 };
 use harness::tempdir::{short_tempdir, socket_path_in};
