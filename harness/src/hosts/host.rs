@@ -86,6 +86,16 @@ impl Host {
         }
     }
 
+    /// The word the host's own `mcp list` shows for a server it can use:
+    /// Claude Code and opencode connect at once ("connected"); Codex only
+    /// says the server is "enabled".
+    pub fn listed_as_usable(self) -> &'static str {
+        match self {
+            Host::ClaudeCode | Host::Opencode => "connected",
+            Host::Codex => "enabled",
+        }
+    }
+
     /// Whether `tool` is one of the server's tools as any host names it.
     pub fn is_server_tool(tool: &ModelTool) -> bool {
         Host::ALL.iter().any(|host| {

@@ -76,8 +76,13 @@ pub fn judge(host: Host, script: &Script, t: &Transcript) -> Vec<Checked> {
             format!("`mcp list`: {}; the host never offered tools", t.listed),
         )
     } else {
+        // A word of its own: "disconnected" is not "connected".
+        let usable = t
+            .listed
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|word| word.eq_ignore_ascii_case(host.listed_as_usable()));
         (
-            missing.is_empty(),
+            usable && missing.is_empty(),
             format!(
                 "`mcp list`: {}; {offered} server tools offered{}",
                 t.listed,
