@@ -9,7 +9,7 @@ use harness::tempdir::short_tempdir;
 use predicates::prelude::*;
 
 fn wrapper() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iai-mcp-wrapper"));
+    let mut cmd = Command::from_std(common::wrapper_process());
     for var in [
         "IAI_DAEMON_SOCKET_PATH",
         "IAI_MCP_BRIDGE_MODE",

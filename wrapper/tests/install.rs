@@ -82,8 +82,9 @@ fn this_binary() -> PathBuf {
 }
 
 fn run(home: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
-    Command::cargo_bin("iai-mcp-wrapper")
-        .expect("binary")
+    // The binary under test, behind IAI_WRAPPER_RUNNER's emulator if set.
+    let built = assert_cmd::cargo::cargo_bin("iai-mcp-wrapper");
+    Command::from_std(harness::WrapperCommand::under_test(built).std_command())
         .args(args)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
