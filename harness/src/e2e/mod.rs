@@ -17,15 +17,14 @@
 //! [`Verdict::Known`], not a failure, and the report names those checks.
 //! [`surface`] is the same comparison on its own (`cargo xtask surface`).
 //!
-//! The binary under test is [`E2eConfig::wrapper`], unless
-//! [`WHEEL_ENV`](wheel::WHEEL_ENV) names a wheel: then the kit installs
-//! that wheel into its environment, beside iai-mcp's own programs, and
-//! tests the binary it put in the environment's `bin/`, the path a user
-//! gets. `cargo xtask e2e` builds the wheel ([`wheel`]) and names it there.
+//! The binary under test is [`E2eConfig::wrapper`], unless [`WHEEL_ENV`]
+//! names a wheel: then the kit installs that wheel into its environment,
+//! beside iai-mcp's own programs, and tests the binary it put in the
+//! environment's `bin/`, the path a user gets. `cargo xtask e2e` builds
+//! the wheel (xtask's `dist` module) and names it there.
 
 pub mod checks;
 pub mod daemon;
-pub mod glibc;
 pub mod hosts;
 pub mod listing;
 pub mod proxy;
@@ -33,7 +32,6 @@ pub mod pyenv;
 pub mod release;
 pub mod rewrite;
 pub mod surface;
-pub mod wheel;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -45,6 +43,10 @@ use crate::table::{Align, table_lines};
 use pyenv::Contents;
 pub use release::Release;
 
+/// The environment variable through which `cargo xtask e2e` tells the kit
+/// which wheel to install and test.
+pub const WHEEL_ENV: &str = "IAI_WRAPPER_WHEEL";
+
 /// How to run the kit.
 #[derive(Debug, Clone)]
 pub struct E2eConfig {
@@ -54,7 +56,7 @@ pub struct E2eConfig {
     pub work_dir: PathBuf,
     /// The iai-pme release whose daemon, CLIs and own wrapper are used.
     pub release: Release,
-    /// The wrapper binary under test, unless [`WHEEL_ENV`](wheel::WHEEL_ENV)
+    /// The wrapper binary under test, unless [`WHEEL_ENV`]
     /// names a wheel to install and test instead.
     pub wrapper: PathBuf,
     /// The Python interpreter to build the environment with (default: the
@@ -201,8 +203,9 @@ impl fmt::Display for E2eReport {
 }
 
 /// The `check | result | detail` table of `rows`, a line each (and one
-/// more for each further line of a detail).
-fn write_rows(f: &mut fmt::Formatter<'_>, rows: &[Row]) -> fmt::Result {
+/// more for each further line of a detail): how every report of rows
+/// prints, the kit's and `cargo xtask wheel`'s.
+pub fn write_rows(f: &mut fmt::Formatter<'_>, rows: &[Row]) -> fmt::Result {
     let mut cells = Vec::new();
     for row in rows {
         let mut lines = row.detail.lines();
@@ -294,15 +297,15 @@ struct Tested {
     line: String,
 }
 
-/// The wheel [`WHEEL_ENV`](wheel::WHEEL_ENV) names, installed into the
+/// The wheel [`WHEEL_ENV`] names, installed into the
 /// environment, or else the configured binary.
 fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
-    let wheel = std::env::var_os(wheel::WHEEL_ENV)
+    let wheel = std::env::var_os(WHEEL_ENV)
         .filter(|w| !w.is_empty())
         .map(PathBuf::from);
     let (binary, origin) = match wheel {
         Some(wheel) => (
-            wheel::install(&py.root, &wheel)?,
+            pyenv::install_wheel(&py.root, &wheel)?,
             format!("installed from {}", wheel.display()),
         ),
         None => (cfg.wrapper.clone(), "not from a wheel".to_owned()),
