@@ -51,11 +51,10 @@ pub fn facts(data: &[u8]) -> Result<MachOFacts, String> {
         .map_err(|e| format!("cannot read its load commands: {e}"))?;
     while let Some(command) = commands.next().map_err(|e| e.to_string())? {
         match command.variant().map_err(|e| e.to_string())? {
-            LoadCommandVariant::BuildVersion(build, _) => {
-                if build.platform.get(endian) == PLATFORM_MACOS {
-                    facts.minimum_macos =
-                        Some(MacosVersion::from_packed(build.minos.get(endian).0));
-                }
+            LoadCommandVariant::BuildVersion(build, _)
+                if build.platform.get(endian) == PLATFORM_MACOS =>
+            {
+                facts.minimum_macos = Some(MacosVersion::from_packed(build.minos.get(endian).0));
             }
             LoadCommandVariant::VersionMin(min) if command.cmd() == LC_VERSION_MIN_MACOSX => {
                 facts.minimum_macos = Some(MacosVersion::from_packed(min.version.get(endian).0));
