@@ -193,21 +193,61 @@ fn smoke(words: &[OsString], transport: &str, how: &str) -> Result<Row, DistErro
             .map_err(DistError::from)
     })?;
     let line = shell_line(words);
-    let status = step(&format!("smoke run {how}"), || {
+    let output = step(&format!("smoke run {how}"), || {
         Command::new(&built[1])
-            .args(["smoke", "--transport", transport, "--wrapper-cmd", &line])
+            .args([
+                "smoke",
+                "--json",
+                "--transport",
+                transport,
+                "--wrapper-cmd",
+                &line,
+            ])
             .env(bins::FAKE_DAEMON.env_override, &built[0])
             .stdin(Stdio::null())
-            .status()
+            .stderr(Stdio::inherit())
+            .output()
             .map_err(|e| DistError::io("starting the harness", e))
     })?;
-    // The harness reports on another wrapper command with exit code 0;
-    // its verdict line says PASS or FAIL, and a failed run of the
-    // scenario itself exits 2.
+    let check = format!("smoke {how} ({transport})");
+    // The harness exits 0 on another wrapper command (reported on, not
+    // judged): its JSON report's `passed` is the verdict. A run of the
+    // scenario that could not be carried out exits 2 with no report.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let Ok(report) = serde_json::from_str::<serde_json::Value>(&stdout) else {
+        return Ok(Row::judged(
+            check,
+            false,
+            format!(
+                "harness smoke --wrapper-cmd {line}: {} with no report",
+                output.status
+            ),
+        ));
+    };
+    let checks: Vec<String> = report["checks"]
+        .as_array()
+        .map(|checks| {
+            checks
+                .iter()
+                .map(|c| {
+                    let held = if c["failure"].is_null() {
+                        "ok"
+                    } else {
+                        "FAILED"
+                    };
+                    format!("{held}: {}", c["figure"].as_str().unwrap_or_default())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(Row::judged(
-        format!("smoke {how} ({transport})"),
-        status.success(),
-        format!("harness smoke --wrapper-cmd {line}: {status}"),
+        check,
+        report["passed"] == true,
+        format!(
+            "{}\n{}",
+            report["wrapper"].as_str().unwrap_or(&line),
+            checks.join("\n")
+        ),
     ))
 }
 
@@ -219,7 +259,7 @@ fn wrapper_tests(wrapper: &Path) -> Result<Row, DistError> {
         .arg("test")
         .arg("--manifest-path")
         .arg(bins::workspace_root().join("Cargo.toml"))
-        .args(["-p", "iai-mcp-wrapper", "--tests", "--", "--exact"])
+        .args(["-p", "iai-mcp-wrapper", "--tests", "--no-fail-fast", "--", "--exact"])
         .env(bins::WRAPPER.env_override, wrapper)
         .env(bins::WRAPPER_RUNNER_ENV, QEMU_RUNNER)
         .stdin(Stdio::null())
