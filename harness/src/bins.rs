@@ -42,6 +42,13 @@ pub const WRAPPER: WorkspaceBin = WorkspaceBin {
     env_override: "IAI_WRAPPER_BIN",
 };
 
+/// The environment variable naming a runner for the wrapper under test:
+/// the words put before its path, such as an emulator
+/// (`qemu-aarch64-static -L /usr/aarch64-linux-gnu`), split like
+/// [`WrapperCommand::parse_shell_words`](crate::WrapperCommand::parse_shell_words)
+/// splits a command line. See [`WrapperCommand::under_test`](crate::WrapperCommand::under_test).
+pub const WRAPPER_RUNNER_ENV: &str = "IAI_WRAPPER_RUNNER";
+
 /// The fake iai-mcp daemon.
 pub const FAKE_DAEMON: WorkspaceBin = WorkspaceBin {
     package: "fake-daemon",

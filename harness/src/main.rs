@@ -62,6 +62,11 @@ enum Command {
     /// and sweep.svg. Ctrl-C stops it and still writes the partial report
     /// (exit code 130).
     Sweep(cli::race::SweepArgs),
+    /// The smoke run any build must pass, on any machine or emulator:
+    /// --version, the handshake, tools/list (15 tools), a tool call, a
+    /// DROP and the next call on one connection, exit on stdin EOF.
+    /// Put an emulator first in --wrapper-cmd to run a cross-built binary.
+    Smoke(cli::faults::SmokeArgs),
     /// Latency, throughput, cold start, memory and recovery of the wrapper
     /// next to the floor of talking to the fake daemon directly; writes
     /// target/bench/. Figures, not a verdict.
@@ -100,6 +105,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Hostile(args) => cli::faults::hostile(&args),
         Command::Soak(args) => cli::faults::soak(&args),
         Command::Sweep(args) => cli::race::sweep(&args),
+        Command::Smoke(args) => cli::faults::smoke(&args),
         Command::Bench(args) => cli::tools::bench(&args),
         Command::E2e(args) => cli::tools::e2e(&args),
         Command::Hosts(args) => cli::hosts::hosts(&args),

@@ -135,16 +135,54 @@ impl WrapperCommand {
     }
 
     /// This workspace's `iai-mcp-wrapper`, found or built by
-    /// [`bins::wrapper_bin`]; panics when that fails. Meant for tests; see
+    /// [`bins::wrapper_bin`] and run through [`bins::WRAPPER_RUNNER_ENV`]'s
+    /// runner if one is set; panics when that fails. Meant for tests; see
     /// [`try_this_workspace`](Self::try_this_workspace).
     pub fn this_workspace() -> Self {
-        Self::new(bins::wrapper_bin())
+        Self::try_this_workspace().unwrap_or_else(|e| panic!("{}", bins::error_chain(&e)))
     }
 
     /// This workspace's `iai-mcp-wrapper`, found or built by
-    /// [`bins::try_wrapper_bin`].
+    /// [`bins::try_wrapper_bin`], run through [`bins::WRAPPER_RUNNER_ENV`]'s
+    /// runner if one is set.
     pub fn try_this_workspace() -> Result<Self, HarnessError> {
-        Ok(Self::new(bins::try_wrapper_bin()?))
+        Self::with_runner(bins::try_wrapper_bin()?)
+    }
+
+    /// The wrapper a test should run: the binary `IAI_WRAPPER_BIN` names,
+    /// else `built` (the one cargo built for the test), behind the runner
+    /// [`bins::WRAPPER_RUNNER_ENV`] names, if any. This is how the
+    /// wrapper's real-process tests run a cross-built binary under an
+    /// emulator (`IAI_WRAPPER_RUNNER="qemu-aarch64-static -L /usr/aarch64-linux-gnu"`);
+    /// panics on a runner that cannot be parsed.
+    pub fn under_test(built: impl Into<OsString>) -> Self {
+        let binary = std::env::var_os(bins::WRAPPER.env_override)
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| built.into());
+        Self::with_runner(binary).unwrap_or_else(|e| panic!("{}", bins::error_chain(&e)))
+    }
+
+    /// `binary` behind the runner [`bins::WRAPPER_RUNNER_ENV`] names (its
+    /// words before the binary), or alone when none is set.
+    pub fn with_runner(binary: impl Into<OsString>) -> Result<Self, HarnessError> {
+        let binary = binary.into();
+        let runner = std::env::var(bins::WRAPPER_RUNNER_ENV).unwrap_or_default();
+        if runner.trim().is_empty() {
+            return Ok(Self::new(binary));
+        }
+        let mut cmd = Self::parse_shell_words(&runner)?;
+        cmd.args.push(binary);
+        Ok(cmd)
+    }
+
+    /// A [`Command`] running this wrapper command (program, arguments and
+    /// environment), for tests that drive the process themselves.
+    pub fn std_command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        command
     }
 
     /// Parses a command line such as `node /path/dist/index.js`.

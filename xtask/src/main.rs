@@ -3,11 +3,12 @@
 //! the harness (`cargo xtask race --help` prints its help).
 //!
 //! `--release` (any task) builds and runs the release binaries; `bench`
-//! always does. Two tasks do more here: `wheel` builds and checks the
-//! Python wheel (the harness's [`wheel`] module) and runs no harness
-//! command; `e2e` and `hosts` build the same wheel first and name it to
-//! the harness in [`WHEEL_ENV`], so the end-to-end and hosts kits test the
-//! binary the wheel installs.
+//! always does. Some tasks are xtask's own: `wheel` builds and checks the
+//! Python wheels and `cross-check` runs cross-built ones under an emulator
+//! (the [`dist`] module), `fuzz` runs the fuzz targets, `surface`
+//! regenerates the tool table (the [`codegen`] module); `e2e` and `hosts`
+//! build this machine's wheel first and name it to the harness in
+//! [`WHEEL_ENV`], so both kits test the binary the wheel installs.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -16,13 +17,16 @@ use std::process::{Command, ExitCode};
 
 use clap::Parser;
 use harness::bins::{self, Profile, error_chain};
-use harness::e2e::wheel::{self, WHEEL_ENV, WheelConfig};
+use harness::e2e::WHEEL_ENV;
 
 mod codegen;
+mod dist;
 mod fuzz;
 
+use dist::platform::platforms_of;
+
 /// The main tasks, and what each is for (any harness command is accepted).
-const TASKS: [(&str, &str); 10] = [
+const TASKS: [(&str, &str); 11] = [
     (
         "race",
         "show the V3-05 race: prefix mode must fail, fixed mode must pass (--all: the scorecard of both)",
@@ -54,7 +58,11 @@ const TASKS: [(&str, &str); 10] = [
     ),
     (
         "wheel",
-        "build the Python wheel (manylinux2014 on Linux), check it, print where it is",
+        "build and check the Python wheel: this machine's, or --target TRIPLE (repeatable) or all",
+    ),
+    (
+        "cross-check",
+        "run a cross-built wheel's binary here: arm64 Linux under qemu-user, Windows under Wine",
     ),
     (
         "fuzz",
@@ -62,19 +70,44 @@ const TASKS: [(&str, &str); 10] = [
     ),
 ];
 
-/// Build the Python wheel that carries the wrapper's binary, then check it
-/// as a user gets it (fresh environment, platform tags, newest glibc
-/// needed, `--version` with no Rust on PATH).
+/// Build the Python wheels that carry the wrapper's binary, then check each
+/// as built (platform tags, files, the binary as its platform's loader
+/// reads it; on this machine's own platform `--version` from a fresh
+/// environment with no Rust on PATH).
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask wheel", bin_name = "cargo xtask wheel")]
 struct WheelArgs {
-    /// The Rust target to build for, e.g. aarch64-unknown-linux-gnu or
-    /// aarch64-apple-darwin (default: this machine's); it must be
-    /// installed (`rustup target add`).
+    /// The Rust target to build for: x86_64-unknown-linux-gnu,
+    /// aarch64-unknown-linux-gnu, aarch64-apple-darwin, x86_64-apple-darwin,
+    /// x86_64-pc-windows-gnu, or all; repeatable (default: this machine's).
+    /// Another target than this machine's is built with a compiler
+    /// unpacked from Debian's rustc-web packages and rustup's nightly cargo.
     #[arg(long, value_name = "TRIPLE")]
-    target: Option<String>,
+    target: Vec<String>,
     /// The Python interpreter for the build and check environments
     /// (default: python3).
+    #[arg(long)]
+    python: Option<PathBuf>,
+}
+
+/// Run a cross-built wheel's binary on this machine: arm64 Linux under
+/// qemu-user (the smoke scenario, then the wrapper's tests), Windows under
+/// Wine (a std-only probe, then the smoke scenario over TCP).
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask cross-check", bin_name = "cargo xtask cross-check")]
+struct CrossCheckArgs {
+    /// aarch64-unknown-linux-gnu or x86_64-pc-windows-gnu (repeatable), or
+    /// all of those that can run here.
+    #[arg(long, value_name = "TRIPLE", required = true)]
+    target: Vec<String>,
+    /// Windows: only build and run the std-only probe (the toolchain, the
+    /// linker, Wine and the test-only DLL), not the wrapper.
+    #[arg(long)]
+    probe_only: bool,
+    /// arm64 Linux: the smoke run only, not the wrapper's tests.
+    #[arg(long)]
+    no_tests: bool,
+    /// The Python interpreter for the build tools (default: python3).
     #[arg(long)]
     python: Option<PathBuf>,
 }
@@ -89,6 +122,9 @@ fn main() -> ExitCode {
     }
     if task == "wheel" {
         return wheel_task(WheelArgs::parse_from(&args));
+    }
+    if task == "cross-check" {
+        return cross_check_task(CrossCheckArgs::parse_from(&args));
     }
     if task == "fuzz" {
         return fuzz_task(fuzz::FuzzArgs::parse_from(&args));
@@ -117,7 +153,7 @@ fn main() -> ExitCode {
     let mut harness = Command::new(&built[2]);
     harness.args(&args);
     if task == "e2e" || task == "hosts" {
-        match wheel::build(&wheel_config(None, None)) {
+        match host_wheel() {
             Ok(built) => {
                 eprintln!("cargo xtask: {built}");
                 harness.env(WHEEL_ENV, &built.path);
@@ -133,13 +169,78 @@ fn main() -> ExitCode {
     ExitCode::FAILURE
 }
 
-/// `cargo xtask wheel`: builds, checks, prints the report; exit 0 when
-/// every check passed.
+/// `cargo xtask wheel`: builds and checks each wheel, prints the reports;
+/// exit 0 when every wheel was built and passed every check.
 fn wheel_task(args: WheelArgs) -> ExitCode {
-    let cfg = wheel_config(args.target, args.python);
-    let report = wheel::build(&cfg).and_then(|built| wheel::check(built, &cfg));
-    match report {
-        Ok(report) => {
+    let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
+    let outcomes = dist::host_platform()
+        .and_then(|host| Ok((host, platforms_of(&args.target, host)?)))
+        .and_then(|(host, platforms)| {
+            dist::build_and_check(&platforms, host, &python, &bins::target_dir())
+        });
+    let outcomes = match outcomes {
+        Ok(outcomes) => outcomes,
+        Err(e) => {
+            eprintln!("cargo xtask wheel: {}", error_chain(&e));
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut passed = true;
+    for outcome in &outcomes {
+        match &outcome.result {
+            Ok(report) => {
+                println!("{report}\n");
+                passed &= report.passed();
+            }
+            Err(e) => {
+                println!("== {}\nnot built: {}\n", outcome.platform, error_chain(e));
+                passed = false;
+            }
+        }
+    }
+    if outcomes.len() > 1 {
+        for outcome in &outcomes {
+            let verdict = match &outcome.result {
+                Ok(report) if report.passed() => "PASS",
+                Ok(_) => "FAIL",
+                Err(_) => "NOT BUILT",
+            };
+            println!("{:<28} {verdict}", outcome.platform.triple());
+        }
+    }
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `cargo xtask cross-check`: runs each target's binary here, prints a
+/// table of what ran; exit 0 when everything passed.
+fn cross_check_task(args: CrossCheckArgs) -> ExitCode {
+    let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
+    let run = || -> Result<Vec<harness::e2e::Row>, dist::DistError> {
+        let host = dist::host_platform()?;
+        let mut platforms = platforms_of(&args.target, host)?;
+        if args.target.iter().any(|t| t == "all") {
+            platforms.retain(|p| *p != host && p.run_packages().is_some());
+        }
+        let mut rows = Vec::new();
+        for platform in platforms {
+            let cfg = dist::cross_check::CrossCheckConfig {
+                platform,
+                probe_only: args.probe_only,
+                no_tests: args.no_tests,
+                python: python.clone(),
+                target_dir: bins::target_dir(),
+            };
+            rows.extend(dist::cross_check::cross_check(&cfg, host)?);
+        }
+        Ok(rows)
+    };
+    match run() {
+        Ok(rows) => {
+            let report = dist::cross_check::CrossReport { rows };
             println!("{report}");
             if report.passed() {
                 ExitCode::SUCCESS
@@ -148,10 +249,19 @@ fn wheel_task(args: WheelArgs) -> ExitCode {
             }
         }
         Err(e) => {
-            eprintln!("cargo xtask wheel: {}", error_chain(&e));
+            eprintln!("cargo xtask cross-check: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// This machine's wheel, built (not checked) for `cargo xtask e2e`.
+fn host_wheel() -> Result<dist::build::BuiltWheel, dist::DistError> {
+    let host = dist::host_platform()?;
+    let python = PathBuf::from("python3");
+    let target_dir = bins::target_dir();
+    let tools = dist::tools(&[host], host, &python, &target_dir)?;
+    dist::build_one(host, host, &tools)
 }
 
 /// `cargo xtask fuzz`: runs the targets, prints a row for each; exit 0
@@ -186,22 +296,13 @@ fn fuzz_task(args: fuzz::FuzzArgs) -> ExitCode {
     }
 }
 
-/// The wheel's settings, in this workspace's target directory.
-fn wheel_config(target: Option<String>, python: Option<PathBuf>) -> WheelConfig {
-    WheelConfig {
-        target_dir: bins::target_dir(),
-        target,
-        python,
-    }
-}
-
 fn usage() -> ExitCode {
     eprintln!("usage: cargo xtask TASK [--release] [OPTIONS]\n\ntasks:");
     for (name, what) in TASKS {
         eprintln!("  {name:<10} {what}");
     }
     eprintln!(
-        "  (any other harness command: storm, down-up, hang, herd, hostile)\n\nOPTIONS are the harness's: cargo xtask TASK --help"
+        "  (any other harness command: storm, down-up, hang, herd, hostile, smoke)\n\nOPTIONS are the harness's: cargo xtask TASK --help"
     );
     ExitCode::from(2)
 }

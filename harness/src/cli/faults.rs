@@ -12,9 +12,10 @@ use harness::scenario::down_up::DownUpConfig;
 use harness::scenario::hang::HangConfig;
 use harness::scenario::herd::HerdConfig;
 use harness::scenario::hostile::HostileConfig;
+use harness::scenario::smoke::SmokeConfig;
 use harness::scenario::soak::{SoakConfig, seed_from_clock};
 use harness::scenario::storm::StormConfig;
-use harness::scenario::{DownUp, Hang, Herd, Hostile, Scenario, Soak, Storm};
+use harness::scenario::{DownUp, Hang, Herd, Hostile, Scenario, Smoke, Soak, Storm};
 use harness::score::run_scenario;
 
 use super::{Target, print_judged};
@@ -242,4 +243,23 @@ pub fn soak(args: &SoakArgs) -> Result<ExitCode> {
         println!("replay: {replay}");
     }
     Ok(code)
+}
+
+/// The smoke run: what any build of a wrapper must do, on any machine or
+/// emulator.
+#[derive(Debug, Args)]
+pub struct SmokeArgs {
+    #[command(flatten)]
+    target: Target,
+    /// Bound on any one answer (a safety net for slow emulators, not a
+    /// measurement).
+    #[arg(long, default_value_t = ms(SmokeConfig::default().reply_bound), value_name = "MS")]
+    reply_bound_ms: u64,
+}
+
+/// Runs the smoke run and prints its report.
+pub fn smoke(args: &SmokeArgs) -> Result<ExitCode> {
+    judged::<Smoke>(&args.target, |c| {
+        c.reply_bound = Duration::from_millis(args.reply_bound_ms);
+    })
 }

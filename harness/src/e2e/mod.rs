@@ -18,21 +18,19 @@
 //! `cargo xtask surface` (xtask's code generation) is the same comparison
 //! on its own, and rewrites the table.
 //!
-//! The binary under test is [`E2eConfig::wrapper`], unless
-//! [`WHEEL_ENV`](wheel::WHEEL_ENV) names a wheel: then the kit installs
-//! that wheel into its environment, beside iai-mcp's own programs, and
-//! tests the binary it put in the environment's `bin/`, the path a user
-//! gets. `cargo xtask e2e` builds the wheel ([`wheel`]) and names it there.
+//! The binary under test is [`E2eConfig::wrapper`], unless [`WHEEL_ENV`]
+//! names a wheel: then the kit installs that wheel into its environment,
+//! beside iai-mcp's own programs, and tests the binary it put in the
+//! environment's `bin/`, the path a user gets. `cargo xtask e2e` builds
+//! the wheel (xtask's `dist` module) and names it there.
 
 pub mod checks;
 pub mod daemon;
-pub mod glibc;
 pub mod hosts;
 pub mod listing;
 pub mod proxy;
 pub mod pyenv;
 pub mod release;
-pub mod wheel;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -44,6 +42,10 @@ use crate::table::{Align, table_lines};
 use pyenv::Contents;
 pub use release::Release;
 
+/// The environment variable through which `cargo xtask e2e` tells the kit
+/// which wheel to install and test.
+pub const WHEEL_ENV: &str = "IAI_WRAPPER_WHEEL";
+
 /// How to run the kit.
 #[derive(Debug, Clone)]
 pub struct E2eConfig {
@@ -53,7 +55,7 @@ pub struct E2eConfig {
     pub work_dir: PathBuf,
     /// The iai-pme release whose daemon, CLIs and own wrapper are used.
     pub release: Release,
-    /// The wrapper binary under test, unless [`WHEEL_ENV`](wheel::WHEEL_ENV)
+    /// The wrapper binary under test, unless [`WHEEL_ENV`]
     /// names a wheel to install and test instead.
     pub wrapper: PathBuf,
     /// The Python interpreter to build the environment with (default: the
@@ -200,8 +202,9 @@ impl fmt::Display for E2eReport {
 }
 
 /// The `check | result | detail` table of `rows`, a line each (and one
-/// more for each further line of a detail).
-fn write_rows(f: &mut fmt::Formatter<'_>, rows: &[Row]) -> fmt::Result {
+/// more for each further line of a detail): how every report of rows
+/// prints, the kit's and `cargo xtask wheel`'s.
+pub fn write_rows(f: &mut fmt::Formatter<'_>, rows: &[Row]) -> fmt::Result {
     let mut cells = Vec::new();
     for row in rows {
         let mut lines = row.detail.lines();
@@ -294,16 +297,15 @@ pub struct Tested {
     pub line: String,
 }
 
-/// The wheel [`WHEEL_ENV`](wheel::WHEEL_ENV) names, installed into the
-/// environment, or else the configured binary. The hosts kit tests the
-/// same binary.
+/// The wheel [`WHEEL_ENV`] names, installed into the environment, or else
+/// the configured binary. The hosts kit tests the same binary.
 pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
-    let wheel = std::env::var_os(wheel::WHEEL_ENV)
+    let wheel = std::env::var_os(WHEEL_ENV)
         .filter(|w| !w.is_empty())
         .map(PathBuf::from);
     let (binary, origin) = match wheel {
         Some(wheel) => (
-            wheel::install(&py.root, &wheel)?,
+            pyenv::install_wheel(&py.root, &wheel)?,
             format!("installed from {}", wheel.display()),
         ),
         None => (cfg.wrapper.clone(), "not from a wheel".to_owned()),

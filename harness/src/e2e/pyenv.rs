@@ -131,7 +131,7 @@ impl PyEnv {
 /// created with the interpreter `interpreter` gives unless a marker in it
 /// names the same requirements, in which case it is reused as it is.
 /// Returns how long creating it took (`None`: reused).
-pub(super) fn ensure_venv(
+pub fn ensure_venv(
     root: &Path,
     interpreter: impl FnOnce() -> Result<PathBuf, HarnessError>,
     requirements: &[&str],
@@ -162,7 +162,7 @@ pub(super) fn ensure_venv(
 }
 
 /// A new, empty virtual environment at `root`, made by `interpreter`.
-pub(super) fn create_venv(interpreter: &Path, root: &Path) -> Result<(), HarnessError> {
+pub fn create_venv(interpreter: &Path, root: &Path) -> Result<(), HarnessError> {
     run(
         Command::new(interpreter).args(["-m", "venv"]).arg(root),
         &format!("creating the virtual environment {}", root.display()),
@@ -192,7 +192,7 @@ fn find_python() -> Result<PathBuf, HarnessError> {
 
 /// Runs `command` (`what` it does) to completion; its standard output, or
 /// why it failed with the end of its standard error.
-pub(super) fn run(command: &mut Command, what: &str) -> Result<String, HarnessError> {
+pub fn run(command: &mut Command, what: &str) -> Result<String, HarnessError> {
     let output = command
         .stdin(Stdio::null())
         .output()
@@ -220,4 +220,36 @@ fn dir_size(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
+}
+
+/// The executable the wrapper's wheel installs.
+pub const WHEEL_EXECUTABLE: &str = "iai-mcp-wrapper";
+
+/// Installs `wheel` (alone, from the file) into the environment `venv`,
+/// replacing any copy of the same version, and returns the wrapper
+/// executable it put in the environment's `bin/`.
+pub fn install_wheel(venv: &Path, wheel: &Path) -> Result<PathBuf, HarnessError> {
+    run(
+        Command::new(venv.join("bin").join("python"))
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(["--no-index", "--no-deps", "--force-reinstall"])
+            .arg(wheel),
+        &format!("installing {} into {}", wheel.display(), venv.display()),
+    )?;
+    let binary = venv.join("bin").join(WHEEL_EXECUTABLE);
+    if binary.is_file() {
+        Ok(binary)
+    } else {
+        Err(HarnessError::Scenario(format!(
+            "installing {} put no {WHEEL_EXECUTABLE} in {}",
+            wheel.display(),
+            venv.join("bin").display()
+        )))
+    }
 }

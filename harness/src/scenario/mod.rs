@@ -17,6 +17,7 @@ pub mod outcome;
 pub mod property;
 pub mod race;
 pub mod setup;
+pub mod smoke;
 pub mod soak;
 pub mod storm;
 pub mod sweep;
@@ -171,5 +172,23 @@ impl Scenario for Soak {
 
     fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
         soak::run_soak(cmd, cfg)
+    }
+}
+
+/// The smoke run any build must pass ([`smoke`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Smoke;
+
+impl Scenario for Smoke {
+    const NAME: &'static str = "smoke";
+    type Config = smoke::SmokeConfig;
+    type Report = smoke::SmokeReport;
+
+    fn setup(cfg: &mut Self::Config) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
+        smoke::run_smoke(cmd, cfg)
     }
 }

@@ -1,13 +1,14 @@
 //! Command-line behaviour of the wrapper binary: help, version, invalid
 //! settings (exit 2 before anything else), and the `--check` report.
 
+use crate::common;
 use assert_cmd::Command;
 use harness::FakeDaemon;
 use harness::tempdir::short_tempdir;
 use predicates::prelude::*;
 
 fn wrapper() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iai-mcp-wrapper"));
+    let mut cmd = Command::from_std(common::wrapper_process());
     for var in [
         "IAI_DAEMON_SOCKET_PATH",
         "IAI_MCP_BRIDGE_MODE",

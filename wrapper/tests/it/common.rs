@@ -14,9 +14,17 @@ use tempfile::TempDir;
 /// timing assertion).
 pub const REPLY: Duration = Duration::from_secs(20);
 
-/// The wrapper binary built for this test run.
+/// The wrapper binary built for this test run, or the one
+/// `IAI_WRAPPER_BIN` names, behind `IAI_WRAPPER_RUNNER`'s runner if set
+/// (see [`WrapperCommand::under_test`]).
 pub fn wrapper_cmd() -> WrapperCommand {
-    WrapperCommand::new(env!("CARGO_BIN_EXE_iai-mcp-wrapper"))
+    WrapperCommand::under_test(env!("CARGO_BIN_EXE_iai-mcp-wrapper"))
+}
+
+/// [`wrapper_cmd`] as a process command, for tests that drive the process
+/// themselves.
+pub fn wrapper_process() -> std::process::Command {
+    wrapper_cmd().std_command()
 }
 
 /// A wrapper with no daemon anywhere: its socket path names a file that

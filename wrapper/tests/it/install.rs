@@ -77,13 +77,22 @@ fn fixtures() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The binary under test: the one `IAI_WRAPPER_BIN` names (an emulated
+/// build, say), else the one cargo built.
 fn this_binary() -> PathBuf {
-    fs::canonicalize(assert_cmd::cargo::cargo_bin("iai-mcp-wrapper")).expect("binary")
+    let binary = std::env::var_os(harness::bins::WRAPPER.env_override)
+        .filter(|v| !v.is_empty())
+        .map_or_else(
+            || assert_cmd::cargo::cargo_bin("iai-mcp-wrapper"),
+            PathBuf::from,
+        );
+    fs::canonicalize(binary).expect("binary")
 }
 
 fn run(home: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
-    Command::cargo_bin("iai-mcp-wrapper")
-        .expect("binary")
+    // The binary under test, behind IAI_WRAPPER_RUNNER's emulator if set.
+    let built = assert_cmd::cargo::cargo_bin("iai-mcp-wrapper");
+    Command::from_std(harness::WrapperCommand::under_test(built).std_command())
         .args(args)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
@@ -342,7 +351,9 @@ fn installing_again_after_iai_mcp_put_one_entry_back_still_restores_every_entry(
     fs::copy(this_binary(), &other).expect("copy");
     run(home.path(), &["install"]).success();
     let by_other = |args: &[&str]| {
-        Command::new(&other)
+        // Behind IAI_WRAPPER_RUNNER's emulator too, if one is set.
+        let copy = harness::WrapperCommand::with_runner(&other).expect("runner");
+        Command::from_std(copy.std_command())
             .args(args)
             .env("HOME", home.path())
             .env_remove("XDG_CONFIG_HOME")

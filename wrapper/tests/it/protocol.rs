@@ -251,10 +251,10 @@ fn eof_on_stdin_exits_zero() {
 #[test]
 fn a_client_that_stops_reading_cannot_hold_the_wrapper() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     let dir = harness::tempdir::short_tempdir().expect("tempdir");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iai-mcp-wrapper"))
+    let mut child = common::wrapper_process()
         .env("HOME", dir.path())
         .env("IAI_DAEMON_SOCKET_PATH", dir.path().join("absent.sock"))
         .stdin(Stdio::piped())

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common;
 use crate::common::{JSON_LOG, REPLY, events_named, eventually, wrapper_cmd};
 use assert_cmd::Command;
 use harness::tempdir::short_tempdir;
@@ -223,7 +224,7 @@ fn the_release_is_asked_over_tcp_with_the_token() {
 
 /// The wrapper binary with a private home, dialling `socket`.
 fn command(home: &Path, socket: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iai-mcp-wrapper"));
+    let mut cmd = Command::from_std(common::wrapper_process());
     cmd.env("HOME", home)
         .env("IAI_DAEMON_SOCKET_PATH", socket)
         .env_remove("IAI_MCP_STATE_DIR")

@@ -113,7 +113,8 @@ fn a_socket_served_by_another_user_is_refused_naming_both_uids() {
     BufReader::new(stdout).read_line(&mut first).expect("read");
     assert_eq!(first.trim(), "BOUND", "the daemon listens");
 
-    let output = Command::new(harness::bins::wrapper_bin())
+    let output = harness::WrapperCommand::this_workspace()
+        .std_command()
         .arg("--check")
         .arg("--socket-path")
         .arg(&socket)

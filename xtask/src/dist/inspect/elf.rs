@@ -1,18 +1,22 @@
-//! The newest glibc an ELF binary asks for: the highest `GLIBC_x.y[.z]`
-//! among the symbol versions it needs (its `SHT_GNU_VERNEED` section, what
-//! `objdump -T` shows). A binary that needs nothing newer than 2.17 runs on
-//! every system a `manylinux2014` wheel promises to run on.
+//! A Linux wheel's ELF binary: its architecture, and the newest glibc it
+//! asks for, the highest `GLIBC_x.y[.z]` among the symbol versions it needs
+//! (its `SHT_GNU_VERNEED` section, what `objdump -T` shows). A binary that
+//! needs nothing newer than 2.17 runs on every system a `manylinux2014`
+//! wheel promises to run on.
 //!
 //! Read with the `object` crate, so the check needs no binutils.
 
 use std::fmt;
-use std::path::Path;
 
+use harness::e2e::Row;
 use object::Endianness;
-use object::elf::FileHeader64;
+use object::elf::{EM_AARCH64, EM_X86_64, FileHeader64};
 use object::read::elf::FileHeader;
 
-use crate::error::HarnessError;
+use crate::dist::platform::{Arch, Platform};
+
+/// The newest glibc a `manylinux2014` binary may ask for.
+pub const GLIBC_CEILING: [u32; 2] = [2, 17];
 
 /// The prefix of glibc's symbol version names.
 const PREFIX: &str = "GLIBC_";
@@ -61,12 +65,50 @@ pub enum GlibcNeeds {
     Elf(Option<GlibcVersion>),
 }
 
-/// The newest glibc version the binary at `path` needs.
-pub fn needed_glibc(path: &Path) -> Result<GlibcNeeds, HarnessError> {
-    let data = std::fs::read(path)
-        .map_err(|e| HarnessError::io(format!("reading {}", path.display()), e))?;
-    needed_glibc_in(&data)
-        .map_err(|why| HarnessError::Scenario(format!("{}: {why}", path.display())))
+/// The rows of a Linux binary: its architecture, and its newest glibc
+/// against [`GLIBC_CEILING`].
+pub fn rows(platform: Platform, data: &[u8]) -> Vec<Row> {
+    let arch_check = "ELF architecture";
+    let glibc_check = "newest glibc the binary needs";
+    let machine =
+        match FileHeader64::<Endianness>::parse(data).and_then(|h| Ok(h.e_machine(h.endian()?))) {
+            Ok(machine) => machine,
+            Err(e) => {
+                return vec![Row::judged(
+                    arch_check,
+                    false,
+                    format!("not a 64-bit ELF: {e}"),
+                )];
+            }
+        };
+    let found = match machine {
+        EM_X86_64 => Some(Arch::X86_64),
+        EM_AARCH64 => Some(Arch::Aarch64),
+        _ => None,
+    };
+    let arch_row = Row::judged(
+        arch_check,
+        found == Some(platform.arch()),
+        format!(
+            "e_machine {machine} ({}), expected {}",
+            found.map_or_else(|| "unknown".to_owned(), |a| a.to_string()),
+            platform.arch()
+        ),
+    );
+    let ceiling = GlibcVersion::new(&GLIBC_CEILING);
+    let glibc_row = match needed_glibc_in(data) {
+        Ok(GlibcNeeds::Elf(Some(newest))) => Row::judged(
+            glibc_check,
+            newest <= ceiling,
+            format!("GLIBC_{newest} (at most {ceiling} allowed)"),
+        ),
+        Ok(GlibcNeeds::Elf(None)) => {
+            Row::judged(glibc_check, true, "none (no glibc symbol versions)")
+        }
+        Ok(GlibcNeeds::NotElf) => Row::judged(glibc_check, false, "not an ELF file"),
+        Err(why) => Row::judged(glibc_check, false, why),
+    };
+    vec![arch_row, glibc_row]
 }
 
 /// [`needed_glibc`] of a binary's bytes; an error says what is malformed.
@@ -126,13 +168,29 @@ mod tests {
 
     /// The test binary itself is a glibc program wherever this runs on
     /// Linux with the GNU target.
-    #[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+    #[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
     #[test]
     fn finds_the_glibc_this_test_binary_needs() {
         let exe = std::env::current_exe().unwrap();
-        let GlibcNeeds::Elf(Some(newest)) = needed_glibc(&exe).unwrap() else {
+        let data = std::fs::read(&exe).unwrap();
+        let GlibcNeeds::Elf(Some(newest)) = needed_glibc_in(&data).unwrap() else {
             panic!("no glibc version found in {}", exe.display());
         };
         assert!(newest >= GlibcVersion::new(&[2, 2, 5]), "{newest}");
+        let rows = rows(Platform::LinuxX86_64, &data);
+        assert_eq!(
+            rows[0].verdict,
+            harness::e2e::Verdict::Pass,
+            "{:?}",
+            rows[0]
+        );
+        let arm = rows_for_arm(&data);
+        assert_eq!(arm.verdict, harness::e2e::Verdict::Fail, "{arm:?}");
+    }
+
+    /// The architecture row of `data` judged as an arm64 Linux binary.
+    #[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
+    fn rows_for_arm(data: &[u8]) -> Row {
+        rows(Platform::LinuxAarch64, data).remove(0)
     }
 }
