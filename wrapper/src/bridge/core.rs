@@ -263,6 +263,9 @@ pub struct LinkStatus {
     pub connects: u64,
     /// Connect attempts that failed so far.
     pub failed_attempts: u64,
+    /// No attempt is due: the bridge waits for the watched endpoint to
+    /// appear (or a call to arrive).
+    pub awaiting_endpoint: bool,
 }
 
 /// The connection's state, each variant with the data only it has.
@@ -960,6 +963,12 @@ impl Bridge {
         )
     }
 
+    /// Whether the bridge is between connect attempts: backing off, or
+    /// awaiting its endpoint (an attempt has failed, and none is under way).
+    pub fn between_attempts(&self) -> bool {
+        matches!(self.link, Link::Retrying(_) | Link::Awaiting(_))
+    }
+
     /// Number of calls not yet answered.
     pub fn pending(&self) -> usize {
         self.calls.len()
@@ -971,6 +980,7 @@ impl Bridge {
             connected: matches!(self.link, Link::Connected(_)),
             connects: self.connects,
             failed_attempts: self.failed_attempts,
+            awaiting_endpoint: matches!(self.link, Link::Awaiting(_)),
         }
     }
 

@@ -374,14 +374,16 @@ impl Driver {
     }
 
     /// Keeps the endpoint watch while the bridge waits for the daemon, and
-    /// only then.
+    /// only then: set after the first failed attempt of an outage (a
+    /// daemon that answers at once costs no watch; one that appears before
+    /// the watch is set is seen by the watch's first look), dropped once
+    /// connected (or stopped).
     fn keep_watch(&mut self) {
-        let waiting = self.core.awaits_daemon();
-        match (&self.watch, waiting) {
-            (WatchSlot::Off, true) => {
+        match &self.watch {
+            WatchSlot::Off if self.core.between_attempts() => {
                 self.watch = WatchSlot::On(EndpointWatch::start(&self.config.endpoint));
             }
-            (WatchSlot::On(_) | WatchSlot::Failed, false) => {
+            WatchSlot::On(_) | WatchSlot::Failed if !self.core.awaits_daemon() => {
                 self.watch = WatchSlot::Off;
                 self.core.watch(Watch::Unavailable, now());
             }
