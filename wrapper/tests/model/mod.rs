@@ -350,7 +350,7 @@ impl World {
                 self.bridge.endpoint_appeared(now);
                 self.absorb(false)?;
                 let due = self.bridge.poll_timeout();
-                if awaiting && !due.is_some_and(|at| at < now + APPEARED_SPREAD) {
+                if awaiting && due.is_none_or(|at| at >= now + APPEARED_SPREAD) {
                     return Err(self.violation(
                         "an appearance while the endpoint is awaited brings an attempt within the spread",
                         format!("next deadline {due:?} after the appearance at {now:?}"),
