@@ -39,6 +39,9 @@ pub enum Notice {
     /// A watched file appeared or changed (or events may have been lost):
     /// the daemon may be back.
     Appeared,
+    /// A watched file existed when the watch was set or moved: it may have
+    /// been created before the watch could see it.
+    Present,
     /// No watch can be set, or it broke: the watch has ended.
     Unavailable(WatchError),
 }
@@ -167,7 +170,7 @@ impl Armed {
             directories: self.directories.iter().cloned().collect(),
         }];
         if self.files.iter().any(|f| f.symlink_metadata().is_ok()) {
-            notices.push(Notice::Appeared);
+            notices.push(Notice::Present);
         }
         notices
     }

@@ -16,9 +16,10 @@
 //! A second search runs the same world with the endpoint watched: the
 //! bridge is told its watch is armed, and the endpoint may appear (up to
 //! twice) and the watch break (once) anywhere among the other events.
-//! There, also: an appearance while waiting to dial brings an attempt
-//! within the spread; without a watch a bridge waiting to dial always has
-//! a timer.
+//! There, also: an appearance while the endpoint is awaited brings an
+//! attempt within the spread (or, right after an attempt, within two
+//! initial backoffs); an appearance never delays anything; without a watch
+//! a bridge waiting to dial always has a timer.
 //!
 //! The fixed policy must pass everywhere; the pre-fix policy must break the
 //! V3-05 invariant, which shows the checker can see the bug.

@@ -573,9 +573,10 @@ impl Bridge {
 
     /// The daemon's endpoint appeared or changed (its socket was created,
     /// its port file written). While backing off or awaiting it, the next
-    /// attempt is made within [`APPEARED_SPREAD`], and the failure count
-    /// starts afresh; during an attempt, its failure is followed at once
-    /// by another. Connected, stopped or in a reconnect delay, nothing
+    /// attempt is made within [`APPEARED_SPREAD`] (but not sooner than a
+    /// call could bring it after the last attempt); during an attempt, its
+    /// failure is followed as soon by another. The failure count goes on,
+    /// so an endpoint that appears but refuses is awaited again at once. Connected, stopped or in a reconnect delay, nothing
     /// changes.
     pub fn endpoint_appeared(&mut self, now: Instant) {
         match &mut self.link {
@@ -597,16 +598,22 @@ impl Bridge {
             | Link::Stopped(_) => return,
         }
         let delay = self.appeared_delay();
-        let (due, last, mut outage) = match self.take_link() {
-            Link::Awaiting(Awaiting { last, outage }) => (now + delay, last, outage),
+        let (timer, last, outage) = match self.take_link() {
+            Link::Awaiting(Awaiting { last, outage }) => (None, last, outage),
             Link::Retrying(Retrying {
                 at,
                 pause: Pause::Backoff { last },
                 outage,
-            }) => (at.min(now + delay), last, outage),
+            }) => (Some(at), last, outage),
             _ => unreachable!("matched above"),
         };
-        outage.failures = 0;
+        // Within the spread, but never sooner than a call could bring it
+        // (one to two initial backoffs after the last attempt began): an
+        // endpoint that keeps appearing is not spun on. A timer due sooner
+        // stands.
+        let soonest = last.began.map_or(now, |began| began + last.hurry_spacing);
+        let brought = (now + delay).max(soonest);
+        let due = timer.map_or(brought, |at| at.min(brought));
         self.actions.push_back(Action::Report(Event::Appeared {
             dial_in: due.saturating_duration_since(now),
         }));
@@ -647,13 +654,7 @@ impl Bridge {
         };
         self.failed_attempts += 1;
         let outage = Outage {
-            // An attempt the endpoint's appearance overtook starts the
-            // count afresh: the appearance is news the failure predates.
-            failures: if appeared {
-                0
-            } else {
-                outage.failures.saturating_add(1)
-            },
+            failures: outage.failures.saturating_add(1),
             last_error: Some(error.clone()),
             lost_at: outage.lost_at,
         };
@@ -663,9 +664,14 @@ impl Bridge {
         let retry_in = if gives_up {
             None
         } else if appeared {
-            let delay = self.appeared_delay();
-            self.pause(now + delay, Pause::Backoff { last: attempt }, outage);
-            Some(delay)
+            // The attempt may have raced the daemon's bind: the appearance
+            // is news the failure predates.
+            let soonest = attempt
+                .began
+                .map_or(now, |began| began + attempt.hurry_spacing);
+            let at = (now + self.appeared_delay()).max(soonest);
+            self.pause(at, Pause::Backoff { last: attempt }, outage);
+            Some(at - now)
         } else {
             self.redial_later(now, attempt, outage, Duration::ZERO)
         };
@@ -719,10 +725,19 @@ impl Bridge {
                     last_error: before.last_error,
                     lost_at: None,
                 };
+                // Drawn before the lost calls are put back to wait, as one
+                // more failed attempt with nothing waiting yet: so a read
+                // replayed on a daemon that accepts and drops outlives its
+                // wait, rather than being replayed on every reconnect.
+                let retry_in = self
+                    .policy
+                    .timings()
+                    .reconnect_delay
+                    .max(self.retry_delay(outage.failures));
                 let pause = Pause::Backoff {
                     last: connected.attempt,
                 };
-                (outage, pause, None)
+                (outage, pause, retry_in)
             }
             _ => {
                 let outage = Outage {
@@ -732,7 +747,7 @@ impl Bridge {
                 (
                     outage,
                     Pause::Reconnect,
-                    Some(self.policy.timings().reconnect_delay),
+                    self.policy.timings().reconnect_delay,
                 )
             }
         };
@@ -753,20 +768,17 @@ impl Bridge {
             return;
         }
         self.reconnects = self.reconnects.saturating_add(1);
-        match (retry_in, pause) {
-            (Some(delay), _) if delay.is_zero() => self.dial(Some(now), outage),
-            (Some(delay), _) => self.pause(now + delay, pause, outage),
+        match pause {
             // A connection that never proved itself is one more failed
-            // attempt: backed off, or awaited like one.
-            (None, Pause::Backoff { last }) => {
-                let floor = self.policy.timings().reconnect_delay;
+            // attempt: awaited like one when the endpoint is watched.
+            Pause::Backoff { last } if self.should_await(&outage) => {
                 let failures = outage.failures;
-                if self.redial_later(now, last, outage, floor).is_none() {
-                    self.actions
-                        .push_back(Action::Report(Event::Awaiting { failures }));
-                }
+                self.await_endpoint(last, outage);
+                self.actions
+                    .push_back(Action::Report(Event::Awaiting { failures }));
             }
-            (None, Pause::Reconnect) => unreachable!("a reconnect pause has its delay"),
+            _ if retry_in.is_zero() => self.dial(Some(now), outage),
+            _ => self.pause(now + retry_in, pause, outage),
         }
     }
 
@@ -1054,14 +1066,20 @@ impl Bridge {
         outage: Outage,
         floor: Duration,
     ) -> Option<Duration> {
-        if self.watch == Watch::Armed && outage.failures >= WATCHED_RETRIES && !self.calls_waiting()
-        {
+        if self.should_await(&outage) {
             self.await_endpoint(last, outage);
             return None;
         }
         let delay = floor.max(self.retry_delay(outage.failures));
         self.pause(now + delay, Pause::Backoff { last }, outage);
         Some(delay)
+    }
+
+    /// Whether, after a failed attempt, to stop dialling and await the
+    /// endpoint: it is watched, [`WATCHED_RETRIES`] attempts in a row have
+    /// failed, and no call waits.
+    fn should_await(&self, outage: &Outage) -> bool {
+        self.watch == Watch::Armed && outage.failures >= WATCHED_RETRIES && !self.calls_waiting()
     }
 
     /// Whether a call waits for a connection (beyond the next attempt).
@@ -1907,15 +1925,10 @@ mod tests {
         assert!(due < appeared + APPEARED_SPREAD, "{:?}", due - appeared);
         b.handle_timeout(due);
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
-        // The daemon created its socket a moment before accepting: the
-        // retries start from the first step again.
+        // An endpoint that appears but refuses is awaited again at once.
         b.connect_failed(ConnId(conn), "refused".into(), due);
-        let retry = b.poll_timeout().expect("a quick retry");
-        assert!(
-            retry - due < Duration::from_millis(100),
-            "{:?}",
-            retry - due
-        );
+        assert_eq!(b.poll_timeout(), None);
+        assert!(b.status().awaiting_endpoint);
     }
 
     #[test]
@@ -1945,7 +1958,7 @@ mod tests {
             gaps.iter().any(|g| *g > Duration::from_millis(300)),
             "{gaps:?}"
         );
-        let appeared = t + Duration::from_millis(10);
+        let appeared = t + Duration::from_millis(200);
         b.endpoint_appeared(appeared);
         let due = b.poll_timeout().expect("due");
         assert!(due < appeared + APPEARED_SPREAD);
@@ -1960,17 +1973,22 @@ mod tests {
     }
 
     #[test]
-    fn an_appearance_during_an_attempt_brings_the_next_one_at_once_if_it_fails() {
+    fn an_appearance_during_an_attempt_brings_the_next_one_without_backoff_if_it_fails() {
         let (mut b, t, conn) = awaiting_endpoint();
         b.call(CallId(1), req("topology", true), t + Duration::from_secs(1));
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
         let appeared = t + Duration::from_secs(1);
         b.endpoint_appeared(appeared);
         // The attempt raced the daemon's bind and fails: the next attempt
-        // is within the spread, not a backoff step away.
+        // follows one to two initial backoffs after it began (as a call's
+        // would), not on the grown backoff, and is not awaited.
         b.connect_failed(ConnId(conn), "refused".into(), appeared);
         let due = b.poll_timeout().expect("due");
-        assert!(due < appeared + APPEARED_SPREAD);
+        assert!(
+            due <= appeared + Duration::from_millis(100),
+            "{:?}",
+            due - appeared
+        );
         b.handle_timeout(due);
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn + 1))]);
     }

@@ -350,6 +350,16 @@ impl Driver {
                 self.core.watch(Watch::Armed, now());
             }
             Some(Notice::Appeared) => self.core.endpoint_appeared(now()),
+            // A file already there when the watch was set is news only to
+            // a bridge that may have missed its creation: one awaiting the
+            // endpoint, or one whose attempt under way began before it. A
+            // bridge backing off dials it on its timer anyway (and one that
+            // accepts and drops is not redialled at every loss).
+            Some(Notice::Present) => {
+                if self.core.status().awaiting_endpoint || self.core.connecting().is_some() {
+                    self.core.endpoint_appeared(now());
+                }
+            }
             Some(Notice::Unavailable(error)) => {
                 tracing::warn!(
                     event = event::ENDPOINT_WATCH_UNAVAILABLE,
