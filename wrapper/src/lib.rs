@@ -38,6 +38,7 @@ pub mod mcp;
 pub mod platform;
 pub mod process;
 pub mod programs;
+pub mod real_path;
 pub mod stdio;
 pub mod tools;
 pub mod transport;
