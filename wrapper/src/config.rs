@@ -30,7 +30,7 @@ use crate::lifecycle::doctor::{self, DoctorConfig};
 use crate::lifecycle::heartbeat;
 use crate::logging::LogFormat;
 use crate::mcp::server::DEFAULT_SHUTDOWN_GRACE;
-use crate::platform::Platform;
+use crate::platform::{Platform, Transport};
 use crate::programs::Installation;
 use crate::transport::{Endpoint, EndpointError, EndpointSettings};
 
@@ -158,6 +158,17 @@ fn port(s: &str) -> Result<TcpPort, String> {
     }
 }
 
+/// How the daemon listens, or unset (an empty value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportSetting(pub Option<Transport>);
+
+fn transport(s: &str) -> Result<TransportSetting, String> {
+    if s.is_empty() {
+        return Ok(TransportSetting(None));
+    }
+    s.parse().map(|t| TransportSetting(Some(t)))
+}
+
 /// The text `--version` prints: this release and the iai-mcp release it
 /// stands in for.
 fn version_text() -> &'static str {
@@ -194,6 +205,14 @@ pub struct Args {
     /// Token file for TCP [default: $HOME/.iai-mcp/.daemon.token].
     #[arg(long, env = "IAI_DAEMON_TOKEN_PATH", value_parser = any_text, value_name = "PATH")]
     pub token_path: Option<String>,
+
+    /// How the daemon listens: `unix` (a socket) or `tcp` (loopback, with
+    /// the port and token files it writes, as on Windows) [default: tcp on
+    /// Windows, unix elsewhere]. For tests, and daemons run in the other
+    /// platform's way.
+    #[arg(long, env = "IAI_DAEMON_TRANSPORT", value_name = "unix|tcp",
+        value_parser = transport, hide_short_help = true)]
+    pub daemon_transport: Option<TransportSetting>,
 
     /// Directory for the heartbeat and wake files [default: $HOME/.iai-mcp]
     #[arg(long, env = "IAI_MCP_STATE_DIR",
@@ -476,6 +495,7 @@ impl Args {
                 tcp_host: self.tcp_host.filter(|h| !h.is_empty()),
                 tcp_port: self.tcp_port.and_then(|p| p.0),
                 token_path: given(self.token_path),
+                transport: self.daemon_transport.and_then(|t| t.0),
             },
             base().as_deref(),
             env.platform,

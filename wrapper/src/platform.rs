@@ -72,13 +72,13 @@ impl Platform {
     /// daemon (Node's `os.homedir()` reads `USERPROFILE` first too);
     /// `HOME` is not read there, so a `HOME` left over from a Unix-like
     /// shell cannot send the wrapper to another directory than the daemon.
-    pub fn profile_dir(self, var: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
-        let set = |name: &str| var(name).filter(|value| !value.is_empty());
+    pub fn profile_dir(self, lookup: impl Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+        let var = |name: &str| lookup(name).filter(|value| !value.is_empty());
         match self {
-            Platform::Linux | Platform::MacOs => set("HOME").map(PathBuf::from),
-            Platform::Windows => set("USERPROFILE").map(PathBuf::from).or_else(|| {
-                let mut joined = set("HOMEDRIVE")?;
-                joined.push(set("HOMEPATH")?);
+            Platform::Linux | Platform::MacOs => var("HOME").map(PathBuf::from),
+            Platform::Windows => var("USERPROFILE").map(PathBuf::from).or_else(|| {
+                let mut joined = var("HOMEDRIVE")?;
+                joined.push(var("HOMEPATH")?);
                 Some(PathBuf::from(joined))
             }),
         }
@@ -117,6 +117,34 @@ pub enum Transport {
     Tcp,
 }
 
+impl Transport {
+    /// The word the settings use for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::UnixSocket => "unix",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Transport {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "unix" => Ok(Transport::UnixSocket),
+            "tcp" => Ok(Transport::Tcp),
+            other => Err(format!("expected unix or tcp, got {other:?}")),
+        }
+    }
+}
+
 impl Default for Platform {
     /// The platform this binary was built for.
     fn default() -> Self {
@@ -145,6 +173,14 @@ mod tests {
         };
         assert_eq!(Platform::current().name(), expected);
         assert_eq!(Platform::current().to_string(), expected);
+    }
+
+    #[test]
+    fn transports_are_spelled_unix_and_tcp() {
+        for transport in [Transport::UnixSocket, Transport::Tcp] {
+            assert_eq!(transport.to_string().parse(), Ok(transport));
+        }
+        assert!("TCP ".parse::<Transport>().is_err());
     }
 
     #[test]

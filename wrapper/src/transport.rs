@@ -73,6 +73,9 @@ pub struct EndpointSettings {
     pub tcp_port: Option<u16>,
     /// `IAI_DAEMON_TOKEN_PATH`.
     pub token_path: Option<PathBuf>,
+    /// `IAI_DAEMON_TRANSPORT`: how the daemon listens, when not as the
+    /// platform's daemon does.
+    pub transport: Option<Transport>,
 }
 
 /// Why no endpoint could be chosen.
@@ -128,9 +131,9 @@ pub enum ConnectError {
 }
 
 impl Endpoint {
-    /// The endpoint 3.3.0 would dial on `platform`, given the settings and
-    /// the daemon's base directory (`.iai-mcp` in the user's profile, if
-    /// it is known):
+    /// The endpoint 3.3.0 would dial on `platform` (or for a daemon on the
+    /// transport the settings name), given the settings and the daemon's
+    /// base directory (`.iai-mcp` in the user's profile, if it is known):
     ///
     /// 1. a configured socket path wins: dialled as a Unix socket, or where
     ///    there are none, over TCP with the port and token files the
@@ -145,7 +148,10 @@ impl Endpoint {
         base: Option<&Path>,
         platform: Platform,
     ) -> Result<Self, EndpointError> {
-        let unix_sockets = platform.daemon_transport() == Transport::UnixSocket;
+        let transport = settings
+            .transport
+            .unwrap_or_else(|| platform.daemon_transport());
+        let unix_sockets = transport == Transport::UnixSocket;
         let base = || {
             base.ok_or(EndpointError::NoHome {
                 variable: platform.home_variable(),
@@ -587,6 +593,33 @@ mod tests {
             select(&s, false),
             tcp("127.0.0.1", Port::File("/run/d.sock.port".into()), "/t/tok")
         );
+    }
+
+    #[test]
+    fn a_transport_setting_applies_the_other_platforms_rules() {
+        let tcp_here = EndpointSettings {
+            transport: Some(Transport::Tcp),
+            ..settings()
+        };
+        assert_eq!(select(&tcp_here, true), select(&settings(), false));
+        let with_path = EndpointSettings {
+            socket_path: Some("/run/d.sock".into()),
+            transport: Some(Transport::Tcp),
+            ..settings()
+        };
+        assert_eq!(
+            select(&with_path, true),
+            tcp(
+                "127.0.0.1",
+                Port::File("/run/d.sock.port".into()),
+                "/run/d.sock.token"
+            )
+        );
+        let unix_there = EndpointSettings {
+            transport: Some(Transport::UnixSocket),
+            ..settings()
+        };
+        assert_eq!(select(&unix_there, false), select(&settings(), true));
     }
 
     #[tokio::test]
