@@ -164,8 +164,10 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
     }
     writeln!(
         out,
-        "heartbeat: {}/heartbeat-<pid>-<uuid>.json (every {:?})",
-        Heartbeat::dir(&config.state_dir).display(),
+        "heartbeat: {} (every {:?})",
+        Heartbeat::dir(&config.state_dir)
+            .join("heartbeat-<pid>-<uuid>.json")
+            .display(),
         config.heartbeat_interval
     )?;
     writeln!(
