@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::daemon::RealDaemon;
-use super::listing::{self, ListingDiff};
+use super::listing::{self, ListingDiff, PROTOCOL};
 use super::proxy::HoldingProxy;
 use super::pyenv::PyEnv;
 use super::release::Release;
@@ -24,9 +24,6 @@ use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess}
 
 /// Bound on any single reply (a safety net, not a measurement).
 const REPLY: Duration = Duration::from_secs(60);
-
-/// The protocol revision the kit's MCP clients ask for.
-pub(super) const PROTOCOL: &str = "2025-06-18";
 
 const SDK_CHECK: &str = include_str!("../../e2e/sdk_check.py");
 

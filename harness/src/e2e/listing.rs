@@ -19,12 +19,15 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::checks::PROTOCOL;
 use super::pyenv::PyEnv;
 use crate::daemon::DaemonEndpoint;
 use crate::error::HarnessError;
 use crate::tempdir::short_tempdir;
 use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
+
+/// The protocol revision the kit's MCP clients ask for (here, and in
+/// the checks that speak to a wrapper).
+pub(super) const PROTOCOL: &str = "2025-06-18";
 
 /// Bound on the replies of a release's own wrapper ([`release_listing`]).
 const RELEASE_REPLY: Duration = Duration::from_secs(30);
