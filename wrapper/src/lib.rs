@@ -30,6 +30,7 @@ pub mod check;
 pub mod codec;
 pub mod config;
 pub mod degraded;
+pub mod endpoint_watch;
 pub mod install;
 pub mod json;
 pub mod lifecycle;

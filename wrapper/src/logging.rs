@@ -31,6 +31,20 @@ pub mod event {
     /// A read lost with its connection was sent again: `call`, `method`,
     /// `sends`.
     pub const CALL_REPLAYED: &str = "call_replayed";
+    /// While the daemon is away its endpoint is watched: `endpoint`,
+    /// `directories` (the socket's or port file's directory, or the
+    /// nearest existing ancestor while that does not exist).
+    pub const ENDPOINT_WATCHED: &str = "endpoint_watched";
+    /// No watch could be set on the endpoint, or it broke; connect
+    /// attempts follow the backoff until the next connection: `endpoint`,
+    /// `error`.
+    pub const ENDPOINT_WATCH_UNAVAILABLE: &str = "endpoint_watch_unavailable";
+    /// The endpoint appeared or changed while not connected; the next
+    /// attempt follows within a few milliseconds: `dial_in_ms`.
+    pub const ENDPOINT_APPEARED: &str = "endpoint_appeared";
+    /// With the endpoint watched and no call waiting, no further attempt
+    /// is made until the endpoint appears or a call arrives: `failures`.
+    pub const ENDPOINT_AWAITED: &str = "endpoint_awaited";
     /// A call brought the next connect attempt forward: `earlier_by_ms`.
     pub const CONNECT_HURRIED: &str = "connect_hurried";
     /// The daemon sent nothing for a whole call timeout; its connection is

@@ -183,6 +183,26 @@ impl Endpoint {
         Ok(Endpoint::Unix(base()?.join(SOCKET_FILE)))
     }
 
+    /// The files whose appearance or change means the daemon may be back,
+    /// for a watch to look out for while it is away: the socket; on TCP
+    /// the port file, and the token file (the daemon writes a new one at
+    /// every start, and it is all there is to watch with a fixed port).
+    pub fn watched_files(&self) -> Vec<PathBuf> {
+        match self {
+            Endpoint::Unix(path) => vec![path.clone()],
+            Endpoint::Tcp {
+                port: Port::File(port),
+                token,
+                ..
+            } => vec![port.clone(), token.clone()],
+            Endpoint::Tcp {
+                port: Port::Fixed(_),
+                token,
+                ..
+            } => vec![token.clone()],
+        }
+    }
+
     /// What to tell a user who cannot reach the daemon here.
     pub fn hint(&self) -> &'static str {
         match self {

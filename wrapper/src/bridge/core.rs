@@ -9,13 +9,22 @@
 //! events, including the V3-05 race, can be replayed step by step in a
 //! test.
 //!
-//! The connection is in one of five states, each holding what only it
-//! has: not started; connecting (the attempt, and what is known of the
-//! outage so far); connected (the connection, when it was made, whether it
-//! has proven itself, what it has delivered); retrying (when, why, and the
-//! outage); stopped (why). States change only through the transitions
-//! [`Bridge::dial`], [`Bridge::establish`], [`Bridge::pause`] and
-//! [`Bridge::stop`].
+//! The connection is in one of six states, each holding what only it
+//! has: not started; connecting (the attempt, what is known of the outage
+//! so far, and whether the endpoint appeared meanwhile); connected (the
+//! connection, when it was made, whether it has proven itself, what it has
+//! delivered); retrying (when, why, and the outage); awaiting the endpoint
+//! (the last attempt and the outage, no timer); stopped (why). States
+//! change only through the transitions [`Bridge::dial`],
+//! [`Bridge::establish`], [`Bridge::pause`], [`Bridge::await_endpoint`]
+//! and [`Bridge::stop`].
+//!
+//! While the daemon is away the driver may watch its endpoint (the socket's
+//! directory, or the port file) and say so ([`Bridge::watch`]). With a
+//! watch armed the bridge stops dialling on a timer once a few attempts
+//! have failed and no call waits: it waits for [`Bridge::endpoint_appeared`]
+//! and dials within [`APPEARED_SPREAD`] of it. Without one it backs off as
+//! before.
 //!
 //! Every connection attempt gets a fresh [`ConnId`]; events tagged with an
 //! older id are ignored, so a late line or close from a dead connection can
@@ -55,6 +64,30 @@ pub const PROVEN_AFTER: Duration = Duration::from_secs(1);
 /// bounded by the connect wait. Without waiting calls the backoff grows to
 /// its cap, so an idle wrapper costs little during a long outage.
 pub const WAITING_BACKOFF_STEPS: u32 = 3;
+
+/// When the endpoint appears, the next attempt is made after a delay drawn
+/// from `[0, APPEARED_SPREAD)`: a herd of wrappers that all see the same
+/// socket appear dial over a few milliseconds, not in one burst, and a
+/// waiting call is still answered within milliseconds of the daemon's
+/// return.
+pub const APPEARED_SPREAD: Duration = Duration::from_millis(4);
+
+/// With a watch armed and no call waiting, the bridge dials on the backoff
+/// only until this many consecutive attempts have failed (counted since the
+/// endpoint last appeared); then it awaits the endpoint. The few quick
+/// retries cover a daemon that creates its socket a moment before it
+/// accepts; waiting beyond them costs no dial and no timer.
+pub const WATCHED_RETRIES: u32 = 4;
+
+/// Whether the driver watches the daemon's endpoint for its appearance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Watch {
+    /// A watch is armed: [`Bridge::endpoint_appeared`] will be reported, so
+    /// an idle bridge need not dial on a timer.
+    Armed,
+    /// No watch could be set (or it was lost): dial on the backoff.
+    Unavailable,
+}
 
 /// Whether running a request twice could change anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +172,18 @@ pub enum Action {
 /// What happened, for the log (each has a stable name in the JSON log).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
+    /// The daemon's endpoint appeared or changed while not connected; the
+    /// next attempt is due after `dial_in` (`endpoint_appeared`).
+    Appeared {
+        /// Delay before the attempt (the herd's spread).
+        dial_in: Duration,
+    },
+    /// With a watch armed and no call waiting, the bridge stops dialling
+    /// until the endpoint appears or a call arrives (`endpoint_awaited`).
+    Awaiting {
+        /// Consecutive failed attempts before the wait.
+        failures: u32,
+    },
     /// A connection was established (`connected`).
     Connected {
         /// The new connection.
@@ -218,6 +263,9 @@ pub struct LinkStatus {
     pub connects: u64,
     /// Connect attempts that failed so far.
     pub failed_attempts: u64,
+    /// No attempt is due: the bridge waits for the watched endpoint to
+    /// appear (or a call to arrive).
+    pub awaiting_endpoint: bool,
 }
 
 /// The connection's state, each variant with the data only it has.
@@ -231,6 +279,8 @@ enum Link {
     Connected(Connected),
     /// Waiting until it is time to dial again.
     Retrying(Retrying),
+    /// Waiting, with no timer, for the endpoint to appear (or a call).
+    Awaiting(Awaiting),
     /// No further connect attempts.
     Stopped(Stop),
 }
@@ -267,6 +317,18 @@ struct Outage {
 #[derive(Debug, Clone)]
 struct Connecting {
     attempt: Attempt,
+    outage: Outage,
+    /// The endpoint appeared while the attempt was under way: if it fails,
+    /// it may have raced the daemon's bind, so the next one follows at once
+    /// (within the spread) rather than after a backoff.
+    appeared: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Awaiting {
+    /// The attempt that failed last (a call may bring the next one forward
+    /// only after its spacing).
+    last: Attempt,
     outage: Outage,
 }
 
@@ -404,6 +466,8 @@ pub struct Bridge {
     wire: BTreeMap<u64, CallId>,
     next_wire: u64,
     rng: fastrand::Rng,
+    /// Whether the endpoint is watched.
+    watch: Watch,
     actions: VecDeque<Action>,
 }
 
@@ -424,6 +488,7 @@ impl Bridge {
             wire: BTreeMap::new(),
             next_wire: 0,
             rng: fastrand::Rng::with_seed(seed),
+            watch: Watch::Unavailable,
             actions: VecDeque::new(),
         }
     }
@@ -490,6 +555,71 @@ impl Bridge {
         }
     }
 
+    /// The driver armed a watch on the endpoint, or lost it (or could not
+    /// set one): with [`Watch::Unavailable`] the bridge dials on the
+    /// backoff again.
+    pub fn watch(&mut self, watch: Watch, now: Instant) {
+        self.watch = watch;
+        if watch == Watch::Unavailable
+            && let Link::Awaiting(_) = &self.link
+        {
+            let Link::Awaiting(Awaiting { last, outage }) = self.take_link() else {
+                unreachable!("checked above");
+            };
+            let delay = self.retry_delay(outage.failures.max(1));
+            self.pause(now + delay, Pause::Backoff { last }, outage);
+        }
+    }
+
+    /// The daemon's endpoint appeared or changed (its socket was created,
+    /// its port file written). While backing off or awaiting it, the next
+    /// attempt is made within [`APPEARED_SPREAD`] (but not sooner than a
+    /// call could bring it after the last attempt); during an attempt, its
+    /// failure is followed as soon by another. The failure count goes on,
+    /// so an endpoint that appears but refuses is awaited again at once. Connected, stopped or in a reconnect delay, nothing
+    /// changes.
+    pub fn endpoint_appeared(&mut self, now: Instant) {
+        match &mut self.link {
+            Link::Connecting(connecting) => {
+                connecting.appeared = true;
+                return;
+            }
+            Link::Awaiting(_)
+            | Link::Retrying(Retrying {
+                pause: Pause::Backoff { .. },
+                ..
+            }) => {}
+            Link::Idle
+            | Link::Connected(_)
+            | Link::Retrying(Retrying {
+                pause: Pause::Reconnect,
+                ..
+            })
+            | Link::Stopped(_) => return,
+        }
+        let delay = self.appeared_delay();
+        let (timer, last, outage) = match self.take_link() {
+            Link::Awaiting(Awaiting { last, outage }) => (None, last, outage),
+            Link::Retrying(Retrying {
+                at,
+                pause: Pause::Backoff { last },
+                outage,
+            }) => (Some(at), last, outage),
+            _ => unreachable!("matched above"),
+        };
+        // Within the spread, but never sooner than a call could bring it
+        // (one to two initial backoffs after the last attempt began): an
+        // endpoint that keeps appearing is not spun on. A timer due sooner
+        // stands.
+        let soonest = last.began.map_or(now, |began| began + last.hurry_spacing);
+        let brought = (now + delay).max(soonest);
+        let due = timer.map_or(brought, |at| at.min(brought));
+        self.actions.push_back(Action::Report(Event::Appeared {
+            dial_in: due.saturating_duration_since(now),
+        }));
+        self.pause(due, Pause::Backoff { last }, outage);
+    }
+
     /// The connect attempt `conn` succeeded.
     pub fn connected(&mut self, conn: ConnId, now: Instant) {
         if self.connecting() != Some(conn) {
@@ -514,7 +644,12 @@ impl Bridge {
         if self.connecting() != Some(conn) {
             return;
         }
-        let Link::Connecting(Connecting { attempt, outage }) = self.take_link() else {
+        let Link::Connecting(Connecting {
+            attempt,
+            outage,
+            appeared,
+        }) = self.take_link()
+        else {
             unreachable!("checked above");
         };
         self.failed_attempts += 1;
@@ -523,18 +658,34 @@ impl Bridge {
             last_error: Some(error.clone()),
             lost_at: outage.lost_at,
         };
+        let failures = outage.failures;
         // The pre-fix bridge made one reconnect attempt and gave up.
         let gives_up = self.connects > 0 && self.policy.reconnect_budget().is_some();
-        let retry_in = (!gives_up).then(|| self.retry_delay(outage.failures));
+        let retry_in = if gives_up {
+            None
+        } else if appeared {
+            // The attempt may have raced the daemon's bind: the appearance
+            // is news the failure predates.
+            let soonest = attempt
+                .began
+                .map_or(now, |began| began + attempt.hurry_spacing);
+            let at = (now + self.appeared_delay()).max(soonest);
+            self.pause(at, Pause::Backoff { last: attempt }, outage);
+            Some(at - now)
+        } else {
+            self.redial_later(now, attempt, outage, Duration::ZERO)
+        };
         self.actions.push_back(Action::Report(Event::ConnectFailed {
             conn,
-            failures: outage.failures,
+            failures,
             error: error.clone(),
             retry_in,
         }));
-        match retry_in {
-            Some(delay) => self.pause(now + delay, Pause::Backoff { last: attempt }, outage),
-            None => self.stop(Stop::GaveUp),
+        if gives_up {
+            self.stop(Stop::GaveUp);
+        } else if retry_in.is_none() {
+            self.actions
+                .push_back(Action::Report(Event::Awaiting { failures }));
         }
         // Calls that only waited for this attempt are answered another way.
         let settled: Vec<(CallId, Instant)> = self
@@ -574,6 +725,10 @@ impl Bridge {
                     last_error: before.last_error,
                     lost_at: None,
                 };
+                // Drawn before the lost calls are put back to wait, as one
+                // more failed attempt with nothing waiting yet: so a read
+                // replayed on a daemon that accepts and drops outlives its
+                // wait, rather than being replayed on every reconnect.
                 let retry_in = self
                     .policy
                     .timings()
@@ -613,10 +768,17 @@ impl Bridge {
             return;
         }
         self.reconnects = self.reconnects.saturating_add(1);
-        if retry_in.is_zero() {
-            self.dial(Some(now), outage);
-        } else {
-            self.pause(now + retry_in, pause, outage);
+        match pause {
+            // A connection that never proved itself is one more failed
+            // attempt: awaited like one when the endpoint is watched.
+            Pause::Backoff { last } if self.should_await(&outage) => {
+                let failures = outage.failures;
+                self.await_endpoint(last, outage);
+                self.actions
+                    .push_back(Action::Report(Event::Awaiting { failures }));
+            }
+            _ if retry_in.is_zero() => self.dial(Some(now), outage),
+            _ => self.pause(now + retry_in, pause, outage),
         }
     }
 
@@ -804,6 +966,21 @@ impl Bridge {
         }
     }
 
+    /// Whether the bridge is waiting for the daemon: dialling it, backing
+    /// off, or awaiting its endpoint (not connected, and not stopped).
+    pub fn awaits_daemon(&self) -> bool {
+        matches!(
+            self.link,
+            Link::Connecting(_) | Link::Retrying(_) | Link::Awaiting(_)
+        )
+    }
+
+    /// Whether the bridge is between connect attempts: backing off, or
+    /// awaiting its endpoint (an attempt has failed, and none is under way).
+    pub fn between_attempts(&self) -> bool {
+        matches!(self.link, Link::Retrying(_) | Link::Awaiting(_))
+    }
+
     /// Number of calls not yet answered.
     pub fn pending(&self) -> usize {
         self.calls.len()
@@ -815,6 +992,7 @@ impl Bridge {
             connected: matches!(self.link, Link::Connected(_)),
             connects: self.connects,
             failed_attempts: self.failed_attempts,
+            awaiting_endpoint: matches!(self.link, Link::Awaiting(_)),
         }
     }
 
@@ -836,13 +1014,17 @@ impl Bridge {
                 hurry_spacing,
             },
             outage,
+            appeared: false,
         });
         self.actions.push_back(Action::Connect(conn));
     }
 
     /// Transition: the attempt under way became the connection.
     fn establish(&mut self, now: Instant) {
-        let Link::Connecting(Connecting { attempt, outage }) = self.take_link() else {
+        let Link::Connecting(Connecting {
+            attempt, outage, ..
+        }) = self.take_link()
+        else {
             unreachable!("only an attempt under way is established");
         };
         let reconnect = self.connects > 0;
@@ -866,6 +1048,59 @@ impl Bridge {
         self.link = Link::Retrying(Retrying { at, pause, outage });
     }
 
+    /// Transition: dial no more until the endpoint appears or a call
+    /// arrives (only with a watch armed).
+    fn await_endpoint(&mut self, last: Attempt, outage: Outage) {
+        self.link = Link::Awaiting(Awaiting { last, outage });
+    }
+
+    /// After the failed attempt `last`: pause on the backoff (at least
+    /// `floor`), or, with a watch armed, no call waiting and
+    /// [`WATCHED_RETRIES`] failures in a row, await the endpoint. Returns
+    /// the pause, `None` when awaiting (the caller reports it, after its own
+    /// report of the failure).
+    fn redial_later(
+        &mut self,
+        now: Instant,
+        last: Attempt,
+        outage: Outage,
+        floor: Duration,
+    ) -> Option<Duration> {
+        if self.should_await(&outage) {
+            self.await_endpoint(last, outage);
+            return None;
+        }
+        let delay = floor.max(self.retry_delay(outage.failures));
+        self.pause(now + delay, Pause::Backoff { last }, outage);
+        Some(delay)
+    }
+
+    /// Whether, after a failed attempt, to stop dialling and await the
+    /// endpoint: it is watched, [`WATCHED_RETRIES`] attempts in a row have
+    /// failed, and no call waits.
+    fn should_await(&self, outage: &Outage) -> bool {
+        self.watch == Watch::Armed && outage.failures >= WATCHED_RETRIES && !self.calls_waiting()
+    }
+
+    /// Whether a call waits for a connection (beyond the next attempt).
+    fn calls_waiting(&self) -> bool {
+        self.calls.values().any(|c| {
+            matches!(
+                c.phase,
+                Phase::Waiting(Wait {
+                    next_attempt_only: false,
+                    ..
+                })
+            )
+        })
+    }
+
+    /// The delay before an attempt the endpoint's appearance brings on:
+    /// drawn from `[0, APPEARED_SPREAD)`.
+    fn appeared_delay(&mut self) -> Duration {
+        APPEARED_SPREAD.mul_f64(self.rng.f64())
+    }
+
     /// Transition: dial no more. Calls waiting for a connection fail,
     /// unless the wrapper is exiting (then every call fails with
     /// `Shutdown`).
@@ -887,6 +1122,7 @@ impl Bridge {
         match &self.link {
             Link::Connecting(connecting) => Some(&connecting.outage),
             Link::Retrying(retrying) => Some(&retrying.outage),
+            Link::Awaiting(awaiting) => Some(&awaiting.outage),
             Link::Idle | Link::Connected(_) | Link::Stopped(_) => None,
         }
     }
@@ -904,6 +1140,26 @@ impl Bridge {
     /// would come too late for the call anyway, or when the call waits for
     /// the next attempt only.
     fn hurry(&mut self, wait: Wait, now: Instant) {
+        if let Link::Awaiting(awaiting) = &self.link {
+            let soonest = if wait.next_attempt_only {
+                now
+            } else {
+                awaiting
+                    .last
+                    .began
+                    .map_or(now, |began| began + awaiting.last.hurry_spacing)
+                    .max(now)
+            };
+            let Link::Awaiting(Awaiting { last, outage }) = self.take_link() else {
+                unreachable!("checked above");
+            };
+            if soonest <= now {
+                self.dial(Some(now), outage);
+            } else {
+                self.pause(soonest, Pause::Backoff { last }, outage);
+            }
+            return;
+        }
         let Link::Retrying(retrying) = &self.link else {
             return;
         };
@@ -939,16 +1195,11 @@ impl Bridge {
 
     /// The pause before the next connect attempt after `failures` failed
     /// ones, growing less while a call waits ([`WAITING_BACKOFF_STEPS`]).
+    /// With a watch armed the steps grow to the cap even while a call
+    /// waits: the watch tells of the daemon's return, and the backoff is
+    /// only a safety net for a file system that reports nothing.
     fn retry_delay(&mut self, failures: u32) -> Duration {
-        let waiting = self.calls.values().any(|c| {
-            matches!(
-                c.phase,
-                Phase::Waiting(Wait {
-                    next_attempt_only: false,
-                    ..
-                })
-            )
-        });
+        let waiting = self.watch == Watch::Unavailable && self.calls_waiting();
         let failures = if waiting {
             failures.min(WAITING_BACKOFF_STEPS)
         } else {
@@ -1639,6 +1890,142 @@ mod tests {
                 failed(BridgeError::Shutdown, false)
             )]
         );
+    }
+
+    /// A bridge with a watch armed whose idle outage has reached the wait
+    /// for the endpoint: `(bridge, now, next conn id)`.
+    fn awaiting_endpoint() -> (Bridge, Instant, u64) {
+        let (mut b, now) = bridge(BridgeMode::Fixed);
+        b.watch(Watch::Armed, now);
+        let mut t = now;
+        let mut conn = 1;
+        loop {
+            assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
+            b.connect_failed(ConnId(conn), "refused".into(), t);
+            conn += 1;
+            match b.poll_timeout() {
+                Some(at) => {
+                    t = at;
+                    b.handle_timeout(t);
+                }
+                None => break,
+            }
+        }
+        assert_eq!(conn - 1, u64::from(WATCHED_RETRIES), "a few quick retries");
+        assert!(drain(&mut b).is_empty(), "no timer, no dial");
+        (b, t, conn)
+    }
+
+    #[test]
+    fn with_a_watch_an_idle_bridge_stops_dialling_and_dials_when_the_endpoint_appears() {
+        let (mut b, t, conn) = awaiting_endpoint();
+        let appeared = t + Duration::from_secs(3600);
+        b.endpoint_appeared(appeared);
+        let due = b.poll_timeout().expect("an attempt is due");
+        assert!(due < appeared + APPEARED_SPREAD, "{:?}", due - appeared);
+        b.handle_timeout(due);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
+        // An endpoint that appears but refuses is awaited again at once.
+        b.connect_failed(ConnId(conn), "refused".into(), due);
+        assert_eq!(b.poll_timeout(), None);
+        assert!(b.status().awaiting_endpoint);
+    }
+
+    #[test]
+    fn with_a_watch_a_waiting_call_goes_out_within_the_spread_of_the_appearance() {
+        let (mut b, now) = bridge(BridgeMode::Fixed);
+        b.watch(Watch::Armed, now);
+        drain(&mut b);
+        b.connect_failed(ConnId(1), "refused".into(), now);
+        let mut t = now + Duration::from_millis(1);
+        b.call(CallId(1), req("topology", true), t);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
+        b.connect_failed(ConnId(2), "refused".into(), t);
+        let mut conn = 3;
+        // The call waits through attempts that keep failing; the backoff
+        // grows past the waiting cap: it is only a safety net.
+        let mut gaps = Vec::new();
+        for _ in 0..6 {
+            let at = b.poll_timeout().expect("a retry while a call waits");
+            gaps.push(at - t);
+            t = at;
+            b.handle_timeout(t);
+            assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
+            b.connect_failed(ConnId(conn), "refused".into(), t);
+            conn += 1;
+        }
+        assert!(
+            gaps.iter().any(|g| *g > Duration::from_millis(300)),
+            "{gaps:?}"
+        );
+        let appeared = t + Duration::from_millis(200);
+        b.endpoint_appeared(appeared);
+        let due = b.poll_timeout().expect("due");
+        assert!(due < appeared + APPEARED_SPREAD);
+        b.handle_timeout(due);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
+        b.connected(ConnId(conn), due);
+        let actions = drain(&mut b);
+        assert!(
+            matches!(actions[..], [Action::Send(c, _)] if c == ConnId(conn)),
+            "{actions:?}"
+        );
+    }
+
+    #[test]
+    fn an_appearance_during_an_attempt_brings_the_next_one_without_backoff_if_it_fails() {
+        let (mut b, t, conn) = awaiting_endpoint();
+        b.call(CallId(1), req("topology", true), t + Duration::from_secs(1));
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
+        let appeared = t + Duration::from_secs(1);
+        b.endpoint_appeared(appeared);
+        // The attempt raced the daemon's bind and fails: the next attempt
+        // follows one to two initial backoffs after it began (as a call's
+        // would), not on the grown backoff, and is not awaited.
+        b.connect_failed(ConnId(conn), "refused".into(), appeared);
+        let due = b.poll_timeout().expect("due");
+        assert!(
+            due <= appeared + Duration::from_millis(100),
+            "{:?}",
+            due - appeared
+        );
+        b.handle_timeout(due);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn + 1))]);
+    }
+
+    #[test]
+    fn a_call_while_the_endpoint_is_awaited_dials_at_once() {
+        let (mut b, t, conn) = awaiting_endpoint();
+        b.call(CallId(1), req("topology", true), t + Duration::from_secs(5));
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
+        // Failing, it is retried on the backoff while the call waits.
+        b.connect_failed(ConnId(conn), "refused".into(), t + Duration::from_secs(5));
+        assert!(b.poll_timeout().is_some());
+        assert!(drain(&mut b).is_empty());
+    }
+
+    #[test]
+    fn losing_the_watch_resumes_the_backoff() {
+        let (mut b, t, conn) = awaiting_endpoint();
+        b.watch(Watch::Unavailable, t);
+        let at = b.poll_timeout().expect("the backoff again");
+        b.handle_timeout(at);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
+        b.connect_failed(ConnId(conn), "refused".into(), at);
+        assert!(b.poll_timeout().is_some(), "no wait without a watch");
+    }
+
+    #[test]
+    fn an_appearance_while_connected_or_stopped_changes_nothing() {
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.endpoint_appeared(now);
+        assert!(drain(&mut b).is_empty());
+        assert_eq!(b.poll_timeout(), None);
+        b.shutdown();
+        drain(&mut b);
+        b.endpoint_appeared(now);
+        assert!(drain(&mut b).is_empty());
+        assert_eq!(b.poll_timeout(), None);
     }
 
     fn degradable(method: &str, read: bool) -> Request {

@@ -14,6 +14,12 @@
 //! end the connection at once: the replies the daemon sent before it went
 //! away are still read, and the connection is lost when its reading side
 //! ends.
+//!
+//! While the bridge is not connected the driver watches the daemon's
+//! endpoint ([`EndpointWatch`]) and passes on what the watch sees: that it
+//! is armed, that the endpoint appeared, or that no watch can be had (then
+//! the bridge polls on its backoff until the next connection). Once
+//! connected, the watch is dropped: a healthy connection costs nothing.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -27,10 +33,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
-use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request};
+use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request, Watch};
 use super::error::BridgeError;
 use super::wire::DaemonResult;
 use crate::codec::{Frame, LineCodec};
+use crate::endpoint_watch::{EndpointWatch, Notice};
 use crate::logging::{event, millis};
 use crate::transport::{ConnectError, DaemonReader, DaemonStream, DaemonWriter, Endpoint};
 
@@ -185,6 +192,18 @@ enum Wake {
     Read(Option<std::io::Result<Frame>>),
     Timer,
     Room,
+    /// News from the endpoint watch (`None`: it ended).
+    Watch(Option<Notice>),
+}
+
+/// The endpoint watch, kept while the bridge is not connected.
+enum WatchSlot {
+    /// None (connected, or not yet needed).
+    Off,
+    /// Watching.
+    On(EndpointWatch),
+    /// None could be had during this outage; the next one tries again.
+    Failed,
 }
 
 struct Driver {
@@ -196,6 +215,7 @@ struct Driver {
     connection: Option<Connection>,
     /// Connect attempts made so far (the first is the boot probe).
     dials: u64,
+    watch: WatchSlot,
 }
 
 impl Driver {
@@ -208,6 +228,7 @@ impl Driver {
             dialing: None,
             connection: None,
             dials: 0,
+            watch: WatchSlot::Off,
         }
     }
 
@@ -251,10 +272,12 @@ impl Driver {
                 }
                 Wake::Timer => self.core.handle_timeout(now()),
                 Wake::Room => {}
+                Wake::Watch(notice) => self.on_watch(notice),
             }
         }
         self.connection = None;
         self.dialing = None;
+        self.watch = WatchSlot::Off;
         for (_, reply) in std::mem::take(&mut self.replies) {
             let _ = reply.send(Err(Failure::detached(BridgeError::Shutdown)));
         }
@@ -266,6 +289,10 @@ impl Driver {
     /// Waits for the next thing that needs the bridge.
     async fn wait(&mut self, commands: &mut mpsc::UnboundedReceiver<Command>) -> Wake {
         let wake_at = self.core.poll_timeout();
+        let watch = match &mut self.watch {
+            WatchSlot::On(watch) => Some(watch),
+            WatchSlot::Off | WatchSlot::Failed => None,
+        };
         let (lines, blocked) = match self.connection.as_mut() {
             Some(Connection {
                 lines, outgoing, ..
@@ -285,6 +312,7 @@ impl Driver {
             biased;
             command = commands.recv() => Wake::Command(command),
             () = sleep_until(wake_at) => Wake::Timer,
+            notice = next_notice(watch) => Wake::Watch(notice),
             outcome = dialled(&mut self.dialing) => Wake::Dialled(outcome),
             frame = next_frame(lines) => Wake::Read(frame),
             () = room(blocked) => Wake::Room,
@@ -307,6 +335,70 @@ impl Driver {
             }
         }
         None
+    }
+
+    fn on_watch(&mut self, notice: Option<Notice>) {
+        let endpoint = &self.config.endpoint;
+        match notice {
+            Some(Notice::Armed { directories }) => {
+                tracing::info!(
+                    event = event::ENDPOINT_WATCHED,
+                    %endpoint,
+                    directories = ?directories,
+                    "watching the daemon's endpoint for its return"
+                );
+                self.core.watch(Watch::Armed, now());
+            }
+            Some(Notice::Appeared) => self.core.endpoint_appeared(now()),
+            // A file already there when the watch was set is news only to
+            // a bridge that may have missed its creation: one awaiting the
+            // endpoint, or one whose attempt under way began before it. A
+            // bridge backing off dials it on its timer anyway (and one that
+            // accepts and drops is not redialled at every loss).
+            Some(Notice::Present) => {
+                if self.core.status().awaiting_endpoint || self.core.connecting().is_some() {
+                    self.core.endpoint_appeared(now());
+                }
+            }
+            Some(Notice::Unavailable(error)) => {
+                tracing::warn!(
+                    event = event::ENDPOINT_WATCH_UNAVAILABLE,
+                    %endpoint,
+                    %error,
+                    "cannot watch the daemon's endpoint: dialling on the backoff"
+                );
+                self.watch = WatchSlot::Failed;
+                self.core.watch(Watch::Unavailable, now());
+            }
+            None => {
+                tracing::warn!(
+                    event = event::ENDPOINT_WATCH_UNAVAILABLE,
+                    %endpoint,
+                    error = "the watch ended",
+                    "cannot watch the daemon's endpoint: dialling on the backoff"
+                );
+                self.watch = WatchSlot::Failed;
+                self.core.watch(Watch::Unavailable, now());
+            }
+        }
+    }
+
+    /// Keeps the endpoint watch while the bridge waits for the daemon, and
+    /// only then: set after the first failed attempt of an outage (a
+    /// daemon that answers at once costs no watch; one that appears before
+    /// the watch is set is seen by the watch's first look), dropped once
+    /// connected (or stopped).
+    fn keep_watch(&mut self) {
+        match &self.watch {
+            WatchSlot::Off if self.core.between_attempts() => {
+                self.watch = WatchSlot::On(EndpointWatch::start(&self.config.endpoint));
+            }
+            WatchSlot::On(_) | WatchSlot::Failed if !self.core.awaits_daemon() => {
+                self.watch = WatchSlot::Off;
+                self.core.watch(Watch::Unavailable, now());
+            }
+            _ => {}
+        }
     }
 
     fn on_dialled(&mut self, outcome: Result<DaemonStream, ConnectError>) {
@@ -371,6 +463,7 @@ impl Driver {
             self.apply(action);
         }
         self.flush();
+        self.keep_watch();
         let status = self.core.status();
         self.status.send_if_modified(|published| {
             let changed = *published != status;
@@ -466,6 +559,18 @@ impl Driver {
     fn report(&self, what: Event) {
         let endpoint = &self.config.endpoint;
         match what {
+            Event::Appeared { dial_in } => tracing::info!(
+                event = event::ENDPOINT_APPEARED,
+                %endpoint,
+                dial_in_ms = millis(dial_in),
+                "the daemon's endpoint appeared: dialling"
+            ),
+            Event::Awaiting { failures } => tracing::info!(
+                event = event::ENDPOINT_AWAITED,
+                %endpoint,
+                failures,
+                "no further connect attempt until the endpoint appears or a call arrives"
+            ),
             Event::Connected { conn, reconnect } => tracing::info!(
                 event = event::CONNECTED,
                 conn = conn.0,
@@ -544,6 +649,14 @@ async fn next_frame(
 ) -> Option<std::io::Result<Frame>> {
     match lines {
         Some(lines) => lines.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The endpoint watch's next notice (never completes without a watch).
+async fn next_notice(watch: Option<&mut EndpointWatch>) -> Option<Notice> {
+    match watch {
+        Some(watch) => watch.next().await,
         None => std::future::pending().await,
     }
 }

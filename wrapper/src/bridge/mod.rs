@@ -7,7 +7,9 @@ pub mod error;
 pub mod policy;
 pub mod wire;
 
-pub use self::core::{Access, Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request};
+pub use self::core::{
+    Access, Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request, Watch,
+};
 pub use driver::{BridgeHandle, DriverConfig, spawn};
 pub use error::{BridgeError, DAEMON_UNREACHABLE_CODE};
 pub use policy::{Backoff, BridgeMode, Policy, PolicyError, Timings};

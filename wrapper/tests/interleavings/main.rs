@@ -13,6 +13,14 @@
 //! leaf, time is run out with the daemon gone and every call must have
 //! exactly one answer.
 //!
+//! A second search runs the same world with the endpoint watched: the
+//! bridge is told its watch is armed, and the endpoint may appear (up to
+//! twice) and the watch break (once) anywhere among the other events.
+//! There, also: an appearance while the endpoint is awaited brings an
+//! attempt within the spread (or, right after an attempt, within two
+//! initial backoffs); an appearance never delays anything; without a watch
+//! a bridge waiting to dial always has a timer.
+//!
 //! The fixed policy must pass everywhere; the pre-fix policy must break the
 //! V3-05 invariant, which shows the checker can see the bug.
 //!
@@ -31,6 +39,13 @@ use model::{SCRIPT, Violation, World};
 
 /// Events per explored ordering.
 const DEPTH: usize = 12;
+
+/// Events per explored ordering with the endpoint watched (its extra events
+/// widen every level).
+const WATCHED_DEPTH: usize = 10;
+
+/// Appearances of the endpoint per ordering, with the endpoint watched.
+const APPEARANCES: usize = 2;
 
 struct Search {
     paths: u64,
@@ -65,13 +80,24 @@ fn explore(world: &World, depth: usize, search: &mut Search) {
 }
 
 fn run(mode: BridgeMode, depth: usize) -> Search {
+    search_from(&World::new(mode, SCRIPT.len(), 2), depth)
+}
+
+fn search_from(world: &World, depth: usize) -> Search {
     let mut search = Search {
         paths: 0,
         steps: 0,
         first_violation: None,
     };
-    explore(&World::new(mode, SCRIPT.len(), 2), depth, &mut search);
+    explore(world, depth, &mut search);
     search
+}
+
+fn verdict(search: &Search) -> String {
+    match &search.first_violation {
+        None => "all invariants hold".to_owned(),
+        Some(v) => format!("VIOLATION of \"{}\": {}", v.invariant, v.detail),
+    }
 }
 
 /// Iterative deepening: the shortest ordering that breaks an invariant.
@@ -109,12 +135,24 @@ fn exhaustive_fixed_policy() -> bool {
         fixed.paths,
         fixed.steps,
         SCRIPT.len(),
-        match &fixed.first_violation {
-            None => "all invariants hold".to_owned(),
-            Some(v) => format!("VIOLATION of \"{}\": {}", v.invariant, v.detail),
-        }
+        verdict(&fixed)
     );
-    fixed.first_violation.is_none()
+    let watched = search_from(
+        &World::new(BridgeMode::Fixed, SCRIPT.len(), 2).watched(APPEARANCES),
+        WATCHED_DEPTH,
+    );
+    println!(
+        "interleavings: fixed policy, endpoint watched: explored {} orderings ({} steps, depth {WATCHED_DEPTH}, {} calls, up to 2 drops, {APPEARANCES} appearances, 1 watch loss): {}",
+        watched.paths,
+        watched.steps,
+        SCRIPT.len(),
+        verdict(&watched)
+    );
+    println!(
+        "interleavings: {} orderings in all",
+        fixed.paths + watched.paths
+    );
+    fixed.first_violation.is_none() && watched.first_violation.is_none()
 }
 
 /// The pre-fix policy breaks the V3-05 invariant (the checker can see the

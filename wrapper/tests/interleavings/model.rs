@@ -7,9 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use iai_mcp_wrapper::bridge::core::APPEARED_SPREAD;
 use iai_mcp_wrapper::bridge::{
     Access, Action, Backoff, Bridge, BridgeError, BridgeMode, CallId, ConnId, Failure, Policy,
-    Request, Timings,
+    Request, Timings, Watch,
 };
 use serde_json::{Value, json};
 
@@ -36,6 +37,10 @@ pub enum Step {
     StaleClose,
     /// Time advances to the bridge's next deadline.
     Timer,
+    /// The watched endpoint appears (its socket is created).
+    Appeared,
+    /// The endpoint watch breaks: the bridge must poll again.
+    WatchLost,
 }
 
 /// The calls made, in order: whether each reads (else writes) and whether
@@ -92,6 +97,12 @@ pub struct World {
     refused_in_window: Vec<usize>,
     closes: usize,
     max_closes: usize,
+    /// Whether the bridge was told its endpoint is watched (and not told
+    /// since that the watch broke).
+    watched: bool,
+    /// Appearances injected so far, and at most.
+    appearances: usize,
+    max_appearances: usize,
     pub trace: Vec<Step>,
 }
 
@@ -133,6 +144,9 @@ impl World {
             refused_in_window: Vec::new(),
             closes: 0,
             max_closes,
+            watched: false,
+            appearances: 0,
+            max_appearances: 0,
             trace: Vec::new(),
         };
         world.bridge.start();
@@ -140,6 +154,18 @@ impl World {
             .absorb(false)
             .expect("starting cannot break an invariant");
         world
+    }
+
+    /// The same world with its endpoint watched from the start: the bridge
+    /// is told the watch is armed, and the endpoint may appear up to
+    /// `max_appearances` times and the watch break once, at any point.
+    pub fn watched(mut self, max_appearances: usize) -> Self {
+        self.watched = true;
+        self.max_appearances = max_appearances;
+        self.bridge.watch(Watch::Armed, self.now);
+        self.absorb(false)
+            .expect("arming the watch cannot break an invariant");
+        self
     }
 
     /// The events possible now.
@@ -169,6 +195,12 @@ impl World {
         }
         if self.bridge.poll_timeout().is_some() {
             steps.push(Step::Timer);
+        }
+        if self.appearances < self.max_appearances {
+            steps.push(Step::Appeared);
+        }
+        if self.watched {
+            steps.push(Step::WatchLost);
         }
         steps
     }
@@ -308,6 +340,45 @@ impl World {
                     .expect("enabled only with a deadline");
                 self.now = self.now.max(at);
                 self.bridge.handle_timeout(self.now);
+            }
+            Step::Appeared => {
+                self.appearances += 1;
+                let awaiting = self.bridge.status().awaiting_endpoint;
+                let due_before = self.bridge.poll_timeout();
+                self.bridge.endpoint_appeared(now);
+                self.absorb(false)?;
+                let due = self.bridge.poll_timeout();
+                // Within the spread, or, right after an attempt, no later
+                // than a call could bring the next one (two initial
+                // backoffs of the model's policy).
+                let bound = now + APPEARED_SPREAD + Duration::from_millis(100);
+                if awaiting && due.is_none_or(|at| at >= bound) {
+                    return Err(self.violation(
+                        "an appearance while the endpoint is awaited brings an attempt soon",
+                        format!("next deadline {due:?} after the appearance at {now:?}"),
+                    ));
+                }
+                if let (Some(before), Some(after)) = (due_before, due)
+                    && after > before
+                {
+                    return Err(self.violation(
+                        "an appearance never delays anything",
+                        format!("next deadline {after:?}, was {before:?}"),
+                    ));
+                }
+                return self.check();
+            }
+            Step::WatchLost => {
+                self.watched = false;
+                self.bridge.watch(Watch::Unavailable, now);
+                self.absorb(false)?;
+                if self.bridge.between_attempts() && self.bridge.poll_timeout().is_none() {
+                    return Err(self.violation(
+                        "without a watch, a bridge waiting to dial has a timer",
+                        "no deadline after the watch broke".into(),
+                    ));
+                }
+                return self.check();
             }
         }
         self.absorb(stale)?;
@@ -465,6 +536,12 @@ impl World {
                     ));
                 }
             }
+        }
+        if !self.watched && self.bridge.between_attempts() && self.bridge.poll_timeout().is_none() {
+            return Err(self.violation(
+                "without a watch, a bridge waiting to dial has a timer",
+                format!("status {:?}", self.bridge.status()),
+            ));
         }
         let live = self.open.len() + usize::from(self.attempt.is_some());
         if live > 1 {

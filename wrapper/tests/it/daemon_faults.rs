@@ -198,9 +198,17 @@ fn a_call_after_the_daemon_returns_does_not_wait_out_the_backoff() {
     });
     p.daemon.up().expect("up");
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    // The socket's appearance brings the attempt (the endpoint watch), or,
+    // if the watch had not seen it yet, the call hurries it.
     let hurried = events_named(&p.wrapper, "connect_hurried");
-    assert!(!hurried.is_empty(), "the call did not hurry the attempt");
-    assert!(hurried[0]["earlier_by_ms"].is_u64(), "{hurried:?}");
+    let appeared = events_named(&p.wrapper, "endpoint_appeared");
+    assert!(
+        !hurried.is_empty() || !appeared.is_empty(),
+        "neither the appearance nor the call brought the attempt forward"
+    );
+    for e in &hurried {
+        assert!(e["earlier_by_ms"].is_u64(), "{hurried:?}");
+    }
     finish(p);
 }
 

@@ -9,6 +9,7 @@ mod common;
 mod daemon_faults;
 mod degraded;
 mod doctor;
+mod endpoint_watch;
 mod install;
 mod lifecycle;
 mod logging;
