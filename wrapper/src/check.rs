@@ -3,15 +3,16 @@
 use std::io::Write;
 use std::time::Duration;
 
-use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use serde_json::{Value, json};
 
+use crate::bridge::wire::{self, Reply};
 use crate::config::Config;
 use crate::degraded::Degraded;
 use crate::install;
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, wake};
 use crate::mcp::protocol;
 use crate::tools;
+use crate::transport::{OneShot, OneShotError};
 
 /// What the daemon probe found.
 #[derive(Debug)]
@@ -24,30 +25,31 @@ pub enum Probe {
     Unreachable(String),
 }
 
-/// Connect to the daemon and make one read-only call (`topology`).
+/// How long the probe's one call may take in all, connect included.
+const PROBE_BUDGET: Duration = Duration::from_secs(3);
+
+/// The probe's request id: the answer is the line carrying it.
+const PROBE_ID: u64 = 1;
+
+/// Connect to the daemon and make one read-only call (`topology`), as the
+/// bridge would, on a connection of its own ([`OneShot::ask`]): any
+/// JSON-RPC response to it, result or error, shows the daemon answers.
 pub async fn probe(config: &Config) -> Probe {
-    let mut stream = match config.endpoint.connect(Duration::from_secs(1)).await {
-        Ok(s) => s,
-        Err(e) => return Probe::Unreachable(e.to_string()),
-    };
-    let exchange = async {
-        stream
-            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"topology\",\"params\":{}}\n")
-            .await?;
-        let mut lines = BufReader::new(&mut stream).lines();
-        while let Some(line) = lines.next_line().await? {
-            if let Ok(v) = serde_json::from_str::<Value>(&line)
-                && v.get("id") == Some(&Value::from(1))
-            {
-                return Ok(());
-            }
-        }
-        Err(std::io::Error::other("connection closed before a response"))
-    };
-    match tokio::time::timeout(Duration::from_secs(3), exchange).await {
-        Ok(Ok(())) => Probe::Answered,
-        Ok(Err(e)) => Probe::Silent(e.to_string()),
-        Err(_) => Probe::Silent("no response within 3 s".into()),
+    let request = wire::request_line(PROBE_ID, "topology", &json!({}));
+    let answered = OneShot::new(&config.endpoint, PROBE_BUDGET)
+        .ask(
+            &request,
+            config.max_line_bytes,
+            |line| match wire::read_reply(line) {
+                Reply::Message { id, .. } => (id == Some(Value::from(PROBE_ID))).then_some(()),
+                Reply::NotJson | Reply::Unroutable => None,
+            },
+        )
+        .await;
+    match answered {
+        Ok(()) => Probe::Answered,
+        Err(OneShotError::Unreachable(e)) => Probe::Unreachable(e.to_string()),
+        Err(e) => Probe::Silent(e.to_string()),
     }
 }
 

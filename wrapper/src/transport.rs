@@ -7,8 +7,9 @@
 //! applies 3.3.0's selection rules (plus the port and token files the
 //! daemon writes beside a custom socket path), and [`Endpoint::connect`]
 //! makes one connection ready for JSON-RPC, token sent. Every part of the
-//! wrapper that dials the daemon (bridge, warm-up, `--check`) goes through
-//! here, so they all reach the same place the same way.
+//! wrapper that dials the daemon (bridge, warm-up, release question,
+//! `--check`) goes through here, so they all reach the same place the same
+//! way; those that need one message and its answer use [`one_shot`].
 
 use std::fmt;
 use std::io;
@@ -19,6 +20,10 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
+
+pub mod one_shot;
+
+pub use one_shot::{OneShot, OneShotError};
 
 /// File name of the daemon's socket under its base directory.
 pub const SOCKET_FILE: &str = ".daemon.sock";

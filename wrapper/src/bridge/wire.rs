@@ -32,7 +32,7 @@ struct RequestLine<'a> {
 
 /// The line (newline included) asking the daemon to run `method` with
 /// `params` as daemon request `wire`.
-pub(super) fn request_line(wire: u64, method: &str, params: &Value) -> Vec<u8> {
+pub(crate) fn request_line(wire: u64, method: &str, params: &Value) -> Vec<u8> {
     let message = RequestLine {
         jsonrpc: "2.0",
         id: wire,
@@ -107,7 +107,7 @@ impl PartialEq for DaemonResult {
 
 /// What a daemon line turned out to be.
 #[derive(Debug)]
-pub(super) enum Reply {
+pub(crate) enum Reply {
     /// Not JSON (or not UTF-8): a stray print.
     NotJson,
     /// JSON, but nothing to route: not an object, or an object whose
@@ -144,7 +144,7 @@ struct IdOnly {
 }
 
 /// Reads one daemon line (without its newline).
-pub(super) fn read_reply(line: &[u8]) -> Reply {
+pub(crate) fn read_reply(line: &[u8]) -> Reply {
     let Ok(text) = std::str::from_utf8(line) else {
         return Reply::NotJson;
     };

@@ -17,13 +17,12 @@
 use std::time::Duration;
 
 use serde::Deserialize;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::watch;
 
 use crate::bridge::LinkStatus;
 use crate::logging::event;
 use crate::tools;
-use crate::transport::{ConnectError, Endpoint};
+use crate::transport::{Endpoint, OneShot, OneShotError};
 
 /// How long one status exchange (connect, ask, answer) may take in all.
 pub const STATUS_BUDGET: Duration = Duration::from_secs(2);
@@ -41,21 +40,10 @@ const STATUS_REQUEST: &[u8] = b"{\"type\":\"status\"}\n";
 /// Why the daemon's release could not be learnt.
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
-    /// No connection could be made.
-    #[error("not reachable: {0}")]
-    Unreachable(#[from] ConnectError),
-    /// Writing the question or reading the answer failed.
-    #[error("the status exchange failed: {0}")]
-    Io(#[from] std::io::Error),
-    /// No complete answer within the budget.
-    #[error("no answer within {0:?}")]
-    TimedOut(Duration),
-    /// The daemon closed the connection before a complete answer.
-    #[error("the daemon closed the connection without answering")]
-    Closed,
-    /// The answer was longer than [`MAX_STATUS_LINE`].
-    #[error("the answer is longer than {MAX_STATUS_LINE} bytes")]
-    TooLong,
+    /// The exchange itself failed: no connection, no answer in time, the
+    /// connection closed, or an answer longer than [`MAX_STATUS_LINE`].
+    #[error(transparent)]
+    Exchange(#[from] OneShotError),
     /// The answer is not a JSON object whose `version`, if any, is a
     /// string, or its `version` is no plausible release name.
     #[error("the answer is not a status reply the wrapper can read")]
@@ -70,13 +58,10 @@ impl QueryError {
     /// was not there, slow or busy (a daemon just restarted by `iai-mcp
     /// self-update` may be all three), rather than an answer it gave.
     pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            QueryError::Unreachable(_)
-                | QueryError::Io(_)
-                | QueryError::TimedOut(_)
-                | QueryError::Closed
-        )
+        match self {
+            QueryError::Exchange(e) => e.is_transient(),
+            QueryError::Unreadable | QueryError::NoRelease => false,
+        }
     }
 }
 
@@ -97,32 +82,12 @@ struct StatusReply {
 }
 
 /// Asks the daemon at `endpoint` which release it is, within `budget`:
-/// one `status` control message on a connection of its own (on TCP the
-/// token goes first, as on every connection), one answer line read, the
-/// connection closed.
+/// one `status` control message on a connection of its own, its first
+/// answer line read ([`OneShot::ask`]).
 pub async fn query(endpoint: &Endpoint, budget: Duration) -> Result<String, QueryError> {
-    match tokio::time::timeout(budget, exchange(endpoint, budget)).await {
-        Ok(outcome) => outcome,
-        Err(_) => Err(QueryError::TimedOut(budget)),
-    }
-}
-
-async fn exchange(endpoint: &Endpoint, budget: Duration) -> Result<String, QueryError> {
-    let mut stream = endpoint.connect(budget).await?;
-    stream.write_all(STATUS_REQUEST).await?;
-    // Nothing more will be sent: the daemon may close its side once it
-    // has answered, as 3.3.0's does.
-    stream.shutdown().await?;
-    let mut line = Vec::new();
-    let limit = u64::try_from(MAX_STATUS_LINE).unwrap_or(u64::MAX) + 1;
-    BufReader::new((&mut stream).take(limit))
-        .read_until(b'\n', &mut line)
-        .await?;
-    match line.pop() {
-        Some(b'\n') => parse(&line),
-        _ if line.len() >= MAX_STATUS_LINE => Err(QueryError::TooLong),
-        _ => Err(QueryError::Closed),
-    }
+    OneShot::new(endpoint, budget)
+        .ask(STATUS_REQUEST, MAX_STATUS_LINE, |line| Some(parse(line)))
+        .await?
 }
 
 /// The release named by one status answer line (without its newline).
@@ -281,6 +246,7 @@ pub async fn watch(mut status: watch::Receiver<LinkStatus>, endpoint: Endpoint) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     #[test]
     fn the_version_member_is_the_release_and_anything_else_is_unknown() {
@@ -388,26 +354,8 @@ mod tests {
     async fn an_answer_that_never_ends_is_cut_at_the_limit() {
         let (endpoint, _dir) = serve_once(vec![b'x'; MAX_STATUS_LINE + 10]).await;
         let outcome = query(&endpoint, Duration::from_secs(20)).await;
-        assert!(matches!(outcome, Err(QueryError::TooLong)), "{outcome:?}");
-    }
-
-    #[tokio::test]
-    async fn a_daemon_that_never_answers_is_given_up_on() {
-        let (endpoint, _dir) = serve_once(Vec::new()).await;
-        let outcome = query(&endpoint, Duration::from_millis(50)).await;
         assert!(
-            matches!(outcome, Err(QueryError::TimedOut(_))),
-            "{outcome:?}"
-        );
-    }
-
-    #[tokio::test]
-    async fn no_daemon_is_unreachable() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let endpoint = Endpoint::Unix(dir.path().join("absent.sock"));
-        let outcome = query(&endpoint, Duration::from_secs(20)).await;
-        assert!(
-            matches!(outcome, Err(QueryError::Unreachable(_))),
+            matches!(outcome, Err(QueryError::Exchange(OneShotError::TooLong(_)))),
             "{outcome:?}"
         );
     }

@@ -7,7 +7,6 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -15,7 +14,7 @@ use super::doctor::{self, DoctorConfig};
 use super::now_iso8601;
 use crate::bridge::{Access, BridgeHandle, Request};
 use crate::mcp::server::WarmupTrigger;
-use crate::transport::Endpoint;
+use crate::transport::{Endpoint, OneShot, OneShotError};
 
 /// How long the `session_open` side connection may take in all.
 pub const SESSION_OPEN_BUDGET: Duration = Duration::from_secs(2);
@@ -63,10 +62,9 @@ async fn run(
     if status.wait_for(|s| s.connects > 0).await.is_err() {
         return;
     }
-    match tokio::time::timeout(SESSION_OPEN_BUDGET, session_open(&endpoint, session)).await {
-        Ok(Ok(())) => tracing::debug!("session_open sent"),
-        Ok(Err(e)) => tracing::debug!(error = %e, "session_open failed"),
-        Err(_) => tracing::debug!("session_open timed out"),
+    match session_open(&endpoint, session).await {
+        Ok(()) => tracing::debug!("session_open sent"),
+        Err(e) => tracing::debug!(error = %e, "session_open failed"),
     }
     if initialized.wait_for(|done| *done).await.is_err() {
         return;
@@ -84,11 +82,10 @@ async fn run(
     }
 }
 
-async fn session_open(endpoint: &Endpoint, session: Uuid) -> std::io::Result<()> {
-    let mut stream = endpoint
-        .connect(SESSION_OPEN_BUDGET)
-        .await
-        .map_err(std::io::Error::other)?;
+/// Tells the daemon a session opens, and waits until it has read the
+/// message (it closes the connection then), so that
+/// `session_start_payload` on the main connection cannot overtake it.
+async fn session_open(endpoint: &Endpoint, session: Uuid) -> Result<(), OneShotError> {
     let mut line = json!({
         "type": "session_open",
         "session_id": session.to_string(),
@@ -96,13 +93,7 @@ async fn session_open(endpoint: &Endpoint, session: Uuid) -> std::io::Result<()>
     })
     .to_string();
     line.push('\n');
-    stream.write_all(line.as_bytes()).await?;
-    stream.shutdown().await?;
-    // Wait for the daemon to close its side: then it has read the message,
-    // and session_start_payload (on the main connection) cannot overtake
-    // it. Whatever it writes back is not read; the caller's budget bounds
-    // the wait for a daemon that keeps the connection open.
-    let mut sink = [0u8; 256];
-    while stream.read(&mut sink).await? > 0 {}
-    Ok(())
+    OneShot::new(endpoint, SESSION_OPEN_BUDGET)
+        .tell(line.as_bytes())
+        .await
 }
