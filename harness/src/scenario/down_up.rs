@@ -8,6 +8,7 @@ use std::fmt;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 
@@ -16,6 +17,7 @@ use super::live::{
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::settings;
 use super::setup::Setup;
 use super::wrapper_log::{CONNECT_FAILED, JSON_EVENTS, connect_failures};
 use crate::error::HarnessError;
@@ -25,49 +27,52 @@ use crate::wrapper::{BridgeMode, WrapperCommand};
 /// Shortest period between the starts of two recovery calls.
 const RECOVERY_RETRY_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Parameters of the down-up scenario.
-#[derive(Debug, Clone)]
+/// Parameters of the down-up scenario: its settings (the `down-up`
+/// command's flags) and its fixed bounds; `Default` is every value declared
+/// here.
+#[derive(Debug, Clone, Args)]
 pub struct DownUpConfig {
-    /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+    /// How long a call waits for a connection (IAI_MCP_CONNECT_WAIT_MS).
+    #[arg(long = "connect-wait-ms", default_value = "500", value_name = "MS",
+          value_parser = settings::millis())]
     pub connect_wait: Duration,
     /// Calls made while the daemon is down.
+    #[arg(long, default_value_t = 2)]
     pub down_calls: u32,
-    /// How long, after those calls, the daemon stays down while connect
+    /// How long the daemon stays down after those calls, while reconnect
     /// attempts are counted.
+    #[arg(long = "rate-window-ms", default_value = "2000", value_name = "MS",
+          value_parser = settings::millis())]
     pub rate_window: Duration,
-    /// `IAI_MCP_BACKOFF_INITIAL_MS`; `None` leaves the wrapper's default.
+    /// IAI_MCP_BACKOFF_INITIAL_MS (unset: the wrapper's default).
+    #[arg(long, value_name = "MS")]
     pub backoff_initial_ms: Option<u64>,
-    /// `IAI_MCP_BACKOFF_MAX_MS`; `None` leaves the wrapper's default.
+    /// IAI_MCP_BACKOFF_MAX_MS (unset: the wrapper's default).
+    #[arg(long, value_name = "MS")]
     pub backoff_max_ms: Option<u64>,
-    /// Connect attempts per second in the window at or above which the
-    /// wrapper counts as busy-looping.
+    /// Reconnect attempts per second counted as a busy loop.
+    // At or above it, over the window, the wrapper counts as busy-looping.
+    #[arg(long, default_value_t = 50.0, value_name = "PER_S")]
     pub max_attempt_rate: f64,
     /// How much longer than `connect_wait` the harness waits for any one
     /// call's answer before recording no response.
+    #[arg(skip = Duration::from_secs(10))]
     pub call_grace: Duration,
     /// How long after `UP` recovery may take.
+    #[arg(skip = Duration::from_secs(10))]
     pub recovery_timeout: Duration,
     /// How long after the first success to wait before counting the
     /// daemon's connections.
+    #[arg(skip = Duration::from_millis(250))]
     pub settle: Duration,
     /// The wrapper's bridge mode and the fake daemon.
+    #[arg(skip)]
     pub setup: Setup,
 }
 
 impl Default for DownUpConfig {
     fn default() -> Self {
-        Self {
-            connect_wait: Duration::from_millis(500),
-            down_calls: 2,
-            rate_window: Duration::from_secs(2),
-            backoff_initial_ms: None,
-            backoff_max_ms: None,
-            max_attempt_rate: 50.0,
-            call_grace: Duration::from_secs(10),
-            recovery_timeout: Duration::from_secs(10),
-            settle: Duration::from_millis(250),
-            setup: Setup::default(),
-        }
+        settings::defaults()
     }
 }
 

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 
@@ -15,33 +16,35 @@ use super::live::{
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::settings;
 use super::setup::Setup;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
-/// Parameters of the hang scenario.
-#[derive(Debug, Clone)]
+/// Parameters of the hang scenario: its setting (the `hang` command's
+/// flag) and its fixed bounds; `Default` is every value declared here.
+#[derive(Debug, Clone, Args)]
 pub struct HangConfig {
-    /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+    /// The wrapper's response deadline (IAI_MCP_CALL_TIMEOUT_MS).
+    #[arg(long = "call-timeout-ms", default_value = "500", value_name = "MS",
+          value_parser = settings::millis())]
     pub call_timeout: Duration,
     /// How much longer than `call_timeout` the harness waits for any one
     /// call's answer before recording no response.
+    #[arg(skip = Duration::from_secs(10))]
     pub call_grace: Duration,
     /// How long to watch for the late answer before counting connections.
+    #[arg(skip = Duration::from_millis(250))]
     pub settle: Duration,
     /// The wrapper's bridge mode and the fake daemon.
+    #[arg(skip)]
     pub setup: Setup,
 }
 
 impl Default for HangConfig {
     fn default() -> Self {
-        Self {
-            call_timeout: Duration::from_millis(500),
-            call_grace: Duration::from_secs(10),
-            settle: Duration::from_millis(250),
-            setup: Setup::default(),
-        }
+        settings::defaults()
     }
 }
 

@@ -24,6 +24,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 
@@ -34,6 +35,7 @@ use super::live::{
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::race::PROTOCOL_VERSION;
+use super::settings;
 use super::setup::Setup;
 use super::wrapper_log::{CONNECT_FAILED, Dial, JSON_EVENTS, dial_times};
 use crate::bins::error_chain;
@@ -49,45 +51,47 @@ use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
 /// figures are reported either way.
 pub const MIN_SPREAD_WRAPPERS: usize = 20;
 
-/// Parameters of the herd.
-#[derive(Debug, Clone)]
+/// Parameters of the herd: its settings (the `herd` command's flags) and
+/// its fixed timings; `Default` is every value declared here.
+#[derive(Debug, Clone, Args)]
 pub struct HerdConfig {
     /// Wrappers on the one daemon.
+    #[arg(long, default_value_t = 50, value_parser = settings::count(1..=1000))]
     pub wrappers: usize,
     /// Pause between one wrapper's answer and its next call.
+    #[arg(skip = Duration::from_millis(20))]
     pub call_interval: Duration,
     /// How long calls flow before each fault, and how long the daemon's
     /// connections are left to settle after a recovery before they are
     /// counted.
+    #[arg(skip = Duration::from_millis(300))]
     pub settle: Duration,
     /// How long the daemon stays down.
+    #[arg(long = "down-ms", default_value = "1000", value_name = "MS",
+          value_parser = settings::millis())]
     pub down_for: Duration,
     /// The window in which dials and accepts are counted together.
+    #[arg(skip = Duration::from_millis(10))]
     pub window: Duration,
-    /// The largest share of the wrappers that may dial within one window
-    /// (first attempts after the loss excepted).
+    /// The largest share of the wrappers that may dial within 10 ms while
+    /// the daemon is down (first attempts after the loss excepted).
+    // The help's 10 ms is `window`.
+    #[arg(long, default_value_t = 0.5, value_name = "SHARE")]
     pub max_dial_fraction: f64,
     /// How long the last wrapper may take to answer again after a fault.
+    #[arg(skip = Duration::from_secs(10))]
     pub recovery_timeout: Duration,
     /// The longest the harness waits for any one answer.
+    #[arg(skip = Duration::from_secs(30))]
     pub call_bound: Duration,
     /// The wrappers' bridge mode and the fake daemon.
+    #[arg(skip)]
     pub setup: Setup,
 }
 
 impl Default for HerdConfig {
     fn default() -> Self {
-        Self {
-            wrappers: 50,
-            call_interval: Duration::from_millis(20),
-            settle: Duration::from_millis(300),
-            down_for: Duration::from_secs(1),
-            window: Duration::from_millis(10),
-            max_dial_fraction: 0.5,
-            recovery_timeout: Duration::from_secs(10),
-            call_bound: Duration::from_secs(30),
-            setup: Setup::default(),
-        }
+        settings::defaults()
     }
 }
 

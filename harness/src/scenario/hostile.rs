@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -30,6 +31,7 @@ use super::live::{
     LiveSession, MAX_SAMPLES, WrapperOutput, collect_unsolicited, env_ms, or_na, problems_text,
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::settings;
 use super::setup::Setup;
 use crate::bins::error_chain;
 use crate::client::ClientError;
@@ -53,50 +55,50 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How much of a line a sample quotes.
 const EXCERPT_BYTES: usize = 120;
 
-/// Parameters of a hostile run.
-#[derive(Debug, Clone)]
+/// Parameters of the hostile client: its settings (the `hostile` command's
+/// flags) and its fixed bounds; `Default` is every value declared here.
+#[derive(Debug, Clone, Args)]
 pub struct HostileConfig {
-    /// Lines to send in all (valid requests included).
+    /// Lines to send (valid requests included).
+    #[arg(long, default_value_t = 20_000)]
     pub lines: usize,
-    /// Seed of the line generator; the same seed and line count send the
-    /// same bytes.
+    /// Seed of the line generator (the same seed sends the same bytes).
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Most lines owing an answer that may be outstanding at once.
+    /// Most lines owing an answer outstanding at once.
+    #[arg(long, default_value_t = 32, value_parser = settings::count(1..))]
     pub in_flight: usize,
-    /// `IAI_MCP_MAX_LINE_BYTES` for the wrapper: some lines are generated
-    /// just below, at and above it.
+    /// The wrapper's line cap (IAI_MCP_MAX_LINE_BYTES); lines are generated
+    /// below, at and above it.
+    #[arg(long, default_value_t = 65_536, value_name = "BYTES",
+          value_parser = settings::count(64..))]
     pub max_line_bytes: usize,
     /// Lines sent (and answered) before the first memory sample, so the
     /// wrapper's buffers and allocator have reached their working size.
+    #[arg(skip = 2_000_usize)]
     pub warmup_lines: usize,
     /// Growth of `VmRSS` between the two samples that still counts as flat,
     /// in KiB. Generous on purpose (the default is 8 MiB): allocator
     /// behaviour varies between runs, and a leak worth finding grows with
     /// the line count far beyond it.
+    #[arg(skip = 8_u64 * 1024)]
     pub rss_growth_limit_kib: u64,
     /// How long to wait for a reply when the window of lines in flight is
     /// full (or at the end) before giving up on the missing ones; keep it
     /// above the wrapper's call timeout in this run (10 s).
+    #[arg(skip = Duration::from_secs(15))]
     pub stall_timeout: Duration,
     /// How long to watch stdout for late or duplicate replies at the end.
+    #[arg(skip = Duration::from_millis(300))]
     pub settle: Duration,
     /// The wrapper's bridge mode and the fake daemon.
+    #[arg(skip)]
     pub setup: Setup,
 }
 
 impl Default for HostileConfig {
     fn default() -> Self {
-        Self {
-            lines: 20_000,
-            seed: 1,
-            in_flight: 32,
-            max_line_bytes: 65_536,
-            warmup_lines: 2_000,
-            rss_growth_limit_kib: 8 * 1024,
-            stall_timeout: Duration::from_secs(15),
-            settle: Duration::from_millis(300),
-            setup: Setup::default(),
-        }
+        settings::defaults()
     }
 }
 

@@ -16,6 +16,7 @@ mod live;
 pub mod outcome;
 pub mod property;
 pub mod race;
+pub mod settings;
 pub mod setup;
 pub mod smoke;
 pub mod soak;
@@ -190,5 +191,30 @@ impl Scenario for Smoke {
 
     fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
         smoke::run_smoke(cmd, cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_configuration_has_its_declared_defaults() {
+        // Each `Default` reads the values declared on the fields; a default
+        // that did not pass its own value parser would panic here.
+        assert_eq!(race::RaceConfig::default().delay_ms, 1000);
+        assert_eq!(storm::StormConfig::default().drops, 5);
+        assert_eq!(down_up::DownUpConfig::default().backoff_max_ms, None);
+        assert_eq!(
+            hang::HangConfig::default().call_timeout,
+            std::time::Duration::from_millis(500)
+        );
+        assert_eq!(herd::HerdConfig::default().wrappers, 50);
+        assert_eq!(hostile::HostileConfig::default().max_line_bytes, 65_536);
+        assert_eq!(soak::SoakConfig::default().seed, 1);
+        assert_eq!(
+            smoke::SmokeConfig::default().reply_bound,
+            std::time::Duration::from_secs(60)
+        );
     }
 }

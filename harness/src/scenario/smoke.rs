@@ -12,12 +12,14 @@ use std::fmt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 
 use super::live::{LiveSession, PROBE_TOOL, WrapperOutput, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::settings;
 use super::setup::Setup;
 use crate::error::HarnessError;
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -25,23 +27,25 @@ use crate::wrapper::{BridgeMode, WrapperCommand};
 /// How many tools the wrapper's table lists (iai-mcp 3.3.0's surface).
 pub const TOOL_COUNT: usize = 15;
 
-/// Parameters of the smoke run.
-#[derive(Debug, Clone)]
+/// Parameters of the smoke run: its setting (the `smoke` command's flag);
+/// `Default` is the value declared here.
+#[derive(Debug, Clone, Args)]
 pub struct SmokeConfig {
-    /// Bound on any one answer. Generous: an emulated binary starts and
-    /// answers several times slower than a native one, and this is a safety
-    /// net, not a measurement.
+    /// Bound on any one answer (a safety net for slow emulators, not a
+    /// measurement).
+    // Generous: an emulated binary starts and answers several times slower
+    // than a native one.
+    #[arg(long = "reply-bound-ms", default_value = "60000", value_name = "MS",
+          value_parser = settings::millis())]
     pub reply_bound: Duration,
     /// The wrapper's bridge mode and the fake daemon.
+    #[arg(skip)]
     pub setup: Setup,
 }
 
 impl Default for SmokeConfig {
     fn default() -> Self {
-        Self {
-            reply_bound: Duration::from_secs(60),
-            setup: Setup::default(),
-        }
+        settings::defaults()
     }
 }
 

@@ -37,6 +37,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -47,6 +48,7 @@ use super::live::{
 };
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::settings;
 use super::setup::Setup;
 use crate::daemon::RequestLog;
 use crate::error::HarnessError;
@@ -118,92 +120,93 @@ const READS: [SoakRead; 6] = [
     },
 ];
 
-/// Parameters of a soak.
-#[derive(Debug, Clone)]
+/// Parameters of a soak: its settings (the `soak` command's flags) and its
+/// fixed timings; `Default` is every value declared here.
+#[derive(Debug, Clone, Args)]
 pub struct SoakConfig {
-    /// How long calls keep flowing (the checkpoints and the final drain
-    /// come on top).
+    /// How long calls keep flowing, in seconds.
+    // The checkpoints and the final drain come on top.
+    #[arg(long = "seconds", default_value = "60", value_name = "SECONDS",
+          value_parser = settings::seconds(1))]
     pub duration: Duration,
     /// Seed of the fault schedule and the call mix.
+    #[arg(skip = 1_u64)]
     pub seed: u64,
     /// Calls kept in flight.
+    #[arg(long, default_value_t = 8, value_parser = settings::count(1..))]
     pub concurrency: usize,
     /// About one call in `write_every` is a write (0: reads only).
+    #[arg(skip = 4_u32)]
     pub write_every: u32,
-    /// The daemon's answer delay (`DELAY`) outside `DELAY` episodes, in
-    /// milliseconds. With it, every call spends that long at the daemon, so
-    /// drops and cuts catch calls in flight, and the rate is about
-    /// `concurrency / delay`: 8 in flight and 8 ms make about 1000 calls/s,
-    /// which the daemon's 64 MiB request journal holds for over 5 minutes
-    /// (a faster rate makes it forget the oldest requests: reported as
-    /// `journal_dropped`). 0 runs as fast as the wrapper goes.
+    /// The daemon's answer delay between DELAY episodes, so calls are in
+    /// flight when a fault strikes; 0 runs as fast as the wrapper goes.
+    // With it, every call spends that long at the daemon, so drops and cuts
+    // catch calls in flight, and the rate is about `concurrency / delay`: 8
+    // in flight and 8 ms make about 1000 calls/s, which the daemon's 64 MiB
+    // request journal holds for over 5 minutes (a faster rate makes it
+    // forget the oldest requests: reported as `journal_dropped`).
+    #[arg(long = "delay-ms", default_value_t = 8, value_name = "MS")]
     pub daemon_delay_ms: u64,
     /// `IAI_MCP_CALL_TIMEOUT_MS`: the wrapper's response deadline.
+    #[arg(skip = Duration::from_millis(2000))]
     pub call_timeout: Duration,
     /// `IAI_MCP_CONNECT_WAIT_MS`: how long a call waits for a connection.
+    #[arg(skip = Duration::from_millis(1000))]
     pub connect_wait: Duration,
     /// `IAI_MCP_BACKOFF_INITIAL_MS`.
+    #[arg(skip = 10_u64)]
     pub backoff_initial_ms: u64,
     /// `IAI_MCP_BACKOFF_MAX_MS`.
+    #[arg(skip = 100_u64)]
     pub backoff_max_ms: u64,
     /// Shortest pause between two fault episodes.
+    #[arg(skip = Duration::from_millis(50))]
     pub fault_gap_min: Duration,
     /// Longest pause between two fault episodes.
+    #[arg(skip = Duration::from_millis(500))]
     pub fault_gap_max: Duration,
     /// Longest hold of `DELAY`, `SLICE` and `DOWN`.
+    #[arg(skip = Duration::from_millis(1500))]
     pub max_fault_hold: Duration,
     /// Longest `HANG`; must stay below `call_timeout` so held calls are
     /// answered on `RESUME` (a `daemon_timeout` would still count as an
     /// answer).
+    #[arg(skip = Duration::from_millis(1000))]
     pub max_hang: Duration,
     /// Calls and faults before the first footprint sample, so buffers and
     /// the allocator reach their working size.
+    #[arg(skip = Duration::from_secs(5))]
     pub warmup: Duration,
     /// Bound on waiting for the answers still owed at a checkpoint.
+    #[arg(skip = Duration::from_secs(20))]
     pub drain_timeout: Duration,
     /// Time between herd episodes (zero: none).
+    #[arg(skip = Duration::from_secs(20))]
     pub herd_every: Duration,
     /// Wrappers that join the daemon for a herd episode.
+    #[arg(skip = 10_usize)]
     pub herd_wrappers: usize,
     /// How long to watch for late or duplicate answers at the end.
+    #[arg(skip = Duration::from_millis(500))]
     pub settle: Duration,
     /// Growth of `VmRSS` from the first sample to the last that still counts
     /// as flat, in KiB. Generous on purpose (8 MiB by default): allocator
     /// noise must not fail a run, and a leak per call or per fault grows
     /// far beyond it over a soak.
+    #[arg(skip = 8_u64 * 1024)]
     pub rss_growth_limit_kib: u64,
     /// Open descriptors the wrapper may hold at the end beyond those at the
     /// start (a connect in progress).
+    #[arg(skip = 2_u64)]
     pub fd_slack: u64,
     /// The wrapper's bridge mode and the fake daemon.
+    #[arg(skip)]
     pub setup: Setup,
 }
 
 impl Default for SoakConfig {
     fn default() -> Self {
-        Self {
-            duration: Duration::from_secs(60),
-            seed: 1,
-            concurrency: 8,
-            write_every: 4,
-            daemon_delay_ms: 8,
-            call_timeout: Duration::from_millis(2000),
-            connect_wait: Duration::from_millis(1000),
-            backoff_initial_ms: 10,
-            backoff_max_ms: 100,
-            fault_gap_min: Duration::from_millis(50),
-            fault_gap_max: Duration::from_millis(500),
-            max_fault_hold: Duration::from_millis(1500),
-            max_hang: Duration::from_millis(1000),
-            warmup: Duration::from_secs(5),
-            drain_timeout: Duration::from_secs(20),
-            herd_every: Duration::from_secs(20),
-            herd_wrappers: 10,
-            settle: Duration::from_millis(500),
-            rss_growth_limit_kib: 8 * 1024,
-            fd_slack: 2,
-            setup: Setup::default(),
-        }
+        settings::defaults()
     }
 }
 

@@ -13,6 +13,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -21,6 +22,7 @@ use super::live::{
     problems_text, tag_numbers,
 };
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::settings;
 use super::setup::Setup;
 use crate::daemon::COMMAND_TIMEOUT;
 use crate::error::HarnessError;
@@ -30,43 +32,45 @@ use crate::wrapper::{BridgeMode, WrapperCommand};
 /// How many failure texts a report keeps.
 const MAX_FAILURE_SAMPLES: usize = 8;
 
-/// Parameters of the drop storm.
-#[derive(Debug, Clone)]
+/// Parameters of the drop storm: its settings (the `storm` command's
+/// flags) and its fixed bounds; `Default` is every value declared here.
+#[derive(Debug, Clone, Args)]
 pub struct StormConfig {
-    /// How many times the daemon drops the connection.
+    /// Number of drops.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub drops: u32,
-    /// How many calls are kept in flight.
+    /// Calls kept in flight.
+    #[arg(long, default_value_t = 8, value_parser = settings::count(1..))]
     pub concurrency: usize,
-    /// The daemon's answer delay (`DELAY`), so calls are in flight when a
-    /// drop hits.
+    /// The daemon's answer delay (its DELAY command), so calls are in flight
+    /// when a drop hits.
+    #[arg(long = "delay-ms", default_value_t = 20, value_name = "MS")]
     pub daemon_delay_ms: u64,
-    /// Time between two drops; keep it well above the answer delay plus a
-    /// reconnect, so a replayed read is answered before the next drop.
+    /// Time between two drops.
+    // Keep it well above the answer delay plus a reconnect, so a replayed
+    // read is answered before the next drop.
+    #[arg(long = "drop-interval-ms", default_value = "150", value_name = "MS",
+          value_parser = settings::millis())]
     pub drop_interval: Duration,
-    /// Every `write_every`-th call is a write (0: no writes).
+    /// Every N-th call is a write (0: reads only).
+    #[arg(long, default_value_t = 3, value_name = "N")]
     pub write_every: u32,
     /// Bound on waiting for the answers still owed after the storm, and on
     /// holding a drop back for calls hit by the previous one.
+    #[arg(skip = Duration::from_secs(10))]
     pub drain_timeout: Duration,
     /// How long to watch for late or duplicate answers before counting the
     /// daemon's connections.
+    #[arg(skip = Duration::from_millis(250))]
     pub settle: Duration,
     /// The wrapper's bridge mode and the fake daemon.
+    #[arg(skip)]
     pub setup: Setup,
 }
 
 impl Default for StormConfig {
     fn default() -> Self {
-        Self {
-            drops: 5,
-            concurrency: 8,
-            daemon_delay_ms: 20,
-            drop_interval: Duration::from_millis(150),
-            write_every: 3,
-            drain_timeout: Duration::from_secs(10),
-            settle: Duration::from_millis(250),
-            setup: Setup::default(),
-        }
+        settings::defaults()
     }
 }
 

@@ -9,11 +9,13 @@
 
 use std::time::{Duration, Instant};
 
+use clap::Args;
 use serde::Serialize;
 
 use crate::error::HarnessError;
 use crate::scenario::property::{Cause, Check, Judged, Kind, Prop};
 use crate::scenario::race::RaceConfig;
+use crate::scenario::settings;
 use crate::scenario::{DownUp, Hang, Herd, Hostile, Race, Scenario, Setup, Soak, Storm};
 use crate::wrapper::{Subject, WrapperCommand};
 
@@ -25,37 +27,37 @@ use crate::wrapper::{Subject, WrapperCommand};
 pub const PREFIX_CONTRACT_FAILURES: [Prop; 3] =
     [Prop::ReconnectCall, Prop::SecondDrop, Prop::Recovers];
 
-/// What to score, and how hard.
-#[derive(Debug, Clone)]
+/// What to score, and how hard: the `score` command's settings, the
+/// subjects it names, and the fixed amounts; `Default` is every value
+/// declared here, with no subject.
+#[derive(Debug, Clone, Args)]
 pub struct ScoreConfig {
     /// The wrappers, one column each.
+    #[arg(skip)]
     pub subjects: Vec<Subject>,
-    /// Race runs per subject (each with a second drop).
+    /// Race runs per wrapper (each with a second drop).
+    #[arg(long = "runs", default_value_t = 3, value_name = "RUNS",
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub race_runs: u32,
     /// The race's timing and the fake daemon (its mode is the subject's).
+    #[arg(skip = RaceConfig { second_drop: true, ..RaceConfig::default() })]
     pub race: RaceConfig,
     /// Lines the hostile client sends.
+    #[arg(skip = 2_000_usize)]
     pub hostile_lines: usize,
-    /// How long the soak runs (zero: no soak).
+    /// How long the soak runs per wrapper, in seconds (0: no soak).
+    #[arg(long = "soak-seconds", default_value = "10", value_name = "SOAK_SECONDS",
+          value_parser = settings::seconds(0))]
     pub soak: Duration,
     /// How long a wrapper may take to answer again after the daemon is
     /// back (race, down-up and herd) before it is judged to have stopped.
+    #[arg(skip = Duration::from_secs(10))]
     pub recovery_timeout: Duration,
 }
 
 impl Default for ScoreConfig {
     fn default() -> Self {
-        Self {
-            subjects: Vec::new(),
-            race_runs: 3,
-            race: RaceConfig {
-                second_drop: true,
-                ..RaceConfig::default()
-            },
-            hostile_lines: 2_000,
-            soak: Duration::from_secs(10),
-            recovery_timeout: Duration::from_secs(10),
-        }
+        settings::defaults()
     }
 }
 
