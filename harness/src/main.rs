@@ -9,6 +9,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use harness::scenario::{DownUp, Hang, Herd, Hostile, Smoke, Soak, Storm};
+
+use cli::scenario::ScenarioArgs;
 
 /// Runs scripted scenarios against an MCP wrapper and the fake iai-mcp
 /// daemon and prints what happened and a verdict. Exit code: 0 when this
@@ -35,28 +38,28 @@ enum Command {
     Score(cli::score::ScoreArgs),
     /// Drop storm: the daemon drops the connection again and again while
     /// calls (reads and writes) are kept in flight.
-    Storm(cli::faults::StormArgs),
+    Storm(ScenarioArgs<Storm>),
     /// The daemon goes down and comes back: calls fail cleanly at the
     /// connect deadline, reconnect attempts stay bounded, the next call after
     /// the daemon is back succeeds.
-    DownUp(cli::faults::DownUpArgs),
+    DownUp(ScenarioArgs<DownUp>),
     /// The daemon hangs: a call fails with daemon_timeout at its deadline,
     /// the silent connection is replaced, and after the daemon resumes the
     /// next call succeeds.
-    Hang(cli::faults::HangArgs),
+    Hang(ScenarioArgs<Hang>),
     /// Many wrappers (50 by default) on one daemon: it drops every
     /// connection at once, then goes down and comes back; every call
     /// answered once, every wrapper back on one connection, reconnects
     /// spread out, the peak accept rate and the time to recover.
-    Herd(cli::faults::HerdArgs),
+    Herd(ScenarioArgs<Herd>),
     /// Hostile client: random and malformed lines (seeded) among valid
     /// requests; every request answered once, stdout only JSON-RPC, memory
     /// flat.
-    Hostile(cli::faults::HostileArgs),
+    Hostile(ScenarioArgs<Hostile>),
     /// Soak: calls keep flowing while the daemon drops, hangs, delays,
     /// garbles, slices, cuts, goes down and up, strays and duplicates on a
     /// seeded schedule.
-    Soak(cli::faults::SoakArgs),
+    Soak(ScenarioArgs<Soak>),
     /// Map the race window: the race for each mode (or wrapper command) at
     /// every offset of a range and without the widener; writes sweep.json
     /// and sweep.svg. Ctrl-C stops it and still writes the partial report
@@ -66,7 +69,7 @@ enum Command {
     /// --version, the handshake, tools/list (15 tools), a tool call, a
     /// DROP and the next call on one connection, exit on stdin EOF.
     /// Put an emulator first in --wrapper-cmd to run a cross-built binary.
-    Smoke(cli::faults::SmokeArgs),
+    Smoke(ScenarioArgs<Smoke>),
     /// Latency, throughput, cold start, memory and recovery of the wrapper
     /// next to the floor of talking to the fake daemon directly; writes
     /// target/bench/. Figures, not a verdict.
@@ -98,14 +101,14 @@ fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Race(args) => cli::race::race(&args),
         Command::Score(args) => cli::score::score(&args),
-        Command::Storm(args) => cli::faults::storm(&args),
-        Command::DownUp(args) => cli::faults::down_up(&args),
-        Command::Hang(args) => cli::faults::hang(&args),
-        Command::Herd(args) => cli::faults::herd(&args),
-        Command::Hostile(args) => cli::faults::hostile(&args),
-        Command::Soak(args) => cli::faults::soak(&args),
+        Command::Storm(args) => cli::scenario::run(args),
+        Command::DownUp(args) => cli::scenario::run(args),
+        Command::Hang(args) => cli::scenario::run(args),
+        Command::Herd(args) => cli::scenario::run(args),
+        Command::Hostile(args) => cli::scenario::run(args),
+        Command::Soak(args) => cli::scenario::soak(args),
         Command::Sweep(args) => cli::race::sweep(&args),
-        Command::Smoke(args) => cli::faults::smoke(&args),
+        Command::Smoke(args) => cli::scenario::run(args),
         Command::Bench(args) => cli::tools::bench(&args),
         Command::E2e(args) => cli::tools::e2e(&args),
         Command::Hosts(args) => cli::hosts::hosts(&args),

@@ -1,11 +1,12 @@
 //! The `harness` command line: one module per family of commands, each
-//! declaring its arguments once (their defaults come from the library's
-//! configurations) and printing a verdict line. `cargo xtask` builds the
-//! binaries and runs this one, so nothing here is declared twice.
+//! printing a verdict line. A scenario's settings are declared once, on its
+//! configuration in the library, and [`scenario`] runs any scenario from
+//! them; `cargo xtask` builds the binaries and runs this one, so nothing
+//! here is declared twice.
 
-pub mod faults;
 pub mod hosts;
 pub mod race;
+pub mod scenario;
 pub mod score;
 pub mod tools;
 

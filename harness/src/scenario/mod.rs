@@ -1,10 +1,11 @@
 //! Scripted scenarios that drive a wrapper and the fake daemon together and
 //! report what happened as data.
 //!
-//! Each scenario is a [`Scenario`]: a configuration (with its defaults,
-//! read by the command line too), whose [`Setup`] says how the wrapper
-//! and the fake daemon start, a run, and a report that judges itself
-//! ([`property::Judged`]). The outcome is a measurement (the wrapper under
+//! Each scenario is a [`Scenario`]: a configuration that declares its own
+//! command-line settings and their defaults ([`settings`]), whose
+//! [`Setup`] says how the wrapper and the fake daemon start, a run, and a
+//! report that judges itself ([`property::Judged`]). The command line
+//! runs any of them the same way, from its parsed [`Scenario::Args`]. The outcome is a measurement (the wrapper under
 //! test may well fail it); a `HarnessError` means the scenario itself
 //! could not be carried out.
 
@@ -42,6 +43,10 @@ pub trait Scenario {
     const NAME: &'static str;
     /// What it can be told.
     type Config: Default + Clone;
+    /// Its command's settings: the configuration itself, or a small
+    /// structure beside it where the command line's default differs from
+    /// the library's (the soak's seed).
+    type Args: clap::Args + fmt::Debug + Into<Self::Config>;
     /// What it found.
     type Report: Judged + Serialize + fmt::Display;
     /// The configuration's [`Setup`].
@@ -57,6 +62,7 @@ pub struct Race;
 impl Scenario for Race {
     const NAME: &'static str = "race";
     type Config = race::RaceConfig;
+    type Args = race::RaceConfig;
     type Report = race::RaceReport;
 
     fn setup(cfg: &mut Self::Config) -> &mut Setup {
@@ -75,6 +81,7 @@ pub struct Storm;
 impl Scenario for Storm {
     const NAME: &'static str = "storm";
     type Config = storm::StormConfig;
+    type Args = storm::StormConfig;
     type Report = storm::StormReport;
 
     fn setup(cfg: &mut Self::Config) -> &mut Setup {
@@ -93,6 +100,7 @@ pub struct DownUp;
 impl Scenario for DownUp {
     const NAME: &'static str = "down-up";
     type Config = down_up::DownUpConfig;
+    type Args = down_up::DownUpConfig;
     type Report = down_up::DownUpReport;
 
     fn setup(cfg: &mut Self::Config) -> &mut Setup {
@@ -111,6 +119,7 @@ pub struct Hang;
 impl Scenario for Hang {
     const NAME: &'static str = "hang";
     type Config = hang::HangConfig;
+    type Args = hang::HangConfig;
     type Report = hang::HangReport;
 
     fn setup(cfg: &mut Self::Config) -> &mut Setup {
@@ -129,6 +138,7 @@ pub struct Herd;
 impl Scenario for Herd {
     const NAME: &'static str = "herd";
     type Config = herd::HerdConfig;
+    type Args = herd::HerdConfig;
     type Report = herd::HerdReport;
 
     fn setup(cfg: &mut Self::Config) -> &mut Setup {
@@ -147,6 +157,7 @@ pub struct Hostile;
 impl Scenario for Hostile {
     const NAME: &'static str = "hostile";
     type Config = hostile::HostileConfig;
+    type Args = hostile::HostileConfig;
     type Report = hostile::HostileReport;
 
     fn setup(cfg: &mut Self::Config) -> &mut Setup {
@@ -165,6 +176,7 @@ pub struct Soak;
 impl Scenario for Soak {
     const NAME: &'static str = "soak";
     type Config = soak::SoakConfig;
+    type Args = soak::SoakArgs;
     type Report = soak::SoakReport;
 
     fn setup(cfg: &mut Self::Config) -> &mut Setup {
@@ -183,6 +195,7 @@ pub struct Smoke;
 impl Scenario for Smoke {
     const NAME: &'static str = "smoke";
     type Config = smoke::SmokeConfig;
+    type Args = smoke::SmokeConfig;
     type Report = smoke::SmokeReport;
 
     fn setup(cfg: &mut Self::Config) -> &mut Setup {
@@ -196,7 +209,18 @@ impl Scenario for Smoke {
 
 #[cfg(test)]
 mod tests {
+    use clap::{Args, Command, FromArgMatches};
+
     use super::*;
+
+    /// `S`'s command-line settings parsed from `flags`, as its configuration.
+    fn parsed<S: Scenario>(flags: &[&str]) -> S::Config {
+        let command = S::Args::augment_args(Command::new(S::NAME));
+        let matches = command
+            .try_get_matches_from(std::iter::once(S::NAME).chain(flags.iter().copied()))
+            .unwrap();
+        S::Args::from_arg_matches(&matches).unwrap().into()
+    }
 
     #[test]
     fn every_configuration_has_its_declared_defaults() {
@@ -216,5 +240,26 @@ mod tests {
             smoke::SmokeConfig::default().reply_bound,
             std::time::Duration::from_secs(60)
         );
+    }
+
+    #[test]
+    fn flags_change_only_their_own_settings() {
+        let storm = parsed::<Storm>(&["--drop-interval-ms", "40", "--concurrency", "3"]);
+        assert_eq!(storm.drop_interval, std::time::Duration::from_millis(40));
+        assert_eq!(storm.concurrency, 3);
+        let defaults = storm::StormConfig::default();
+        assert_eq!(storm.drops, defaults.drops);
+        assert_eq!(storm.drain_timeout, defaults.drain_timeout);
+    }
+
+    #[test]
+    fn the_soak_keeps_a_given_seed_and_draws_one_otherwise() {
+        let given = parsed::<Soak>(&["--seed", "7", "--seconds", "3"]);
+        assert_eq!(given.seed, 7);
+        assert_eq!(given.duration, std::time::Duration::from_secs(3));
+        // Drawn from the clock: any value will do, but the settings around
+        // it keep their defaults.
+        let drawn = parsed::<Soak>(&[]);
+        assert_eq!(drawn.concurrency, soak::SoakConfig::default().concurrency);
     }
 }

@@ -120,8 +120,9 @@ const READS: [SoakRead; 6] = [
     },
 ];
 
-/// Parameters of a soak: its settings (the `soak` command's flags) and its
-/// fixed timings; `Default` is every value declared here.
+/// Parameters of a soak: its settings (the `soak` command's flags, with
+/// the seed in [`SoakArgs`]) and its fixed timings; `Default` is every
+/// value declared here.
 #[derive(Debug, Clone, Args)]
 pub struct SoakConfig {
     /// How long calls keep flowing, in seconds.
@@ -207,6 +208,30 @@ pub struct SoakConfig {
 impl Default for SoakConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The `soak` command's settings: the configuration's, and a seed that the
+/// command line draws from the clock when none is given (the library's
+/// default stays the fixed seed 1, so scorecards repeat).
+#[derive(Debug, Clone, Args)]
+pub struct SoakArgs {
+    /// The settings with a default of their own.
+    #[command(flatten)]
+    pub config: SoakConfig,
+    /// Seed of the fault schedule and the call mix (default: from the
+    /// clock; the report prints it so a run can be repeated).
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+impl From<SoakArgs> for SoakConfig {
+    /// The configuration with the seed given, or one from the clock.
+    fn from(args: SoakArgs) -> Self {
+        SoakConfig {
+            seed: args.seed.unwrap_or_else(seed_from_clock),
+            ..args.config
+        }
     }
 }
 

@@ -50,6 +50,10 @@ fn scenarios_are_listed_with_their_options() {
             "--connect-wait-ms --rate-window-ms --backoff-max-ms",
         ),
         ("hang", "--call-timeout-ms"),
+        ("herd", "--wrappers --down-ms --max-dial-fraction"),
+        ("hostile", "--lines --seed --in-flight --max-line-bytes"),
+        ("soak", "--seconds --seed --concurrency --delay-ms"),
+        ("smoke", "--reply-bound-ms"),
     ] {
         assert!(top.contains(scenario), "--help lacks {scenario}");
         let stdout = help(&[scenario, "--help"]);
