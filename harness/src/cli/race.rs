@@ -24,13 +24,9 @@ pub struct RaceArgs {
     /// Runs per mode.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
-    /// Reconnect delay given to the wrapper (IAI_MCP_RECONNECT_TEST_DELAY_MS):
-    /// the width of the race window.
-    #[arg(long, default_value_t = RaceConfig::default().delay_ms, value_name = "MS")]
-    delay_ms: u64,
-    /// Time between the daemon dropping the connection and the racing call.
-    #[arg(long, default_value_t = RaceConfig::default().offset_ms, value_name = "MS")]
-    offset_ms: u64,
+    /// The race's timing (`--delay-ms`, `--offset-ms`).
+    #[command(flatten)]
+    timing: RaceConfig,
     /// Run the whole scorecard instead (every scenario; this workspace's
     /// wrapper in both modes, or the --wrapper-cmd), as `score` does.
     #[arg(long)]
@@ -40,10 +36,8 @@ pub struct RaceArgs {
 /// Runs the race as `args` say and prints the table and the verdict.
 pub fn race(args: &RaceArgs) -> Result<ExitCode> {
     let base = RaceConfig {
-        delay_ms: args.delay_ms,
-        offset_ms: args.offset_ms,
         setup: args.target.setup(),
-        ..RaceConfig::default()
+        ..args.timing.clone()
     };
     let cmd = args.target.command()?;
     if args.all {

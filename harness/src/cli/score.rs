@@ -2,7 +2,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
@@ -21,13 +20,9 @@ pub struct ScoreArgs {
     /// prefix and fixed mode.
     #[arg(long, value_name = "CMD")]
     wrapper_cmd: Vec<String>,
-    /// Race runs per wrapper (each with a second drop).
-    #[arg(long, default_value_t = ScoreConfig::default().race_runs,
-          value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
-    /// How long the soak runs per wrapper, in seconds (0: no soak).
-    #[arg(long, default_value_t = ScoreConfig::default().soak.as_secs())]
-    soak_seconds: u64,
+    /// How many race runs, and how long a soak.
+    #[command(flatten)]
+    amounts: ScoreConfig,
     /// Where to write score.json and score.html [default: target/score].
     #[arg(long, value_name = "DIR")]
     out_dir: Option<PathBuf>,
@@ -48,9 +43,7 @@ pub fn score(args: &ScoreArgs) -> Result<ExitCode> {
     };
     let cfg = ScoreConfig {
         subjects,
-        race_runs: args.runs,
-        soak: Duration::from_secs(args.soak_seconds),
-        ..ScoreConfig::default()
+        ..args.amounts.clone()
     };
     run_config(&cfg, args.out_dir.clone())
 }
