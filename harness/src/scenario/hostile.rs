@@ -685,85 +685,140 @@ pub fn run_hostile_lines(
     run(cmd, cfg, None, source)
 }
 
+/// Sends `source` through a fresh wrapper and reports what came back.
 fn run(
     cmd: &WrapperCommand,
     cfg: &HostileConfig,
     seed: Option<u64>,
     source: impl Iterator<Item = Line>,
 ) -> Result<HostileReport, HarnessError> {
-    // The call timeout bounds how long any forwarded call can take, so a
-    // request the daemon never answers shows as a failed call, not a stall.
-    let env = [
-        ("IAI_MCP_MAX_LINE_BYTES", cfg.max_line_bytes.to_string()),
-        env_ms("IAI_MCP_CALL_TIMEOUT_MS", CALL_TIMEOUT),
-    ];
-    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
-    let pid = session.wrapper.pid();
-    let in_flight = cfg.in_flight.max(1);
+    let mut session = start_wrapper(cmd, cfg)?;
     let mut tally = Tally {
         owed: HashMap::new(),
         outstanding: 0,
         report: HostileReport {
             seed,
             max_line_bytes: cfg.max_line_bytes,
-            in_flight,
+            in_flight: cfg.in_flight.max(1),
             rss_growth_limit_kib: cfg.rss_growth_limit_kib,
             ..HostileReport::default()
         },
     };
-
     let started = Instant::now();
-    let mut start = None;
-    let stall = cfg.stall_timeout;
-    let send_all = || -> Result<(), String> {
-        for (
-            n,
-            Line {
-                kind,
-                bytes: mut line,
-            },
-        ) in source.enumerate()
-        {
-            if n == cfg.warmup_lines {
-                wait_outstanding(&mut session, &mut tally, 0, stall)
-                    .map_err(|why| format!("after the warm-up: {why}"))?;
-                // Messages arriving while the wrapper settles are booked.
-                let quiet = Duration::from_millis(100);
-                for message in collect_unsolicited(&mut session.wrapper, quiet) {
-                    tally.receive(&message);
-                }
-                start = Some(Footprint::sample(pid));
-            }
-            let expect = expected_reply(&line, cfg.max_line_bytes);
-            let limit = in_flight - usize::from(matches!(expect, Expect::Exactly(_)));
-            wait_outstanding(&mut session, &mut tally, limit, stall)
-                .map_err(|why| format!("before line {n}: {why}"))?;
-            tally.register(n, kind, &line, &expect);
-            line.push(b'\n');
-            session
-                .wrapper
-                .send_raw(&line)
-                .map_err(|e| format!("sending line {n}: {}", error_chain(&e)))?;
-            while let Some(message) = session.wrapper.next_unmatched() {
-                tally.receive(&message);
-            }
-        }
-        wait_outstanding(&mut session, &mut tally, 0, stall)
-            .map_err(|why| format!("at the end: {why}"))
-    };
-    tally.report.stalled = send_all().err();
+    let sending = send_lines(&mut session, &mut tally, cfg, source);
+    tally.report.stalled = sending.stalled;
     tally.report.duration = started.elapsed();
     for message in collect_unsolicited(&mut session.wrapper, cfg.settle) {
         tally.receive(&message);
     }
-    let end = Footprint::sample(pid);
-    // Fewer lines than the warm-up: nothing to compare against.
-    let start = start.unwrap_or(end);
-    (tally.report.start, tally.report.end) = (start, end);
-    tally.report.rss_growth_kib = growth(start.rss_kib, end.rss_kib);
-    tally.report.wrapper_alive = matches!(session.wrapper.try_wait(), Ok(None));
+    record_footprint(&mut tally.report, &mut session, sending.warm);
     tally.finish();
     Ok(session.conclude(tally.report, |r| &mut r.output))
+}
+
+/// Starts the fake daemon and the wrapper with the line cap under test.
+fn start_wrapper(cmd: &WrapperCommand, cfg: &HostileConfig) -> Result<LiveSession, HarnessError> {
+    // The call timeout bounds how long any forwarded call can take, so a
+    // request the daemon never answers shows as a failed call, not a stall.
+    let env = [
+        ("IAI_MCP_MAX_LINE_BYTES", cfg.max_line_bytes.to_string()),
+        env_ms("IAI_MCP_CALL_TIMEOUT_MS", CALL_TIMEOUT),
+    ];
+    LiveSession::start(cmd, &cfg.setup, &env)
+}
+
+/// What sending the lines left behind.
+struct Sending {
+    /// The wrapper's footprint once the warm-up lines were answered (none
+    /// with fewer lines than the warm-up).
+    warm: Option<Footprint>,
+    /// Why sending stopped before every answer owed came, if it did.
+    stalled: Option<String>,
+}
+
+/// Sends every line once the window of answers owed has room for it, and
+/// samples the footprint after the warm-up; then waits for the last
+/// answers owed.
+fn send_lines(
+    session: &mut LiveSession,
+    tally: &mut Tally,
+    cfg: &HostileConfig,
+    source: impl Iterator<Item = Line>,
+) -> Sending {
+    let mut warm = None;
+    let send_all = || -> Result<(), String> {
+        for (n, line) in source.enumerate() {
+            if n == cfg.warmup_lines {
+                warm = Some(sample_after_warmup(session, tally, cfg.stall_timeout)?);
+            }
+            send_line(session, tally, cfg, n, line)?;
+        }
+        wait_outstanding(session, tally, 0, cfg.stall_timeout)
+            .map_err(|why| format!("at the end: {why}"))
+    };
+    let stalled = send_all().err();
+    Sending { warm, stalled }
+}
+
+/// Waits for the warm-up lines' answers, books what arrives while the
+/// wrapper settles, and samples its footprint.
+fn sample_after_warmup(
+    session: &mut LiveSession,
+    tally: &mut Tally,
+    stall: Duration,
+) -> Result<Footprint, String> {
+    wait_outstanding(session, tally, 0, stall)
+        .map_err(|why| format!("after the warm-up: {why}"))?;
+    // Messages arriving while the wrapper settles are booked.
+    let quiet = Duration::from_millis(100);
+    for message in collect_unsolicited(&mut session.wrapper, quiet) {
+        tally.receive(&message);
+    }
+    Ok(Footprint::sample(session.wrapper.pid()))
+}
+
+/// Sends line `n` once the window has room for it (a line owing an answer
+/// takes a place in it), and books the messages already there.
+fn send_line(
+    session: &mut LiveSession,
+    tally: &mut Tally,
+    cfg: &HostileConfig,
+    n: usize,
+    line: Line,
+) -> Result<(), String> {
+    let Line {
+        kind,
+        bytes: mut line,
+    } = line;
+    let expect = expected_reply(&line, cfg.max_line_bytes);
+    let limit = tally.report.in_flight - usize::from(matches!(expect, Expect::Exactly(_)));
+    wait_outstanding(session, tally, limit, cfg.stall_timeout)
+        .map_err(|why| format!("before line {n}: {why}"))?;
+    tally.register(n, kind, &line, &expect);
+    line.push(b'\n');
+    session
+        .wrapper
+        .send_raw(&line)
+        .map_err(|e| format!("sending line {n}: {}", error_chain(&e)))?;
+    while let Some(message) = session.wrapper.next_unmatched() {
+        tally.receive(&message);
+    }
+    Ok(())
+}
+
+/// Records the footprint at the end beside the one after the warm-up (the
+/// end's own, with fewer lines than the warm-up: nothing to compare), and
+/// whether the wrapper is still running.
+fn record_footprint(
+    report: &mut HostileReport,
+    session: &mut LiveSession,
+    warm: Option<Footprint>,
+) {
+    let end = Footprint::sample(session.wrapper.pid());
+    let start = warm.unwrap_or(end);
+    (report.start, report.end) = (start, end);
+    report.rss_growth_kib = growth(start.rss_kib, end.rss_kib);
+    report.wrapper_alive = matches!(session.wrapper.try_wait(), Ok(None));
 }
 
 /// Receives until at most `limit` required answers are outstanding, giving
