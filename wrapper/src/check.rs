@@ -55,15 +55,30 @@ pub async fn probe(config: &Config) -> Probe {
 
 /// Print the report to `out`; returns whether the daemon answered.
 pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bool> {
+    writeln!(out, "{}", protocol::description())?;
+    let answered = daemon(config, out).await?;
+    bridge(config, out)?;
+    let cli = Degraded::new(config.degraded.clone(), &config.installation);
+    degraded_mode(config, out)?;
+    doctor(config, out)?;
+    missing_cli(config, &cli, out)?;
+    tool_table(&cli, out)?;
+    state_files(config, out)?;
+    hosts(out).await?;
+    Ok(answered)
+}
+
+/// The daemon: whether it answers, and which release it is. Returns
+/// whether it answered.
+async fn daemon(config: &Config, out: &mut impl Write) -> std::io::Result<bool> {
     let probe = probe(config).await;
-    let (mark, detail, ok) = match &probe {
+    let (mark, detail, answered) = match &probe {
         Probe::Answered => ("ok", "reachable, answers JSON-RPC".to_owned(), true),
         Probe::Silent(why) => ("FAIL", format!("accepts connections but {why}"), false),
         Probe::Unreachable(why) => ("FAIL", format!("not reachable: {why}"), false),
     };
-    writeln!(out, "{}", protocol::description())?;
     writeln!(out, "[{mark}] daemon at {}: {detail}", config.endpoint)?;
-    if !ok {
+    if !answered {
         writeln!(out, "       {}", config.endpoint.hint())?;
     }
     // A daemon that cannot be reached is not dialled a second time.
@@ -73,6 +88,11 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
     };
     let mark = if found.matches { "ok" } else { "warn" };
     writeln!(out, "[{mark}] daemon release {}", found.text)?;
+    Ok(answered)
+}
+
+/// The bridge's mode and timings, and the MCP revisions spoken.
+fn bridge(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "bridge mode: {}", config.policy.mode())?;
     let t = config.policy.timings();
     writeln!(
@@ -94,7 +114,12 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
         out,
         "fallback wait: {:?} for memory tools the CLI can answer (a daemon lost less than the connect wait ago is waited for in full)",
         t.fallback_wait
-    )?;
+    )
+}
+
+/// Degraded mode: on or off, the CLIs it runs and where they are looked
+/// for, what it passes them.
+fn degraded_mode(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
     let d = &config.degraded;
     if d.enabled {
         let found = |program: &std::ffi::OsStr| match config.installation.locate(program) {
@@ -127,22 +152,12 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
         .map(|dir| dir.display().to_string())
         .chain(std::iter::once("PATH".to_owned()))
         .collect();
-    writeln!(out, "CLIs looked for in: {}", dirs.join(", "))?;
-    let dr = &config.doctor.clone().located(&config.installation);
-    if dr.enabled {
-        writeln!(
-            out,
-            "doctor: `{} doctor` after initialized; `{} doctor --auto` after {:?} down (at most every {} h, stamp {})",
-            dr.admin_cli.to_string_lossy(),
-            dr.admin_cli.to_string_lossy(),
-            dr.heal_after,
-            doctor::HEAL_COOLDOWN.as_secs() / 3600,
-            doctor::stamp_path(&config.state_dir).display()
-        )?;
-    } else {
-        writeln!(out, "doctor: off")?;
-    }
-    let cli = Degraded::new(config.degraded.clone(), &config.installation);
+    writeln!(out, "CLIs looked for in: {}", dirs.join(", "))
+}
+
+/// A warning when degraded mode is on but its CLI is nowhere to be found.
+fn missing_cli(config: &Config, cli: &Degraded, out: &mut impl Write) -> std::io::Result<()> {
+    let d = &config.degraded;
     if d.enabled && !cli.serves("memory_recall") {
         writeln!(
             out,
@@ -150,6 +165,29 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
             d.cli
         )?;
     }
+    Ok(())
+}
+
+/// The doctor: when it runs, and when it heals.
+fn doctor(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
+    let dr = &config.doctor.clone().located(&config.installation);
+    if !dr.enabled {
+        return writeln!(out, "doctor: off");
+    }
+    writeln!(
+        out,
+        "doctor: `{} doctor` after initialized; `{} doctor --auto` after {:?} down (at most every {} h, stamp {})",
+        dr.admin_cli.to_string_lossy(),
+        dr.admin_cli.to_string_lossy(),
+        dr.heal_after,
+        doctor::HEAL_COOLDOWN.as_secs() / 3600,
+        doctor::stamp_path(&config.state_dir).display()
+    )
+}
+
+/// Every tool, whether it reads or writes, and whether the CLI answers it
+/// while the daemon is down.
+fn tool_table(cli: &Degraded, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "tools ({}):", tools::all().len())?;
     for tool in tools::all() {
         let kind = match tool.access() {
@@ -163,6 +201,12 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
         };
         writeln!(out, "  {:<26} {kind}{degraded}", tool.name)?;
     }
+    Ok(())
+}
+
+/// The heartbeat and wake files, and what the wake-up runs on this
+/// platform.
+fn state_files(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "heartbeat: {}/heartbeat-<pid>-<uuid>.json (every {:?})",
@@ -187,8 +231,7 @@ pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bo
                 .join(" ")
         )?;
     }
-    hosts(out).await?;
-    Ok(ok)
+    Ok(())
 }
 
 /// Which wrapper the MCP hosts' iai-mcp entries start, with a warning when
