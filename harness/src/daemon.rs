@@ -14,7 +14,7 @@ use std::process::{ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -166,6 +166,37 @@ struct Control {
     /// skipped before reading the next command's answer, so a late ack is
     /// never taken for the answer to a later command.
     late_acks: usize,
+}
+
+/// When an `UP` took effect, by the harness's clock
+/// ([`FakeDaemon::up_timed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rebind {
+    /// Just before `UP` was sent.
+    pub sent: Instant,
+    /// When the socket was first seen bound (on TCP, or if the watch saw
+    /// nothing, the acknowledgement).
+    pub bound: Instant,
+    /// When the acknowledgement had been read.
+    pub acknowledged: Instant,
+}
+
+/// How often [`first_seen`] looks for the socket file.
+const APPEARANCE_POLL: Duration = Duration::from_micros(20);
+
+/// The first instant `path` was seen to exist, looking every
+/// [`APPEARANCE_POLL`] until `give_up`.
+fn first_seen(path: &Path, give_up: Instant) -> Option<Instant> {
+    loop {
+        if path.symlink_metadata().is_ok() {
+            return Some(Instant::now());
+        }
+        if Instant::now() >= give_up {
+            return None;
+        }
+        // The watch's own pace, not a synchronisation.
+        thread::sleep(APPEARANCE_POLL);
+    }
 }
 
 /// A running fake daemon, killed and reaped when the handle drops.
@@ -411,6 +442,34 @@ impl FakeDaemon {
     /// `UP`: accept connections again.
     pub fn up(&self) -> Result<(), HarnessError> {
         self.expect_ack("UP", "OK UP")
+    }
+
+    /// `UP`, timed. The acknowledgement can be read some milliseconds
+    /// after the daemon bound its socket when the machine is busy (with
+    /// the wrappers it wakes), so on a Unix socket a thread also watches
+    /// for the socket file, which the daemon creates as it binds and
+    /// listens: [`Rebind::bound`] is the earlier of the two.
+    pub fn up_timed(&self) -> Result<Rebind, HarnessError> {
+        let socket = match &self.endpoint {
+            DaemonEndpoint::Unix(socket) => Some(socket.as_path()),
+            DaemonEndpoint::Tcp { .. } => None,
+        };
+        let sent = Instant::now();
+        let (acknowledged, appeared) = thread::scope(|scope| {
+            let appeared = socket.map(|path| {
+                let give_up = sent + COMMAND_TIMEOUT;
+                scope.spawn(move || first_seen(path, give_up))
+            });
+            let acknowledged = self.up().map(|()| Instant::now());
+            let appeared = appeared.and_then(|watch| watch.join().ok().flatten());
+            (acknowledged, appeared)
+        });
+        let acknowledged = acknowledged?;
+        Ok(Rebind {
+            sent,
+            bound: appeared.map_or(acknowledged, |at| at.min(acknowledged)),
+            acknowledged,
+        })
     }
 
     /// `HANG`: keep connections open but stop answering.

@@ -12,7 +12,12 @@
 //!   and to `tools/list` answered, no daemon present), sequential
 //!   `tools/call topology` latency, pipelined throughput at each depth, peak
 //!   RSS (`VmHWM`) after that load, and recovery (time from `DROP` on the
-//!   daemon to the first successful call, with no reconnect delay).
+//!   daemon to the first successful call, with no reconnect delay);
+//! - **each wrapper through outages** (the `outage` module), started anew:
+//!   its dials, wake-ups and CPU while the daemon is away, a call sent
+//!   100 ms after the daemon's rebind against a normal call, a call that
+//!   waits through the outage timed from the rebind, and herds of waiting
+//!   wrappers (the herd scenario) timed until all are answered.
 //!
 //! Latency and throughput are measured in interleaved rounds (see
 //! [`BenchConfig::rounds`]), so a ratio compares figures taken under the
@@ -21,6 +26,7 @@
 //! reported as pass/miss, never asserted: a miss is a finding, not a
 //! failure of the bench.
 
+mod outage;
 pub(crate) mod results;
 mod runner;
 mod scenarios;
@@ -33,9 +39,11 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub use crate::footprint::CpuShare;
+pub use outage::AFTER_REBIND as OUTAGE_AFTER_REBIND;
 pub use results::{
-    Amounts, BenchReport, ColdStartStats, HostInfo, RecoveryStats, SequentialStats, Settings,
-    SubjectKind, SubjectReport, Target, TargetRow, ThroughputStats, Verdict,
+    Amounts, AwayStats, BenchReport, ColdStartStats, HerdStats, HostInfo, OutageStats,
+    RecoveryStats, SequentialStats, Settings, SubjectKind, SubjectReport, Target, TargetRow,
+    ThroughputStats, Verdict,
 };
 pub use stats::Summary;
 
@@ -48,6 +56,13 @@ pub const DEFAULT_CALLS: usize = 10_000;
 pub const DEFAULT_COLD_STARTS: usize = 20;
 /// Default number of recovery attempts per wrapper.
 pub const DEFAULT_RECOVERIES: usize = 20;
+/// Default number of outages per wrapper in the outage phase.
+pub const DEFAULT_OUTAGES: usize = 5;
+/// Default length of the outage phase's away window: long enough for a
+/// per-minute figure, short enough for a quick bench.
+pub const DEFAULT_AWAY: Duration = Duration::from_secs(10);
+/// Default herd sizes.
+pub const DEFAULT_HERDS: [usize; 2] = [20, 50];
 
 /// The name of the floor subject in reports.
 pub const FLOOR_NAME: &str = "floor";
@@ -101,6 +116,9 @@ impl BenchConfig {
                 rounds: 5,
                 cold_starts: DEFAULT_COLD_STARTS,
                 recoveries: DEFAULT_RECOVERIES,
+                outages: DEFAULT_OUTAGES,
+                away_ms: u64::try_from(DEFAULT_AWAY.as_millis()).unwrap_or(u64::MAX),
+                herds: DEFAULT_HERDS.to_vec(),
             },
             response_timeout: Duration::from_secs(30),
             progress: false,
@@ -125,6 +143,15 @@ impl BenchConfig {
         })
     }
 
+    /// Every wrapper to measure with its name in the report: this
+    /// workspace's, then the compared ones in order.
+    pub fn wrappers(&self) -> Vec<(&str, &WrapperCommand)> {
+        let compared = self.compare.iter().map(|c| (c.name.as_str(), &c.cmd));
+        std::iter::once((WRAPPER_NAME, &self.wrapper))
+            .chain(compared)
+            .collect()
+    }
+
     /// Checks the numbers and names before anything is started.
     pub fn validate(&self) -> Result<(), HarnessError> {
         let invalid = |why: String| Err(HarnessError::Scenario(format!("bench settings: {why}")));
@@ -139,6 +166,12 @@ impl BenchConfig {
         }
         if self.amounts.rounds == 0 {
             return invalid("rounds must be at least 1".to_owned());
+        }
+        if self.amounts.outages > 0 && self.amounts.away_ms == 0 {
+            return invalid("the away window must not be empty".to_owned());
+        }
+        if self.amounts.herds.contains(&0) {
+            return invalid("every herd must have at least 1 wrapper".to_owned());
         }
         if self.response_timeout.is_zero() {
             return invalid("response_timeout must not be zero".to_owned());
@@ -217,7 +250,9 @@ mod tests {
     fn validates_settings() {
         let base = BenchConfig::new(WrapperCommand::new("w"), "d");
         assert!(base.validate().is_ok());
-        let breakages: [fn(&mut BenchConfig); 4] = [
+        let breakages: [fn(&mut BenchConfig); 6] = [
+            |c| c.amounts.away_ms = 0,
+            |c| c.amounts.herds = vec![20, 0],
             |c| c.amounts.depths = vec![1, 0],
             |c| c.amounts.calls = 0,
             |c| c.compare = vec![compared("wrapper")],

@@ -36,6 +36,27 @@ pub const MAX_PEAK_RSS_BYTES: u64 = 10_000_000;
 /// below this, with no failed attempt.
 pub const MAX_RECOVERY: Duration = Duration::from_millis(5);
 
+/// The target: a call that waited through an outage answered within this
+/// of the daemon's rebind (median), none failed.
+pub const MAX_OUTAGE_ANSWER: Duration = Duration::from_millis(5);
+
+/// The target: connect attempts per minute while the daemon is away and
+/// no call waits (none).
+pub const MAX_AWAY_DIALS_PER_MIN: f64 = 0.0;
+
+/// The target: context switches per minute while the daemon is away and
+/// no call waits, the heartbeat left out ("a few a minute").
+pub const MAX_AWAY_WAKEUPS_PER_MIN: f64 = 6.0;
+
+/// The target: every wrapper of a herd this large, each with a call
+/// waiting through the outage, answered within [`MAX_HERD_ANSWERED`] of
+/// the rebind, with no connect attempt refused.
+pub const TARGET_HERD: usize = 50;
+
+/// The target: the last of [`TARGET_HERD`] waiting wrappers answered within
+/// this of the rebind.
+pub const MAX_HERD_ANSWERED: Duration = Duration::from_millis(100);
+
 /// Everything one bench run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
@@ -94,6 +115,16 @@ pub struct Amounts {
     pub cold_starts: usize,
     /// Recovery attempts per wrapper (0 skips them).
     pub recoveries: usize,
+    /// Outages per wrapper in the outage phase, each measuring a call sent
+    /// after the rebind and a call that waits through it (0 skips the
+    /// phase, its away window included).
+    pub outages: usize,
+    /// How long the daemon stays away in the outage phase's window, where
+    /// dials, wake-ups and CPU are counted, in milliseconds.
+    pub away_ms: u64,
+    /// Herd sizes: for each, that many wrappers of each kind on one
+    /// daemon, every one with a call waiting through an outage.
+    pub herds: Vec<usize>,
 }
 
 /// The parameters of a run, as recorded in the report.
@@ -145,6 +176,11 @@ pub struct SubjectReport {
     pub peak_rss_kib: Option<u64>,
     /// Calls right after the daemon dropped the connection.
     pub recovery: Option<RecoveryStats>,
+    /// The daemon away and back: calls around its return, and what the
+    /// wrapper does while it is away.
+    pub outage: Option<OutageStats>,
+    /// Herds of this wrapper waiting through one outage, by size.
+    pub herds: Vec<HerdStats>,
     /// Lines the subject wrote that were not responses, or responses to
     /// no pending call.
     pub skipped_lines: u64,
@@ -271,6 +307,74 @@ pub struct RecoveryStats {
     pub abandoned: Option<String>,
 }
 
+/// The outage phase of one wrapper: a fresh process in front of its own
+/// fake daemon, with its structured log on (other wrappers ignore the
+/// setting) and its heartbeat moved past the phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OutageStats {
+    /// A call with the daemon up, sent after the same idle pause as the
+    /// call after the rebind (one before each such outage), for comparison.
+    pub normal: Option<Summary>,
+    /// The daemon away with no call waiting.
+    pub away: Option<AwayStats>,
+    /// Outages made for the two figures below (each twice: once for each).
+    pub outages: usize,
+    /// A call sent 100 ms after the daemon rebound (`UP` acknowledged: it
+    /// binds and listens before it says so), from its request to its
+    /// answer.
+    pub after_rebind: Option<Summary>,
+    /// Those calls, and the normal ones, that failed.
+    pub after_rebind_failures: usize,
+    /// A call sent while the daemon was away that waited through the
+    /// outage: from the daemon's rebind (its socket file seen, see
+    /// [`FakeDaemon::up_timed`](crate::daemon::FakeDaemon::up_timed)) to
+    /// the call's answer.
+    pub waited: Option<Summary>,
+    /// The same calls, from `UP` sent (an upper bound of the same figure).
+    pub waited_from_up_sent: Option<Summary>,
+    /// Waiting calls that failed instead (or were answered before the
+    /// daemon was back).
+    pub waited_failures: usize,
+    /// The first few failed answers, as text.
+    pub failure_examples: Vec<String>,
+}
+
+/// What a wrapper did while its daemon was away and no call waited, over
+/// the window, scaled to one minute.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct AwayStats {
+    /// The window measured, in milliseconds (it began once the wrapper
+    /// had settled after the loss).
+    pub window_ms: u64,
+    /// Connect attempts it logged (`connect_attempt`) per minute; `None`
+    /// for a wrapper that logs no events (the daemon, not bound, sees no
+    /// attempt).
+    pub dials_per_min: Option<f64>,
+    /// Context switches of all its threads (voluntary + involuntary) per
+    /// minute: its wake-ups.
+    pub wakeups_per_min: Option<f64>,
+    /// CPU time of all its threads per minute, in nanoseconds.
+    pub cpu_ns_per_min: Option<f64>,
+}
+
+/// A herd of one wrapper waiting through one outage (`DOWN`, a second
+/// away, `UP`), each wrapper making calls one after another.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HerdStats {
+    /// Wrappers in the herd.
+    pub wrappers: usize,
+    /// Wrappers that answered a call made after the daemon went away.
+    pub answered: usize,
+    /// From the rebind (as [`OutageStats::waited`]) to the last wrapper's
+    /// answer; `None` unless every wrapper answered.
+    pub all_answered_ns: Option<u64>,
+    /// Calls that failed from `DOWN` until every wrapper answered.
+    pub failed_calls: u64,
+    /// Connect attempts refused after the rebind (see
+    /// [`FaultReport::refused_after`](crate::scenario::herd::FaultReport)).
+    pub refused: Option<u64>,
+}
+
 /// The project's targets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -285,6 +389,15 @@ pub enum Target {
     PeakRss,
     /// Median recovery, and no failed attempt.
     Recovery,
+    /// A call waiting through an outage answered soon after the rebind.
+    OutageAnswer,
+    /// No connect attempt while the daemon is away and no call waits.
+    AwayDials,
+    /// Few wake-ups while the daemon is away and no call waits.
+    AwayWakeups,
+    /// A herd of [`TARGET_HERD`] waiting wrappers all answered soon after
+    /// the rebind, none refused.
+    HerdAnswered,
 }
 
 impl Target {
@@ -292,12 +405,16 @@ impl Target {
     /// call against the fake daemon's are reported as figures, not judged:
     /// the first counts only what `/proc/PID/io` sees, which leaves out a
     /// socket's `send` and `recv`, and neither says whether a user waits.)
-    const ALL: [Self; 5] = [
+    const ALL: [Self; 9] = [
         Self::LatencyRatio,
         Self::ThroughputRatio,
         Self::ColdStart,
         Self::PeakRss,
         Self::Recovery,
+        Self::OutageAnswer,
+        Self::AwayDials,
+        Self::AwayWakeups,
+        Self::HerdAnswered,
     ];
 
     /// What the target is about, and its limit, as text.
@@ -322,6 +439,24 @@ impl Target {
             Self::Recovery => (
                 "recovery from DROP (median, no failure)".to_owned(),
                 format!("< {}", format_ns(nanos(MAX_RECOVERY))),
+            ),
+            Self::OutageAnswer => (
+                "waiting call answered after the rebind (median, no failure)".to_owned(),
+                format!("≤ {}", format_ns(nanos(MAX_OUTAGE_ANSWER))),
+            ),
+            Self::AwayDials => (
+                "dials per minute while away".to_owned(),
+                format!("≤ {MAX_AWAY_DIALS_PER_MIN:.0}"),
+            ),
+            Self::AwayWakeups => (
+                "wake-ups per minute while away (heartbeat aside)".to_owned(),
+                format!("≤ {MAX_AWAY_WAKEUPS_PER_MIN:.0}"),
+            ),
+            Self::HerdAnswered => (
+                format!(
+                    "herd of {TARGET_HERD} waiting: all answered after the rebind, none refused"
+                ),
+                format!("≤ {}, 0", format_ns(nanos(MAX_HERD_ANSWERED))),
             ),
         }
     }
@@ -355,6 +490,12 @@ impl Target {
                     .and_then(|r| r.from_drop)
                     .map(|s| time(s.p50_ns, MAX_RECOVERY)),
             },
+            Self::OutageAnswer => outage_answer(subject),
+            Self::AwayDials => away_figure(subject, |a| a.dials_per_min, MAX_AWAY_DIALS_PER_MIN),
+            Self::AwayWakeups => {
+                away_figure(subject, |a| a.wakeups_per_min, MAX_AWAY_WAKEUPS_PER_MIN)
+            }
+            Self::HerdAnswered => herd_answered(subject),
         };
         let (value, shown, pass) = match figure {
             Some((value, shown, pass)) => (value, shown, Some(pass)),
@@ -367,6 +508,50 @@ impl Target {
             pass,
         }
     }
+}
+
+/// A target's figure: the value compared, as shown, and whether it passed.
+type Figure = (Option<f64>, String, bool);
+
+/// The waiting call's median from the rebind; a failure misses.
+fn outage_answer(subject: &SubjectReport) -> Option<Figure> {
+    let outage = subject.outage.as_ref()?;
+    if outage.waited_failures > 0 {
+        let failed = format!("{}/{} failed", outage.waited_failures, outage.outages);
+        return Some((None, failed, false));
+    }
+    let p50 = outage.waited?.p50_ns;
+    let pass = p50 <= nanos(MAX_OUTAGE_ANSWER);
+    Some((Some(p50 as f64), format_ns(p50), pass))
+}
+
+/// A per-minute figure of the away window against `max`.
+fn away_figure(
+    subject: &SubjectReport,
+    figure: fn(&AwayStats) -> Option<f64>,
+    max: f64,
+) -> Option<Figure> {
+    let value = figure(subject.outage.as_ref()?.away.as_ref()?)?;
+    Some((Some(value), format!("{value:.1}"), value <= max))
+}
+
+/// The herd of [`TARGET_HERD`]: the last answer after the rebind, and no
+/// refused attempt where they can be counted.
+fn herd_answered(subject: &SubjectReport) -> Option<Figure> {
+    let herd = subject.herds.iter().find(|h| h.wrappers == TARGET_HERD)?;
+    let Some(ns) = herd.all_answered_ns else {
+        let answered = format!("{}/{} answered", herd.answered, herd.wrappers);
+        return Some((None, answered, false));
+    };
+    let refused = herd
+        .refused
+        .map_or("refused n/a".to_owned(), |n| format!("{n} refused"));
+    let pass = ns <= nanos(MAX_HERD_ANSWERED) && herd.refused.is_none_or(|n| n == 0);
+    Some((
+        Some(ns as f64),
+        format!("{}, {refused}", format_ns(ns)),
+        pass,
+    ))
 }
 
 /// One target checked for every wrapper subject.
@@ -558,6 +743,29 @@ pub(crate) mod tests {
             failure_examples: Vec::new(),
             abandoned: None,
         });
+        wrapper.outage = Some(OutageStats {
+            normal: Some(summary(20_000, 40_000)),
+            away: Some(AwayStats {
+                window_ms: 10_000,
+                dials_per_min: Some(0.0),
+                wakeups_per_min: Some(3.0),
+                cpu_ns_per_min: Some(150_000.0),
+            }),
+            outages: 2,
+            after_rebind: Some(summary(30_000, 50_000)),
+            after_rebind_failures: 0,
+            waited: Some(summary(1_200_000, 2_500_000)),
+            waited_from_up_sent: Some(summary(1_400_000, 2_700_000)),
+            waited_failures: 0,
+            failure_examples: Vec::new(),
+        });
+        wrapper.herds = vec![HerdStats {
+            wrappers: 50,
+            answered: 50,
+            all_answered_ns: Some(12_000_000),
+            failed_calls: 0,
+            refused: Some(0),
+        }];
 
         let mut node = SubjectReport::new("node|js", SubjectKind::Wrapper, "node index.js");
         node.cold_start = Some(ColdStartStats {
@@ -583,6 +791,26 @@ pub(crate) mod tests {
             abandoned: Some("gave up after 2 of 3 attempts".to_owned()),
         });
         node.errors.push("pipelined: stream closed".to_owned());
+        node.outage = Some(OutageStats {
+            normal: Some(summary(200_000, 900_000)),
+            away: Some(AwayStats {
+                window_ms: 10_000,
+                dials_per_min: None,
+                wakeups_per_min: Some(120.0),
+                cpu_ns_per_min: Some(5_000_000.0),
+            }),
+            outages: 2,
+            after_rebind_failures: 2,
+            waited_failures: 2,
+            failure_examples: vec!["daemon_unreachable: bridge not connected".to_owned()],
+            ..OutageStats::default()
+        });
+        node.herds = vec![HerdStats {
+            wrappers: 50,
+            answered: 12,
+            failed_calls: 300,
+            ..HerdStats::default()
+        }];
 
         let settings = Settings {
             amounts: Amounts {
@@ -593,6 +821,9 @@ pub(crate) mod tests {
                 rounds: 1,
                 cold_starts: 2,
                 recoveries: 2,
+                outages: 2,
+                away_ms: 10_000,
+                herds: vec![50],
             },
             response_timeout_ms: 30_000,
             fake_daemon: "fake-daemon".to_owned(),
@@ -626,6 +857,10 @@ pub(crate) mod tests {
         assert_eq!(verdicts(Target::ColdStart), [Some(true), None]);
         assert_eq!(verdicts(Target::PeakRss), [Some(true), Some(false)]);
         assert_eq!(verdicts(Target::Recovery), [Some(true), Some(false)]);
+        assert_eq!(verdicts(Target::OutageAnswer), [Some(true), Some(false)]);
+        assert_eq!(verdicts(Target::AwayDials), [Some(true), None]);
+        assert_eq!(verdicts(Target::AwayWakeups), [Some(true), Some(false)]);
+        assert_eq!(verdicts(Target::HerdAnswered), [Some(true), Some(false)]);
         assert!(report.all_targets_pass(&["wrapper"]));
         assert!(!report.all_targets_pass(&["node|js"]));
         assert!(!report.all_targets_pass(&[]));

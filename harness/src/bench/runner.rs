@@ -22,7 +22,7 @@ use super::scenarios::{Run, cold_start, initialize, pipelined, recovery, sequent
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
 use super::transport::{RequestTemplate, initialize_template};
-use super::{BenchConfig, FLOOR_NAME, TOOL, WRAPPER_NAME};
+use super::{BenchConfig, FLOOR_NAME, TOOL, outage};
 use crate::bins::error_chain;
 use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
@@ -32,7 +32,7 @@ use crate::wrapper::WrapperCommand;
 
 /// How long a subject may take to answer its first call successfully
 /// (the real wrapper waits up to 10 s for its daemon connection).
-const READY_WITHIN: Duration = Duration::from_secs(15);
+pub(super) const READY_WITHIN: Duration = Duration::from_secs(15);
 
 /// How long a wrapper gets to exit after its stdin closes before it is
 /// killed.
@@ -45,9 +45,11 @@ const COLD_START_ERRORS: usize = 2;
 /// then the compared wrappers in order. Only a failure of the floor is an
 /// error.
 pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError> {
-    let mut wrappers = vec![Pending::new(WRAPPER_NAME, &config.wrapper)];
-    let compared = config.compare.iter().map(|c| Pending::new(&c.name, &c.cmd));
-    wrappers.extend(compared);
+    let mut wrappers: Vec<Pending<'_>> = config
+        .wrappers()
+        .into_iter()
+        .map(|(name, cmd)| Pending::new(name, cmd))
+        .collect();
     cold_starts(config, &mut wrappers);
 
     let floor = format!(
@@ -107,10 +109,13 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
         subject.report.peak_rss_kib = subject.child.as_ref().and_then(|c| peak_rss_kib(c.pid()));
     }
     bench.recoveries();
-    Ok(bench.finish())
+    let mut reports = bench.finish();
+    outage::measure(config, &mut reports);
+    Ok(reports)
 }
 
-fn progress(config: &BenchConfig, what: &str) {
+/// Prints `what` as a progress line when the config asks for them.
+pub(super) fn progress(config: &BenchConfig, what: &str) {
     if config.progress {
         eprintln!("bench: {what}");
     }
@@ -199,18 +204,18 @@ fn cold_starts(config: &BenchConfig, wrappers: &mut [Pending<'_>]) {
 }
 
 /// One subject while the bench runs.
-struct Subject {
-    report: SubjectReport,
+pub(super) struct Subject {
+    pub(super) report: SubjectReport,
     /// The client's connection: on the daemon's socket for the floor, on
     /// the wrapper's stdio otherwise; `None` once the subject failed (or
     /// never started).
-    session: Option<Session>,
+    pub(super) session: Option<Session>,
     /// The wrapper process, while it runs (never for the floor).
-    child: Option<WrapperChild>,
-    template: RequestTemplate,
+    pub(super) child: Option<WrapperChild>,
+    pub(super) template: RequestTemplate,
     // Drop order: the session and the wrapper (above) first, then the
     // daemon, then its directory.
-    daemon: Option<FakeDaemon>,
+    pub(super) daemon: Option<FakeDaemon>,
     _dir: Option<TempDir>,
 }
 
@@ -223,6 +228,17 @@ impl Subject {
         config: &BenchConfig,
         report: SubjectReport,
         cmd: Option<&WrapperCommand>,
+    ) -> Result<Self, HarnessError> {
+        Self::start_with(config, report, cmd, &[])
+    }
+
+    /// Like [`start`](Self::start), with `env` set in a wrapper's
+    /// environment on top of the bench's.
+    pub(super) fn start_with(
+        config: &BenchConfig,
+        report: SubjectReport,
+        cmd: Option<&WrapperCommand>,
+        env: &[(&str, &str)],
     ) -> Result<Self, HarnessError> {
         let mut subject = Self {
             report,
@@ -238,7 +254,7 @@ impl Subject {
         let name = &subject.report.name;
         let what = if cmd.is_some() { "starting and " } else { "" };
         progress(config, &format!("{name}: {what}warming up"));
-        if let Err(e) = subject.try_start(config, cmd) {
+        if let Err(e) = subject.try_start(config, cmd, env) {
             subject.fail("starting", &e)?;
             // Lines read while starting are not counted.
             subject.report.skipped_lines = 0;
@@ -250,6 +266,7 @@ impl Subject {
         &mut self,
         config: &BenchConfig,
         cmd: Option<&WrapperCommand>,
+        env: &[(&str, &str)],
     ) -> Result<(), HarnessError> {
         let dir = short_tempdir()?;
         let socket = socket_path_in(dir.path());
@@ -262,8 +279,11 @@ impl Subject {
                 "the warm-up",
             ),
             Some(cmd) => {
-                let env = WrapperEnv::new(cmd, Some(&socket))?;
-                let (child, session) = env.spawn(config.response_timeout)?;
+                let mut wrapper = WrapperEnv::new(cmd, Some(&socket))?;
+                for (key, value) in env {
+                    wrapper.set_env(key, value);
+                }
+                let (child, session) = wrapper.spawn(config.response_timeout)?;
                 self.child.insert(child).capture_stderr();
                 (session, "initialize and warm-up")
             }
@@ -278,10 +298,22 @@ impl Subject {
         })
     }
 
+    /// Closes the connection (a wrapper gets a grace period to exit) and
+    /// returns the report.
+    pub(super) fn close(mut self) -> SubjectReport {
+        if let Some(session) = self.session.take() {
+            self.report.skipped_lines += session.skipped_lines();
+            if let Some(child) = &mut self.child {
+                child.close(session, EXIT_GRACE);
+            }
+        }
+        self.report
+    }
+
     /// Records `error` and drops the connection (the wrapper is killed).
     /// For the floor the error is returned instead: nothing can be compared
     /// without it.
-    fn fail(&mut self, phase: &str, error: &HarnessError) -> Result<(), HarnessError> {
+    pub(super) fn fail(&mut self, phase: &str, error: &HarnessError) -> Result<(), HarnessError> {
         let stderr = self
             .child
             .as_mut()
@@ -405,18 +437,7 @@ impl Bench<'_> {
     /// Closes every connection (wrappers get a grace period to exit) and
     /// returns the reports.
     fn finish(self) -> Vec<SubjectReport> {
-        self.subjects
-            .into_iter()
-            .map(|mut subject| {
-                if let Some(session) = subject.session.take() {
-                    subject.report.skipped_lines += session.skipped_lines();
-                    if let Some(child) = &mut subject.child {
-                        child.close(session, EXIT_GRACE);
-                    }
-                }
-                subject.report
-            })
-            .collect()
+        self.subjects.into_iter().map(Subject::close).collect()
     }
 }
 

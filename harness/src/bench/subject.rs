@@ -162,6 +162,13 @@ impl WrapperEnv {
         })
     }
 
+    /// Sets `key` to `value` in the wrapper's environment, over what the
+    /// harness and the command itself set (another wrapper ignores a
+    /// setting it does not know).
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.command.env(key, value);
+    }
+
     /// Starts the wrapper, and puts a session on its stdio; the scratch
     /// directories live as long as the child. Only `fork`/`exec` happen
     /// here, so a caller can time from just before this call.
@@ -217,6 +224,11 @@ impl WrapperChild {
             Some(pipe) => CapturedOutput::spawn(pipe, "bench-wrapper"),
             None => CapturedOutput::spawn(std::io::empty(), "bench-wrapper"),
         })
+    }
+
+    /// Everything the wrapper wrote to stderr so far (its log).
+    pub fn stderr_text(&mut self) -> String {
+        self.capture_stderr().text()
     }
 
     /// The last bytes of the wrapper's stderr, for error messages; waits

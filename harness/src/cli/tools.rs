@@ -24,6 +24,19 @@ pub struct BenchArgs {
     /// Recovery measurements per wrapper.
     #[arg(long, default_value_t = bench::DEFAULT_RECOVERIES)]
     recoveries: usize,
+    /// Outages per wrapper in the outage phase: each round one with a call
+    /// sent 100 ms after the rebind, one with a call waiting through it
+    /// (0 skips the phase, its away window included).
+    #[arg(long, default_value_t = bench::DEFAULT_OUTAGES)]
+    outages: usize,
+    /// Seconds the daemon stays away in the outage phase's window, where
+    /// each wrapper's dials, wake-ups and CPU are counted (per minute).
+    #[arg(long, default_value_t = bench::DEFAULT_AWAY.as_secs_f64())]
+    away_secs: f64,
+    /// Herd sizes, comma-separated: that many wrappers of each kind wait
+    /// through one outage on one daemon (`--herds` with no sizes: none).
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = bench::DEFAULT_HERDS)]
+    herds: Vec<usize>,
     /// Another wrapper to measure the same way, as NAME=CMD (repeatable),
     /// e.g. --compare "node=node /path/to/mcp-wrapper/dist/index.js".
     #[arg(long, value_name = "NAME=CMD")]
@@ -48,6 +61,9 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     config.amounts.calls = args.calls;
     config.amounts.cold_starts = args.cold_starts;
     config.amounts.recoveries = args.recoveries;
+    config.amounts.outages = args.outages;
+    config.amounts.away_ms = (args.away_secs.max(0.0) * 1000.0).round() as u64;
+    config.amounts.herds = args.herds.clone();
     config.progress = true;
     for compare in &args.compare {
         config.compare.push(BenchConfig::parse_compare(compare)?);

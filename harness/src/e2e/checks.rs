@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::Signal;
 use serde::Deserialize;
@@ -26,6 +26,26 @@ use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess}
 const REPLY: Duration = Duration::from_secs(60);
 
 const SDK_CHECK: &str = include_str!("../../e2e/sdk_check.py");
+
+/// What the restart check measured.
+#[derive(Debug, Clone, Copy)]
+struct Restarted {
+    /// From starting the daemon to its socket accepting a connection.
+    start_to_rebind: Duration,
+    /// From the socket accepting to the waiting call's answer.
+    rebind_to_answer: Duration,
+    /// The same call straight to the daemon afterwards (`None`: it
+    /// failed there).
+    own: Option<Duration>,
+    /// Connect attempts the wrapper logged as failed after the daemon was
+    /// started.
+    failed_dials: usize,
+}
+
+/// A duration in milliseconds, for the rows' text.
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
 
 /// The calls `sdk_check.py` made, and the tools it listed.
 pub(super) type SdkRun = (Vec<SdkCall>, Vec<String>);
@@ -341,28 +361,82 @@ impl Kit<'_> {
         Row::known(check, detail)
     }
 
-    /// A call after the daemon restarted under a connected wrapper.
+    /// A call made while the daemon is stopped, which waits through its
+    /// restart under a connected wrapper: answered by the daemon, and
+    /// timed from the daemon's rebind (its socket accepting again) to the
+    /// answer, the figure the bench's outage phase gives against the fake
+    /// daemon.
     pub fn restart(&self, real: &mut RealDaemon) -> Row {
-        let check = "daemon restart mid-session, next call answered";
-        let mut run = || -> Result<String, HarnessError> {
-            let mut w = self.ours(real, None, |o| o)?;
-            ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
-            let back = real.restart()?;
-            let sent = Instant::now();
-            let reply = w.call_tool("memory_recall", json!({"cue": "billing"}), REPLY)?;
-            let result = ok_result(&reply)?;
-            if result.get("_source").is_some() {
-                return Err(HarnessError::Scenario(format!(
-                    "answered by the CLI, not the daemon: {result}"
-                )));
-            }
-            Ok(format!(
-                "daemon back in {:.1} s; memory_recall answered by it {:.0} ms later",
-                back.as_secs_f64(),
-                sent.elapsed().as_secs_f64() * 1000.0
-            ))
-        };
-        Row::outcome(check, run(), |detail| (true, detail))
+        let check = "daemon restart mid-session, waiting call answered";
+        Row::outcome(check, self.restart_once(real), |r| {
+            let own = r
+                .own
+                .map_or("n/a".to_owned(), |own| format!("{:.1} ms", ms(own)));
+            let detail = format!(
+                "memory_recall sent while the daemon was stopped, answered by it {:.1} ms after its socket \
+                 accepted again ({:.1} s after it was started; the same call on a connection of its own then took {own}); \
+                 the wrapper's failed dials meanwhile: {}",
+                ms(r.rebind_to_answer),
+                r.start_to_rebind.as_secs_f64(),
+                r.failed_dials
+            );
+            (true, detail)
+        })
+    }
+
+    /// The restart check's steps: a connected wrapper; the daemon stopped;
+    /// a call sent; the daemon started, its socket watched until it
+    /// accepts while the call waits; then the same call straight to the
+    /// daemon, for its own time.
+    fn restart_once(&self, real: &mut RealDaemon) -> Result<Restarted, HarnessError> {
+        // A connect wait well past a cold start, so the call waits for the
+        // daemon rather than going to the CLI.
+        let mut w = self.ours(real, None, |o| {
+            o.env("IAI_MCP_CONNECT_WAIT_MS", "60000")
+                .env(wrapper_log::JSON_EVENTS.0, wrapper_log::JSON_EVENTS.1)
+        })?;
+        ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
+        real.stop();
+        let id = json!("restart");
+        let arguments = json!({"cue": "billing"});
+        let params = json!({"name": "memory_recall", "arguments": arguments});
+        w.send_request_with_id(id.clone(), "tools/call", params)?;
+        let (started, started_wall) = (Instant::now(), SystemTime::now());
+        real.spawn_daemon()?;
+        let (rebound, reply, answered) = std::thread::scope(|scope| {
+            let daemon: &RealDaemon = real;
+            let watch = scope.spawn(|| daemon.wait_accepting(super::daemon::READY_TIMEOUT));
+            let reply = w.wait_response(&id, REPLY);
+            let answered = Instant::now();
+            let rebound = watch.join().unwrap_or_else(|_| {
+                Err(HarnessError::Scenario(
+                    "the socket watch panicked".to_owned(),
+                ))
+            });
+            (rebound, reply, answered)
+        });
+        let (rebound, reply) = (rebound?, reply?);
+        real.wait_ready(super::daemon::READY_TIMEOUT)?;
+        let result = ok_result(&reply)?;
+        if result.get("_source").is_some() {
+            return Err(HarnessError::Scenario(format!(
+                "answered by the CLI, not the daemon: {result}"
+            )));
+        }
+        let own_started = Instant::now();
+        let own = real
+            .rpc("memory_recall", arguments)
+            .ok()
+            .map(|_| own_started.elapsed());
+        let failed_dials = wrapper_log::event_times(&w.stderr_text(), wrapper_log::CONNECT_FAILED)
+            .filter(|&at| at >= started_wall)
+            .count();
+        Ok(Restarted {
+            start_to_rebind: rebound.saturating_duration_since(started),
+            rebind_to_answer: answered.saturating_duration_since(rebound),
+            own,
+            failed_dials,
+        })
     }
 
     /// Text outside ASCII, captured through the wrapper and listed back by

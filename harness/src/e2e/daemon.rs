@@ -35,6 +35,10 @@ const EMBED_DIM: u32 = 384;
 const EMBED_MODEL: &str = "e2e-hash-384";
 /// How long a starting daemon may take to answer.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often [`RealDaemon::wait_accepting`] tries the socket: the
+/// precision of the restart check's figure.
+pub const ACCEPT_POLL: Duration = Duration::from_micros(250);
 /// How long a stopping daemon may take before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -224,6 +228,28 @@ impl RealDaemon {
             format!("the daemon did not answer within {timeout:?}; its log ends:\n{log}")
         };
         poll(timeout, 50, || Ok(self.answers()), why)
+    }
+
+    /// Waits until the daemon's socket accepts a connection, trying every
+    /// [`ACCEPT_POLL`], and returns the instant it first did: the daemon's
+    /// rebind as a client sees it. Unlike [`wait_ready`](Self::wait_ready)
+    /// nothing is sent, so the daemon's own start-up work is not waited
+    /// for.
+    pub fn wait_accepting(&self, timeout: Duration) -> Result<Instant, HarnessError> {
+        let give_up = Instant::now() + timeout;
+        loop {
+            if UnixStream::connect(&self.socket).is_ok() {
+                return Ok(Instant::now());
+            }
+            if Instant::now() >= give_up {
+                let log = self.log_tail();
+                return Err(HarnessError::Scenario(format!(
+                    "the daemon's socket accepted nothing within {timeout:?}; its log ends:\n{log}"
+                )));
+            }
+            // The pace of the watch, not a synchronisation.
+            std::thread::sleep(ACCEPT_POLL);
+        }
     }
 
     /// Whether something answers on the socket now.

@@ -10,7 +10,8 @@ use std::path::Path;
 
 use crate::bench::results::{cpu_vs_daemon, ratio, throughput_ratio};
 use crate::bench::{
-    BenchReport, ColdStartStats, RecoveryStats, SubjectKind, SubjectReport, Summary, Verdict,
+    AwayStats, BenchReport, ColdStartStats, OutageStats, RecoveryStats, SubjectKind, SubjectReport,
+    Summary, Verdict,
 };
 use crate::error::HarnessError;
 use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
@@ -26,6 +27,14 @@ struct Labelled<T, U> {
 struct WorkFigure {
     label: &'static str,
     figure: fn(&SubjectReport, Option<usize>) -> Option<String>,
+}
+
+/// A row of the outage table: its label, the figure, and how many of the
+/// calls behind it failed.
+struct OutageFigure {
+    label: &'static str,
+    figure: fn(&OutageStats) -> Option<String>,
+    failures: fn(&OutageStats) -> usize,
 }
 
 /// A phase of the bench as the tables name it: the sequential one (no
@@ -69,6 +78,26 @@ impl BenchReport {
              floor and of the wrapper process for wrappers; then the fake daemon's CPU time per call.\n"
         );
         write_table(&mut out, self.work_rows());
+        if self
+            .subjects
+            .iter()
+            .any(|s| s.outage.is_some() || !s.herds.is_empty())
+        {
+            let _ = writeln!(
+                out,
+                "\nOutages, each wrapper started anew with its structured log on and its heartbeat moved past the phase: \
+                 {} outages with no call waiting, then a call {} ms after the rebind; {} outages during which a call waits; \
+                 the daemon away for a window of {} s, counted after the wrapper settled, scaled to a minute; herds of {} \
+                 wrappers each waiting through a 1 s outage. The rebind is the fake daemon's socket seen bound after `UP` \
+                 (polled every 20 µs; it listens at once); dials are the wrapper's own `connect_attempt` events (n/a: it logs none).\n",
+                n.outages,
+                outage_after_rebind_ms(),
+                n.outages,
+                n.away_ms as f64 / 1000.0,
+                herd_sizes(&n.herds),
+            );
+            write_table(&mut out, self.outage_rows());
+        }
         if self.subjects.iter().any(|s| s.kind == SubjectKind::Wrapper) {
             let header = ["target".to_owned(), "limit".to_owned()].into_iter().chain(
                 self.subjects
@@ -215,6 +244,109 @@ impl BenchReport {
         rows
     }
 
+    /// The outage table, header first: the outage phase's figures, then
+    /// each herd's.
+    fn outage_rows(&self) -> Vec<Vec<String>> {
+        let mut rows = vec![self.row("outage".to_owned(), |s| Some(cell_text(&s.name)))];
+        let after_rebind = |o: &OutageStats| o.after_rebind_failures;
+        let waited = |o: &OutageStats| o.waited_failures;
+        let summaries: [OutageFigure; 6] = [
+            OutageFigure {
+                label: "normal call, 100 ms after the previous, median",
+                figure: |o| Some(format_ns(o.normal?.p50_ns)),
+                failures: |_| 0,
+            },
+            OutageFigure {
+                label: "call sent 100 ms after the rebind, median",
+                figure: |o| {
+                    let p50 = o.after_rebind?.p50_ns;
+                    let normal = o.normal.map(|n| n.p50_ns as f64);
+                    let r = normal.and_then(|n| ratio(p50 as f64, n));
+                    Some(with_ratio_to(format_ns(p50), r, "normal"))
+                },
+                failures: after_rebind,
+            },
+            OutageFigure {
+                label: "call sent 100 ms after the rebind, max",
+                figure: |o| Some(format_ns(o.after_rebind?.max_ns)),
+                failures: after_rebind,
+            },
+            OutageFigure {
+                label: "waiting call answered after the rebind, median",
+                figure: |o| Some(format_ns(o.waited?.p50_ns)),
+                failures: waited,
+            },
+            OutageFigure {
+                label: "waiting call answered after the rebind, max",
+                figure: |o| Some(format_ns(o.waited?.max_ns)),
+                failures: waited,
+            },
+            OutageFigure {
+                label: "waiting call answered after UP sent, median",
+                figure: |o| Some(format_ns(o.waited_from_up_sent?.p50_ns)),
+                failures: waited,
+            },
+        ];
+        for OutageFigure {
+            label,
+            figure,
+            failures,
+        } in summaries
+        {
+            rows.push(self.row(label.to_owned(), |s| {
+                let o = s.outage.as_ref()?;
+                let mut cell = figure(o).unwrap_or(DASH.into());
+                let failures = failures(o);
+                if failures > 0 {
+                    let _ = write!(cell, "; {failures}/{} failed", o.outages);
+                }
+                Some(cell)
+            }));
+        }
+        let away: [Labelled<AwayStats, Option<String>>; 3] = [
+            Labelled {
+                label: "while away: dials per minute",
+                figure: |a| a.dials_per_min.map(|d| format!("{d:.1}")),
+            },
+            Labelled {
+                label: "while away: wake-ups (context switches) per minute",
+                figure: |a| a.wakeups_per_min.map(|w| format!("{w:.1}")),
+            },
+            Labelled {
+                label: "while away: CPU time per minute",
+                figure: |a| a.cpu_ns_per_min.map(|c| format_ns(c.round() as u64)),
+            },
+        ];
+        for Labelled { label, figure } in away {
+            rows.push(self.row(label.to_owned(), |s| {
+                let away = s.outage.as_ref()?.away.as_ref()?;
+                Some(figure(away).unwrap_or("n/a".to_owned()))
+            }));
+        }
+        for &size in &self.settings.amounts.herds {
+            let herd = |s: &SubjectReport| s.herds.iter().find(|h| h.wrappers == size).cloned();
+            rows.push(self.row(
+                format!("herd of {size} waiting: all answered after the rebind"),
+                |s| {
+                    let h = herd(s)?;
+                    Some(h.all_answered_ns.map_or_else(
+                        || format!("{}/{} answered", h.answered, h.wrappers),
+                        format_ns,
+                    ))
+                },
+            ));
+            rows.push(self.row(
+                format!("herd of {size} waiting: refused connects / failed calls"),
+                |s| {
+                    let h = herd(s)?;
+                    let refused = h.refused.map_or("n/a".to_owned(), |n| n.to_string());
+                    Some(format!("{refused} / {}", h.failed_calls))
+                },
+            ));
+        }
+        rows
+    }
+
     /// The work-per-call table, header first: each figure for each phase.
     fn work_rows(&self) -> Vec<Vec<String>> {
         let figures: [WorkFigure; 4] = [
@@ -279,6 +411,12 @@ impl BenchReport {
                 }
                 if let Some(why) = &r.abandoned {
                     notes.push(format!("{name}: recovery {}", one_line(why)));
+                }
+            }
+            if let Some(o) = &s.outage {
+                for example in &o.failure_examples {
+                    let example = one_line(example);
+                    notes.push(format!("{name}: failed outage call answered `{example}`"));
                 }
             }
             if s.skipped_lines > 0 {
@@ -348,6 +486,31 @@ fn verdict_cell(verdict: &Verdict) -> String {
 
 const DASH: &str = "–";
 
+/// `value (1.50× what)`, or `value` alone without a ratio.
+fn with_ratio_to(value: String, ratio: Option<f64>, what: &str) -> String {
+    match ratio {
+        Some(r) => format!("{value} ({} {what})", format_ratio(r)),
+        None => value,
+    }
+}
+
+/// The delay of the call after the rebind, in milliseconds, for the text.
+fn outage_after_rebind_ms() -> u128 {
+    crate::bench::OUTAGE_AFTER_REBIND.as_millis()
+}
+
+/// Herd sizes as text: `20 and 50`.
+fn herd_sizes(sizes: &[usize]) -> String {
+    match sizes {
+        [] => "no".to_owned(),
+        [one] => one.to_string(),
+        [rest @ .., last] => {
+            let rest: Vec<String> = rest.iter().map(ToString::to_string).collect();
+            format!("{} and {last}", rest.join(", "))
+        }
+    }
+}
+
 fn with_ratio(value: String, ratio: Option<f64>) -> String {
     match ratio {
         Some(r) => format!("{value} ({})", format_ratio(r)),
@@ -410,7 +573,7 @@ mod tests {
             .map(|block| block.lines().filter(|l| l.starts_with('|')).collect())
             .filter(|lines: &Vec<&str>| !lines.is_empty())
             .collect();
-        assert_eq!(tables.len(), 3, "{text}");
+        assert_eq!(tables.len(), 4, "{text}");
         for table in &tables {
             // Every row has as many cells as the header; escaped pipes in
             // names do not count.
@@ -441,6 +604,24 @@ mod tests {
             "**miss** (2/2 failed)",
             "n/a (no figure)",
             "node|js: failed recovery call answered `daemon_unreachable: bridge not connected`",
+            // The outage table: the call after the rebind against a normal
+            // one, the waiting call, the away window, the herd.
+            "30.0 µs (1.50× normal)",
+            "1.20 ms",
+            "–; 2/2 failed",
+            "| while away: dials per minute",
+            " 0.0 |",
+            " n/a |",
+            "150.0 µs",
+            "12.00 ms",
+            "12/50 answered",
+            "0 / 0",
+            "n/a / 300",
+            "pass (1.20 ms)",
+            "**miss** (2/2 failed)",
+            "pass (12.00 ms, 0 refused)",
+            "**miss** (12/50 answered)",
+            "node|js: failed outage call answered `daemon_unreachable: bridge not connected`",
         ] {
             assert!(text.contains(expected), "{expected:?} in {text}");
         }

@@ -37,7 +37,7 @@ use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::race::PROTOCOL_VERSION;
 use super::settings;
 use super::setup::Setup;
-use super::wrapper_log::{CONNECT_FAILED, Dial, JSON_EVENTS, dial_times};
+use super::wrapper_log::{CONNECT_FAILED, Dial, JSON_EVENTS, dial_times, event_times, logs_events};
 use crate::bins::error_chain;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
@@ -87,6 +87,10 @@ pub struct HerdConfig {
     /// The wrappers' bridge mode and the fake daemon.
     #[arg(skip)]
     pub setup: Setup,
+    /// The faults to make, in order (both by default; the bench makes
+    /// only [`HerdFault::DownUp`]).
+    #[arg(skip = vec![HerdFault::DropAll, HerdFault::DownUp])]
+    pub faults: Vec<HerdFault>,
 }
 
 impl Default for HerdConfig {
@@ -127,13 +131,20 @@ pub struct FaultReport {
     pub cause: Option<Cause>,
     /// Wrappers that answered a call made after the fault began.
     pub recovered: usize,
-    /// From the end of the fault (`DROPPED` or `UP` acknowledged) to the
-    /// last wrapper's first successful answer.
+    /// From the end of the fault (`DROPPED` acknowledged, or the socket
+    /// bound again: see [`FakeDaemon::up_timed`]) to the last wrapper's
+    /// first successful answer.
     #[serde(rename = "all_recovered_ms", serialize_with = "serialize_opt_ms")]
     pub all_recovered: Option<Duration>,
     /// The most connections the daemon accepted within one window after
     /// the fault.
     pub peak_accepts: usize,
+    /// Connect attempts the wrappers logged as failed from the end of the
+    /// fault (the daemon listening again) until every wrapper recovered:
+    /// refused or turned away by a daemon that was back. `None` when the
+    /// wrappers log no events (another wrapper's own log), so they cannot
+    /// be counted; the daemon sees no attempt it did not accept.
+    pub refused_after: Option<u64>,
     /// The daemon's connections once every wrapper recovered and the
     /// settle time passed (one per wrapper, plus the daemon's other
     /// clients).
@@ -406,6 +417,7 @@ struct Made {
     ended_wall: SystemTime,
     /// When every wrapper was seen recovered (or the wait gave up).
     settled: Instant,
+    settled_wall: SystemTime,
     conns_after: u32,
 }
 
@@ -464,24 +476,27 @@ pub(crate) fn herd_on(
     }
 
     let mut made = Vec::new();
-    for fault in [HerdFault::DropAll, HerdFault::DownUp] {
+    for &fault in &cfg.faults {
         // Calls flow before the fault.
         let now = Instant::now();
         progress.wait_all(now, now, now + cfg.recovery_timeout);
         thread::sleep(cfg.settle);
         let (began, began_wall) = (Instant::now(), SystemTime::now());
-        match fault {
-            HerdFault::DropAll => daemon.drop_connections()?,
+        let ended = match fault {
+            HerdFault::DropAll => {
+                daemon.drop_connections()?;
+                Instant::now()
+            }
             HerdFault::DownUp => {
                 daemon.down()?;
                 // The outage itself, not a synchronisation.
                 thread::sleep(cfg.down_for);
-                daemon.up()?;
+                daemon.up_timed()?.bound
             }
-        }
-        let (ended, ended_wall) = (Instant::now(), SystemTime::now());
+        };
+        let ended_wall = SystemTime::now() - ended.elapsed();
         progress.wait_all(began, ended, ended + cfg.recovery_timeout);
-        let settled = Instant::now();
+        let (settled, settled_wall) = (Instant::now(), SystemTime::now());
         // Late extra connections would show up here.
         thread::sleep(cfg.settle);
         made.push(Made {
@@ -491,6 +506,7 @@ pub(crate) fn herd_on(
             ended,
             ended_wall,
             settled,
+            settled_wall,
             conns_after: daemon.stats()?.conns,
         });
     }
@@ -585,6 +601,7 @@ fn judge(cfg: &HerdConfig, herd: Herd, made: &[Made], accepts: &[u64], logs: &[L
                     cfg.window,
                 ),
                 conns_after: m.conns_after,
+                refused_after: refused_after(m, logs),
             }
         })
         .collect();
@@ -633,6 +650,21 @@ fn judge(cfg: &HerdConfig, herd: Herd, made: &[Made], accepts: &[u64], logs: &[L
             troubled.map(|i| crate::format::last_lines(&logs[i].stderr, 20, "\n"));
     }
     report
+}
+
+/// The failed connect attempts the wrappers logged from the end of fault
+/// `m` until every wrapper recovered; `None` when no wrapper logs events.
+fn refused_after(m: &Made, logs: &[Log]) -> Option<u64> {
+    if !logs.iter().any(|l| logs_events(&l.stderr)) {
+        return None;
+    }
+    let (from, to) = (micros(m.ended_wall), micros(m.settled_wall));
+    let refused = logs
+        .iter()
+        .flat_map(|l| event_times(&l.stderr, CONNECT_FAILED))
+        .filter(|&at| (from..=to).contains(&micros(at)))
+        .count();
+    Some(refused as u64)
 }
 
 /// Microseconds since the Unix epoch, the unit of the daemon's `ACCEPTS`.

@@ -17,6 +17,9 @@ use serde_json::Value;
 /// events (other wrappers ignore it).
 pub const JSON_EVENTS: (&str, &str) = ("IAI_MCP_LOG_FORMAT", "json");
 
+/// The event a wrapper logs as each connect attempt begins.
+pub const CONNECT_ATTEMPT: &str = "connect_attempt";
+
 /// The event a wrapper logs for each failed connect attempt.
 pub const CONNECT_FAILED: &str = "connect_failed";
 
@@ -72,6 +75,24 @@ pub(crate) fn connect_failures(stderr: &str) -> u64 {
     events_named(stderr, CONNECT_FAILED).count() as u64
 }
 
+/// Whether a wrapper's `stderr` holds its structured events at all: every
+/// wrapper that writes them logs a `connect_attempt` at boot, so a log
+/// without one is another wrapper's, whose dials cannot be counted.
+pub(crate) fn logs_events(stderr: &str) -> bool {
+    events_named(stderr, CONNECT_ATTEMPT).next().is_some()
+}
+
+/// When each event named `name` in a wrapper's `stderr` was logged, by
+/// the wrapper's own clock; events without a readable timestamp are left
+/// out.
+pub(crate) fn event_times<'a>(
+    stderr: &'a str,
+    name: &'a str,
+) -> impl Iterator<Item = SystemTime> + 'a {
+    events_named(stderr, name)
+        .filter_map(|event| humantime::parse_rfc3339(event.timestamp.as_deref()?).ok())
+}
+
 /// One failed connect attempt in a wrapper's log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Dial {
@@ -112,6 +133,11 @@ a line of another wrapper's own log: daemon connect failed
         let apart = dials[1].at.duration_since(dials[0].at).unwrap();
         assert_eq!(apart, Duration::from_micros(50_917));
         assert_eq!(connect_failures(log), 2);
+        assert_eq!(event_times(log, CONNECT_FAILED).count(), 2);
+        assert!(!logs_events(log), "no connect_attempt in this log");
+        let attempt =
+            r#"{"timestamp":"2026-12-01T04:39:24.6Z","event":"connect_attempt","attempt":1}"#;
+        assert!(logs_events(attempt));
         assert_eq!(
             connect_failures("daemon connect failed\n"),
             0,

@@ -18,6 +18,9 @@ fn a_tiny_bench_fills_every_figure() {
     config.amounts.rounds = 2;
     config.amounts.cold_starts = 2;
     config.amounts.recoveries = 2;
+    config.amounts.outages = 1;
+    config.amounts.away_ms = 300;
+    config.amounts.herds = vec![3];
     // A compared subject that cannot start: recorded, not fatal.
     config.compare = vec![Compared {
         name: "missing".to_owned(),
@@ -54,9 +57,32 @@ fn a_tiny_bench_fills_every_figure() {
     assert!(cfg!(not(target_os = "linux")) || wrapper.peak_rss_kib.is_some());
     let recovery = wrapper.recovery.as_ref().unwrap();
     assert_eq!((recovery.attempts, recovery.failures), (2, 0));
+    // The outage phase: every figure there, the counts exact, no time
+    // judged.
+    let outage = wrapper.outage.as_ref().unwrap();
+    assert_eq!(outage.outages, 1);
+    assert_eq!(
+        (outage.after_rebind_failures, outage.waited_failures),
+        (0, 0),
+        "{:?}",
+        outage.failure_examples
+    );
+    for figure in [outage.normal, outage.after_rebind, outage.waited] {
+        assert_eq!(figure.map(|f| f.count), Some(1), "{outage:?}");
+    }
+    let away = outage.away.unwrap();
+    assert!(away.window_ms >= 300, "{away:?}");
+    assert!(away.dials_per_min.is_some(), "this wrapper logs its dials");
+    assert!(cfg!(not(target_os = "linux")) || away.wakeups_per_min.is_some());
+    let herd = &wrapper.herds[..];
+    assert_eq!(herd.len(), 1);
+    assert_eq!((herd[0].wrappers, herd[0].answered), (3, 3));
+    assert!(herd[0].all_answered_ns.is_some() && herd[0].refused.is_some());
 
     let missing = &report.subjects[2];
     assert!(missing.sequential.is_none());
+    assert!(missing.outage.as_ref().is_none_or(|o| o.waited.is_none()));
+    assert!(missing.herds.is_empty());
     assert!(!missing.errors.is_empty());
 
     let markdown = std::fs::read_to_string(out.path().join("bench.md")).unwrap();
@@ -64,7 +90,7 @@ fn a_tiny_bench_fills_every_figure() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("bench.json")).unwrap()).unwrap();
     assert_eq!(json["subjects"][1]["name"], "wrapper");
-    assert_eq!(json["targets"].as_array().unwrap().len(), 5);
+    assert_eq!(json["targets"].as_array().unwrap().len(), 9);
     let work = wrapper
         .own_work(Some(8))
         .expect("work per call at 8 in flight");
