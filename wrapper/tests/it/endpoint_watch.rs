@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::common;
-use crate::common::{JSON_LOG, REPLY, events, events_named, eventually, ok_method, send_call, topology};
+use crate::common::{
+    JSON_LOG, REPLY, events, events_named, eventually, ok_method, send_call, topology,
+};
 use harness::tempdir::short_tempdir;
 use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
 use iai_mcp_wrapper::bridge::{

@@ -145,6 +145,7 @@ impl Bench {
             connected: false,
             connects: 0,
             failed_attempts: 1,
+            awaiting_endpoint: false,
         });
         wake::wake_when_down(
             settings,
@@ -544,6 +545,7 @@ async fn a_first_connect_that_succeeded_means_no_probe_and_no_wake() {
         connected: true,
         connects: 1,
         failed_attempts: 0,
+        awaiting_endpoint: false,
     });
     let report = wake::wake_when_down(
         settings,
