@@ -171,3 +171,97 @@ fn the_token_never_reaches_the_logs() {
     assert!(!log.is_empty(), "trace logging produced nothing");
     assert!(!log.contains(token.trim()), "token in the log:\n{log}");
 }
+
+/// A wrapper dialling the daemon as on Windows: port and token read from
+/// the files beside `socket_path` (`IAI_DAEMON_TRANSPORT=tcp` applies
+/// Windows' rule on any platform).
+fn windows_style_wrapper(socket_path: &std::path::Path) -> WrapperProcess {
+    let opts = WrapperOptions::new(socket_path)
+        .env("IAI_DAEMON_TRANSPORT", "tcp")
+        .env("IAI_MCP_CONNECT_WAIT_MS", "1000")
+        .env("IAI_MCP_BACKOFF_MAX_MS", "100");
+    let mut w = WrapperProcess::spawn(&wrapper_cmd(), &opts).expect("spawn");
+    w.initialize("2025-06-18").expect("initialize");
+    w
+}
+
+/// One `topology` call that fails: its text, checked to be
+/// daemon_unreachable and to name `file`.
+fn unreachable_naming(w: &mut WrapperProcess, file: &std::path::Path) -> String {
+    let reply = topology(w);
+    let text = error_text(&reply).to_owned();
+    assert!(text.contains("daemon_unreachable"), "{text}");
+    assert!(text.contains(&file.display().to_string()), "{text}");
+    text
+}
+
+#[test]
+fn bad_port_and_token_files_beside_the_socket_path_are_named_and_the_wrapper_keeps_answering() {
+    let dir = short_tempdir().expect("tempdir");
+    let daemon = tcp_daemon(dir.path());
+    let DaemonEndpoint::Tcp { port, token_path } = daemon.endpoint().clone() else {
+        panic!("a TCP daemon");
+    };
+    // The wrapper's files are its own copies, so each can be broken.
+    let socket = dir.path().join("w.sock");
+    let port_file = dir.path().join("w.sock.port");
+    let token_file = dir.path().join("w.sock.token");
+    let mut w = windows_style_wrapper(&socket);
+
+    let text = unreachable_naming(&mut w, &port_file);
+    assert!(text.contains("No such file"), "missing: {text}");
+
+    std::fs::write(&port_file, "not a port\n").expect("write");
+    let text = unreachable_naming(&mut w, &port_file);
+    assert!(text.contains("is not a port number"), "garbage: {text}");
+
+    std::fs::write(&port_file, "70000\n").expect("write");
+    let text = unreachable_naming(&mut w, &port_file);
+    assert!(
+        text.contains("is not a port number"),
+        "out of range: {text}"
+    );
+
+    // A port file that cannot be read (a directory in its place).
+    std::fs::remove_file(&port_file).expect("remove");
+    std::fs::create_dir(&port_file).expect("mkdir");
+    let text = unreachable_naming(&mut w, &port_file);
+    assert!(text.contains("no daemon port in"), "unreadable: {text}");
+    std::fs::remove_dir(&port_file).expect("rmdir");
+
+    std::fs::write(&port_file, format!("{port}\n")).expect("write");
+    let text = unreachable_naming(&mut w, &token_file);
+    assert!(text.contains("missing"), "no token: {text}");
+    assert_eq!(daemon.stats().expect("stats").accepted, 0);
+
+    std::fs::copy(&token_path, &token_file).expect("copy the token");
+    std::fs::set_permissions(
+        &token_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("chmod");
+    assert_eq!(ok_method(&topology(&mut w)), "topology");
+    let stats = daemon.stats().expect("stats");
+    assert!(stats.accepted >= 1, "{stats:?}");
+    assert_eq!(stats.refused, 0, "{stats:?}");
+    w.close_stdin();
+    assert!(w.wait_exit(common::REPLY).expect("exit").success());
+}
+
+#[test]
+fn the_daemons_own_files_beside_the_socket_path_reach_it_across_a_drop() {
+    let dir = short_tempdir().expect("tempdir");
+    let socket = socket_path_in(dir.path());
+    let daemon = FakeDaemon::spawn_on(&harness::bins::fake_daemon_bin(), &socket, Transport::Tcp)
+        .expect("fake daemon on TCP");
+    let mut w = windows_style_wrapper(&socket);
+    assert_eq!(ok_method(&topology(&mut w)), "topology");
+    daemon.drop_connections().expect("drop");
+    assert_eq!(ok_method(&topology(&mut w)), "topology");
+    let stats = daemon.stats().expect("stats");
+    assert_eq!(
+        stats.refused, 0,
+        "the token beside the path was sent: {stats:?}"
+    );
+    assert!(stats.requests >= 2, "both calls reached it: {stats:?}");
+}
