@@ -57,6 +57,16 @@ impl Platform {
         }
     }
 
+    /// The separator of the paths this platform's users read and write:
+    /// `\` on Windows, `/` elsewhere (for messages that show a path, so
+    /// that a path made on one platform for another reads as that one's).
+    pub fn separator(self) -> char {
+        match self {
+            Platform::Linux | Platform::MacOs => '/',
+            Platform::Windows => '\\',
+        }
+    }
+
     /// How the daemon listens when nothing is configured: on a Unix socket,
     /// or (Windows) on loopback TCP with its port and token in files.
     pub fn daemon_transport(self) -> Transport {
