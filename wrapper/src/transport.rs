@@ -219,6 +219,17 @@ impl Endpoint {
         }
     }
 
+    /// What it means when the daemon closes a connection right after it
+    /// was made, before sending a single byte: on TCP, that the token was
+    /// refused (iai-mcp's daemon closes such a connection without a word),
+    /// naming the token file; on a Unix socket nothing in particular.
+    pub fn silent_close_reason(&self) -> Option<String> {
+        match self {
+            Endpoint::Unix(_) => None,
+            Endpoint::Tcp { token, .. } => Some(format!("token refused, {}", token.display())),
+        }
+    }
+
     /// What to tell a user who cannot reach the daemon here.
     pub fn hint(&self) -> &'static str {
         match self {

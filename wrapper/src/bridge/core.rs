@@ -409,6 +409,9 @@ struct InFlight {
     deadline: Instant,
     /// How many lines the connection had delivered when it was sent.
     heard: u64,
+    /// The wait it was sent from, if it waited for this connection: resumed
+    /// as it was if the connection turns out to have been refused.
+    waited: Option<Wait>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -435,6 +438,24 @@ struct Call {
     /// The call's one deadline, replays included: the connect wait plus
     /// the call timeout after it was made.
     expires: Instant,
+}
+
+/// How a connection with calls in flight went away.
+#[derive(Debug, Clone)]
+enum Lost {
+    /// It closed (EOF, a read or write error, recycled when silent).
+    Closed {
+        /// When the healthy connection before the outage was lost, if the
+        /// outage began that way.
+        lost_at: Option<Instant>,
+    },
+    /// The daemon closed it at once, having sent nothing: a refusal.
+    Refused {
+        /// As for [`Lost::Closed`].
+        lost_at: Option<Instant>,
+        /// What the refusal means (`token refused, <token file>`).
+        reason: String,
+    },
 }
 
 /// What to do with a call that has just arrived.
@@ -782,6 +803,53 @@ impl Bridge {
         }
     }
 
+    /// The daemon closed the connection `conn` before sending a single
+    /// byte on it, which on TCP is how iai-mcp's daemon refuses a token;
+    /// `reason` says so, naming the token file. A connection younger than
+    /// [`PROVEN_AFTER`] closed that way is a failed connect attempt with
+    /// that reason (`connect_failed`, the backoff, the failure count and
+    /// the connect wait's message all as for a refused dial): its reads
+    /// wait for the next connection, and its writes fail with
+    /// [`BridgeError::Refused`], never re-sent. An older one is only lost
+    /// ([`Bridge::closed`]): a daemon that stops closes an idle connection
+    /// without a word too.
+    pub fn refused(&mut self, conn: ConnId, reason: String, now: Instant) {
+        let young = match &self.link {
+            Link::Connected(connected) if connected.conn == conn => {
+                matches!(connected.proof, Proof::Unproven(_))
+                    && now.saturating_duration_since(connected.since) < PROVEN_AFTER
+            }
+            _ => return,
+        };
+        if !young {
+            self.closed(conn, now);
+            return;
+        }
+        let Link::Connected(Connected {
+            attempt,
+            proof: Proof::Unproven(before),
+            ..
+        }) = self.take_link()
+        else {
+            unreachable!("checked above");
+        };
+        self.settle_calls_of(
+            conn,
+            now,
+            Lost::Refused {
+                lost_at: before.lost_at,
+                reason: reason.clone(),
+            },
+        );
+        // Back to the attempt it was, which now fails.
+        self.link = Link::Connecting(Connecting {
+            attempt,
+            outage: before,
+            appeared: false,
+        });
+        self.connect_failed(conn, reason, now);
+    }
+
     /// The calls in flight on the lost connection `conn`: a read is put
     /// back to wait for the next connection for as long as its own
     /// deadline allows; a write never is. Returns how many were put back
@@ -792,6 +860,14 @@ impl Bridge {
         now: Instant,
         lost_at: Option<Instant>,
     ) -> (usize, usize) {
+        self.settle_calls_of(conn, now, Lost::Closed { lost_at })
+    }
+
+    /// The calls in flight on `conn`, which is gone (`how`): a read is put
+    /// back to wait for the next connection for as long as its own
+    /// deadline allows; any other call fails. Returns how many were put
+    /// back and how many failed.
+    fn settle_calls_of(&mut self, conn: ConnId, now: Instant, how: Lost) -> (usize, usize) {
         let lost: Vec<CallId> = self
             .calls
             .iter()
@@ -803,17 +879,31 @@ impl Bridge {
             let Some(call) = self.calls.get(&id) else {
                 continue;
             };
-            if let Phase::InFlight(sent) = call.phase {
-                self.wire.remove(&sent.wire);
-            }
+            let Phase::InFlight(sent) = call.phase else {
+                continue;
+            };
+            self.wire.remove(&sent.wire);
             if self.policy.replays() && call.request.access == Access::Read && now < call.expires {
-                let wait = self.waiting(&call.request, now, call.expires, lost_at);
+                let wait = match (&how, sent.waited) {
+                    // A refused connection gave the call nothing: the wait
+                    // it was sent from goes on as it was.
+                    (Lost::Refused { .. }, Some(waited)) => waited,
+                    (Lost::Refused { lost_at, .. } | Lost::Closed { lost_at }, _) => {
+                        self.waiting(&call.request, now, call.expires, *lost_at)
+                    }
+                };
                 if let Some(call) = self.calls.get_mut(&id) {
                     call.phase = Phase::Waiting(wait);
                 }
                 replayed += 1;
             } else {
-                self.finish(id, Err(BridgeError::SocketClosed));
+                let error = match &how {
+                    Lost::Closed { .. } => BridgeError::SocketClosed,
+                    Lost::Refused { reason, .. } => BridgeError::Refused {
+                        reason: reason.clone(),
+                    },
+                };
+                self.finish(id, Err(error));
                 failed += 1;
             }
         }
@@ -1222,11 +1312,16 @@ impl Bridge {
         self.next_wire += 1;
         let wire = self.next_wire;
         let line = wire::request_line(wire, &call.request.method, &call.request.params);
+        let waited = match call.phase {
+            Phase::Waiting(wait) => Some(wait),
+            Phase::InFlight(_) => None,
+        };
         call.phase = Phase::InFlight(InFlight {
             conn,
             wire,
             deadline: (now + self.policy.timings().call_timeout).min(call.expires),
             heard,
+            waited,
         });
         call.sends += 1;
         if call.sends > 1 {
@@ -1646,6 +1741,86 @@ mod tests {
         drain(&mut b);
         b.closed(ConnId(7), now);
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(8))]);
+    }
+
+    /// The reason a TCP daemon's silent close is given.
+    const REFUSED: &str = "token refused, /h/.iai-mcp/.daemon.token";
+
+    #[test]
+    fn a_refused_token_is_a_failed_attempt_and_the_call_fails_at_its_wait_naming_it() {
+        let (mut b, now) = bridge(BridgeMode::Fixed);
+        drain(&mut b);
+        b.call(CallId(1), req("topology", true), now);
+        b.call(CallId(2), req("memory_capture", false), now);
+        let mut t = now;
+        let mut conn = 1;
+        let mut attempts = 0;
+        let reply = loop {
+            b.connected(ConnId(conn), t);
+            let sent = drain(&mut b);
+            assert!(
+                sent.iter()
+                    .all(|a| matches!(a, Action::Send(c, _) if *c == ConnId(conn))),
+                "{sent:?}"
+            );
+            b.refused(ConnId(conn), REFUSED.into(), t);
+            attempts += 1;
+            let mut actions = drain(&mut b);
+            if conn == 1 {
+                // The write went out and is never sent again.
+                assert_eq!(
+                    actions.remove(0),
+                    Action::Reply(
+                        CallId(2),
+                        failed(
+                            BridgeError::Refused {
+                                reason: REFUSED.into()
+                            },
+                            true
+                        )
+                    )
+                );
+            }
+            assert!(actions.is_empty(), "no redial at once: {actions:?}");
+            assert_eq!(b.status().failed_attempts, attempts);
+            let next = b.poll_timeout().expect("a retry or the deadline");
+            assert!(next > t, "backoff applies");
+            t = next;
+            b.handle_timeout(t);
+            match drain(&mut b).pop() {
+                Some(Action::Connect(c)) => conn = c.0,
+                Some(Action::Reply(CallId(1), reply)) => break reply,
+                other => panic!("{other:?}"),
+            }
+        };
+        // The read waited its one connect wait, not one per refusal.
+        assert_eq!(t, now + Duration::from_secs(10));
+        let Err(Failure { error, sent, .. }) = reply else {
+            panic!("a failure");
+        };
+        assert!(sent);
+        let text = error.to_string();
+        assert!(text.starts_with("daemon_unreachable: "), "{text}");
+        assert!(text.contains(REFUSED), "{text}");
+        assert!((10..=100).contains(&attempts), "{attempts} attempts");
+    }
+
+    #[test]
+    fn a_silent_close_after_the_connection_proved_itself_is_only_a_loss() {
+        // Answered once: a later silent close is a daemon going away.
+        let (mut b, now) = connected(BridgeMode::Fixed);
+        b.refused(ConnId(1), REFUSED.into(), now);
+        assert_eq!(b.status().failed_attempts, 0);
+        assert!(b.poll_timeout().is_some(), "the reconnect delay");
+        // Up for a while without a word: the same.
+        let (mut b, now) = bridge(BridgeMode::Fixed);
+        drain(&mut b);
+        b.connected(ConnId(1), now);
+        b.refused(ConnId(1), REFUSED.into(), now + PROVEN_AFTER);
+        assert_eq!(b.status().failed_attempts, 0);
+        // An old connection's close does nothing.
+        b.refused(ConnId(1), REFUSED.into(), now + PROVEN_AFTER);
+        assert!(drain(&mut b).is_empty());
     }
 
     #[test]

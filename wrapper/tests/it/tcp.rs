@@ -97,7 +97,7 @@ fn down_and_up_over_tcp_reads_the_new_token_and_recovers() {
 }
 
 #[test]
-fn a_missing_token_is_reported_naming_the_file_and_a_wrong_one_is_refused() {
+fn a_missing_token_or_one_open_to_others_is_reported_naming_the_file() {
     let dir = short_tempdir().expect("tempdir");
     let daemon = tcp_daemon(dir.path());
     let DaemonEndpoint::Tcp { port, .. } = daemon.endpoint().clone() else {
@@ -132,23 +132,66 @@ fn a_missing_token_is_reported_naming_the_file_and_a_wrong_one_is_refused() {
     assert!(text.contains("open to other users"), "{text}");
     drop(w);
     assert_eq!(daemon.stats().expect("stats").refused, 0);
+}
+
+#[test]
+fn a_wrong_token_fails_the_call_at_its_connect_wait_naming_the_file_and_the_right_one_recovers() {
+    let dir = short_tempdir().expect("tempdir");
+    let daemon = tcp_daemon(dir.path());
+    let DaemonEndpoint::Tcp { port, token_path } = daemon.endpoint().clone() else {
+        panic!("a TCP daemon");
+    };
+    let wrong = dir.path().join("wrong.token");
+    std::fs::write(&wrong, "not-the-token\n").expect("write");
     std::fs::set_permissions(&wrong, std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .expect("chmod");
-    let mut w = with_token(wrong);
+    let opts = WrapperOptions::at(DaemonEndpoint::Tcp {
+        port,
+        token_path: wrong.clone(),
+    })
+    .env("IAI_MCP_CONNECT_WAIT_MS", "1500")
+    .env(common::JSON_LOG.0, common::JSON_LOG.1);
+    let mut w = WrapperProcess::spawn(&wrapper_cmd(), &opts).expect("spawn");
+    w.initialize("2025-06-18").expect("initialize");
+
+    // The daemon closes each connection at once; each is a failed connect
+    // naming the token file, and the call fails at its connect wait (not
+    // at its call deadline) with that reason.
     let reply = topology(&mut w);
     let text = error_text(&reply);
-    assert!(text.contains("daemon_unreachable"), "{text}");
+    let reason = format!("token refused, {}", wrong.display());
+    assert!(
+        text.starts_with("error: daemon_unreachable: no connection to the iai-mcp daemon"),
+        "{text}"
+    );
+    assert!(text.contains("within 1.5 s"), "{text}");
+    assert!(text.contains(&reason), "{text}");
+    let failures = common::events_named(&w, "connect_failed");
+    assert!(!failures.is_empty(), "no connect_failed event");
+    for failure in &failures {
+        assert_eq!(failure["error"], reason.as_str(), "{failure}");
+        // The backoff applies to every refusal: no spin.
+        assert!(
+            failure["retry_in_ms"].as_u64().is_some_and(|ms| ms > 0),
+            "{failure}"
+        );
+    }
+    assert!(common::events_named(&w, "connection_lost").is_empty());
     let stats = daemon.stats().expect("stats");
     assert!(stats.refused >= 1, "{stats:?}");
     assert_eq!(stats.accepted, 0, "{stats:?}");
-    drop(w);
 
-    let mut w =
-        WrapperProcess::spawn(&wrapper_cmd(), &WrapperOptions::for_daemon(&daemon)).expect("spawn");
-    w.initialize("2025-06-18").expect("initialize");
+    // The wrapper keeps answering, and reads the token file anew at each
+    // connect: the right token gets the next call through.
+    assert!(
+        w.request("tools/list", serde_json::json!({}), common::REPLY)
+            .is_ok()
+    );
+    std::fs::copy(&token_path, &wrong).expect("the right token");
     assert_eq!(ok_method(&topology(&mut w)), "topology");
-    let stats = daemon.stats().expect("stats");
-    assert!(stats.accepted >= 1, "{stats:?}");
+    assert!(daemon.stats().expect("stats").accepted >= 1);
+    w.close_stdin();
+    assert!(w.wait_exit(common::REPLY).expect("exit").success());
 }
 
 #[test]
