@@ -36,14 +36,29 @@ pub async fn probe(config: &Config) -> Probe {
             .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"topology\",\"params\":{}}\n")
             .await?;
         let mut lines = BufReader::new(&mut stream).lines();
-        while let Some(line) = lines.next_line().await? {
-            if let Ok(v) = serde_json::from_str::<Value>(&line)
-                && v.get("id") == Some(&Value::from(1))
-            {
-                return Ok(());
+        let mut heard = false;
+        let ended = loop {
+            match lines.next_line().await {
+                Ok(Some(line)) => {
+                    heard = true;
+                    if let Ok(v) = serde_json::from_str::<Value>(&line)
+                        && v.get("id") == Some(&Value::from(1))
+                    {
+                        return Ok(());
+                    }
+                }
+                Ok(None) => break std::io::Error::other("connection closed before a response"),
+                Err(e) => break e,
             }
+        };
+        // Closed (or reset) without a word: on TCP, how the daemon refuses
+        // a token.
+        match config.endpoint.silent_close_reason() {
+            Some(reason) if !heard => Err(std::io::Error::other(format!(
+                "closed the connection at once ({reason})"
+            ))),
+            _ => Err(ended),
         }
-        Err(std::io::Error::other("connection closed before a response"))
     };
     match tokio::time::timeout(Duration::from_secs(3), exchange).await {
         Ok(Ok(())) => Probe::Answered,

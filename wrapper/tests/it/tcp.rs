@@ -181,6 +181,23 @@ fn a_wrong_token_fails_the_call_at_its_connect_wait_naming_the_file_and_the_righ
     assert!(stats.refused >= 1, "{stats:?}");
     assert_eq!(stats.accepted, 0, "{stats:?}");
 
+    // `--check` says so too.
+    let check = common::wrapper_process()
+        .arg("--check")
+        .env("HOME", dir.path())
+        .env("IAI_DAEMON_TCP_PORT", port.to_string())
+        .env("IAI_DAEMON_TOKEN_PATH", &wrong)
+        .env("IAI_MCP_DOCTOR", "off")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("--check");
+    let report = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains(&format!("closed the connection at once ({reason})")),
+        "{report}"
+    );
+
     // The wrapper keeps answering, and reads the token file anew at each
     // connect: the right token gets the next call through.
     assert!(
