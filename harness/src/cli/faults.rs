@@ -1,6 +1,7 @@
 //! The live fault scenarios: drop storm, daemon down and up, hung daemon,
 //! herd, hostile client, soak.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use harness::scenario::down_up::DownUpConfig;
 use harness::scenario::hang::HangConfig;
 use harness::scenario::herd::HerdConfig;
 use harness::scenario::hostile::HostileConfig;
-use harness::scenario::smoke::SmokeConfig;
+use harness::scenario::smoke::{ProfileLayout, ScratchProfile, SmokeConfig};
 use harness::scenario::soak::{SoakConfig, seed_from_clock};
 use harness::scenario::storm::StormConfig;
 use harness::scenario::{DownUp, Hang, Herd, Hostile, Scenario, Smoke, Soak, Storm};
@@ -255,11 +256,25 @@ pub struct SmokeArgs {
     /// measurement).
     #[arg(long, default_value_t = ms(SmokeConfig::default().reply_bound), value_name = "MS")]
     reply_bound_ms: u64,
+    /// The scratch profile `install` runs in, as this machine names it
+    /// (made if missing, laid out, left in place) [default: a fresh
+    /// temporary directory]. The wrapper gets it as HOME and USERPROFILE;
+    /// a runner that sets the profile itself (Wine, from its user name)
+    /// must be pointed at it.
+    #[arg(long, value_name = "DIR")]
+    profile_dir: Option<PathBuf>,
+    /// Whose conventions the profile's host files follow.
+    #[arg(long, value_enum, default_value_t = ProfileLayout::Unix)]
+    profile_layout: ProfileLayout,
 }
 
 /// Runs the smoke run and prints its report.
 pub fn smoke(args: &SmokeArgs) -> Result<ExitCode> {
     judged::<Smoke>(&args.target, |c| {
         c.reply_bound = Duration::from_millis(args.reply_bound_ms);
+        c.profile = ScratchProfile {
+            dir: args.profile_dir.clone(),
+            layout: args.profile_layout,
+        };
     })
 }
