@@ -21,7 +21,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// fails, the wake-up probes the daemon as 3.3.0 does before waking it.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// Serve MCP on stdin/stdout until EOF or SIGTERM/SIGINT, then exit
+/// Serve MCP on stdin/stdout until EOF or SIGTERM/SIGINT (Windows: Ctrl-C,
+/// Ctrl-Break, console close), then exit
 /// cleanly: calls in flight answered or failed, heartbeat removed, daemon
 /// connection closed.
 pub async fn run(config: Config) -> std::io::Result<StopReason> {
@@ -116,6 +117,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
 }
 
 /// Completes on SIGTERM or SIGINT.
+#[cfg(unix)]
 fn termination() -> std::io::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
@@ -124,6 +126,24 @@ fn termination() -> std::io::Result<impl std::future::Future<Output = ()>> {
         tokio::select! {
             _ = term.recv() => {}
             _ = int.recv() => {}
+        }
+    })
+}
+
+/// Completes on Ctrl-C, Ctrl-Break, or the console window being closed
+/// (Windows gives the process a few seconds after that one, enough for
+/// the exit steps).
+#[cfg(windows)]
+fn termination() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+    let mut interrupt = ctrl_c()?;
+    let mut brk = ctrl_break()?;
+    let mut close = ctrl_close()?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = brk.recv() => {}
+            _ = close.recv() => {}
         }
     })
 }

@@ -11,6 +11,7 @@ use crate::degraded::Degraded;
 use crate::install;
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, wake};
 use crate::mcp::protocol;
+use crate::platform::Platform;
 use crate::tools;
 use crate::transport::{OneShot, OneShotError};
 
@@ -209,8 +210,10 @@ fn tool_table(cli: &Degraded, out: &mut impl Write) -> std::io::Result<()> {
 fn state_files(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "heartbeat: {}/heartbeat-<pid>-<uuid>.json (every {:?})",
-        Heartbeat::dir(&config.state_dir).display(),
+        "heartbeat: {} (every {:?})",
+        Heartbeat::dir(&config.state_dir)
+            .join("heartbeat-<pid>-<uuid>.json")
+            .display(),
         config.heartbeat_interval
     )?;
     writeln!(
@@ -238,10 +241,10 @@ fn state_files(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
 /// it is not this binary (re-running iai-mcp's installer puts its own
 /// wrapper back).
 async fn hosts(out: &mut impl Write) -> std::io::Result<()> {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    let home = Platform::current().profile_dir(|name| std::env::var_os(name));
     let (Some(home), Ok(exe)) = (
         home,
-        std::env::current_exe().and_then(std::fs::canonicalize),
+        std::env::current_exe().and_then(|exe| crate::real_path::canonicalize(&exe)),
     ) else {
         return Ok(());
     };

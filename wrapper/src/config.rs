@@ -30,7 +30,7 @@ use crate::lifecycle::doctor::{self, DoctorConfig};
 use crate::lifecycle::heartbeat;
 use crate::logging::LogFormat;
 use crate::mcp::server::DEFAULT_SHUTDOWN_GRACE;
-use crate::platform::Platform;
+use crate::platform::{Platform, Transport};
 use crate::programs::Installation;
 use crate::transport::{Endpoint, EndpointError, EndpointSettings};
 
@@ -158,6 +158,17 @@ fn port(s: &str) -> Result<TcpPort, String> {
     }
 }
 
+/// How the daemon listens, or unset (an empty value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportSetting(pub Option<Transport>);
+
+fn transport(s: &str) -> Result<TransportSetting, String> {
+    if s.is_empty() {
+        return Ok(TransportSetting(None));
+    }
+    s.parse().map(|t| TransportSetting(Some(t)))
+}
+
 /// The text `--version` prints: this release and the iai-mcp release it
 /// stands in for.
 fn version_text() -> &'static str {
@@ -194,6 +205,14 @@ pub struct Args {
     /// Token file for TCP [default: $HOME/.iai-mcp/.daemon.token].
     #[arg(long, env = "IAI_DAEMON_TOKEN_PATH", value_parser = any_text, value_name = "PATH")]
     pub token_path: Option<String>,
+
+    /// How the daemon listens: `unix` (a socket) or `tcp` (loopback, with
+    /// the port and token files it writes, as on Windows) [default: tcp on
+    /// Windows, unix elsewhere]. For tests, and daemons run in the other
+    /// platform's way.
+    #[arg(long, env = "IAI_DAEMON_TRANSPORT", value_name = "unix|tcp",
+        value_parser = transport, hide_short_help = true)]
+    pub daemon_transport: Option<TransportSetting>,
 
     /// Directory for the heartbeat and wake files [default: $HOME/.iai-mcp]
     #[arg(long, env = "IAI_MCP_STATE_DIR",
@@ -374,9 +393,15 @@ pub struct HostChoice {
 /// A setting that cannot be used.
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    /// A default path needs `$HOME` and it is not set.
-    #[error("HOME is not set: pass --{0} (or its environment variable)")]
-    NoHome(&'static str),
+    /// A default path needs the user's profile directory (`$HOME`, or
+    /// `%USERPROFILE%` on Windows) and it is not known.
+    #[error("{variable} is not set: pass --{flag} (or its environment variable)")]
+    NoHome {
+        /// The variable that names the profile directory.
+        variable: &'static str,
+        /// The flag that makes it unnecessary.
+        flag: &'static str,
+    },
     /// No daemon endpoint can be chosen.
     #[error(transparent)]
     Endpoint(#[from] EndpointError),
@@ -402,11 +427,15 @@ pub enum ConfigError {
 /// binary from its process, given by tests.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Environment {
-    /// `$HOME`, where the daemon's base directory is by default.
+    /// The user's profile directory (`$HOME`; on Windows `%USERPROFILE%`,
+    /// see [`Platform::profile_dir`]), where the daemon's base directory
+    /// is by default.
     pub home: Option<PathBuf>,
     /// The directory of this binary (a wheel installed into iai-mcp's
     /// environment puts it beside the CLIs).
     pub wrapper_dir: Option<PathBuf>,
+    /// Whose conventions apply (default endpoint, program file names).
+    pub platform: Platform,
 }
 
 /// How the log is written.
@@ -461,14 +490,18 @@ impl Args {
                 tcp_host: self.tcp_host.filter(|h| !h.is_empty()),
                 tcp_port: self.tcp_port.and_then(|p| p.0),
                 token_path: given(self.token_path),
+                transport: self.daemon_transport.and_then(|t| t.0),
             },
             base().as_deref(),
-            cfg!(unix),
+            env.platform,
         )?;
-        check_socket_path(&endpoint, Platform::current())?;
+        check_socket_path(&endpoint, env.platform)?;
         let state_dir = match given(self.state_dir) {
             Some(p) => p,
-            None => base().ok_or(ConfigError::NoHome("state-dir"))?,
+            None => base().ok_or(ConfigError::NoHome {
+                variable: env.platform.home_variable(),
+                flag: "state-dir",
+            })?,
         };
         if self.max_line_bytes == 0 {
             return Err(ConfigError::Zero("max-line-bytes"));
@@ -524,7 +557,14 @@ impl Args {
         let python_dir = given(self.python)
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .filter(|dir| !dir.as_os_str().is_empty());
-        let installation = Installation::new(python_dir.into_iter().chain(env.wrapper_dir.clone()));
+        let program_dirs = python_dir.map(|dir| env.platform.program_dirs(&dir));
+        let installation = Installation::for_platform(
+            env.platform,
+            program_dirs
+                .into_iter()
+                .flatten()
+                .chain(env.wrapper_dir.clone()),
+        );
         let log = LogSettings {
             format: self.log_format,
             filter: self
@@ -569,11 +609,13 @@ fn check_socket_path(endpoint: &Endpoint, platform: Platform) -> Result<(), Conf
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::Port;
 
     fn home(path: &str) -> Environment {
         Environment {
             home: Some(PathBuf::from(path)),
             wrapper_dir: None,
+            platform: Platform::Linux,
         }
     }
 
@@ -608,12 +650,61 @@ mod tests {
     fn no_home_needs_explicit_paths() {
         assert!(matches!(
             parse(&[]).resolve(&Environment::default()),
-            Err(ConfigError::Endpoint(EndpointError::NoHome))
+            Err(ConfigError::Endpoint(EndpointError::NoHome {
+                variable: "HOME"
+            }))
         ));
         let c = parse(&["--socket-path", "/tmp/s", "--state-dir", "/tmp/st"])
             .resolve(&Environment::default())
             .expect("valid");
         assert_eq!(c.endpoint, Endpoint::Unix(PathBuf::from("/tmp/s")));
+    }
+
+    #[test]
+    fn windows_defaults_to_tcp_with_the_profiles_port_and_token_files() {
+        let windows = |home: Option<&str>| Environment {
+            home: home.map(PathBuf::from),
+            wrapper_dir: Some("/venv/Scripts".into()),
+            platform: Platform::Windows,
+        };
+        let c = parse(&["--python", "/venv/Scripts/python.exe"])
+            .resolve(&windows(Some("/Users/u")))
+            .expect("valid");
+        assert_eq!(
+            c.endpoint,
+            Endpoint::Tcp {
+                host: "127.0.0.1".into(),
+                port: Port::File("/Users/u/.iai-mcp/.daemon.port".into()),
+                token: "/Users/u/.iai-mcp/.daemon.token".into(),
+            }
+        );
+        assert_eq!(c.state_dir, PathBuf::from("/Users/u/.iai-mcp"));
+        assert_eq!(
+            c.installation.dirs(),
+            [
+                PathBuf::from("/venv/Scripts"),
+                PathBuf::from("/venv/Scripts/Scripts")
+            ],
+            "beside python.exe, then its Scripts (a base installation's)"
+        );
+        let c = parse(&["--socket-path", "/run/d.sock", "--state-dir", "/st"])
+            .resolve(&windows(None))
+            .expect("no profile needed");
+        assert_eq!(
+            c.endpoint,
+            Endpoint::Tcp {
+                host: "127.0.0.1".into(),
+                port: Port::File("/run/d.sock.port".into()),
+                token: "/run/d.sock.token".into(),
+            }
+        );
+        let refused = parse(&["--socket-path", "/run/d.sock"])
+            .resolve(&windows(None))
+            .unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "USERPROFILE is not set: pass --state-dir (or its environment variable)"
+        );
     }
 
     #[test]
@@ -780,6 +871,7 @@ mod tests {
             .resolve(&Environment {
                 home: Some("/h".into()),
                 wrapper_dir: Some("/opt/wrapper/bin".into()),
+                platform: Platform::Linux,
             })
             .expect("valid");
         assert_eq!(

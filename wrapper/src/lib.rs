@@ -16,7 +16,8 @@
 //! wake-up, warm-up and the doctor, and [`app`] wires it all together.
 //! [`config`] turns flags and environment into settings, [`platform`] names
 //! the operating system whose conventions apply, [`programs`] finds
-//! the iai-mcp CLIs on disk, and [`logging`] writes the log for people or,
+//! the iai-mcp CLIs on disk, [`real_path`] gives a file's real location as
+//! people write it, and [`logging`] writes the log for people or,
 //! as JSON events, for programs. Beside serving, [`install`] points MCP
 //! hosts' iai-mcp entries at this binary and back, and [`check`] reports on
 //! a setup.
@@ -39,6 +40,7 @@ pub mod mcp;
 pub mod platform;
 pub mod process;
 pub mod programs;
+pub mod real_path;
 pub mod stdio;
 pub mod tools;
 pub mod transport;

@@ -9,20 +9,21 @@ use clap::Parser;
 use iai_mcp_wrapper::config::{Args, Command, Environment};
 use iai_mcp_wrapper::install::{self, Action, Request, hosts::Places};
 use iai_mcp_wrapper::lifecycle::release;
+use iai_mcp_wrapper::platform::Platform;
 use iai_mcp_wrapper::transport::Endpoint;
-use iai_mcp_wrapper::{app, check, logging};
+use iai_mcp_wrapper::{app, check, logging, real_path};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     let mut args = Args::parse();
-    let home = std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from);
+    let platform = Platform::current();
+    let home = platform.profile_dir(|name| std::env::var_os(name));
     let env = Environment {
         home: home.clone(),
         wrapper_dir: this_binary()
             .ok()
             .and_then(|exe| exe.parent().map(PathBuf::from)),
+        platform,
     };
     if let Some(command) = args.command.take() {
         // `status` also says which release the daemon is, found where the
@@ -76,7 +77,12 @@ fn edit_hosts(
     home: Option<PathBuf>,
     endpoint: Option<Result<Endpoint, String>>,
 ) -> anyhow::Result<bool> {
-    let home = home.context("HOME is not set: it is where MCP hosts keep their configuration")?;
+    let home = home.with_context(|| {
+        format!(
+            "{} is not set: it is where MCP hosts keep their configuration",
+            Platform::current().home_variable()
+        )
+    })?;
     let exe = this_binary()?;
     let (action, hosts, dry_run) = match command {
         Command::Install(c) => (Action::Install, c.hosts, c.dry_run),
@@ -130,7 +136,7 @@ async fn daemon_release(
 /// or the resolved path when the invocation names it no better.
 fn this_binary() -> anyhow::Result<PathBuf> {
     let real = std::env::current_exe()
-        .and_then(std::fs::canonicalize)
+        .and_then(|exe| real_path::canonicalize(&exe))
         .context("finding this binary's path")?;
     let invoked = std::env::args_os()
         .next()
@@ -147,7 +153,7 @@ fn this_binary() -> anyhow::Result<PathBuf> {
             }
         });
     Ok(invoked
-        .filter(|p| std::fs::canonicalize(p).is_ok_and(|c| c == real))
+        .filter(|p| real_path::canonicalize(p).is_ok_and(|c| c == real))
         .unwrap_or(real))
 }
 

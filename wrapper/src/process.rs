@@ -9,6 +9,9 @@
 //! group ends it too. A run is over when the program exits: output still
 //! unread then gets [`DRAIN_GRACE`] to arrive, so a descendant the program
 //! left holding its pipes (a daemon it started) never holds up the answer.
+//! On Windows, where a console program started by a process without a
+//! console opens a window of its own, children start without one
+//! ([`Console`]).
 
 use std::ffi::OsString;
 use std::io;
@@ -98,25 +101,72 @@ pub enum RunError {
     },
 }
 
-/// Run `command` to completion (or to its limit).
+/// How a child stands towards the wrapper's console on Windows. Unix has
+/// no consoles: there both keep the child in the wrapper's process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Console {
+    /// Without a console window: nothing flashes on the user's screen.
+    Hidden,
+    /// Detached from the wrapper's console, in a process group of its
+    /// own: what it starts (a daemon) outlives the console being closed
+    /// and is not sent the console's Ctrl-C.
+    Detached,
+}
+
+/// `CREATE_NO_WINDOW`, a process creation flag of Windows.
+pub const CREATE_NO_WINDOW: u32 = 0x0800_0000;
+/// `DETACHED_PROCESS`, a process creation flag of Windows.
+pub const DETACHED_PROCESS: u32 = 0x0000_0008;
+/// `CREATE_NEW_PROCESS_GROUP`, a process creation flag of Windows.
+pub const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+
+impl Console {
+    /// The process creation flags that give a child this standing on
+    /// Windows.
+    pub fn creation_flags(self) -> u32 {
+        match self {
+            Console::Hidden => CREATE_NO_WINDOW,
+            // A detached process has no console at all, so no window
+            // either (Windows ignores CREATE_NO_WINDOW beside it).
+            Console::Detached => DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP,
+        }
+    }
+}
+
+/// Run `command` to completion (or to its limit), without a console
+/// window on Windows.
 pub async fn run(command: &CliCommand) -> Result<CliOutput, RunError> {
+    run_with(command, Console::Hidden).await
+}
+
+/// Run `command` as [`run`] does, detached from the wrapper's console on
+/// Windows (for `iai-mcp doctor --auto`, which may start the daemon).
+pub async fn run_detached(command: &CliCommand) -> Result<CliOutput, RunError> {
+    run_with(command, Console::Detached).await
+}
+
+async fn run_with(command: &CliCommand, console: Console) -> Result<CliOutput, RunError> {
     let program = command.program.to_string_lossy().into_owned();
     let started = Instant::now();
-    let mut child = Command::new(&command.program)
+    let mut spawning = Command::new(&command.program);
+    spawning
         .args(&command.args)
         .envs(command.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| match source.kind() {
-            io::ErrorKind::NotFound => RunError::NotFound(program.clone()),
-            _ => RunError::Spawn {
-                program: program.clone(),
-                source,
-            },
-        })?;
+        .kill_on_drop(true);
+    #[cfg(windows)]
+    spawning.creation_flags(console.creation_flags());
+    #[cfg(not(windows))]
+    let _ = console;
+    let mut child = spawning.spawn().map_err(|source| match source.kind() {
+        io::ErrorKind::NotFound => RunError::NotFound(program.clone()),
+        _ => RunError::Spawn {
+            program: program.clone(),
+            source,
+        },
+    })?;
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let mut out = Vec::new();
     let mut tail = Vec::new();
@@ -265,6 +315,17 @@ mod tests {
         );
         assert_eq!(out.stdout, b"{\"ok\":true}\n");
         assert!(out.status.success());
+    }
+
+    #[test]
+    fn windows_children_get_no_window_and_doctor_auto_leaves_the_console() {
+        assert_eq!(Console::Hidden.creation_flags(), 0x0800_0000);
+        let detached = Console::Detached.creation_flags();
+        assert_eq!(detached & DETACHED_PROCESS, DETACHED_PROCESS);
+        assert_eq!(
+            detached & CREATE_NEW_PROCESS_GROUP,
+            CREATE_NEW_PROCESS_GROUP
+        );
     }
 
     #[test]

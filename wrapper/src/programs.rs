@@ -7,28 +7,49 @@
 //! Python is, and where this binary is: `pip install` of the wrapper's
 //! wheel into iai-mcp's environment puts it beside the CLIs), then on
 //! `PATH`, because hosts rarely start their servers with the user's shell
-//! `PATH`.
+//! `PATH`. On Windows a bare name stands for a `.exe` file (`iai` is
+//! `iai.exe`), as pip installs console programs there.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
+use crate::platform::Platform;
+
 /// The directories of an iai-mcp installation, searched for bare program
-/// names before `PATH`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// names before `PATH`, and the platform whose file names apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installation {
     dirs: Vec<PathBuf>,
+    platform: Platform,
+}
+
+impl Default for Installation {
+    /// No directories of its own: bare names are looked for on `PATH`.
+    fn default() -> Self {
+        Installation::new([])
+    }
 }
 
 impl Installation {
-    /// An installation spread over `dirs`, searched in this order.
+    /// An installation spread over `dirs`, searched in this order, with
+    /// this platform's program file names.
     pub fn new(dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        Installation::for_platform(Platform::current(), dirs)
+    }
+
+    /// An installation spread over `dirs`, whose programs are named as on
+    /// `platform`.
+    pub fn for_platform(platform: Platform, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
         let mut unique: Vec<PathBuf> = Vec::new();
         for dir in dirs {
             if !unique.contains(&dir) {
                 unique.push(dir);
             }
         }
-        Installation { dirs: unique }
+        Installation {
+            dirs: unique,
+            platform,
+        }
     }
 
     /// The directories, in search order.
@@ -38,18 +59,20 @@ impl Installation {
 
     /// Where `program` is, if it is anywhere: as given when it has a
     /// directory part, else the first of the installation's directories,
-    /// then of `PATH`, that holds a file of that name.
+    /// then of `PATH`, that holds a file of that name (with `.exe` added
+    /// on Windows).
     pub fn locate(&self, program: &OsStr) -> Option<PathBuf> {
-        let program = Path::new(program);
-        if program.components().count() > 1 {
-            return program.is_file().then(|| program.to_path_buf());
+        let as_given = Path::new(program);
+        if as_given.components().count() > 1 {
+            return as_given.is_file().then(|| as_given.to_path_buf());
         }
+        let file_name = self.platform.program_file_name(program);
         let path = std::env::var_os("PATH").unwrap_or_default();
         self.dirs
             .iter()
             .cloned()
             .chain(std::env::split_paths(&path))
-            .map(|dir| dir.join(program))
+            .map(|dir| dir.join(&file_name))
             .find(|candidate| candidate.is_file())
     }
 
@@ -88,6 +111,40 @@ mod tests {
         assert_eq!(
             installation.run_as(OsStr::new("no-such-program-anywhere")),
             "no-such-program-anywhere"
+        );
+    }
+
+    #[test]
+    fn windows_names_are_found_as_exe_files_in_scripts() {
+        let venv = tempfile::tempdir().expect("tempdir");
+        let scripts = venv.path().join("Scripts");
+        std::fs::create_dir(&scripts).expect("mkdir");
+        // A file without the suffix is not what Windows would start.
+        std::fs::write(scripts.join("iai-mcp"), "").expect("write");
+        std::fs::write(scripts.join("iai.exe"), "").expect("write");
+        std::fs::write(scripts.join("iai-mcp.exe"), "").expect("write");
+        let installation = Installation::for_platform(
+            Platform::Windows,
+            Platform::Windows.program_dirs(venv.path()),
+        );
+        assert_eq!(
+            installation.locate(OsStr::new("iai")),
+            Some(scripts.join("iai.exe"))
+        );
+        assert_eq!(
+            installation.locate(OsStr::new("iai-mcp")),
+            Some(scripts.join("iai-mcp.exe"))
+        );
+        assert_eq!(
+            installation.locate(OsStr::new("iai.exe")),
+            Some(scripts.join("iai.exe"))
+        );
+        // The same directory on Linux holds no `iai`.
+        let linux = Installation::for_platform(Platform::Linux, [scripts.clone()]);
+        assert_eq!(linux.locate(OsStr::new("iai")), None);
+        assert_eq!(
+            linux.locate(OsStr::new("iai-mcp")),
+            Some(scripts.join("iai-mcp"))
         );
     }
 

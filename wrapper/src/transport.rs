@@ -21,6 +21,8 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
+use crate::platform::{Platform, Transport};
+
 pub mod one_shot;
 
 pub use one_shot::{OneShot, OneShotError};
@@ -76,17 +78,23 @@ pub struct EndpointSettings {
     pub tcp_port: Option<u16>,
     /// `IAI_DAEMON_TOKEN_PATH`.
     pub token_path: Option<PathBuf>,
+    /// `IAI_DAEMON_TRANSPORT`: how the daemon listens, when not as the
+    /// platform's daemon does.
+    pub transport: Option<Transport>,
 }
 
 /// Why no endpoint could be chosen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EndpointError {
-    /// A default path needs the daemon's base directory (`$HOME/.iai-mcp`)
-    /// and `HOME` is not set.
+    /// A default path needs the daemon's base directory (`.iai-mcp` in the
+    /// user's profile) and the variable naming the profile is not set.
     #[error(
-        "HOME is not set: set IAI_DAEMON_SOCKET_PATH, or IAI_DAEMON_TCP_PORT and IAI_DAEMON_TOKEN_PATH"
+        "{variable} is not set: set IAI_DAEMON_SOCKET_PATH, or IAI_DAEMON_TCP_PORT and IAI_DAEMON_TOKEN_PATH"
     )]
-    NoHome,
+    NoHome {
+        /// The variable (`HOME`, or `USERPROFILE` on Windows).
+        variable: &'static str,
+    },
 }
 
 /// Why one connection could not be made ready.
@@ -128,9 +136,9 @@ pub enum ConnectError {
 }
 
 impl Endpoint {
-    /// The endpoint 3.3.0 would dial, given the settings, the daemon's base
-    /// directory (`$HOME/.iai-mcp`, if `HOME` is known), and whether this
-    /// platform has Unix sockets:
+    /// The endpoint 3.3.0 would dial on `platform` (or for a daemon on the
+    /// transport the settings name), given the settings and the daemon's
+    /// base directory (`.iai-mcp` in the user's profile, if it is known):
     ///
     /// 1. a configured socket path wins: dialled as a Unix socket, or where
     ///    there are none, over TCP with the port and token files the
@@ -143,9 +151,17 @@ impl Endpoint {
     pub fn select(
         settings: &EndpointSettings,
         base: Option<&Path>,
-        unix_sockets: bool,
+        platform: Platform,
     ) -> Result<Self, EndpointError> {
-        let base = || base.ok_or(EndpointError::NoHome);
+        let transport = settings
+            .transport
+            .unwrap_or_else(|| platform.daemon_transport());
+        let unix_sockets = transport == Transport::UnixSocket;
+        let base = || {
+            base.ok_or(EndpointError::NoHome {
+                variable: platform.home_variable(),
+            })
+        };
         let default_token = || -> Result<PathBuf, EndpointError> {
             match &settings.token_path {
                 Some(path) => Ok(path.clone()),
@@ -205,6 +221,17 @@ impl Endpoint {
                 token,
                 ..
             } => vec![token.clone()],
+        }
+    }
+
+    /// What it means when the daemon closes a connection right after it
+    /// was made, before sending a single byte: on TCP, that the token was
+    /// refused (iai-mcp's daemon closes such a connection without a word),
+    /// naming the token file; on a Unix socket nothing in particular.
+    pub fn silent_close_reason(&self) -> Option<String> {
+        match self {
+            Endpoint::Unix(_) => None,
+            Endpoint::Tcp { token, .. } => Some(format!("token refused, {}", token.display())),
         }
     }
 
@@ -500,8 +527,14 @@ mod tests {
 
     const BASE: &str = "/h/.iai-mcp";
 
+    /// Linux and macOS dial a Unix socket by default, Windows TCP.
     fn select(s: &EndpointSettings, unix: bool) -> Endpoint {
-        Endpoint::select(s, Some(Path::new(BASE)), unix).expect("an endpoint")
+        let platform = if unix {
+            Platform::Linux
+        } else {
+            Platform::Windows
+        };
+        Endpoint::select(s, Some(Path::new(BASE)), platform).expect("an endpoint")
     }
 
     fn tcp(host: &str, port: Port, token: &str) -> Endpoint {
@@ -527,8 +560,17 @@ mod tests {
             )
         );
         assert_eq!(
-            Endpoint::select(&settings(), None, true),
-            Err(EndpointError::NoHome)
+            Endpoint::select(&settings(), None, Platform::Linux),
+            Err(EndpointError::NoHome { variable: "HOME" })
+        );
+        let no_profile = Endpoint::select(&settings(), None, Platform::Windows).unwrap_err();
+        assert!(
+            no_profile.to_string().starts_with("USERPROFILE is not set"),
+            "{no_profile}"
+        );
+        assert_eq!(
+            select(&settings(), true),
+            Endpoint::select(&settings(), Some(Path::new(BASE)), Platform::MacOs).expect("macOS")
         );
     }
 
@@ -551,7 +593,7 @@ mod tests {
             )
         );
         assert_eq!(
-            Endpoint::select(&s, None, true),
+            Endpoint::select(&s, None, Platform::Linux),
             Ok(Endpoint::Unix("/run/d.sock".into()))
         );
     }
@@ -575,7 +617,7 @@ mod tests {
         assert_eq!(select(&s, true), tcp("::1", Port::Fixed(4000), "/t/tok"));
         // A token path given makes HOME unnecessary.
         assert_eq!(
-            Endpoint::select(&s, None, true),
+            Endpoint::select(&s, None, Platform::Linux),
             Ok(tcp("::1", Port::Fixed(4000), "/t/tok"))
         );
         let s = EndpointSettings {
@@ -587,6 +629,33 @@ mod tests {
             select(&s, false),
             tcp("127.0.0.1", Port::File("/run/d.sock.port".into()), "/t/tok")
         );
+    }
+
+    #[test]
+    fn a_transport_setting_applies_the_other_platforms_rules() {
+        let tcp_here = EndpointSettings {
+            transport: Some(Transport::Tcp),
+            ..settings()
+        };
+        assert_eq!(select(&tcp_here, true), select(&settings(), false));
+        let with_path = EndpointSettings {
+            socket_path: Some("/run/d.sock".into()),
+            transport: Some(Transport::Tcp),
+            ..settings()
+        };
+        assert_eq!(
+            select(&with_path, true),
+            tcp(
+                "127.0.0.1",
+                Port::File("/run/d.sock.port".into()),
+                "/run/d.sock.token"
+            )
+        );
+        let unix_there = EndpointSettings {
+            transport: Some(Transport::UnixSocket),
+            ..settings()
+        };
+        assert_eq!(select(&unix_there, false), select(&settings(), true));
     }
 
     #[tokio::test]

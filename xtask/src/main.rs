@@ -26,7 +26,7 @@ mod fuzz;
 use dist::platform::platforms_of;
 
 /// The main tasks, and what each is for (any harness command is accepted).
-const TASKS: [(&str, &str); 11] = [
+const TASKS: [(&str, &str); 12] = [
     (
         "race",
         "show the V3-05 race: prefix mode must fail, fixed mode must pass (--all: the scorecard of both)",
@@ -63,6 +63,10 @@ const TASKS: [(&str, &str); 11] = [
     (
         "cross-check",
         "run a cross-built wheel's binary here: arm64 Linux under qemu-user, Windows under Wine",
+    ),
+    (
+        "cross-clippy",
+        "clippy on the wrapper as compiled for --target TRIPLE (Debian's clippy for the cross compiler)",
     ),
     (
         "fuzz",
@@ -112,6 +116,23 @@ struct CrossCheckArgs {
     python: Option<PathBuf>,
 }
 
+/// Run clippy, every warning an error, on the wrapper's library and binary
+/// as compiled for another target (its `cfg` lines for that platform
+/// included), with the cross compiler and Debian's clippy for it.
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo xtask cross-clippy",
+    bin_name = "cargo xtask cross-clippy"
+)]
+struct CrossClippyArgs {
+    /// Any target `wheel` builds but this machine's (repeatable), or all.
+    #[arg(long, value_name = "TRIPLE", required = true)]
+    target: Vec<String>,
+    /// The Python interpreter for the build tools (default: python3).
+    #[arg(long)]
+    python: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let Some(task) = args.first().and_then(|t| t.to_str()).map(str::to_owned) else {
@@ -125,6 +146,9 @@ fn main() -> ExitCode {
     }
     if task == "cross-check" {
         return cross_check_task(CrossCheckArgs::parse_from(&args));
+    }
+    if task == "cross-clippy" {
+        return cross_clippy_task(CrossClippyArgs::parse_from(&args));
     }
     if task == "fuzz" {
         return fuzz_task(fuzz::FuzzArgs::parse_from(&args));
@@ -250,6 +274,36 @@ fn cross_check_task(args: CrossCheckArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("cargo xtask cross-check: {}", error_chain(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `cargo xtask cross-clippy`: clippy for each target in turn; exit 0 when
+/// it found nothing anywhere.
+fn cross_clippy_task(args: CrossClippyArgs) -> ExitCode {
+    let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
+    let run = || -> Result<(), dist::DistError> {
+        let host = dist::host_platform()?;
+        let mut platforms = platforms_of(&args.target, host)?;
+        platforms.retain(|p| *p != host);
+        let target_dir = bins::target_dir();
+        let tools = dist::tools(&platforms, host, &python, &target_dir)?;
+        let Some(cross) = tools.cross.as_ref() else {
+            return Err(dist::DistError::Unexpected(
+                "no target but this machine's: run `cargo clippy` for it".to_owned(),
+            ));
+        };
+        for platform in platforms {
+            dist::cross_clippy::clippy(platform, cross, &target_dir)?;
+            println!("clippy for {}: clean", platform.triple());
+        }
+        Ok(())
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cargo xtask cross-clippy: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }

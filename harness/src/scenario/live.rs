@@ -195,7 +195,28 @@ impl LiveSession {
         env: &[(&str, String)],
     ) -> Result<Self, HarnessError> {
         let DaemonInTempDir { daemon, _dir } = start_daemon(setup)?;
-        let mut wrapper = spawn_wrapper(cmd, setup.mode, &daemon, env)?;
+        let wrapper = spawn_wrapper(cmd, setup.mode, &daemon, env)?;
+        Self::begin(wrapper, daemon, _dir)
+    }
+
+    /// As [`LiveSession::start`], with the wrapper started with `opts`
+    /// (which `opts_for` makes for the daemon started for `setup`).
+    pub(crate) fn start_with(
+        cmd: &WrapperCommand,
+        setup: &Setup,
+        opts_for: impl FnOnce(&FakeDaemon) -> WrapperOptions,
+    ) -> Result<Self, HarnessError> {
+        let DaemonInTempDir { daemon, _dir } = start_daemon(setup)?;
+        let wrapper = WrapperProcess::spawn(cmd, &opts_for(&daemon))?;
+        Self::begin(wrapper, daemon, _dir)
+    }
+
+    /// The handshake and the baseline call on a session just started.
+    fn begin(
+        mut wrapper: WrapperProcess,
+        daemon: FakeDaemon,
+        _dir: TempDir,
+    ) -> Result<Self, HarnessError> {
         wrapper.set_default_timeout(BASELINE_TIMEOUT);
         let mut session = Self {
             wrapper,

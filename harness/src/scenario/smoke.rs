@@ -7,28 +7,49 @@
 //! names every tool of the table; a tool call succeeds; after the daemon
 //! drops the connection (`DROP`) the next call is answered and the daemon
 //! holds one connection; the wrapper exits once its stdin closes.
+//!
+//! Over TCP the wrapper is given only `IAI_DAEMON_SOCKET_PATH` (and
+//! `IAI_DAEMON_TRANSPORT=tcp`, the Windows build's default): it finds the
+//! port and token in the files the daemon wrote beside that path, as
+//! iai-mcp 3.3.0 does on Windows. A second wrapper is then given a wrong
+//! token file: its call must be answered with `daemon_unreachable` naming
+//! that file (no hang), and it must keep answering and exit on EOF.
+//!
+//! Last, `install` runs in a scratch profile laid out as a Unix or a
+//! Windows user's (the hosts' files holding iai-mcp's Node entries): it
+//! must name the files as that platform's users write them, switch every
+//! entry to itself, and `status` must then find every entry starting it.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::live::{LiveSession, PROBE_TOOL, WrapperOutput, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
+use super::race::PROTOCOL_VERSION;
 use super::settings;
 use super::setup::Setup;
+use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
-use crate::wrapper::{BridgeMode, WrapperCommand};
+use crate::process::{CapturedOutput, ChildGuard};
+use crate::tempdir::short_tempdir;
+use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// How many tools the wrapper's table lists (iai-mcp 3.3.0's surface).
 pub const TOOL_COUNT: usize = 15;
 
-/// Parameters of the smoke run: its setting (the `smoke` command's flag);
-/// `Default` is the value declared here.
+/// The connect wait the wrong-token wrapper is given: its call must fail
+/// after it, long before the reply bound.
+pub const WRONG_TOKEN_CONNECT_WAIT: Duration = Duration::from_secs(2);
+
+/// Parameters of the smoke run: its settings (the `smoke` command's
+/// flags); `Default` is the values declared here.
 #[derive(Debug, Clone, Args)]
 pub struct SmokeConfig {
     /// Bound on any one answer (a safety net for slow emulators, not a
@@ -41,12 +62,75 @@ pub struct SmokeConfig {
     /// The wrapper's bridge mode and the fake daemon.
     #[arg(skip)]
     pub setup: Setup,
+    /// Where `install` is tried.
+    #[command(flatten)]
+    pub profile: ScratchProfile,
 }
 
 impl Default for SmokeConfig {
     fn default() -> Self {
         settings::defaults()
     }
+}
+
+/// Whose conventions a profile's host files follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileLayout {
+    /// A Linux user's: Claude Desktop in `~/.config/Claude`.
+    #[default]
+    Unix,
+    /// A Windows user's: Claude Desktop in `~\AppData\Roaming\Claude`.
+    Windows,
+}
+
+impl ProfileLayout {
+    /// Claude Desktop's file under the profile, as parts.
+    fn claude_desktop(self) -> &'static [&'static str] {
+        match self {
+            ProfileLayout::Unix => &[".config", "Claude", "claude_desktop_config.json"],
+            ProfileLayout::Windows => {
+                &["AppData", "Roaming", "Claude", "claude_desktop_config.json"]
+            }
+        }
+    }
+
+    /// How the wrapper shows a file under the profile: from `~`, with the
+    /// platform's separator.
+    fn shown(self, parts: &[&str]) -> String {
+        let separator = match self {
+            ProfileLayout::Unix => "/",
+            ProfileLayout::Windows => "\\",
+        };
+        format!("~{separator}{}", parts.join(separator))
+    }
+
+    /// The Node wrapper script iai-mcp's installer names in its entries.
+    fn node_script(self) -> &'static str {
+        match self {
+            ProfileLayout::Unix => {
+                "/home/u/.venv/lib/python3.12/site-packages/iai_mcp/_wrapper/index.js"
+            }
+            ProfileLayout::Windows => {
+                r"C:\Users\u\.venv\Lib\site-packages\iai_mcp\_wrapper\index.js"
+            }
+        }
+    }
+}
+
+/// The scratch profile `install` runs in.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ScratchProfile {
+    /// The profile directory `install` runs in, as this machine names it
+    /// (made if missing, laid out, left for its owner to remove) [default:
+    /// a fresh temporary directory]. The wrapper is told it through `HOME`
+    /// and `USERPROFILE`; a runner that decides the profile itself (Wine
+    /// does, from its user name) must be pointed at the same directory.
+    #[arg(long = "profile-dir", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Whose conventions its host files follow.
+    #[arg(long = "profile-layout", value_enum, default_value_t = ProfileLayout::Unix)]
+    pub layout: ProfileLayout,
 }
 
 /// How the wrapper ended once its stdin closed.
@@ -76,9 +160,54 @@ pub struct SmokeReport {
     pub conns_after: u32,
     /// How the wrapper ended after its stdin closed.
     pub eof_exit: EofExit,
+    /// The wrapper given a wrong token (over TCP only).
+    pub wrong_token: Option<WrongToken>,
+    /// `install` and `status` in the scratch profile.
+    pub install: InstallRun,
     /// Its stdout defects and the end of its stderr.
     #[serde(flatten)]
     pub output: WrapperOutput,
+}
+
+/// What a wrapper given a wrong token file did.
+#[derive(Debug, Clone, Serialize)]
+pub struct WrongToken {
+    /// The token file it was given.
+    pub token_file: String,
+    /// How its tool call ended.
+    pub call: CallOutcome,
+    /// Whether it answered `tools/list` after that call.
+    pub answered_after: bool,
+    /// How it ended after its stdin closed.
+    pub eof_exit: EofExit,
+}
+
+impl WrongToken {
+    fn names_the_file(&self) -> bool {
+        self.call.error_mentions(&self.token_file)
+    }
+}
+
+/// What `install` and `status` did in the scratch profile.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstallRun {
+    /// The profile's layout.
+    pub layout: ProfileLayout,
+    /// How `install` ended, or why it could not run.
+    pub install: Result<String, String>,
+    /// Its output names Claude Desktop's file as the layout's users write
+    /// it (`shown`).
+    pub named: bool,
+    /// That name.
+    pub shown: String,
+    /// Host files whose iai-mcp entry starts an `iai-mcp-wrapper` with no
+    /// arguments afterwards, and how many were laid out.
+    pub switched: usize,
+    /// Host files laid out.
+    pub files: usize,
+    /// How `status` ended afterwards (it exits 0 only when every entry
+    /// starts this binary), or why it could not run.
+    pub status: Result<String, String>,
 }
 
 impl Judged for SmokeReport {
@@ -129,8 +258,80 @@ impl Judged for SmokeReport {
                 EofExit::StillRunning => "still running after stdin closed".to_owned(),
             },
         );
+        if let Some(wrong) = &self.wrong_token {
+            checks.expect(
+                Prop::ConnectWait,
+                wrong.call.is_daemon_unreachable(),
+                Cause::of_call(&wrong.call, false),
+                format!("a wrong token: {}", wrong.call),
+            );
+            checks.expect(
+                Prop::NamedSocket,
+                wrong.names_the_file(),
+                Cause::Other,
+                format!("the wrong token's failure names {}", wrong.token_file),
+            );
+            checks.expect(
+                Prop::StaysUp,
+                wrong.answered_after,
+                Cause::Died,
+                format!(
+                    "tools/list answered after the wrong token's failure: {}",
+                    wrong.answered_after
+                ),
+            );
+            checks.expect(
+                Prop::ExitsOnEof,
+                matches!(wrong.eof_exit, EofExit::Exited(_)),
+                Cause::Other,
+                format!("the wrong-token wrapper on stdin EOF: {}", wrong.eof_exit),
+            );
+        }
+        let install = &self.install;
+        checks.expect(
+            Prop::AnsweredOnce,
+            install.install.is_ok() && install.named,
+            Cause::Other,
+            match &install.install {
+                Ok(_) if install.named => {
+                    format!(
+                        "install in a {:?} profile named {}",
+                        install.layout, install.shown
+                    )
+                }
+                Ok(_) => format!("install's output does not name {}", install.shown),
+                Err(why) => format!("install failed: {why}"),
+            },
+        );
+        checks.expect(
+            Prop::AnsweredOnce,
+            install.files > 0 && install.switched == install.files,
+            Cause::Other,
+            format!(
+                "{} of {} host entries start iai-mcp-wrapper after install",
+                install.switched, install.files
+            ),
+        );
+        checks.expect(
+            Prop::AnsweredOnce,
+            install.status.is_ok(),
+            Cause::Other,
+            match &install.status {
+                Ok(_) => "status: every entry starts this binary".to_owned(),
+                Err(why) => format!("status failed: {why}"),
+            },
+        );
         checks.stdout_clean(&self.output.defects);
         checks.into_vec()
+    }
+}
+
+impl fmt::Display for EofExit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EofExit::Exited(status) => write!(f, "exited ({status})"),
+            EofExit::StillRunning => f.write_str("still running"),
+        }
     }
 }
 
@@ -147,9 +348,17 @@ impl fmt::Display for SmokeReport {
             EofExit::Exited(_) => "exited",
             EofExit::StillRunning => "still running",
         };
+        let wrong_token = self
+            .wrong_token
+            .as_ref()
+            .map_or("not tried", |w| w.call.label());
+        let install = match (&self.install.install, &self.install.status) {
+            (Ok(_), Ok(_)) => "ok",
+            _ => "failed",
+        };
         write!(
             f,
-            "{}: --version {version:?}, {tools} tools, call {}, after DROP {}, conns {}, on EOF {eof}; defects {}; problems: {}",
+            "{}: --version {version:?}, {tools} tools, call {}, after DROP {}, conns {}, on EOF {eof}, wrong token {wrong_token}, install {install}; defects {}; problems: {}",
             if self.passed() { "PASS" } else { "FAIL" },
             self.call.label(),
             self.after_drop.label(),
@@ -183,11 +392,24 @@ fn version_line(cmd: &WrapperCommand) -> Result<String, String> {
     }
 }
 
+/// The options of a wrapper dialling `daemon` as the smoke run does: on a
+/// Unix socket by its path; over TCP by the socket path alone, the port
+/// and token read from the files beside it.
+fn options_for(daemon: &FakeDaemon, mode: Option<BridgeMode>) -> WrapperOptions {
+    let opts = match daemon.endpoint() {
+        crate::DaemonEndpoint::Unix(_) => WrapperOptions::for_daemon(daemon),
+        crate::DaemonEndpoint::Tcp { .. } => {
+            WrapperOptions::new(daemon.socket_path()).env("IAI_DAEMON_TRANSPORT", "tcp")
+        }
+    };
+    WrapperOptions { mode, ..opts }.env("IAI_MCP_LOG", "info")
+}
+
 /// Runs the smoke run once against the wrapper started by `cmd`.
 pub fn run_smoke(cmd: &WrapperCommand, cfg: &SmokeConfig) -> Result<SmokeReport, HarnessError> {
     let version = version_line(cmd);
-    let env = [("IAI_MCP_LOG", "info".to_owned())];
-    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
+    let mode = cfg.setup.mode;
+    let mut session = LiveSession::start_with(cmd, &cfg.setup, |d| options_for(d, mode))?;
     let bound = cfg.reply_bound;
 
     let listed = session.wrapper.request("tools/list", json!({}), bound);
@@ -205,6 +427,11 @@ pub fn run_smoke(cmd: &WrapperCommand, cfg: &SmokeConfig) -> Result<SmokeReport,
         Ok(status) => EofExit::Exited(status.to_string()),
         Err(_) => EofExit::StillRunning,
     };
+    let wrong_token = match cfg.setup.transport {
+        Transport::Tcp => Some(wrong_token(cmd, &session.daemon, mode, bound)?),
+        Transport::Unix => None,
+    };
+    let install = install(cmd, &cfg.profile, bound)?;
     let mut report = SmokeReport {
         mode: cfg.setup.mode,
         version,
@@ -213,6 +440,8 @@ pub fn run_smoke(cmd: &WrapperCommand, cfg: &SmokeConfig) -> Result<SmokeReport,
         after_drop,
         conns_after,
         eof_exit,
+        wrong_token,
+        install,
         output: WrapperOutput {
             defects,
             wrapper_stderr_tail: None,
@@ -223,6 +452,178 @@ pub fn run_smoke(cmd: &WrapperCommand, cfg: &SmokeConfig) -> Result<SmokeReport,
     }
     let _ = session.daemon.quit();
     Ok(report)
+}
+
+/// A wrapper dialling `daemon` with a token file of its own that holds
+/// the wrong token: one call, then `tools/list`, then end of stdin.
+fn wrong_token(
+    cmd: &WrapperCommand,
+    daemon: &FakeDaemon,
+    mode: Option<BridgeMode>,
+    bound: Duration,
+) -> Result<WrongToken, HarnessError> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = short_tempdir()?;
+    let token_file = dir.path().join("wrong.token");
+    std::fs::write(&token_file, "0123456789abcdef0123456789abcdef\n")
+        .and_then(|()| {
+            std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
+        })
+        .map_err(|e| HarnessError::io(format!("writing {}", token_file.display()), e))?;
+    let opts = options_for(daemon, mode)
+        .env("IAI_DAEMON_TOKEN_PATH", &token_file)
+        .env(
+            "IAI_MCP_CONNECT_WAIT_MS",
+            WRONG_TOKEN_CONNECT_WAIT.as_millis().to_string(),
+        );
+    let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
+    let call = match wrapper.initialize(PROTOCOL_VERSION) {
+        Ok(_) => CallOutcome::from_client(wrapper.call_tool(PROBE_TOOL, json!({}), bound)),
+        Err(e) => CallOutcome::WrapperGone(crate::bins::error_chain(&e)),
+    };
+    let answered_after = wrapper
+        .request("tools/list", json!({}), bound)
+        .is_ok_and(|r| r["result"]["tools"].is_array());
+    wrapper.close_stdin();
+    let eof_exit = match wrapper.wait_exit(bound) {
+        Ok(status) => EofExit::Exited(status.to_string()),
+        Err(_) => EofExit::StillRunning,
+    };
+    Ok(WrongToken {
+        token_file: token_file.display().to_string(),
+        call,
+        answered_after,
+        eof_exit,
+    })
+}
+
+/// Lays out the scratch profile, runs `install`, then `status`, there.
+fn install(
+    cmd: &WrapperCommand,
+    profile: &ScratchProfile,
+    bound: Duration,
+) -> Result<InstallRun, HarnessError> {
+    let temporary = match &profile.dir {
+        Some(_) => None,
+        None => Some(short_tempdir()?),
+    };
+    let dir = match (&profile.dir, &temporary) {
+        (Some(dir), _) => dir.clone(),
+        (None, Some(temporary)) => temporary.path().to_path_buf(),
+        (None, None) => unreachable!("a temporary directory is made when none is given"),
+    };
+    let layout = profile.layout;
+    let files = lay_out(&dir, layout)?;
+    let desktop = layout.claude_desktop();
+    let shown = layout.shown(desktop);
+    let install = run_in_profile(cmd, &dir, "install", bound);
+    let named = install.as_ref().is_ok_and(|out| out.contains(&shown));
+    let switched = files.iter().filter(|f| starts_the_wrapper(f)).count();
+    let status = run_in_profile(cmd, &dir, "status", bound);
+    Ok(InstallRun {
+        layout,
+        install,
+        named,
+        shown,
+        switched,
+        files: files.len(),
+        status,
+    })
+}
+
+/// Writes Claude Code's and Claude Desktop's files under `dir`, each with
+/// the entry iai-mcp's installer writes (its Node wrapper); returns them.
+fn lay_out(dir: &Path, layout: ProfileLayout) -> Result<Vec<PathBuf>, HarnessError> {
+    let entry = json!({"mcpServers": {"iai-mcp": {
+        "command": "node",
+        "args": [layout.node_script()],
+        "env": {"IAI_MCP_STORE": "~/.iai-mcp"}
+    }}});
+    let files = [
+        dir.join(".claude.json"),
+        layout
+            .claude_desktop()
+            .iter()
+            .fold(dir.to_path_buf(), |path, part| path.join(part)),
+    ];
+    for file in &files {
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| HarnessError::io(format!("creating {}", parent.display()), e))?;
+        }
+        std::fs::write(file, format!("{entry:#}\n"))
+            .map_err(|e| HarnessError::io(format!("writing {}", file.display()), e))?;
+    }
+    Ok(files.to_vec())
+}
+
+/// Whether the iai-mcp entry of the host file `path` starts an
+/// `iai-mcp-wrapper` (any directory, `.exe` or not) with no arguments.
+fn starts_the_wrapper(path: &Path) -> bool {
+    let Some(entry) = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .map(|doc| doc["mcpServers"]["iai-mcp"].clone())
+    else {
+        return false;
+    };
+    let program = entry["command"].as_str().unwrap_or_default();
+    let name = program.rsplit(['/', '\\']).next().unwrap_or_default();
+    let no_args = entry["args"].as_array().is_none_or(Vec::is_empty);
+    (name == "iai-mcp-wrapper" || name == "iai-mcp-wrapper.exe") && no_args
+}
+
+/// Runs `cmd SUBCOMMAND` with the profile `dir` (as `HOME` and
+/// `USERPROFILE`, nothing else of the hosts' variables), killed at
+/// `bound`; its standard output when it exits 0, else why not.
+fn run_in_profile(
+    cmd: &WrapperCommand,
+    dir: &Path,
+    subcommand: &str,
+    bound: Duration,
+) -> Result<String, String> {
+    let mut command = Command::new(&cmd.program);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("IAI_") {
+            command.env_remove(&key);
+        }
+    }
+    for key in ["APPDATA", "XDG_CONFIG_HOME", "CODEX_HOME"] {
+        command.env_remove(key);
+    }
+    command
+        .args(&cmd.args)
+        .arg(subcommand)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .env("HOME", dir)
+        .env("USERPROFILE", dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = ChildGuard::spawn(&mut command)
+        .map_err(|e| format!("cannot run {} {subcommand}: {e}", cmd.display()))?;
+    let stdout = CapturedOutput::spawn(
+        child.child_mut().stdout.take().expect("stdout is piped"),
+        subcommand,
+    );
+    let stderr = CapturedOutput::spawn(
+        child.child_mut().stderr.take().expect("stderr is piped"),
+        subcommand,
+    );
+    let status = child
+        .wait_exit(bound)
+        .map_err(|e| format!("{subcommand}: {e}"))?;
+    stdout.wait_eof(bound);
+    stderr.wait_eof(bound);
+    if status.success() {
+        Ok(stdout.text())
+    } else {
+        Err(format!(
+            "{subcommand}: {status}; stdout {:?}; stderr {:?}",
+            stdout.text().trim(),
+            stderr.text().trim()
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -239,6 +640,23 @@ mod tests {
             after_drop: CallOutcome::Ok,
             conns_after: 1,
             eof_exit: EofExit::Exited("exit status: 0".to_owned()),
+            wrong_token: Some(WrongToken {
+                token_file: "/tmp/w/wrong.token".to_owned(),
+                call: CallOutcome::ToolError(
+                    "error: daemon_unreachable: no connection (last error: token refused, /tmp/w/wrong.token) (code -32002)".to_owned(),
+                ),
+                answered_after: true,
+                eof_exit: EofExit::Exited("exit status: 0".to_owned()),
+            }),
+            install: InstallRun {
+                layout: ProfileLayout::Windows,
+                install: Ok("claude-desktop ~\\AppData\\Roaming\\Claude\\claude_desktop_config.json".to_owned()),
+                named: true,
+                shown: ProfileLayout::Windows.shown(ProfileLayout::Windows.claude_desktop()),
+                switched: 2,
+                files: 2,
+                status: Ok(String::new()),
+            },
             output: WrapperOutput::default(),
         }
     }
@@ -252,7 +670,7 @@ mod tests {
                 .to_string()
                 .starts_with("PASS: --version \"iai-mcp-wrapper 1.0.0\", 15 tools, call ok")
         );
-        let breakages: [fn(&mut SmokeReport); 7] = [
+        let breakages: [fn(&mut SmokeReport); 14] = [
             |r| r.version = Err("exit status: 1".to_owned()),
             |r| r.tools_listed = Some(14),
             |r| r.call = CallOutcome::NoResponse,
@@ -260,7 +678,59 @@ mod tests {
             |r| r.conns_after = 0,
             |r| r.eof_exit = EofExit::StillRunning,
             |r| r.output.defects.push("x".into()),
+            |r| {
+                if let Some(w) = r.wrong_token.as_mut() {
+                    w.call =
+                        CallOutcome::ToolError("error: daemon_timeout: /tmp/w/wrong.token".into());
+                }
+            },
+            |r| {
+                if let Some(w) = r.wrong_token.as_mut() {
+                    w.token_file = "/elsewhere.token".into();
+                }
+            },
+            |r| {
+                if let Some(w) = r.wrong_token.as_mut() {
+                    w.answered_after = false;
+                }
+            },
+            |r| {
+                if let Some(w) = r.wrong_token.as_mut() {
+                    w.eof_exit = EofExit::StillRunning;
+                }
+            },
+            |r| r.install.named = false,
+            |r| r.install.switched = 1,
+            |r| r.install.status = Err("exit status: 1".into()),
         ];
         assert_each_breaks_once(clean_report, breakages);
+    }
+
+    #[test]
+    fn each_layout_shows_claude_desktop_as_its_users_write_it() {
+        let shown = |layout: ProfileLayout| layout.shown(layout.claude_desktop());
+        assert_eq!(
+            shown(ProfileLayout::Windows),
+            r"~\AppData\Roaming\Claude\claude_desktop_config.json"
+        );
+        assert_eq!(
+            shown(ProfileLayout::Unix),
+            "~/.config/Claude/claude_desktop_config.json"
+        );
+    }
+
+    #[test]
+    fn only_an_argument_free_wrapper_entry_counts_as_switched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("f.json");
+        let with = |command: &str, args: Value| {
+            let doc = json!({"mcpServers": {"iai-mcp": {"command": command, "args": args}}});
+            std::fs::write(&file, doc.to_string()).expect("write");
+            starts_the_wrapper(&file)
+        };
+        assert!(with(r"Z:\t\run\iai-mcp-wrapper.exe", json!([])));
+        assert!(with("/venv/bin/iai-mcp-wrapper", json!([])));
+        assert!(!with("/venv/bin/iai-mcp-wrapper", json!(["x"])));
+        assert!(!with("node", json!(["/x/index.js"])));
     }
 }

@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use assert_cmd::Command;
 use harness::scenario::Setup;
+use harness::scenario::smoke::{SmokeConfig, run_smoke};
 use harness::{
-    BridgeMode, DownUpConfig, HangConfig, Judged, StormConfig, WrapperCommand, run_down_up,
-    run_hang, run_storm,
+    BridgeMode, DownUpConfig, HangConfig, Judged, StormConfig, Transport, WrapperCommand,
+    run_down_up, run_hang, run_storm,
 };
 use serde_json::Value;
 
@@ -74,6 +75,33 @@ fn hang_times_out_at_the_deadline_then_recovers_on_resume() {
     assert!(!report.hung_outcome.is_daemon_unreachable(), "{report}");
     assert_eq!(report.late_answers, 0, "{report}");
     assert_eq!(report.conns_after, 1, "{report}");
+}
+
+#[test]
+fn smoke_passes_on_both_transports_with_a_wrong_token_and_install_in_a_scratch_profile() {
+    for transport in [Transport::Unix, Transport::Tcp] {
+        let cfg = SmokeConfig {
+            setup: Setup {
+                transport,
+                ..Setup::mode(BridgeMode::Fixed)
+            },
+            ..SmokeConfig::default()
+        };
+        let report = run_smoke(&wrapper(), &cfg).expect("smoke runs");
+        assert!(report.passed(), "{transport}: {report}");
+        assert_eq!(report.install.switched, 2, "{report}");
+        match (&report.wrong_token, transport) {
+            (Some(wrong), Transport::Tcp) => {
+                let text = wrong.call.error_text().expect("a failure");
+                assert!(
+                    text.contains(&format!("token refused, {}", wrong.token_file)),
+                    "{text}"
+                );
+            }
+            (None, Transport::Unix) => {}
+            (other, _) => panic!("{transport}: wrong token step {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -168,6 +168,15 @@ struct Connection {
     conn: ConnId,
     lines: FramedRead<DaemonReader, LineCodec>,
     outgoing: Outgoing,
+    /// No frame has arrived on it yet (with the codec's buffer: no byte).
+    unheard: bool,
+}
+
+impl Connection {
+    /// Whether the daemon has sent nothing at all on it.
+    fn silent(&self) -> bool {
+        self.unheard && self.lines.read_buffer().is_empty()
+    }
 }
 
 /// The writing side of the connection.
@@ -419,6 +428,7 @@ impl Driver {
                         writer,
                         queued: Vec::new(),
                     },
+                    unheard: true,
                 });
                 self.core.connected(conn, now());
             }
@@ -432,9 +442,13 @@ impl Driver {
     }
 
     fn on_read(&mut self, frame: Option<std::io::Result<Frame>>) {
-        let Some(conn) = self.connection.as_ref().map(|c| c.conn) else {
+        let Some(connection) = self.connection.as_mut() else {
             return;
         };
+        let conn = connection.conn;
+        if matches!(frame, Some(Ok(_))) {
+            connection.unheard = false;
+        }
         match frame {
             Some(Ok(Frame::Line(line))) => self.core.line(conn, &line),
             Some(Ok(Frame::Oversized { id })) => {
@@ -450,10 +464,15 @@ impl Driver {
         }
     }
 
-    /// The connection `conn` is gone: drop it and tell the bridge.
+    /// The connection `conn` is gone: drop it and tell the bridge. One the
+    /// daemon closed without sending a byte is, where that is how the
+    /// daemon refuses a client (a wrong token on TCP), reported as such.
     fn lose(&mut self, conn: ConnId) {
-        self.connection = None;
-        self.core.closed(conn, now());
+        let silent = self.connection.take().is_some_and(|c| c.silent());
+        match self.config.endpoint.silent_close_reason() {
+            Some(reason) if silent => self.core.refused(conn, reason, now()),
+            _ => self.core.closed(conn, now()),
+        }
     }
 
     /// Carries out the bridge's actions and writes what they queued; then

@@ -17,6 +17,16 @@ pub enum BridgeError {
     /// and the call was not safe to re-send.
     #[error("daemon_unreachable: socket closed (code -32002)")]
     SocketClosed,
+    /// The daemon closed the connection carrying the call at once, before
+    /// sending anything (on TCP: it refused the token); the call was a
+    /// write, so it was not sent again.
+    #[error(
+        "daemon_unreachable: the daemon closed the connection as soon as it was made ({reason}) (code -32002)"
+    )]
+    Refused {
+        /// What such a close means (`token refused, <token file>`).
+        reason: String,
+    },
     /// Pre-fix mode only: the call arrived while the bridge was
     /// disconnected, and that mode does not wait for the reconnect.
     #[error("daemon_unreachable: bridge not connected (code -32002)")]
@@ -65,6 +75,7 @@ impl BridgeError {
         matches!(
             self,
             BridgeError::SocketClosed
+                | BridgeError::Refused { .. }
                 | BridgeError::NotConnected
                 | BridgeError::ConnectWait { .. }
                 | BridgeError::Shutdown
@@ -80,6 +91,9 @@ mod tests {
     fn unreachable_messages_carry_the_marker_word_and_code() {
         let errors = [
             BridgeError::SocketClosed,
+            BridgeError::Refused {
+                reason: "token refused, /h/.iai-mcp/.daemon.token".into(),
+            },
             BridgeError::NotConnected,
             BridgeError::Shutdown,
             BridgeError::ConnectWait {

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::entry::Runs;
+use crate::platform::Platform;
 use crate::process::{self, CliCommand};
+use crate::real_path::canonicalize;
 
 /// Whether `runs` starts the very file `exe` is (symbolic links and `PATH`
 /// followed on both sides).
@@ -13,7 +15,7 @@ pub fn is_this(runs: &Runs, exe: &Path) -> bool {
     let Runs::Wrapper { program } = runs else {
         return false;
     };
-    resolve(program).is_some_and(|p| std::fs::canonicalize(exe).is_ok_and(|e| e == p))
+    resolve(program).is_some_and(|p| canonicalize(exe).is_ok_and(|e| e == p))
 }
 
 /// A short name for what an entry starts, for one-line messages.
@@ -52,14 +54,16 @@ pub async fn describe(runs: &Runs, exe: &Path) -> String {
 }
 
 /// The absolute path a program name stands for (searched on `PATH` when
-/// it has no slash), symbolic links followed.
+/// it has no directory separator, with `.exe` added on Windows), symbolic
+/// links followed.
 pub fn resolve(program: &str) -> Option<PathBuf> {
     let path = Path::new(program);
-    if program.contains('/') {
-        return std::fs::canonicalize(path).ok();
+    if program.chars().any(std::path::is_separator) {
+        return canonicalize(path).ok();
     }
+    let file_name = Platform::current().program_file_name(path.as_os_str());
     let dirs = std::env::var_os("PATH")?;
-    std::env::split_paths(&dirs).find_map(|dir| std::fs::canonicalize(dir.join(path)).ok())
+    std::env::split_paths(&dirs).find_map(|dir| canonicalize(&dir.join(&file_name)).ok())
 }
 
 /// The `--version` line of another build, asked with a short limit.

@@ -3,10 +3,11 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
+
+use super::permissions::Kept;
 
 /// Why a host file was not read or not changed; nothing was written.
 #[derive(Debug, Error)]
@@ -67,7 +68,7 @@ pub struct Loaded {
 
 /// Read `path`; `None` when there is no such file.
 pub fn load(path: &Path) -> Result<Option<Loaded>, FileError> {
-    let real = match fs::canonicalize(path) {
+    let real = match crate::real_path::canonicalize(path) {
         Ok(real) => real,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
@@ -109,16 +110,16 @@ pub fn backup_of(path: &Path) -> PathBuf {
 /// first written to [`backup_of`] the file. Refuses a read-only file and a
 /// file whose content is no longer what was read. Each new content is
 /// written to a temporary file in the same directory with the original's
-/// permissions and owner, flushed, and renamed over its target.
+/// permissions (see [`Kept`]), flushed, and renamed over its target (an
+/// atomic replacement on Windows too).
 pub fn replace(loaded: &Loaded, text: &str, backup: Option<&str>) -> Result<(), FileError> {
     let path = &loaded.path;
     let meta = fs::metadata(path).map_err(|source| FileError::Read {
         path: path.clone(),
         source,
     })?;
-    let mode = meta.permissions().mode() & 0o7777;
-    let owner = (meta.uid(), meta.gid());
-    if mode & 0o200 == 0 || nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).is_err() {
+    let kept = Kept::of(&meta);
+    if !kept.writable(path) {
         return Err(FileError::ReadOnly { path: path.clone() });
     }
     let unchanged = || {
@@ -130,25 +131,22 @@ pub fn replace(loaded: &Loaded, text: &str, backup: Option<&str>) -> Result<(), 
     };
     unchanged()?;
     if let Some(saved) = backup {
-        write_beside(&backup_of(path), saved, (mode, owner), || Ok(()))?;
+        write_beside(&backup_of(path), saved, kept, || Ok(()))?;
     }
     // Last look before the rename: a host that rewrote the file meanwhile
     // keeps its version.
-    write_beside(path, text, (mode, owner), unchanged)
+    write_beside(path, text, kept, unchanged)
 }
 
-/// Write `text` to a temporary file in `path`'s directory with the mode
-/// and owner of `like` (an owner differs only when run by root for
-/// another user, whose host must still read its file), flush it, run
-/// `check`, and only then rename it over `path` (the temporary file is
-/// removed on every other path).
+/// Write `text` to a temporary file in `path`'s directory with the
+/// permissions `kept`, flush it, run `check`, and only then rename it over
+/// `path` (the temporary file is removed on every other path).
 fn write_beside(
     path: &Path,
     text: &str,
-    like: (u32, (u32, u32)),
+    kept: Kept,
     check: impl FnOnce() -> Result<(), FileError>,
 ) -> Result<(), FileError> {
-    let (mode, (uid, gid)) = like;
     let write_err = |source| FileError::Write {
         path: path.to_owned(),
         source,
@@ -158,13 +156,7 @@ fn write_beside(
         .prefix(".iai-mcp-wrapper.")
         .tempfile_in(dir)
         .map_err(write_err)?;
-    tmp.as_file()
-        .set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(write_err)?;
-    let made = tmp.as_file().metadata().map_err(write_err)?;
-    if (made.uid(), made.gid()) != (uid, gid) {
-        std::os::unix::fs::fchown(tmp.as_file(), Some(uid), Some(gid)).map_err(write_err)?;
-    }
+    kept.apply_to(tmp.as_file()).map_err(write_err)?;
     tmp.write_all(text.as_bytes()).map_err(write_err)?;
     tmp.as_file().sync_all().map_err(write_err)?;
     check()?;

@@ -110,12 +110,20 @@ impl Places {
         self.platform
     }
 
-    /// `path` with the home directory written as `~`, for messages.
+    /// `path` with the home directory written as `~`, for messages, each
+    /// part after it joined by the platform's separator
+    /// (`~\AppData\Roaming\Claude\claude_desktop_config.json` on
+    /// Windows, whichever separators the parts were joined with).
     pub fn show(&self, path: &Path) -> String {
-        match path.strip_prefix(&self.home) {
-            Ok(rest) => format!("~/{}", rest.display()),
-            Err(_) => path.display().to_string(),
+        let Ok(rest) = path.strip_prefix(&self.home) else {
+            return path.display().to_string();
+        };
+        let mut shown = String::from("~");
+        for part in rest.components() {
+            shown.push(self.platform.separator());
+            shown.push_str(&part.as_os_str().to_string_lossy());
         }
+        shown
     }
 }
 
@@ -281,6 +289,33 @@ mod tests {
                 Path::new("/u/AppData/Roaming/Claude/claude_desktop_config.json")
             );
         }
+    }
+
+    #[test]
+    fn paths_are_shown_from_home_with_the_platforms_separator() {
+        let places = |platform| Places::resolve(platform, Path::new("/u"), |_| None);
+        let desktop = |platform| Host::ClaudeDesktop.config_file(&places(platform));
+        assert_eq!(
+            places(Platform::Windows).show(&desktop(Platform::Windows)),
+            r"~\AppData\Roaming\Claude\claude_desktop_config.json"
+        );
+        assert_eq!(
+            places(Platform::Windows).show(&Host::Opencode.config_file(&places(Platform::Windows))),
+            r"~\.config\opencode\opencode.json"
+        );
+        assert_eq!(
+            places(Platform::Linux).show(&desktop(Platform::Linux)),
+            "~/.config/Claude/claude_desktop_config.json"
+        );
+        assert_eq!(
+            places(Platform::MacOs).show(&desktop(Platform::MacOs)),
+            "~/Library/Application Support/Claude/claude_desktop_config.json"
+        );
+        // Outside home: as given.
+        assert_eq!(
+            places(Platform::Windows).show(Path::new("/elsewhere/mcp.json")),
+            "/elsewhere/mcp.json"
+        );
     }
 
     #[test]

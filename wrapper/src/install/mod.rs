@@ -15,6 +15,7 @@ pub mod doc;
 pub mod entry;
 pub mod file;
 pub mod hosts;
+pub mod permissions;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

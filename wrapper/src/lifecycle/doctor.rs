@@ -12,13 +12,13 @@
 //! answer: both run as background tasks.
 
 use std::ffi::OsString;
-use std::fs::OpenOptions;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
 
+use super::files;
 use crate::bridge::LinkStatus;
 use crate::logging::{event, millis};
 use crate::process::{self, CliCommand, RunError};
@@ -229,7 +229,7 @@ async fn heal(config: &DoctorConfig, state_dir: &Path, endpoint: &Endpoint) {
         }
     }
     tracing::warn!(%endpoint, after = ?config.heal_after, "daemon still unreachable; running `{shown}`");
-    match process::run(&command).await {
+    match process::run_detached(&command).await {
         Ok(out) if out.status.success() => tracing::info!(
             event = event::DOCTOR_RUN,
             mode = "heal",
@@ -264,25 +264,11 @@ async fn heal(config: &DoctorConfig, state_dir: &Path, endpoint: &Endpoint) {
 /// moment or the last heal is recent. A stamp in the future (the clock was
 /// set back) counts as stale, so it cannot block heals for hours.
 pub fn claim(stamp: &Path, cooldown: Duration, now: SystemTime) -> std::io::Result<bool> {
-    use nix::fcntl::{Flock, FlockArg};
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if let Some(dir) = stamp.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+        files::create_private_dir(dir)?;
     }
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(stamp)?;
-    let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(locked) => locked,
-        Err((_, nix::errno::Errno::EWOULDBLOCK)) => return Ok(false),
-        Err((_, e)) => return Err(e.into()),
+    let Some(mut file) = lock_stamp(stamp)? else {
+        return Ok(false);
     };
     let mut text = String::new();
     file.read_to_string(&mut text)?;
@@ -298,6 +284,55 @@ pub fn claim(stamp: &Path, cooldown: Duration, now: SystemTime) -> std::io::Resu
     writeln!(file, "{}", secs(now))?;
     file.sync_data()?;
     Ok(true)
+}
+
+/// The stamp file, open for reading and writing and held exclusively
+/// until dropped.
+#[cfg(unix)]
+type LockedStamp = nix::fcntl::Flock<std::fs::File>;
+/// The stamp file, open for reading and writing and held exclusively
+/// until dropped.
+#[cfg(windows)]
+type LockedStamp = std::fs::File;
+
+/// Open the stamp (creating it) under an exclusive lock: `None` when
+/// another process holds it. Unix: a non-blocking `flock`.
+#[cfg(unix)]
+fn lock_stamp(stamp: &Path) -> std::io::Result<Option<LockedStamp>> {
+    use nix::fcntl::{Flock, FlockArg};
+    let file = files::private_file_options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(stamp)?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => Ok(Some(locked)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(e.into()),
+    }
+}
+
+/// Open the stamp (creating it) under an exclusive lock: `None` when
+/// another process holds it. Windows: the file opened with no sharing, so
+/// every other open fails with a sharing violation while it is held.
+#[cfg(windows)]
+fn lock_stamp(stamp: &Path) -> std::io::Result<Option<LockedStamp>> {
+    use std::os::windows::fs::OpenOptionsExt;
+    /// `ERROR_SHARING_VIOLATION`: another process has the file open.
+    const SHARING_VIOLATION: i32 = 32;
+    let opened = files::private_file_options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .share_mode(0)
+        .open(stamp);
+    match opened {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.raw_os_error() == Some(SHARING_VIOLATION) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
@@ -323,6 +358,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_held_lock_means_another_wrapper_is_healing() {
         use nix::fcntl::{Flock, FlockArg};

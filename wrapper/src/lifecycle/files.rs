@@ -1,22 +1,49 @@
 //! Atomic, private file writes for the lifecycle files.
+//!
+//! On Unix, files are created with mode 0600 and directories with mode
+//! 0700. Windows has no mode bits: there the files get the permissions
+//! the user's profile directory passes on to them, which only that user
+//! (and administrators) can read.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
+/// Create `dir` and its missing parents, private to this user on Unix.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Options that create a file private to this user (mode 0600); read,
+/// write and truncation are left to the caller.
+#[cfg(unix)]
+pub fn private_file_options() -> OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = OpenOptions::new();
+    options.mode(0o600);
+    options
+}
+
+/// Options that create a file (with the access rules its directory passes
+/// on); read, write and truncation are left to the caller.
+#[cfg(not(unix))]
+pub fn private_file_options() -> OpenOptions {
+    OpenOptions::new()
+}
+
 /// Write `contents` to `path` so that readers see either the old file or
-/// the whole new one: write a mode-0600 temporary file beside it, then
-/// rename it over the target. Missing parent directories are created with
-/// mode 0700.
+/// the whole new one: write a private temporary file beside it, then
+/// rename it over the target (on Windows too, `rename` replaces an
+/// existing file). Missing parent directories are created private.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
+    create_private_dir(dir)?;
     let name = path
         .file_name()
         .ok_or_else(|| std::io::Error::other("path has no file name"))?;
@@ -25,11 +52,10 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     tmp_name.push(format!(".{}.tmp", std::process::id()));
     let tmp = dir.join(tmp_name);
     let written = (|| {
-        let mut file = OpenOptions::new()
+        let mut file = private_file_options()
             .write(true)
             .create(true)
             .truncate(true)
-            .mode(0o600)
             .open(&tmp)?;
         file.write_all(contents)?;
         file.sync_data()?;
@@ -46,6 +72,7 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    #[cfg(unix)]
     #[test]
     fn writes_private_files_and_replaces_whole() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -33,6 +33,10 @@ pub enum OneShotError {
     /// The daemon closed the connection before an answer.
     #[error("the daemon closed the connection without answering")]
     Closed,
+    /// The daemon closed the connection without sending a byte, where that
+    /// is how it turns a client away (on TCP: a wrong token).
+    #[error("the daemon closed the connection at once ({0})")]
+    ClosedAtOnce(String),
     /// The answer was longer than the size cap.
     #[error("the answer is longer than {0} bytes")]
     TooLong(usize),
@@ -113,7 +117,9 @@ impl<'a> OneShot<'a> {
             .unwrap_or(u64::MAX)
             .saturating_add(1);
         let mut lines = FramedRead::new(stream.take(cap), LineCodec::new(max_line));
+        let mut heard = false;
         while let Some(frame) = lines.next().await {
+            heard = true;
             match frame? {
                 Frame::Line(line) => {
                     if let Some(value) = answer(&line) {
@@ -123,7 +129,10 @@ impl<'a> OneShot<'a> {
                 Frame::Oversized { .. } => return Err(OneShotError::TooLong(max_line)),
             }
         }
-        Err(OneShotError::Closed)
+        match self.endpoint.silent_close_reason() {
+            Some(reason) if !heard => Err(OneShotError::ClosedAtOnce(reason)),
+            _ => Err(OneShotError::Closed),
+        }
     }
 
     async fn tell_unbounded(&self, message: &[u8]) -> Result<(), OneShotError> {

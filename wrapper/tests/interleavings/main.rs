@@ -1,6 +1,7 @@
 //! Exhaustive check of the bridge core: every ordering of bridge events
 //! (calls arriving, connect attempts succeeding or failing, the connection
-//! closing, responses arriving in any order, stale events from old
+//! closing, or closed by the daemon before it wrote anything as it refuses
+//! a token, responses arriving in any order, stale events from old
 //! connections, timers firing) up to a fixed depth, with three concurrent
 //! calls (read-only, write, read-only) and up to two connection drops.
 //!
@@ -9,7 +10,8 @@
 //! than twice; stale events produce no action; while connected, every
 //! unanswered call is in flight on that connection (nothing is left
 //! waiting); no `daemon_unreachable` for a call made while a reconnect that
-//! then succeeds is in flight. At every
+//! then succeeds is in flight; a refused connection never lengthens the
+//! wait of a call that waited for it. At every
 //! leaf, time is run out with the daemon gone and every call must have
 //! exactly one answer.
 //!

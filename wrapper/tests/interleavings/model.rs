@@ -25,6 +25,10 @@ pub enum Step {
     ConnectFail,
     /// The current connection closes.
     Close,
+    /// The daemon closes the current connection before sending anything
+    /// on it, as it refuses a wrong token (the driver reports such a close
+    /// as a refusal).
+    Refused,
     /// The daemon answers the n-th unanswered request on the current
     /// connection.
     Respond(usize),
@@ -88,6 +92,12 @@ pub struct World {
     attempt: Option<ConnId>,
     open: BTreeSet<ConnId>,
     current: Option<ConnId>,
+    /// Whether the daemon has written anything on the current connection.
+    heard_current: bool,
+    /// Connections the daemon refused (closed before writing anything).
+    refused: BTreeSet<ConnId>,
+    /// Calls made while no connection was up (they began by waiting).
+    made_waiting: BTreeSet<usize>,
     old: Vec<ConnId>,
     /// Old connections whose late close has been injected already.
     stale_closed: usize,
@@ -138,6 +148,9 @@ impl World {
             attempt: None,
             open: BTreeSet::new(),
             current: None,
+            heard_current: false,
+            refused: BTreeSet::new(),
+            made_waiting: BTreeSet::new(),
             old: Vec::new(),
             stale_closed: 0,
             ever_connected: false,
@@ -181,6 +194,9 @@ impl World {
         if self.current.is_some() {
             if self.closes < self.max_closes {
                 steps.push(Step::Close);
+                if !self.heard_current {
+                    steps.push(Step::Refused);
+                }
             }
             let unanswered = self.unanswered_current().len();
             for i in 0..unanswered {
@@ -245,6 +261,9 @@ impl World {
                 let index = self.calls_made;
                 self.calls_made += 1;
                 self.made_at.insert(index, now);
+                if self.current.is_none() {
+                    self.made_waiting.insert(index);
+                }
                 let (access, fallback) = SCRIPT[index % SCRIPT.len()];
                 let window = self.in_reconnect_window();
                 self.bridge.call(
@@ -284,6 +303,7 @@ impl World {
                 let conn = self.attempt.take().expect("enabled only with an attempt");
                 self.open.insert(conn);
                 self.current = Some(conn);
+                self.heard_current = false;
                 self.ever_connected = true;
                 self.bridge.connected(conn, now);
                 if let Some(&call) = self.refused_in_window.first() {
@@ -306,16 +326,27 @@ impl World {
                 self.closes += 1;
                 self.bridge.closed(conn, now);
             }
+            Step::Refused => {
+                let conn = self.current.take().expect("enabled only when connected");
+                self.open.remove(&conn);
+                self.old.push(conn);
+                self.closes += 1;
+                self.refused.insert(conn);
+                self.bridge
+                    .refused(conn, "token refused, /tmp/model.token".into(), now);
+            }
             Step::Respond(n) => {
                 let index = self.unanswered_current()[n];
                 let s = &mut self.sent[index];
                 s.answered = true;
                 let line = json!({"jsonrpc": "2.0", "id": s.wire, "result": {"call": s.call}});
                 let conn = s.conn;
+                self.heard_current = true;
                 self.bridge.line(conn, line.to_string().as_bytes());
             }
             Step::Garbage => {
                 let conn = self.current.expect("enabled only when connected");
+                self.heard_current = true;
                 self.bridge.line(conn, b"not json");
             }
             Step::StaleLine => {
@@ -468,6 +499,27 @@ impl World {
                     format!("call {call} answered {:?} after it was made", at - made),
                 ));
             }
+            let only_refused = self
+                .sent
+                .iter()
+                .filter(|s| s.call == *call)
+                .all(|s| self.refused.contains(&s.conn));
+            let waited_out = self.replies[call]
+                .iter()
+                .any(|r| matches!(r, Err(f) if matches!(f.error, BridgeError::ConnectWait { .. })));
+            if waited_out
+                && only_refused
+                && self.made_waiting.contains(call)
+                && at > made + timings.connect_wait
+            {
+                return Err(self.violation(
+                    "a refused connection never lengthens a call's wait",
+                    format!(
+                        "call {call} failed its wait {:?} after it was made",
+                        at - made
+                    ),
+                ));
+            }
             let (access, _) = SCRIPT[call % SCRIPT.len()];
             let closed = self.replies[call]
                 .iter()
@@ -500,6 +552,7 @@ impl World {
                     failure.error,
                     BridgeError::NotConnected
                         | BridgeError::SocketClosed
+                        | BridgeError::Refused { .. }
                         | BridgeError::ConnectWait { .. }
                 );
                 let allowed = fallback && (access == Access::Read || sent == 0);

@@ -102,8 +102,19 @@ pub fn cross_check(cfg: &CrossCheckConfig, host: Platform) -> Result<Vec<Row>, D
             if !cfg.probe_only {
                 let wrapper = wrapper_from_wheel(cfg, host, &tools, &scratch)?;
                 let staged = winprng::stage(&wrapper, &dll, &scratch.join("run"))?;
-                let words = winprng::runner_words(&winprng::prefix(&cfg.target_dir), &staged);
-                rows.push(smoke(&words, "tcp", "under Wine")?);
+                let prefix = winprng::prefix(&cfg.target_dir);
+                // `install` runs in the profile of a Wine user of its own,
+                // removed afterwards: Wine sets USERPROFILE from the user.
+                let profile = winprng::ScratchUser::new(&prefix)?;
+                let mut words = profile.words();
+                words.extend(winprng::runner_words(&prefix, &staged));
+                let layout = ProfileSmoke {
+                    dir: profile.dir(),
+                    layout: "windows",
+                };
+                let row = smoke(&words, "tcp", "under Wine", Some(&layout));
+                profile.remove()?;
+                rows.push(row?);
             }
         }
         Platform::LinuxAarch64 => {
@@ -111,14 +122,19 @@ pub fn cross_check(cfg: &CrossCheckConfig, host: Platform) -> Result<Vec<Row>, D
             let mut words: Vec<OsString> =
                 QEMU_RUNNER.split_whitespace().map(OsString::from).collect();
             words.push(wrapper.clone().into_os_string());
-            rows.push(smoke(&words, "unix", "under qemu-user")?);
+            rows.push(smoke(&words, "unix", "under qemu-user", None)?);
             if !cfg.no_tests {
                 rows.push(wrapper_tests(&wrapper)?);
             }
         }
         _ => {
             let wrapper = wrapper_from_wheel(cfg, host, &tools, &scratch)?;
-            rows.push(smoke(&[wrapper.into_os_string()], "unix", "natively")?);
+            rows.push(smoke(
+                &[wrapper.into_os_string()],
+                "unix",
+                "natively",
+                None,
+            )?);
         }
     }
     Ok(rows)
@@ -169,24 +185,46 @@ fn shell_line(words: &[OsString]) -> String {
         .join(" ")
 }
 
+/// The scratch profile a smoke run tries `install` in, when the harness's
+/// own temporary one will not do.
+struct ProfileSmoke {
+    /// The directory, as this machine names it.
+    dir: PathBuf,
+    /// Whose layout (`--profile-layout`).
+    layout: &'static str,
+}
+
 /// Runs the harness's smoke scenario with the wrapper command `words`
-/// over `transport`; its report goes to standard output.
-fn smoke(words: &[OsString], transport: &str, how: &str) -> Result<Row, DistError> {
+/// over `transport` (with `install` in `profile`); its report goes to
+/// standard output.
+fn smoke(
+    words: &[OsString],
+    transport: &str,
+    how: &str,
+    profile: Option<&ProfileSmoke>,
+) -> Result<Row, DistError> {
     let built = step("building the harness and the fake daemon", || {
         bins::cargo_build(&[bins::FAKE_DAEMON, bins::HARNESS], &Profile::Dev, true)
             .map_err(DistError::from)
     })?;
     let line = shell_line(words);
+    let mut harness = Command::new(&built[1]);
+    harness.args([
+        "smoke",
+        "--json",
+        "--transport",
+        transport,
+        "--wrapper-cmd",
+        &line,
+    ]);
+    if let Some(profile) = profile {
+        harness
+            .arg("--profile-dir")
+            .arg(&profile.dir)
+            .args(["--profile-layout", profile.layout]);
+    }
     let output = step(&format!("smoke run {how}"), || {
-        Command::new(&built[1])
-            .args([
-                "smoke",
-                "--json",
-                "--transport",
-                transport,
-                "--wrapper-cmd",
-                &line,
-            ])
+        harness
             .env(bins::FAKE_DAEMON.env_override, &built[0])
             .stdin(Stdio::null())
             .stderr(Stdio::inherit())

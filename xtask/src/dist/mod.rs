@@ -8,6 +8,8 @@
 //! - [`build`]: maturin, natively or with `-Z build-std` for another target.
 //! - [`check`]: tags, layout, the binary ([`inspect`]: ELF, Mach-O, PE),
 //!   `--version` on this machine's own platform.
+//! - [`cross_clippy`]: clippy on the wrapper as compiled for another
+//!   target.
 //! - [`cross_check`]: a cross-built binary run here, under qemu-user or
 //!   Wine, through the harness's smoke scenario and the wrapper's tests.
 //! - [`winprng`]: the test-only DLL Wine 8.0 needs to run Rust programs.
@@ -15,6 +17,7 @@
 pub mod build;
 pub mod check;
 pub mod cross_check;
+pub mod cross_clippy;
 mod error;
 pub mod inspect;
 pub mod platform;

@@ -227,6 +227,54 @@ pub fn cross_compiler(target_dir: &Path, nightly: &Nightly) -> Result<CrossCompi
     Ok(compiler)
 }
 
+/// The Debian package of clippy for the cross compiler.
+const CLIPPY_PACKAGE: &str = "rust-web-clippy";
+
+/// Debian's clippy for `compiler` (the `rust-web-clippy` of the same
+/// version as its `rustc-web`), unpacked beside it once: its
+/// `cargo-clippy`, which runs the `clippy-driver` beside it as cargo's
+/// workspace wrapper.
+pub fn cross_clippy(target_dir: &Path, compiler: &CrossCompiler) -> Result<PathBuf, DistError> {
+    let cargo_clippy = compiler.root.join("usr/bin/cargo-clippy");
+    if cargo_clippy.is_file() && compiler.root.join("usr/bin/clippy-driver").is_file() {
+        return Ok(cargo_clippy);
+    }
+    let version = compiler
+        .packages
+        .iter()
+        .find_map(|p| p.strip_prefix("rustc-web="))
+        .ok_or_else(|| {
+            DistError::Unexpected(format!(
+                "no rustc-web among the compiler's packages ({})",
+                compiler.packages.join(", ")
+            ))
+        })?;
+    let debs = target_dir.join("cross-clippy-debs");
+    std::fs::create_dir_all(&debs)
+        .map_err(|e| DistError::io(format!("creating {}", debs.display()), e))?;
+    let package = format!("{CLIPPY_PACKAGE}={version}");
+    step(&format!("apt-get download {package}"), || {
+        run(
+            Command::new("apt-get")
+                .args(["download", &package])
+                .current_dir(&debs),
+            "apt-get download",
+        )
+        .map_err(DistError::from)
+    })?;
+    unpack_debs(&debs, &compiler.root)?;
+    std::fs::remove_dir_all(&debs)
+        .map_err(|e| DistError::io(format!("removing {}", debs.display()), e))?;
+    if cargo_clippy.is_file() {
+        Ok(cargo_clippy)
+    } else {
+        Err(DistError::Unexpected(format!(
+            "{package} holds no {}",
+            cargo_clippy.display()
+        )))
+    }
+}
+
 /// A Debian package and the version apt offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct DebPackage {

@@ -76,6 +76,52 @@ pub fn runner_words(prefix: &Path, exe: &Path) -> Vec<OsString> {
     ]
 }
 
+/// A Wine user of its own for one run, whose profile directory
+/// (`C:\\users\\<name>` in the prefix) is a scratch profile: Wine sets
+/// `USERPROFILE` and `APPDATA` from the user name (the Unix `USER`),
+/// whatever the environment says.
+#[derive(Debug)]
+pub struct ScratchUser {
+    name: String,
+    prefix: PathBuf,
+}
+
+impl ScratchUser {
+    /// A user named after this process, its profile directory not yet
+    /// there (one left by an earlier run of the same pid is removed).
+    pub fn new(prefix: &Path) -> Result<Self, DistError> {
+        let user = ScratchUser {
+            name: format!("smoke{}", std::process::id()),
+            prefix: prefix.to_path_buf(),
+        };
+        user.remove()?;
+        Ok(user)
+    }
+
+    /// Its profile directory, as this machine names it.
+    pub fn dir(&self) -> PathBuf {
+        self.prefix.join("drive_c").join("users").join(&self.name)
+    }
+
+    /// The wrapper command's words that make Wine run as this user.
+    pub fn words(&self) -> Vec<OsString> {
+        ["USER", "LOGNAME"]
+            .iter()
+            .map(|variable| OsString::from(format!("{variable}={}", self.name)))
+            .collect()
+    }
+
+    /// Removes its profile directory.
+    pub fn remove(&self) -> Result<(), DistError> {
+        let dir = self.dir();
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(DistError::io(format!("removing {}", dir.display()), e)),
+        }
+    }
+}
+
 /// `exe` run under Wine with `prefix`, as a process command.
 pub fn command(prefix: &Path, exe: &Path) -> Command {
     let mut command = Command::new(WINE64);

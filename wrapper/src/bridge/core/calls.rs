@@ -69,6 +69,9 @@ pub(super) struct InFlight {
     pub(super) deadline: Instant,
     /// How many lines the connection had delivered when it was sent.
     pub(super) heard: u64,
+    /// The wait it was sent from, if it waited for this connection: it
+    /// goes on as it was if the connection turns out to have been refused.
+    pub(super) waited: Option<Wait>,
 }
 
 /// Where a call is: waiting for a connection, or sent on one.
@@ -250,11 +253,16 @@ impl Calls {
         self.next_wire += 1;
         let wire = self.next_wire;
         let line = wire::request_line(wire, &call.request.method, &call.request.params);
+        let waited = match call.phase {
+            Phase::Waiting(wait) => Some(wait),
+            Phase::InFlight(_) => None,
+        };
         call.phase = Phase::InFlight(InFlight {
             conn,
             wire,
             deadline: (now + call_timeout).min(call.expires),
             heard,
+            waited,
         });
         call.sends += 1;
         self.wire.insert(wire, id);

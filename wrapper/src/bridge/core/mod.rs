@@ -88,8 +88,26 @@ pub struct Bridge {
 struct Settled {
     /// Reads put back to wait for the next connection.
     replayed: usize,
-    /// Calls failed with `socket closed`.
+    /// Calls failed (`socket closed`, or the refusal).
     failed: usize,
+}
+
+/// How a connection with calls in flight went away.
+#[derive(Debug, Clone)]
+enum Lost {
+    /// It closed (EOF, a read or write error, recycled when silent).
+    Closed {
+        /// When the healthy connection before the outage was lost, if the
+        /// outage began that way.
+        lost_at: Option<Instant>,
+    },
+    /// The daemon closed it at once, having sent nothing: a refusal.
+    Refused {
+        /// As for [`Lost::Closed`].
+        lost_at: Option<Instant>,
+        /// What the refusal means (`token refused, <token file>`).
+        reason: String,
+    },
 }
 
 impl Bridge {
@@ -283,7 +301,10 @@ impl Bridge {
             }
         };
         let next = self.after_lost_connection(connected, now);
-        let settled = self.settle_lost_calls(conn, now, next.outage().and_then(|o| o.lost_at));
+        let lost = Lost::Closed {
+            lost_at: next.outage().and_then(|o| o.lost_at),
+        };
+        let settled = self.settle_lost_calls(conn, now, lost);
         let may_reconnect = match self.policy.reconnect_budget() {
             None => true,
             Some(budget) => self.reconnects < budget,
@@ -312,6 +333,47 @@ impl Bridge {
                 self.link = self.dial(Some(now), retrying.outage);
             }
             next => self.link = next,
+        }
+    }
+
+    /// The daemon closed the connection `conn` before sending a single
+    /// byte on it, which on TCP is how iai-mcp's daemon refuses a token;
+    /// `reason` says so, naming the token file. A connection younger than
+    /// [`PROVEN_AFTER`] closed that way is a failed connect attempt with
+    /// that reason (`connect_failed`, the backoff, the failure count and
+    /// the connect wait's message all as for a refused dial): its reads go
+    /// on waiting as they were, and its writes fail with
+    /// [`BridgeError::Refused`], never re-sent. An older one is only lost
+    /// ([`Bridge::closed`]): a daemon that stops closes an idle connection
+    /// without a word too.
+    pub fn refused(&mut self, conn: ConnId, reason: String, now: Instant) {
+        let connected = match self.take_link() {
+            Link::Connected(connected) if connected.conn == conn => connected,
+            other => {
+                self.link = other;
+                return;
+            }
+        };
+        let young = now.saturating_duration_since(connected.since) < PROVEN_AFTER;
+        match connected.proof {
+            Proof::Unproven(before) if young => {
+                let lost = Lost::Refused {
+                    lost_at: before.lost_at,
+                    reason: reason.clone(),
+                };
+                self.settle_lost_calls(conn, now, lost);
+                // Back to the attempt it was, which now fails.
+                self.link = Link::Connecting(Connecting {
+                    attempt: connected.attempt,
+                    outage: before,
+                    appeared: false,
+                });
+                self.connect_failed(conn, reason, now);
+            }
+            proof => {
+                self.link = Link::Connected(Connected { proof, ..connected });
+                self.closed(conn, now);
+            }
         }
     }
 
@@ -531,15 +593,12 @@ impl Bridge {
         }
     }
 
-    /// The calls in flight on the lost connection `conn`: a read is put
+    /// The calls in flight on `conn`, which is gone (`how`): a read is put
     /// back to wait for the next connection for as long as its own
-    /// deadline allows; a write never is.
-    fn settle_lost_calls(
-        &mut self,
-        conn: ConnId,
-        now: Instant,
-        lost_at: Option<Instant>,
-    ) -> Settled {
+    /// deadline allows (after a refusal, the wait it was sent from goes on
+    /// as it was: the refused connection gave it nothing); any other call
+    /// fails.
+    fn settle_lost_calls(&mut self, conn: ConnId, now: Instant, how: Lost) -> Settled {
         let mut settled = Settled {
             replayed: 0,
             failed: 0,
@@ -548,18 +607,30 @@ impl Bridge {
             let Some(call) = self.calls.get(id) else {
                 continue;
             };
+            let Phase::InFlight(sent) = call.phase else {
+                continue;
+            };
             if self.policy.replays() && call.request.access == Access::Read && now < call.expires {
-                let wait = Wait::new(
-                    self.policy.timings(),
-                    &call.request,
-                    now,
-                    call.expires,
-                    lost_at,
-                );
+                let wait = match (&how, sent.waited) {
+                    (Lost::Refused { .. }, Some(waited)) => waited,
+                    (Lost::Refused { lost_at, .. } | Lost::Closed { lost_at }, _) => Wait::new(
+                        self.policy.timings(),
+                        &call.request,
+                        now,
+                        call.expires,
+                        *lost_at,
+                    ),
+                };
                 self.calls.put_back(id, wait);
                 settled.replayed += 1;
             } else {
-                self.finish(id, Err(BridgeError::SocketClosed));
+                let error = match &how {
+                    Lost::Closed { .. } => BridgeError::SocketClosed,
+                    Lost::Refused { reason, .. } => BridgeError::Refused {
+                        reason: reason.clone(),
+                    },
+                };
+                self.finish(id, Err(error));
                 settled.failed += 1;
             }
         }

@@ -275,6 +275,86 @@ fn a_daemon_that_accepts_and_drops_is_redialled_with_backoff() {
     assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(8))]);
 }
 
+/// The reason a TCP daemon's silent close is given.
+const REFUSED: &str = "token refused, /h/.iai-mcp/.daemon.token";
+
+#[test]
+fn a_refused_token_is_a_failed_attempt_and_the_call_fails_at_its_wait_naming_it() {
+    let (mut b, now) = bridge(BridgeMode::Fixed);
+    drain(&mut b);
+    b.call(CallId(1), req("topology", true), now);
+    b.call(CallId(2), req("memory_capture", false), now);
+    let mut t = now;
+    let mut conn = 1;
+    let mut attempts = 0;
+    let reply = loop {
+        b.connected(ConnId(conn), t);
+        let sent = drain(&mut b);
+        assert!(
+            sent.iter()
+                .all(|a| matches!(a, Action::Send(c, _) if *c == ConnId(conn))),
+            "{sent:?}"
+        );
+        b.refused(ConnId(conn), REFUSED.into(), t);
+        attempts += 1;
+        let mut actions = drain(&mut b);
+        if conn == 1 {
+            // The write went out and is never sent again.
+            assert_eq!(
+                actions.remove(0),
+                Action::Reply(
+                    CallId(2),
+                    failed(
+                        BridgeError::Refused {
+                            reason: REFUSED.into()
+                        },
+                        true
+                    )
+                )
+            );
+        }
+        assert!(actions.is_empty(), "no redial at once: {actions:?}");
+        assert_eq!(b.status().failed_attempts, attempts);
+        let next = b.poll_timeout().expect("a retry or the deadline");
+        assert!(next > t, "backoff applies");
+        t = next;
+        b.handle_timeout(t);
+        match drain(&mut b).pop() {
+            Some(Action::Connect(c)) => conn = c.0,
+            Some(Action::Reply(CallId(1), reply)) => break reply,
+            other => panic!("{other:?}"),
+        }
+    };
+    // The read waited its one connect wait, not one per refusal.
+    assert_eq!(t, now + Duration::from_secs(10));
+    let Err(Failure { error, sent, .. }) = reply else {
+        panic!("a failure");
+    };
+    assert!(sent);
+    let text = error.to_string();
+    assert!(text.starts_with("daemon_unreachable: "), "{text}");
+    assert!(text.contains(REFUSED), "{text}");
+    assert!((10..=100).contains(&attempts), "{attempts} attempts");
+}
+
+#[test]
+fn a_silent_close_after_the_connection_proved_itself_is_only_a_loss() {
+    // Answered once: a later silent close is a daemon going away.
+    let (mut b, now) = connected(BridgeMode::Fixed);
+    b.refused(ConnId(1), REFUSED.into(), now);
+    assert_eq!(b.status().failed_attempts, 0);
+    assert!(b.poll_timeout().is_some(), "the reconnect delay");
+    // Up for a while without a word: the same.
+    let (mut b, now) = bridge(BridgeMode::Fixed);
+    drain(&mut b);
+    b.connected(ConnId(1), now);
+    b.refused(ConnId(1), REFUSED.into(), now + PROVEN_AFTER);
+    assert_eq!(b.status().failed_attempts, 0);
+    // An old connection's close does nothing.
+    b.refused(ConnId(1), REFUSED.into(), now + PROVEN_AFTER);
+    assert!(drain(&mut b).is_empty());
+}
+
 #[test]
 fn garbage_on_an_idle_connection_does_not_count_toward_the_streak() {
     let (mut b, now) = connected(BridgeMode::Fixed);

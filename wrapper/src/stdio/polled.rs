@@ -1,15 +1,11 @@
-//! stdin and stdout as reactor-driven streams.
+//! Pipes and sockets given as stdin/stdout, driven by the reactor (Unix).
 //!
-//! `tokio::io::stdin()`/`stdout()` perform every read, write and flush on
-//! tokio's blocking thread pool, so each message crosses threads several
-//! times; measured, that hand-off cost several times the daemon round trip.
 //! MCP clients give their servers pipes (Python, Rust) or socket pairs
 //! (Node's libuv), both of which epoll can watch, so for those the wrapper
 //! puts the descriptor in non-blocking mode and drives it from the runtime
-//! thread (tokio's `pipe` and `UnixStream` types). Anything else (a
-//! terminal, a regular file) keeps tokio's portable blocking implementation.
-//! The original descriptor flags are restored when the stream is dropped, so
-//! a parent sharing the descriptor is left as it was.
+//! thread (tokio's `pipe` and `UnixStream` types). The original descriptor
+//! flags are restored when the stream is dropped, so a parent sharing the
+//! descriptor is left as it was.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -61,96 +57,87 @@ fn socket(fd: OwnedFd) -> Option<UnixStream> {
     UnixStream::from_std(std).ok()
 }
 
-/// The process's standard input: reactor-driven when possible.
+/// Standard input as a pipe or socket the reactor drives, if it is one.
 #[derive(Debug)]
-pub enum Input {
+pub enum PolledInput {
     /// A pipe, read on the runtime thread.
     Pipe(pipe::Receiver, RestoreFlags),
     /// A socket (pair), read on the runtime thread.
     Socket(UnixStream, RestoreFlags),
-    /// Anything else, through tokio's blocking-pool reader.
-    Blocking(tokio::io::Stdin),
 }
 
-/// The process's standard output: reactor-driven when possible.
+/// Standard output as a pipe or socket the reactor drives, if it is one.
 #[derive(Debug)]
-pub enum Output {
+pub enum PolledOutput {
     /// A pipe, written on the runtime thread.
     Pipe(pipe::Sender, RestoreFlags),
     /// A socket (pair), written on the runtime thread.
     Socket(UnixStream, RestoreFlags),
-    /// Anything else, through tokio's blocking-pool writer.
-    Blocking(tokio::io::Stdout),
 }
 
-/// Standard input as an async stream (call inside the runtime).
-pub fn input() -> Input {
-    let reactor = pollable(io::stdin()).and_then(|(fd, is_socket, guard)| {
+/// Standard input, when it is a pipe or a socket (call inside the runtime).
+pub fn input() -> Option<PolledInput> {
+    pollable(io::stdin()).and_then(|(fd, is_socket, guard)| {
         if is_socket {
-            socket(fd).map(|s| Input::Socket(s, guard))
+            socket(fd).map(|s| PolledInput::Socket(s, guard))
         } else {
             pipe::Receiver::from_owned_fd(fd)
                 .ok()
-                .map(|p| Input::Pipe(p, guard))
+                .map(|p| PolledInput::Pipe(p, guard))
         }
-    });
-    reactor.unwrap_or_else(|| Input::Blocking(tokio::io::stdin()))
+    })
 }
 
-/// Standard output as an async stream (call inside the runtime).
-pub fn output() -> Output {
-    let reactor = pollable(io::stdout()).and_then(|(fd, is_socket, guard)| {
+/// Standard output, when it is a pipe or a socket (call inside the
+/// runtime).
+pub fn output() -> Option<PolledOutput> {
+    pollable(io::stdout()).and_then(|(fd, is_socket, guard)| {
         if is_socket {
-            socket(fd).map(|s| Output::Socket(s, guard))
+            socket(fd).map(|s| PolledOutput::Socket(s, guard))
         } else {
             pipe::Sender::from_owned_fd(fd)
                 .ok()
-                .map(|p| Output::Pipe(p, guard))
+                .map(|p| PolledOutput::Pipe(p, guard))
         }
-    });
-    reactor.unwrap_or_else(|| Output::Blocking(tokio::io::stdout()))
+    })
 }
 
-impl AsyncRead for Input {
+impl AsyncRead for PolledInput {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Input::Pipe(s, _) => Pin::new(s).poll_read(cx, buf),
-            Input::Socket(s, _) => Pin::new(s).poll_read(cx, buf),
-            Input::Blocking(s) => Pin::new(s).poll_read(cx, buf),
+            PolledInput::Pipe(s, _) => Pin::new(s).poll_read(cx, buf),
+            PolledInput::Socket(s, _) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
 
-impl AsyncWrite for Output {
+impl AsyncWrite for PolledOutput {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Output::Pipe(s, _) => Pin::new(s).poll_write(cx, buf),
-            Output::Socket(s, _) => Pin::new(s).poll_write(cx, buf),
-            Output::Blocking(s) => Pin::new(s).poll_write(cx, buf),
+            PolledOutput::Pipe(s, _) => Pin::new(s).poll_write(cx, buf),
+            PolledOutput::Socket(s, _) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Output::Pipe(s, _) => Pin::new(s).poll_flush(cx),
-            Output::Socket(s, _) => Pin::new(s).poll_flush(cx),
-            Output::Blocking(s) => Pin::new(s).poll_flush(cx),
+            PolledOutput::Pipe(s, _) => Pin::new(s).poll_flush(cx),
+            PolledOutput::Socket(s, _) => Pin::new(s).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Output::Pipe(s, _) => Pin::new(s).poll_shutdown(cx),
-            Output::Socket(s, _) => Pin::new(s).poll_shutdown(cx),
-            Output::Blocking(s) => Pin::new(s).poll_shutdown(cx),
+            PolledOutput::Pipe(s, _) => Pin::new(s).poll_shutdown(cx),
+            PolledOutput::Socket(s, _) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }
