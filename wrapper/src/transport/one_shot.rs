@@ -118,20 +118,24 @@ impl<'a> OneShot<'a> {
             .saturating_add(1);
         let mut lines = FramedRead::new(stream.take(cap), LineCodec::new(max_line));
         let mut heard = false;
-        while let Some(frame) = lines.next().await {
-            heard = true;
-            match frame? {
-                Frame::Line(line) => {
+        let ended = loop {
+            match lines.next().await {
+                Some(Ok(Frame::Line(line))) => {
+                    heard = true;
                     if let Some(value) = answer(&line) {
                         return Ok(value);
                     }
                 }
-                Frame::Oversized { .. } => return Err(OneShotError::TooLong(max_line)),
+                Some(Ok(Frame::Oversized { .. })) => return Err(OneShotError::TooLong(max_line)),
+                Some(Err(e)) => break OneShotError::Io(e),
+                None => break OneShotError::Closed,
             }
-        }
+        };
+        // Closed or reset without a word: on TCP, how the daemon turns a
+        // wrong token away.
         match self.endpoint.silent_close_reason() {
             Some(reason) if !heard => Err(OneShotError::ClosedAtOnce(reason)),
-            _ => Err(OneShotError::Closed),
+            _ => Err(ended),
         }
     }
 
