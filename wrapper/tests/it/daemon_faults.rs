@@ -40,7 +40,10 @@ fn one_connection(p: &common::Pair) {
     });
 }
 
-fn finish(mut p: common::Pair) {
+/// Ends the session: stdin closed, a clean exit, nothing unexpected on
+/// stdout. Its stderr is then complete, so log events can be checked
+/// after it.
+fn finish(p: &mut common::Pair) {
     p.wrapper.close_stdin();
     assert_eq!(p.wrapper.wait_exit(REPLY).expect("exit").code(), Some(0));
     let extra = p.wrapper.next_unmatched();
@@ -67,10 +70,10 @@ fn a_garbage_streak_fails_only_the_oldest_call() {
     p.daemon.resume().expect("resume");
     let new = p.wrapper.wait_response(&json!("new"), REPLY).expect("new");
     assert_eq!(ok_method(&new), "schema_list");
+    finish(&mut p);
     let streaks = events_named(&p.wrapper, "daemon_parse_error_streak");
     assert_eq!(streaks.len(), 1, "{streaks:?}");
     assert_eq!(streaks[0]["lines"], 4, "{streaks:?}");
-    finish(p);
 }
 
 #[test]
@@ -80,7 +83,7 @@ fn a_response_sliced_into_single_bytes_arrives_whole() {
     for _ in 0..3 {
         assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
     }
-    finish(p);
+    finish(&mut p);
 }
 
 #[test]
@@ -117,7 +120,7 @@ fn a_cut_response_replays_a_read_and_fails_a_write() {
     );
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
     one_connection(&p);
-    finish(p);
+    finish(&mut p);
 }
 
 #[test]
@@ -130,7 +133,7 @@ fn an_oversized_response_fails_that_call_only() {
         "{r}"
     );
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
-    finish(p);
+    finish(&mut p);
 }
 
 #[test]
@@ -141,7 +144,7 @@ fn replies_with_unknown_ids_and_duplicate_replies_are_ignored() {
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
     p.daemon.stray().expect("stray");
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
-    finish(p);
+    finish(&mut p);
 }
 
 #[test]
@@ -158,7 +161,7 @@ fn a_reply_to_a_cancelled_request_is_dropped() {
         .expect("cancel is in force");
     p.daemon.resume().expect("resume");
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
-    finish(p);
+    finish(&mut p);
 }
 
 #[test]
@@ -179,7 +182,7 @@ fn a_read_survives_two_drops_in_a_row_within_its_deadline() {
         .wait_response(&json!("read"), REPLY)
         .expect("answer");
     assert_eq!(ok_method(&r), "schema_list", "{r}");
-    finish(p);
+    finish(&mut p);
 }
 
 #[test]
@@ -198,6 +201,7 @@ fn a_call_after_the_daemon_returns_does_not_wait_out_the_backoff() {
     });
     p.daemon.up().expect("up");
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
+    finish(&mut p);
     // The socket's appearance brings the attempt (the endpoint watch), or,
     // if the watch had not seen it yet, the call hurries it.
     let hurried = events_named(&p.wrapper, "connect_hurried");
@@ -209,7 +213,6 @@ fn a_call_after_the_daemon_returns_does_not_wait_out_the_backoff() {
     for e in &hurried {
         assert!(e["earlier_by_ms"].is_u64(), "{hurried:?}");
     }
-    finish(p);
 }
 
 #[test]
@@ -242,5 +245,5 @@ fn a_slow_daemon_that_sends_anything_keeps_its_connection_a_silent_one_loses_it(
     assert_eq!(ok_method(&topology(&mut p.wrapper)), "topology");
     assert!(accepted(&p) > before, "the silent connection was replaced");
     one_connection(&p);
-    finish(p);
+    finish(&mut p);
 }

@@ -166,8 +166,11 @@ fn a_wrong_token_fails_the_call_at_its_connect_wait_naming_the_file_and_the_righ
     );
     assert!(text.contains("within 1.5 s"), "{text}");
     assert!(text.contains(&reason), "{text}");
-    let failures = common::events_named(&w, "connect_failed");
-    assert!(!failures.is_empty(), "no connect_failed event");
+    // Logged before the reply, but stderr is read on its own.
+    let failures = common::eventually("a connect_failed event", || {
+        let failures = common::events_named(&w, "connect_failed");
+        (!failures.is_empty()).then_some(failures)
+    });
     for failure in &failures {
         assert_eq!(failure["error"], reason.as_str(), "{failure}");
         // The backoff applies to every refusal: no spin.

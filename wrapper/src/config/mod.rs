@@ -1,0 +1,245 @@
+//! Command line and environment: every setting is a flag that can also come
+//! from an environment variable (the flag wins), validated before anything
+//! else happens.
+//!
+//! Each default is declared once, as a constant beside what it configures
+//! (the bridge's timings in [`crate::bridge::policy`], the line cap in
+//! [`crate::codec`], ...), and the flags below name those constants. An
+//! empty value, which host configurations often hold, means the default.
+//! [`Args::resolve`] turns the flags into a [`Config`] or a typed
+//! [`ConfigError`] without touching the file system; finding the CLIs on
+//! disk is a step of its own ([`Installation::locate`]).
+//!
+//! The settings come in groups by area, each a struct of its own flattened
+//! into [`Args`] and building its part of the [`Config`]: where the daemon
+//! is ([`DaemonArgs`]), how the bridge waits for it ([`BridgeArgs`]), the
+//! session's limits ([`SessionArgs`]), the log ([`LogArgs`]) and iai-mcp's
+//! own programs ([`CliArgs`]). Adding a setting touches its group only. The
+//! value types and their parsers are in `values`.
+
+mod bridge;
+mod cli;
+mod daemon;
+mod log;
+mod session;
+mod values;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use thiserror::Error;
+
+use crate::bridge::{Policy, PolicyError};
+use crate::degraded::DegradedConfig;
+use crate::install::hosts::Host;
+use crate::lifecycle::doctor::DoctorConfig;
+use crate::platform::Platform;
+use crate::programs::Installation;
+use crate::transport::{Endpoint, EndpointError};
+
+pub use self::bridge::BridgeArgs;
+pub use self::cli::CliArgs;
+pub use self::daemon::DaemonArgs;
+pub use self::log::{LogArgs, LogSettings};
+pub use self::session::SessionArgs;
+pub use self::values::{EmptyIsDefault, Millis, Switch, TcpPort, TransportSetting};
+
+/// The text `--version` prints: this release and the iai-mcp release it
+/// stands in for.
+fn version_text() -> &'static str {
+    let description = crate::mcp::protocol::description();
+    description
+        .strip_prefix("iai-mcp-wrapper ")
+        .unwrap_or(description)
+}
+
+/// MCP stdio server for iai-mcp: forwards tool calls to the iai-mcp daemon
+/// (Unix socket, or loopback TCP with a token), waiting out daemon restarts
+/// instead of failing, and answering the memory tools through the `iai` CLI
+/// while the daemon is down.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "iai-mcp-wrapper", version = version_text(), about, long_about = None, args_conflicts_with_subcommands = true)]
+pub struct Args {
+    /// Where the daemon listens and the lifecycle files go.
+    #[command(flatten)]
+    pub daemon: DaemonArgs,
+
+    /// The bridge's mode and timings.
+    #[command(flatten)]
+    pub bridge: BridgeArgs,
+
+    /// The session's intervals and sizes.
+    #[command(flatten)]
+    pub session: SessionArgs,
+
+    /// The log.
+    #[command(flatten)]
+    pub log: LogArgs,
+
+    /// iai-mcp's CLIs: degraded mode, the doctor, the installation, the
+    /// store.
+    #[command(flatten)]
+    pub cli: CliArgs,
+
+    /// Report whether the daemon is reachable (and its release beside the
+    /// tool table's), every setting in effect, what is served and where the
+    /// lifecycle files go, then exit (0 when the daemon answered, 1
+    /// otherwise).
+    #[arg(long)]
+    pub check: bool,
+
+    /// Instead of serving: edit MCP hosts' configuration files.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What the binary can do besides serving MCP (which it does when no
+/// command is given, as MCP hosts start it).
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Command {
+    /// Point the iai-mcp entries in MCP hosts' configuration files at this
+    /// binary, keeping every other field; the file as it was is kept beside
+    /// it as FILE.iai-mcp-wrapper.bak
+    Install(HostChoice),
+    /// Give the entries switched by `install` back what they ran before,
+    /// from the backup
+    Uninstall(HostChoice),
+    /// List, per host, which wrapper each iai-mcp entry runs, then the
+    /// daemon's release beside the tool table's (exit 0 when every entry
+    /// runs this binary)
+    Status {
+        /// Only this host (repeat for several) [default: every host]
+        #[arg(long = "host", value_enum, value_name = "NAME")]
+        hosts: Vec<Host>,
+    },
+}
+
+/// Which hosts to edit, and whether to write.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HostChoice {
+    /// Only this host (repeat for several) [default: every host]
+    #[arg(long = "host", value_enum, value_name = "NAME")]
+    pub hosts: Vec<Host>,
+    /// Print, per file, the change that would be made; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// A setting that cannot be used.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// A default path needs the user's profile directory (`$HOME`, or
+    /// `%USERPROFILE%` on Windows) and it is not known.
+    #[error("{variable} is not set: pass --{flag} (or its environment variable)")]
+    NoHome {
+        /// The variable that names the profile directory.
+        variable: &'static str,
+        /// The flag that makes it unnecessary.
+        flag: &'static str,
+    },
+    /// No daemon endpoint can be chosen.
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    /// The socket path is longer than a Unix socket address allows.
+    #[error("socket path {path:?} is {len} bytes; Unix socket paths are limited to {max} bytes")]
+    SocketPathTooLong {
+        /// The path given.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit on this system.
+        max: usize,
+    },
+    /// A timing is out of range.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// A size or interval that must be positive is zero.
+    #[error("--{0} must be greater than zero")]
+    Zero(&'static str),
+}
+
+/// What the settings are resolved against, besides the flags: read by the
+/// binary from its process, given by tests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Environment {
+    /// The user's profile directory (`$HOME`; on Windows `%USERPROFILE%`,
+    /// see [`Platform::profile_dir`]), where the daemon's base directory
+    /// is by default.
+    pub home: Option<PathBuf>,
+    /// The directory of this binary (a wheel installed into iai-mcp's
+    /// environment puts it beside the CLIs).
+    pub wrapper_dir: Option<PathBuf>,
+    /// Whose conventions apply (default endpoint, program file names).
+    pub platform: Platform,
+}
+
+/// Validated settings, ready to build the wrapper from.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the daemon listens.
+    pub endpoint: Endpoint,
+    /// Heartbeat and wake-file directory.
+    pub state_dir: PathBuf,
+    /// The daemon's store (`IAI_MCP_STORE`, default `$HOME/.iai-mcp`):
+    /// where its state file is, and the store its process title names.
+    pub store: Option<PathBuf>,
+    /// Bridge behaviour.
+    pub policy: Policy,
+    /// Heartbeat refresh interval.
+    pub heartbeat_interval: Duration,
+    /// Grace for calls in flight at exit.
+    pub shutdown_grace: Duration,
+    /// Line size cap.
+    pub max_line_bytes: usize,
+    /// Degraded mode through the CLI.
+    pub degraded: DegradedConfig,
+    /// Doctor probe and auto-heal.
+    pub doctor: DoctorConfig,
+    /// Where bare CLI names are looked for.
+    pub installation: Installation,
+    /// The log.
+    pub log: LogSettings,
+    /// Run the `--check` report instead of serving.
+    pub check: bool,
+}
+
+impl Args {
+    /// Resolves defaults against `env` and validates everything; touches
+    /// nothing outside its arguments. Each group of settings builds its
+    /// part of the [`Config`].
+    pub fn resolve(self, env: &Environment) -> Result<Config, ConfigError> {
+        let base = env.home.as_ref().map(|h| h.join(".iai-mcp"));
+        let places = self.daemon.resolve(env, base.as_deref())?;
+        let session = self.session.resolve()?;
+        let policy = self.bridge.policy()?;
+        let cli = self.cli.resolve(
+            env,
+            base.as_deref(),
+            places.socket_path.as_deref(),
+            policy.mode(),
+        )?;
+        Ok(Config {
+            endpoint: places.endpoint,
+            state_dir: places.state_dir,
+            store: cli.store,
+            policy,
+            heartbeat_interval: session.heartbeat_interval,
+            shutdown_grace: session.shutdown_grace,
+            max_line_bytes: session.max_line_bytes,
+            degraded: cli.degraded,
+            doctor: cli.doctor,
+            installation: cli.installation,
+            log: self.log.resolve(),
+            check: self.check,
+        })
+    }
+}
+
+/// A path setting's value, if one was given (empty means unset).
+fn given(value: Option<String>) -> Option<PathBuf> {
+    value.filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests;
