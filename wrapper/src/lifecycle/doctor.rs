@@ -5,7 +5,9 @@
 //! `iai-mcp doctor --auto` does, by starting it in a session of its own.
 //! The wrapper runs it once the daemon has been unreachable for
 //! [`DoctorConfig::heal_after`], after checking that the endpoint it
-//! actually dials still does not answer, and at most once per
+//! actually dials still does not answer by the wake-up's rule (3.3.0's: 3
+//! probes of 3 s, 2 s apart, so that a daemon that is only slow to answer
+//! or still starting is not restarted), and at most once per
 //! [`HEAL_COOLDOWN`] across every wrapper sharing the state directory (a
 //! stamp file under an exclusive lock), so that many sessions do not all
 //! restart the daemon. Neither the probe nor the heal ever delays an MCP
@@ -19,6 +21,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
 use super::files;
+use super::wake::{ProbeRule, daemon_answers};
 use crate::bridge::LinkStatus;
 use crate::logging::{event, millis};
 use crate::process::{self, CliCommand, RunError};
@@ -39,8 +42,6 @@ pub const HEAL_LIMIT: Duration = Duration::from_secs(60);
 /// Least time between two auto-heals started by wrappers sharing a state
 /// directory (the same damping `doctor --auto` applies to itself).
 pub const HEAL_COOLDOWN: Duration = Duration::from_secs(6 * 3600);
-/// How long the pre-heal probe of the endpoint may take.
-pub const HEAL_PROBE_LIMIT: Duration = Duration::from_secs(1);
 /// While the daemon stays down after a heal attempt (made here, skipped for
 /// the cooldown, or failed), how often to try again: a long session still
 /// heals a daemon that dies hours after the last heal.
@@ -178,11 +179,21 @@ pub async fn heal_when_down(
     }
 }
 
+/// Whether the daemon at `endpoint` still counts as down: no probe of
+/// `rule` connected. `doctor --auto` restarts the daemon, so one slow
+/// answer must not be taken for a dead daemon.
+async fn still_down(endpoint: &Endpoint, rule: ProbeRule) -> bool {
+    !daemon_answers(rule, |limit| async move {
+        endpoint.connect(limit).await.is_ok()
+    })
+    .await
+}
+
 /// One heal attempt: probe, claim the cooldown, run `doctor --auto`.
 async fn heal(config: &DoctorConfig, state_dir: &Path, endpoint: &Endpoint) {
     let command = config.command(&["doctor", "--auto"], HEAL_LIMIT);
     let shown = command.display();
-    if endpoint.connect(HEAL_PROBE_LIMIT).await.is_ok() {
+    if !still_down(endpoint, ProbeRule::default()).await {
         tracing::info!(
             event = event::DOCTOR_RUN,
             mode = "heal",
@@ -338,6 +349,37 @@ fn lock_stamp(stamp: &Path) -> std::io::Result<Option<LockedStamp>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[tokio::test(start_paused = true)]
+    async fn a_daemon_that_binds_between_probes_is_not_healed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("d.sock");
+        let endpoint = Endpoint::Unix(path.clone());
+        // The first probe finds no socket; the daemon binds during the
+        // pause before the second.
+        let binds = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            tokio::net::UnixListener::bind(&path).expect("bind")
+        });
+        let started = tokio::time::Instant::now();
+        let probing = still_down(&endpoint, ProbeRule::default());
+        let (down, listener) = tokio::join!(probing, binds);
+        let _listener = listener.expect("bound");
+        assert!(!down, "the second probe connects");
+        assert_eq!(started.elapsed(), ProbeRule::default().delay);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test(start_paused = true)]
+    async fn a_daemon_down_through_every_probe_is_down() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let endpoint = Endpoint::Unix(dir.path().join("absent.sock"));
+        let started = tokio::time::Instant::now();
+        assert!(still_down(&endpoint, ProbeRule::default()).await);
+        // Three probes, two pauses between them.
+        assert_eq!(started.elapsed(), ProbeRule::default().delay * 2);
+    }
 
     #[test]
     fn the_cooldown_allows_one_heal_per_period() {
