@@ -336,12 +336,7 @@ async fn read_store(store: &Path) -> StoreFiles {
     let store = store.to_owned();
     let fallback = store.clone();
     tokio::task::spawn_blocking(move || {
-        use std::io::Read;
-        let state = std::fs::File::open(daemon_process::state_file(&store)).and_then(|file| {
-            let mut text = String::new();
-            file.take(MAX_STATE_FILE).read_to_string(&mut text)?;
-            Ok(text)
-        });
+        let state = read_state_file(&daemon_process::state_file(&store));
         let resolved = std::fs::canonicalize(&store).unwrap_or(store);
         StoreFiles { state, resolved }
     })
@@ -350,6 +345,21 @@ async fn read_store(store: &Path) -> StoreFiles {
         state: Err(std::io::Error::other(e)),
         resolved: fallback,
     })
+}
+
+/// The state file's text, at most [`MAX_STATE_FILE`] bytes of it. Only a
+/// regular file is opened: opening a FIFO put at its path would wait for
+/// a writer, and the wake-up with it.
+fn read_state_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_STATE_FILE)
+        .read_to_string(&mut text)?;
+    Ok(text)
 }
 
 /// `launchctl kickstart gui/<uid>/com.iai-mcp.daemon`, bounded.

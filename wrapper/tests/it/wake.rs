@@ -436,6 +436,28 @@ async fn a_missing_or_garbage_state_file_counts_as_no_daemon() {
 }
 
 #[tokio::test]
+async fn a_fifo_at_the_state_file_is_not_waited_on() {
+    let _serial = serial().await;
+    let bench = Bench::new();
+    let path = bench.store().join(".daemon-state.json");
+    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let settings = bench.macos(bench.ps_printing("unused"), bench.launchctl_ok());
+
+    // Opening the FIFO would wait for a writer that never comes.
+    let report = bench.wake(&settings).await;
+
+    bench.assert_wake_file(&report);
+    let Kickstart::Sent { because } = &report.kickstart else {
+        panic!("expected a kickstart: {report:?}");
+    };
+    assert!(
+        matches!(because, NotRunning::StateFileUnreadable { .. }),
+        "{because:?}"
+    );
+    assert_eq!(bench.args("launchctl").expect("launchctl ran"), KICKSTART);
+}
+
+#[tokio::test]
 async fn no_known_store_counts_as_no_daemon() {
     let _serial = serial().await;
     let bench = Bench::new();
