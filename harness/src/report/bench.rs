@@ -563,7 +563,50 @@ fn one_line(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::write_table;
+    use crate::bench::CpuShare;
     use crate::bench::results::tests::sample_report;
+
+    /// The figures table of the sample report, every section present (cold
+    /// start, sequential latency, throughput, CPU, peak RSS, recovery,
+    /// failed calls), byte for byte.
+    #[test]
+    fn figures_table_renders_every_section() {
+        let mut report = sample_report();
+        // CPU shares under load, and a recovery with a figure and a failure.
+        let wrapper = &mut report.subjects[1];
+        wrapper.pipelined[1].cpu = Some(CpuShare {
+            client_pct: Some(95.0),
+            subject_pct: Some(60.4),
+            daemon_pct: None,
+        });
+        if let Some(recovery) = &mut wrapper.recovery {
+            recovery.failures = 1;
+        }
+        let mut text = String::new();
+        write_table(&mut text, report.figure_rows());
+        let expected = concat!(
+            "| figure                                                   |           floor |                 wrapper |               node\\|js |\n",
+            "| -------------------------------------------------------- | --------------: | ----------------------: | ---------------------: |\n",
+            "| cold start → initialize answered, median                 |               – |                 1.50 ms |             failed 2/2 |\n",
+            "| cold start → tools/list answered, median                 |               – |                 2.00 ms |             failed 2/2 |\n",
+            "| cold start → tools/list answered, max                    |               – |                 3.00 ms |             failed 2/2 |\n",
+            "| sequential latency p50                                   |         10.0 µs |         15.0 µs (1.50×) |        40.0 µs (4.00×) |\n",
+            "| sequential latency p99                                   |         50.0 µs |         90.0 µs (1.80×) |       100.0 µs (2.00×) |\n",
+            "| sequential latency max                                   |         50.0 µs |         90.0 µs (1.80×) |       100.0 µs (2.00×) |\n",
+            "| throughput, 1 in flight                                  |  50,000 calls/s |  30,000 calls/s (0.60×) |                      – |\n",
+            "| throughput, 64 in flight                                 | 200,000 calls/s | 150,000 calls/s (0.75×) |                      – |\n",
+            "| CPU during sequential (client / subject / daemon)        |   40% / – / 35% |                       – |                      – |\n",
+            "| CPU at 1 in flight (client / subject / daemon)           |               – |                       – |                      – |\n",
+            "| CPU at 64 in flight (client / subject / daemon)          |               – |           95% / 60% / – |                      – |\n",
+            "| peak RSS (VmHWM) after load                              |               – |                  4.1 MB |                51.2 MB |\n",
+            "| recovery, DROP → successful call, median                 |               – |    300.0 µs; 1/2 failed | –; 2/2 failed; gave up |\n",
+            "| recovery, DROP → successful call, max                    |               – |    400.0 µs; 1/2 failed | –; 2/2 failed; gave up |\n",
+            "| recovery, DROPPED acknowledged → successful call, median |               – |    200.0 µs; 1/2 failed | –; 2/2 failed; gave up |\n",
+            "| failed calls (sequential + pipelined)                    |               0 |                       0 |                      1 |\n",
+        );
+        assert_eq!(text, expected, "{text}");
+    }
 
     #[test]
     fn markdown_tables_line_up_with_ratios() {

@@ -691,6 +691,7 @@ fn peak_in_window(times: impl Iterator<Item = u64>, window: Duration) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wrapper_log::CONNECT_ATTEMPT;
     use super::*;
 
     #[test]
@@ -711,6 +712,141 @@ mod tests {
         assert_eq!(spread(50, 25), Some(true));
         assert_eq!(spread(50, 26), Some(false));
         assert_eq!(spread(MIN_SPREAD_WRAPPERS - 1, 19), None);
+    }
+
+    /// A wrapper's log event `event`, logged `at_ms` after `wall`.
+    fn event(wall: SystemTime, at_ms: u64, event: &str, failures: u64) -> String {
+        let at = humantime::format_rfc3339_micros(wall + Duration::from_millis(at_ms));
+        format!(r#"{{"timestamp":"{at}","event":"{event}","failures":{failures}}}"#)
+    }
+
+    /// The report of a herd of two through both faults, a failure in each,
+    /// byte for byte as JSON.
+    #[test]
+    fn the_report_follows_the_faults_and_the_logs() {
+        let (t0, wall) = (
+            Instant::now(),
+            UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        );
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let at_wall = |ms: u64| wall + Duration::from_millis(ms);
+        let made = |fault, began, ended, settled, conns_after| Made {
+            fault,
+            began: at(began),
+            began_wall: at_wall(began),
+            ended: at(ended),
+            ended_wall: at_wall(ended),
+            settled: at(settled),
+            settled_wall: at_wall(settled),
+            conns_after,
+        };
+        let made = [
+            made(HerdFault::DropAll, 100, 101, 150, 3),
+            made(HerdFault::DownUp, 200, 300, 400, 2),
+        ];
+        let call = |sent, answered, outcome| Call {
+            span: Span {
+                sent: at(sent),
+                answered: at(answered),
+            },
+            outcome,
+        };
+        let unreachable = || CallOutcome::ToolError("daemon_unreachable: not connected".into());
+        let first = Log {
+            calls: vec![
+                call(50, 51, CallOutcome::Ok),
+                call(100, 102, CallOutcome::Ok),
+                call(210, 211, unreachable()),
+                call(250, 310, CallOutcome::Ok),
+            ],
+            extra_answers: 1,
+            defects: Vec::new(),
+            stderr: [
+                event(wall, 0, CONNECT_ATTEMPT, 0),
+                event(wall, 205, CONNECT_FAILED, 1),
+                event(wall, 215, CONNECT_FAILED, 2),
+                event(wall, 305, CONNECT_FAILED, 3),
+            ]
+            .join("\n"),
+            gone: None,
+        };
+        let second = Log {
+            calls: vec![
+                call(60, 61, CallOutcome::Ok),
+                call(105, 135, CallOutcome::NoResponse),
+                call(140, 141, CallOutcome::Ok),
+                call(260, 330, CallOutcome::Ok),
+            ],
+            extra_answers: 0,
+            defects: vec!["a line that is not JSON".to_owned()],
+            stderr: [
+                event(wall, 206, CONNECT_FAILED, 1),
+                event(wall, 216, CONNECT_FAILED, 2),
+                event(wall, 250, CONNECT_FAILED, 3),
+            ]
+            .join("\n"),
+            gone: Some("stdout closed".to_owned()),
+        };
+        let accepts = [101_500, 102_000, 141_000, 301_000, 302_000, 303_000]
+            .map(|us| micros(wall + Duration::from_micros(us)));
+        let herd = Herd {
+            wrappers: 2,
+            others: 1,
+        };
+        let report = judge(
+            &HerdConfig::default(),
+            herd,
+            &made,
+            &accepts,
+            &[first, second],
+        );
+        let json = serde_json::to_string_pretty(&report).unwrap();
+        let expected = r##"{
+  "mode": null,
+  "wrappers": 2,
+  "others": 1,
+  "calls": 8,
+  "unanswered": 1,
+  "extra_answers": 1,
+  "faults": [
+    {
+      "fault": "drop-all",
+      "calls": 3,
+      "failed": 1,
+      "first_failure": "wrapper 1: no_response",
+      "cause": "no-answer",
+      "recovered": 2,
+      "all_recovered_ms": 40.0,
+      "peak_accepts": 3,
+      "refused_after": 0,
+      "conns_after": 3
+    },
+    {
+      "fault": "down-up",
+      "calls": 3,
+      "failed": 1,
+      "first_failure": "wrapper 0: tool_error (daemon_unreachable: not connected)",
+      "cause": "connect-failure",
+      "recovered": 2,
+      "all_recovered_ms": 30.0,
+      "peak_accepts": 3,
+      "refused_after": 1,
+      "conns_after": 2
+    }
+  ],
+  "dials_while_down": 5,
+  "peak_dials": 2,
+  "window_ms": 10.0,
+  "max_dial_fraction": 0.5,
+  "defects": [
+    "a line that is not JSON"
+  ],
+  "gone": [
+    "wrapper 1: stdout closed"
+  ],
+  "wrapper_stderr_tail": "{\"timestamp\":\"2027-01-15T08:00:00.000000Z\",\"event\":\"connect_attempt\",\"failures\":0}\n{\"timestamp\":\"2027-01-15T08:00:00.205000Z\",\"event\":\"connect_failed\",\"failures\":1}\n{\"timestamp\":\"2027-01-15T08:00:00.215000Z\",\"event\":\"connect_failed\",\"failures\":2}\n{\"timestamp\":\"2027-01-15T08:00:00.305000Z\",\"event\":\"connect_failed\",\"failures\":3}"
+}"##;
+        assert_eq!(json, expected, "{json}");
     }
 
     #[test]
