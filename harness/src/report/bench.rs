@@ -135,13 +135,32 @@ impl BenchReport {
         std::iter::once(label).chain(cells).collect()
     }
 
-    /// The figures table, header first.
+    /// The figures table, header first, one section after another: cold
+    /// start, sequential latency, throughput, CPU under load, peak memory,
+    /// recovery and failed calls.
     fn figure_rows(&self) -> Vec<Vec<String>> {
-        let floor = self.subjects.iter().find(|s| s.kind == SubjectKind::Floor);
-        // The floor to compare `s` with; none for the floor itself.
-        let floor_of = |s: &SubjectReport| floor.filter(|_| s.kind != SubjectKind::Floor);
         let mut rows = vec![self.row("figure".to_owned(), |s| Some(cell_text(&s.name)))];
-        let cold: [Labelled<ColdStartStats, Option<u64>>; 3] = [
+        rows.extend(self.cold_start_rows());
+        rows.extend(self.latency_rows());
+        rows.extend(self.throughput_rows());
+        rows.extend(self.cpu_rows());
+        rows.push(self.peak_rss_row());
+        rows.extend(self.recovery_rows());
+        rows.push(self.failed_calls_row());
+        rows
+    }
+
+    /// The floor to compare `s` with (the ratios in parentheses); none for
+    /// the floor itself.
+    fn floor_of(&self, s: &SubjectReport) -> Option<&SubjectReport> {
+        let floor = self.subjects.iter().find(|s| s.kind == SubjectKind::Floor);
+        floor.filter(|_| s.kind != SubjectKind::Floor)
+    }
+
+    /// The cold-start rows: how long a new subject took to answer
+    /// `initialize` and `tools/list`, or how many of its starts failed.
+    fn cold_start_rows(&self) -> Vec<Vec<String>> {
+        let figures: [Labelled<ColdStartStats, Option<u64>>; 3] = [
             Labelled {
                 label: "initialize answered, median",
                 figure: |c| Some(c.initialize?.p50_ns),
@@ -155,13 +174,21 @@ impl BenchReport {
                 figure: |c| Some(c.tools_list?.max_ns),
             },
         ];
-        for Labelled { label, figure } in cold {
-            rows.push(self.row(format!("cold start → {label}"), |s| {
-                let c = s.cold_start.as_ref()?;
-                let failed = || format!("failed {}/{}", c.failures, c.attempts);
-                Some(figure(c).map_or_else(failed, format_ns))
-            }));
-        }
+        figures
+            .into_iter()
+            .map(|Labelled { label, figure }| {
+                self.row(format!("cold start → {label}"), |s| {
+                    let c = s.cold_start.as_ref()?;
+                    let failed = || format!("failed {}/{}", c.failures, c.attempts);
+                    Some(figure(c).map_or_else(failed, format_ns))
+                })
+            })
+            .collect()
+    }
+
+    /// The sequential latency rows (p50, p99, max), each with its ratio to
+    /// the floor's.
+    fn latency_rows(&self) -> Vec<Vec<String>> {
         let latency = |s: &SubjectReport| s.sequential.as_ref()?.latency;
         let stats: [Labelled<Summary, u64>; 3] = [
             Labelled {
@@ -177,39 +204,65 @@ impl BenchReport {
                 figure: |s| s.max_ns,
             },
         ];
-        for Labelled {
-            label,
-            figure: stat,
-        } in stats
-        {
-            rows.push(self.row(format!("sequential latency {label}"), |s| {
-                let value = stat(&latency(s)?);
-                let f = floor_of(s).and_then(latency);
-                let r = f.and_then(|f| ratio(value as f64, stat(&f) as f64));
-                Some(with_ratio(format_ns(value), r))
-            }));
-        }
-        for Phase { name: phase, depth } in self.phases() {
-            let Some(depth) = depth else { continue };
-            rows.push(self.row(format!("throughput, {phase}"), |s| {
-                let rate = format_rate(s.throughput_at(depth)?.calls_per_sec);
-                Some(with_ratio(rate, throughput_ratio(s, floor_of(s), depth)))
-            }));
-        }
-        for Phase { name: phase, depth } in self.phases() {
-            let at = if depth.is_some() { "at" } else { "during" };
-            let label = format!("CPU {at} {phase} (client / subject / daemon)");
-            rows.push(self.row(label, |s| {
-                let cpu = s.load(depth)?.cpu?;
-                let pct = |p: Option<f64>| p.map_or(DASH.into(), |p| format!("{p:.0}%"));
-                let cells = [cpu.client_pct, cpu.subject_pct, cpu.daemon_pct].map(pct);
-                Some(cells.join(" / "))
-            }));
-        }
-        rows.push(self.row("peak RSS (VmHWM) after load".to_owned(), |s| {
+        stats
+            .into_iter()
+            .map(|Labelled { label, figure }| {
+                self.row(format!("sequential latency {label}"), |s| {
+                    let value = figure(&latency(s)?);
+                    let f = self.floor_of(s).and_then(latency);
+                    let r = f.and_then(|f| ratio(value as f64, figure(&f) as f64));
+                    Some(with_ratio(format_ns(value), r))
+                })
+            })
+            .collect()
+    }
+
+    /// The throughput rows, one per pipelined depth, each with its ratio to
+    /// the floor's.
+    fn throughput_rows(&self) -> Vec<Vec<String>> {
+        self.phases()
+            .into_iter()
+            .filter_map(|Phase { name: phase, depth }| {
+                let depth = depth?;
+                Some(self.row(format!("throughput, {phase}"), |s| {
+                    let rate = format_rate(s.throughput_at(depth)?.calls_per_sec);
+                    let r = throughput_ratio(s, self.floor_of(s), depth);
+                    Some(with_ratio(rate, r))
+                }))
+            })
+            .collect()
+    }
+
+    /// The CPU rows, one per phase: the shares of a CPU the client, the
+    /// subject and the daemon used while it ran.
+    fn cpu_rows(&self) -> Vec<Vec<String>> {
+        self.phases()
+            .into_iter()
+            .map(|Phase { name: phase, depth }| {
+                let at = if depth.is_some() { "at" } else { "during" };
+                let label = format!("CPU {at} {phase} (client / subject / daemon)");
+                self.row(label, |s| {
+                    let cpu = s.load(depth)?.cpu?;
+                    let pct = |p: Option<f64>| p.map_or(DASH.into(), |p| format!("{p:.0}%"));
+                    let cells = [cpu.client_pct, cpu.subject_pct, cpu.daemon_pct].map(pct);
+                    Some(cells.join(" / "))
+                })
+            })
+            .collect()
+    }
+
+    /// The memory row: the subject's peak resident set once the load ran.
+    fn peak_rss_row(&self) -> Vec<String> {
+        self.row("peak RSS (VmHWM) after load".to_owned(), |s| {
             Some(format_bytes(s.peak_rss_kib? * 1024))
-        }));
-        let recovery: [Labelled<RecoveryStats, Option<u64>>; 3] = [
+        })
+    }
+
+    /// The recovery rows: how long after the daemon dropped its connections
+    /// a call succeeded again, with the attempts that failed and whether
+    /// the phase gave up.
+    fn recovery_rows(&self) -> Vec<Vec<String>> {
+        let figures: [Labelled<RecoveryStats, Option<u64>>; 3] = [
             Labelled {
                 label: "DROP → successful call, median",
                 figure: |r| Some(r.from_drop?.p50_ns),
@@ -223,25 +276,32 @@ impl BenchReport {
                 figure: |r| Some(r.from_dropped_ack?.p50_ns),
             },
         ];
-        for Labelled { label, figure } in recovery {
-            rows.push(self.row(format!("recovery, {label}"), |s| {
-                let r = s.recovery.as_ref()?;
-                let mut cell = figure(r).map_or(DASH.into(), format_ns);
-                if r.failures > 0 {
-                    let _ = write!(cell, "; {}/{} failed", r.failures, r.attempts);
-                }
-                if r.abandoned.is_some() {
-                    cell.push_str("; gave up");
-                }
-                Some(cell)
-            }));
-        }
+        figures
+            .into_iter()
+            .map(|Labelled { label, figure }| {
+                self.row(format!("recovery, {label}"), |s| {
+                    let r = s.recovery.as_ref()?;
+                    let mut cell = figure(r).map_or(DASH.into(), format_ns);
+                    if r.failures > 0 {
+                        let _ = write!(cell, "; {}/{} failed", r.failures, r.attempts);
+                    }
+                    if r.abandoned.is_some() {
+                        cell.push_str("; gave up");
+                    }
+                    Some(cell)
+                })
+            })
+            .collect()
+    }
+
+    /// The failed-calls row: the calls of the sequential and pipelined
+    /// phases answered with an error.
+    fn failed_calls_row(&self) -> Vec<String> {
         let label = "failed calls (sequential + pipelined)".to_owned();
-        rows.push(self.row(label, |s| {
+        self.row(label, |s| {
             let pipelined: usize = s.pipelined.iter().map(|t| t.failures).sum();
             Some((s.sequential.as_ref().map_or(0, |q| q.failures) + pipelined).to_string())
-        }));
-        rows
+        })
     }
 
     /// The outage table, header first: the outage phase's figures, then
@@ -563,7 +623,50 @@ fn one_line(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::write_table;
+    use crate::bench::CpuShare;
     use crate::bench::results::tests::sample_report;
+
+    /// The figures table of the sample report, every section present (cold
+    /// start, sequential latency, throughput, CPU, peak RSS, recovery,
+    /// failed calls), byte for byte.
+    #[test]
+    fn figures_table_renders_every_section() {
+        let mut report = sample_report();
+        // CPU shares under load, and a recovery with a figure and a failure.
+        let wrapper = &mut report.subjects[1];
+        wrapper.pipelined[1].cpu = Some(CpuShare {
+            client_pct: Some(95.0),
+            subject_pct: Some(60.4),
+            daemon_pct: None,
+        });
+        if let Some(recovery) = &mut wrapper.recovery {
+            recovery.failures = 1;
+        }
+        let mut text = String::new();
+        write_table(&mut text, report.figure_rows());
+        let expected = concat!(
+            "| figure                                                   |           floor |                 wrapper |               node\\|js |\n",
+            "| -------------------------------------------------------- | --------------: | ----------------------: | ---------------------: |\n",
+            "| cold start → initialize answered, median                 |               – |                 1.50 ms |             failed 2/2 |\n",
+            "| cold start → tools/list answered, median                 |               – |                 2.00 ms |             failed 2/2 |\n",
+            "| cold start → tools/list answered, max                    |               – |                 3.00 ms |             failed 2/2 |\n",
+            "| sequential latency p50                                   |         10.0 µs |         15.0 µs (1.50×) |        40.0 µs (4.00×) |\n",
+            "| sequential latency p99                                   |         50.0 µs |         90.0 µs (1.80×) |       100.0 µs (2.00×) |\n",
+            "| sequential latency max                                   |         50.0 µs |         90.0 µs (1.80×) |       100.0 µs (2.00×) |\n",
+            "| throughput, 1 in flight                                  |  50,000 calls/s |  30,000 calls/s (0.60×) |                      – |\n",
+            "| throughput, 64 in flight                                 | 200,000 calls/s | 150,000 calls/s (0.75×) |                      – |\n",
+            "| CPU during sequential (client / subject / daemon)        |   40% / – / 35% |                       – |                      – |\n",
+            "| CPU at 1 in flight (client / subject / daemon)           |               – |                       – |                      – |\n",
+            "| CPU at 64 in flight (client / subject / daemon)          |               – |           95% / 60% / – |                      – |\n",
+            "| peak RSS (VmHWM) after load                              |               – |                  4.1 MB |                51.2 MB |\n",
+            "| recovery, DROP → successful call, median                 |               – |    300.0 µs; 1/2 failed | –; 2/2 failed; gave up |\n",
+            "| recovery, DROP → successful call, max                    |               – |    400.0 µs; 1/2 failed | –; 2/2 failed; gave up |\n",
+            "| recovery, DROPPED acknowledged → successful call, median |               – |    200.0 µs; 1/2 failed | –; 2/2 failed; gave up |\n",
+            "| failed calls (sequential + pipelined)                    |               0 |                       0 |                      1 |\n",
+        );
+        assert_eq!(text, expected, "{text}");
+    }
 
     #[test]
     fn markdown_tables_line_up_with_ratios() {

@@ -552,104 +552,166 @@ struct Herd {
 /// The report of `herd`, from the faults made, the daemon's accept times
 /// and what each wrapper did.
 fn judge(cfg: &HerdConfig, herd: Herd, made: &[Made], accepts: &[u64], logs: &[Log]) -> HerdReport {
-    let Herd {
-        wrappers: n,
-        others,
-    } = herd;
-    let calls = || {
-        logs.iter()
-            .enumerate()
-            .flat_map(|(i, l)| l.calls.iter().map(move |c| (i, c)))
-    };
     let faults = made
         .iter()
-        .map(|m| {
-            let during: Vec<_> = calls()
-                .filter(|(_, c)| c.span.sent >= m.began && c.span.sent <= m.settled)
-                .collect();
-            let failed: Vec<_> = during.iter().filter(|(_, c)| !c.outcome.is_ok()).collect();
-            let first = failed.first();
-            let back: Vec<Option<Instant>> = logs
-                .iter()
-                .map(|l| {
-                    l.calls
-                        .iter()
-                        .find(|c| c.outcome.is_ok() && c.span.shows_recovery(m.began, m.ended))
-                        .map(|c| c.span.answered)
-                })
-                .collect();
-            let recovered = back.iter().flatten().count();
-            FaultReport {
-                fault: m.fault,
-                calls: during.len() as u64,
-                failed: failed.len() as u64,
-                first_failure: first.map(|(i, c)| format!("wrapper {i}: {}", c.outcome)),
-                cause: first
-                    .map(|(_, c)| Cause::of_call(&c.outcome, m.fault == HerdFault::DropAll)),
-                recovered,
-                all_recovered: (recovered == n).then(|| {
-                    back.iter()
-                        .flatten()
-                        .max()
-                        .map_or(Duration::ZERO, |t| t.saturating_duration_since(m.ended))
-                }),
-                peak_accepts: peak_in_window(
-                    accepts
-                        .iter()
-                        .copied()
-                        .filter(|&t| t >= micros(m.began_wall)),
-                    cfg.window,
-                ),
-                conns_after: m.conns_after,
-                refused_after: refused_after(m, logs),
-            }
-        })
+        .map(|m| fault_report(m, herd.wrappers, accepts, logs, cfg.window))
         .collect();
-    let down = made.iter().find(|m| m.fault == HerdFault::DownUp);
-    let dials: Vec<Dial> = logs
-        .iter()
-        .flat_map(|l| dial_times(&l.stderr))
-        .filter(|dial| {
-            let at = micros(dial.at);
-            down.is_some_and(|m| at >= micros(m.began_wall) && at <= micros(m.ended_wall))
-        })
-        .collect();
-    let troubled = logs
-        .iter()
-        .position(|l| l.gone.is_some() || l.calls.iter().any(|c| !c.outcome.is_ok()));
+    let spread = dial_spread(made, logs, cfg.window);
     let mut report = HerdReport {
         mode: cfg.setup.mode,
-        wrappers: n,
-        others,
+        wrappers: herd.wrappers,
+        others: herd.others,
         calls: logs.iter().map(|l| l.calls.len() as u64).sum(),
-        unanswered: calls()
-            .filter(|(_, c)| matches!(c.outcome, CallOutcome::NoResponse))
+        unanswered: wrapper_calls(logs)
+            .filter(|c| matches!(c.call.outcome, CallOutcome::NoResponse))
             .count() as u64,
         extra_answers: logs.iter().map(|l| l.extra_answers).sum(),
         faults,
-        dials_while_down: (!dials.is_empty()).then_some(dials.len() as u64),
-        peak_dials: (!dials.is_empty()).then(|| {
-            let later = dials.iter().filter(|dial| !dial.first_after_loss);
-            peak_in_window(later.map(|dial| micros(dial.at)), cfg.window)
-        }),
+        dials_while_down: spread.dials_while_down,
+        peak_dials: spread.peak_dials,
         window: cfg.window,
         max_dial_fraction: cfg.max_dial_fraction,
         defects: logs
             .iter()
             .flat_map(|l| l.defects.iter().cloned())
             .collect(),
-        gone: logs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, l)| l.gone.as_ref().map(|g| format!("wrapper {i}: {g}")))
-            .collect(),
+        gone: wrappers_gone(logs),
         wrapper_stderr_tail: None,
     };
     if !report.passed() {
-        report.wrapper_stderr_tail =
-            troubled.map(|i| crate::format::last_lines(&logs[i].stderr, 20, "\n"));
+        report.wrapper_stderr_tail = troubled_stderr_tail(logs);
     }
     report
+}
+
+/// A call, and the wrapper that made it (its number in the herd).
+#[derive(Debug, Clone, Copy)]
+struct WrapperCall<'a> {
+    wrapper: usize,
+    call: &'a Call,
+}
+
+/// Every call of the herd, wrapper by wrapper, each in the order made.
+fn wrapper_calls(logs: &[Log]) -> impl Iterator<Item = WrapperCall<'_>> {
+    logs.iter().enumerate().flat_map(|(wrapper, l)| {
+        l.calls
+            .iter()
+            .map(move |call| WrapperCall { wrapper, call })
+    })
+}
+
+/// What fault `m` did to a herd of `wrappers`: the calls sent from its
+/// start until every wrapper recovered and the first of them that failed,
+/// when the last wrapper answered again, the daemon's busiest `window` of
+/// accepts after the fault began, and the connect attempts refused once it
+/// ended.
+fn fault_report(
+    m: &Made,
+    wrappers: usize,
+    accepts: &[u64],
+    logs: &[Log],
+    window: Duration,
+) -> FaultReport {
+    let during: Vec<_> = wrapper_calls(logs)
+        .filter(|c| c.call.span.sent >= m.began && c.call.span.sent <= m.settled)
+        .collect();
+    let failed: Vec<_> = during.iter().filter(|c| !c.call.outcome.is_ok()).collect();
+    let first = failed.first();
+    let back = recovered_at(m, logs);
+    let recovered = back.iter().flatten().count();
+    FaultReport {
+        fault: m.fault,
+        calls: during.len() as u64,
+        failed: failed.len() as u64,
+        first_failure: first.map(|c| format!("wrapper {}: {}", c.wrapper, c.call.outcome)),
+        cause: first.map(|c| Cause::of_call(&c.call.outcome, m.fault == HerdFault::DropAll)),
+        recovered,
+        all_recovered: (recovered == wrappers).then(|| {
+            back.iter()
+                .flatten()
+                .max()
+                .map_or(Duration::ZERO, |t| t.saturating_duration_since(m.ended))
+        }),
+        peak_accepts: peak_in_window(
+            accepts
+                .iter()
+                .copied()
+                .filter(|&t| t >= micros(m.began_wall)),
+            window,
+        ),
+        conns_after: m.conns_after,
+        refused_after: refused_after(m, logs),
+    }
+}
+
+/// When each wrapper first answered a call that shows it recovered from
+/// fault `m` (see [`Span::shows_recovery`]); `None` for a wrapper that
+/// never did.
+fn recovered_at(m: &Made, logs: &[Log]) -> Vec<Option<Instant>> {
+    logs.iter()
+        .map(|l| {
+            l.calls
+                .iter()
+                .find(|c| c.outcome.is_ok() && c.span.shows_recovery(m.began, m.ended))
+                .map(|c| c.span.answered)
+        })
+        .collect()
+}
+
+/// How the wrappers' reconnect attempts were spread while the daemon was
+/// down: the report's fields of the same names.
+#[derive(Debug, Clone, Copy)]
+struct DialSpread {
+    /// Attempts logged while down (`None`: none logged).
+    dials_while_down: Option<u64>,
+    /// The most of them within one window, first attempts after the loss
+    /// excepted (`None`: none logged).
+    peak_dials: Option<usize>,
+}
+
+/// The spread of the reconnect attempts logged while the daemon was down,
+/// counted in `window`s. Every wrapper's first attempt after the loss
+/// comes at once by design, so the peak leaves those out.
+fn dial_spread(made: &[Made], logs: &[Log], window: Duration) -> DialSpread {
+    let dials = dials_while_down(made, logs);
+    DialSpread {
+        dials_while_down: (!dials.is_empty()).then_some(dials.len() as u64),
+        peak_dials: (!dials.is_empty()).then(|| {
+            let later = dials.iter().filter(|dial| !dial.first_after_loss);
+            peak_in_window(later.map(|dial| micros(dial.at)), window)
+        }),
+    }
+}
+
+/// The failed connect attempts the wrappers logged from the start to the
+/// end of the `DOWN`/`UP` fault (none when it was not made).
+fn dials_while_down(made: &[Made], logs: &[Log]) -> Vec<Dial> {
+    let down = made.iter().find(|m| m.fault == HerdFault::DownUp);
+    logs.iter()
+        .flat_map(|l| dial_times(&l.stderr))
+        .filter(|dial| {
+            let at = micros(dial.at);
+            down.is_some_and(|m| at >= micros(m.began_wall) && at <= micros(m.ended_wall))
+        })
+        .collect()
+}
+
+/// The wrappers that stopped talking, and why, as `wrapper 3: why`.
+fn wrappers_gone(logs: &[Log]) -> Vec<String> {
+    logs.iter()
+        .enumerate()
+        .filter_map(|(i, l)| l.gone.as_ref().map(|g| format!("wrapper {i}: {g}")))
+        .collect()
+}
+
+/// The end of the first troubled wrapper's stderr (one that went away or
+/// had a call fail), to show why a run did not pass; `None` when every
+/// wrapper did well.
+fn troubled_stderr_tail(logs: &[Log]) -> Option<String> {
+    let troubled = logs
+        .iter()
+        .find(|l| l.gone.is_some() || l.calls.iter().any(|c| !c.outcome.is_ok()))?;
+    Some(crate::format::last_lines(&troubled.stderr, 20, "\n"))
 }
 
 /// The failed connect attempts the wrappers logged from the end of fault
@@ -691,6 +753,7 @@ fn peak_in_window(times: impl Iterator<Item = u64>, window: Duration) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wrapper_log::CONNECT_ATTEMPT;
     use super::*;
 
     #[test]
@@ -711,6 +774,141 @@ mod tests {
         assert_eq!(spread(50, 25), Some(true));
         assert_eq!(spread(50, 26), Some(false));
         assert_eq!(spread(MIN_SPREAD_WRAPPERS - 1, 19), None);
+    }
+
+    /// A wrapper's log event `event`, logged `at_ms` after `wall`.
+    fn event(wall: SystemTime, at_ms: u64, event: &str, failures: u64) -> String {
+        let at = humantime::format_rfc3339_micros(wall + Duration::from_millis(at_ms));
+        format!(r#"{{"timestamp":"{at}","event":"{event}","failures":{failures}}}"#)
+    }
+
+    /// The report of a herd of two through both faults, a failure in each,
+    /// byte for byte as JSON.
+    #[test]
+    fn the_report_follows_the_faults_and_the_logs() {
+        let (t0, wall) = (
+            Instant::now(),
+            UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+        );
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let at_wall = |ms: u64| wall + Duration::from_millis(ms);
+        let made = |fault, began, ended, settled, conns_after| Made {
+            fault,
+            began: at(began),
+            began_wall: at_wall(began),
+            ended: at(ended),
+            ended_wall: at_wall(ended),
+            settled: at(settled),
+            settled_wall: at_wall(settled),
+            conns_after,
+        };
+        let made = [
+            made(HerdFault::DropAll, 100, 101, 150, 3),
+            made(HerdFault::DownUp, 200, 300, 400, 2),
+        ];
+        let call = |sent, answered, outcome| Call {
+            span: Span {
+                sent: at(sent),
+                answered: at(answered),
+            },
+            outcome,
+        };
+        let unreachable = || CallOutcome::ToolError("daemon_unreachable: not connected".into());
+        let first = Log {
+            calls: vec![
+                call(50, 51, CallOutcome::Ok),
+                call(100, 102, CallOutcome::Ok),
+                call(210, 211, unreachable()),
+                call(250, 310, CallOutcome::Ok),
+            ],
+            extra_answers: 1,
+            defects: Vec::new(),
+            stderr: [
+                event(wall, 0, CONNECT_ATTEMPT, 0),
+                event(wall, 205, CONNECT_FAILED, 1),
+                event(wall, 215, CONNECT_FAILED, 2),
+                event(wall, 305, CONNECT_FAILED, 3),
+            ]
+            .join("\n"),
+            gone: None,
+        };
+        let second = Log {
+            calls: vec![
+                call(60, 61, CallOutcome::Ok),
+                call(105, 135, CallOutcome::NoResponse),
+                call(140, 141, CallOutcome::Ok),
+                call(260, 330, CallOutcome::Ok),
+            ],
+            extra_answers: 0,
+            defects: vec!["a line that is not JSON".to_owned()],
+            stderr: [
+                event(wall, 206, CONNECT_FAILED, 1),
+                event(wall, 216, CONNECT_FAILED, 2),
+                event(wall, 250, CONNECT_FAILED, 3),
+            ]
+            .join("\n"),
+            gone: Some("stdout closed".to_owned()),
+        };
+        let accepts = [101_500, 102_000, 141_000, 301_000, 302_000, 303_000]
+            .map(|us| micros(wall + Duration::from_micros(us)));
+        let herd = Herd {
+            wrappers: 2,
+            others: 1,
+        };
+        let report = judge(
+            &HerdConfig::default(),
+            herd,
+            &made,
+            &accepts,
+            &[first, second],
+        );
+        let json = serde_json::to_string_pretty(&report).unwrap();
+        let expected = r##"{
+  "mode": null,
+  "wrappers": 2,
+  "others": 1,
+  "calls": 8,
+  "unanswered": 1,
+  "extra_answers": 1,
+  "faults": [
+    {
+      "fault": "drop-all",
+      "calls": 3,
+      "failed": 1,
+      "first_failure": "wrapper 1: no_response",
+      "cause": "no-answer",
+      "recovered": 2,
+      "all_recovered_ms": 40.0,
+      "peak_accepts": 3,
+      "refused_after": 0,
+      "conns_after": 3
+    },
+    {
+      "fault": "down-up",
+      "calls": 3,
+      "failed": 1,
+      "first_failure": "wrapper 0: tool_error (daemon_unreachable: not connected)",
+      "cause": "connect-failure",
+      "recovered": 2,
+      "all_recovered_ms": 30.0,
+      "peak_accepts": 3,
+      "refused_after": 1,
+      "conns_after": 2
+    }
+  ],
+  "dials_while_down": 5,
+  "peak_dials": 2,
+  "window_ms": 10.0,
+  "max_dial_fraction": 0.5,
+  "defects": [
+    "a line that is not JSON"
+  ],
+  "gone": [
+    "wrapper 1: stdout closed"
+  ],
+  "wrapper_stderr_tail": "{\"timestamp\":\"2027-01-15T08:00:00.000000Z\",\"event\":\"connect_attempt\",\"failures\":0}\n{\"timestamp\":\"2027-01-15T08:00:00.205000Z\",\"event\":\"connect_failed\",\"failures\":1}\n{\"timestamp\":\"2027-01-15T08:00:00.215000Z\",\"event\":\"connect_failed\",\"failures\":2}\n{\"timestamp\":\"2027-01-15T08:00:00.305000Z\",\"event\":\"connect_failed\",\"failures\":3}"
+}"##;
+        assert_eq!(json, expected, "{json}");
     }
 
     #[test]
