@@ -11,7 +11,7 @@
 //! created while the watch moved is not missed.
 //!
 //! The file-system notifications come from the `notify` crate (inotify on
-//! Linux, FSEvents on macOS, ReadDirectoryChangesW on Windows) on a thread
+//! Linux, kqueue on macOS, ReadDirectoryChangesW on Windows) on a thread
 //! of its own; the watch's own thread classifies them and re-arms, so no
 //! file-system call runs on the runtime's thread. The driver receives only
 //! [`Notice`]s. A watch that cannot be set, or that breaks, says so once
