@@ -33,13 +33,14 @@
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::config::BenchConfig;
 use super::results::{AwayStats, HerdStats, OutageStats};
+use super::results::{SubjectKind, SubjectReport};
 use super::runner::{READY_WITHIN, Subject, progress};
 use super::scenarios::wait_ready;
 use super::stats::{Summary, nanos};
 use super::subject::Channel;
 use super::transport::RequestTemplate;
-use super::{BenchConfig, SubjectKind, SubjectReport};
 use crate::bins::error_chain;
 use crate::daemon::Transport;
 use crate::error::HarnessError;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
+use super::config::{BenchConfig, FLOOR_NAME, TOOL};
 use super::results::{
     ColdStartStats, SequentialStats, SubjectKind, SubjectReport, ThroughputStats,
 };
@@ -22,7 +23,6 @@ use super::scenarios::{Run, cold_start, initialize, pipelined, recovery, sequent
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
 use super::transport::{RequestTemplate, initialize_template};
-use super::{BenchConfig, FLOOR_NAME, TOOL, outage};
 use crate::bins::error_chain;
 use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
@@ -109,9 +109,7 @@ pub fn run_all(config: &BenchConfig) -> Result<Vec<SubjectReport>, HarnessError>
         subject.report.peak_rss_kib = subject.child.as_ref().and_then(|c| peak_rss_kib(c.pid()));
     }
     bench.recoveries();
-    let mut reports = bench.finish();
-    outage::measure(config, &mut reports);
-    Ok(reports)
+    Ok(bench.finish())
 }
 
 /// Prints `what` as a progress line when the config asks for them.

@@ -397,8 +397,8 @@ fn version_line(cmd: &WrapperCommand) -> Result<String, String> {
 /// and token read from the files beside it.
 fn options_for(daemon: &FakeDaemon, mode: Option<BridgeMode>) -> WrapperOptions {
     let opts = match daemon.endpoint() {
-        crate::DaemonEndpoint::Unix(_) => WrapperOptions::for_daemon(daemon),
-        crate::DaemonEndpoint::Tcp { .. } => {
+        crate::daemon::DaemonEndpoint::Unix(_) => WrapperOptions::for_daemon(daemon),
+        crate::daemon::DaemonEndpoint::Tcp { .. } => {
             WrapperOptions::new(daemon.socket_path()).env("IAI_DAEMON_TRANSPORT", "tcp")
         }
     };

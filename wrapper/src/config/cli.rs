@@ -5,8 +5,9 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::environment::{Environment, given};
+use super::error::ConfigError;
 use super::values::{EmptyIsDefault, Millis, Switch, any_text};
-use super::{ConfigError, Environment, given};
 use crate::bridge::BridgeMode;
 use crate::degraded::{self, DegradedConfig};
 use crate::lifecycle::doctor::{self, DoctorConfig};

@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::environment::{Environment, given};
+use super::error::ConfigError;
 use super::values::{TcpPort, TransportSetting, any_text, port, transport};
-use super::{ConfigError, Environment, given};
 use crate::platform::Platform;
 use crate::transport::{Endpoint, EndpointSettings};
 

@@ -20,6 +20,8 @@
 mod bridge;
 mod cli;
 mod daemon;
+mod environment;
+mod error;
 mod log;
 mod session;
 mod values;
@@ -28,19 +30,19 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use thiserror::Error;
 
-use crate::bridge::{Policy, PolicyError};
+use crate::bridge::Policy;
 use crate::degraded::DegradedConfig;
 use crate::install::hosts::Host;
 use crate::lifecycle::doctor::DoctorConfig;
-use crate::platform::Platform;
 use crate::programs::Installation;
-use crate::transport::{Endpoint, EndpointError};
+use crate::transport::Endpoint;
 
 pub use self::bridge::BridgeArgs;
 pub use self::cli::CliArgs;
 pub use self::daemon::DaemonArgs;
+pub use self::environment::Environment;
+pub use self::error::ConfigError;
 pub use self::log::{LogArgs, LogSettings};
 pub use self::session::SessionArgs;
 pub use self::values::{EmptyIsDefault, Millis, Switch, TcpPort, TransportSetting};
@@ -126,54 +128,6 @@ pub struct HostChoice {
     pub dry_run: bool,
 }
 
-/// A setting that cannot be used.
-#[derive(Debug, Error)]
-pub enum ConfigError {
-    /// A default path needs the user's profile directory (`$HOME`, or
-    /// `%USERPROFILE%` on Windows) and it is not known.
-    #[error("{variable} is not set: pass --{flag} (or its environment variable)")]
-    NoHome {
-        /// The variable that names the profile directory.
-        variable: &'static str,
-        /// The flag that makes it unnecessary.
-        flag: &'static str,
-    },
-    /// No daemon endpoint can be chosen.
-    #[error(transparent)]
-    Endpoint(#[from] EndpointError),
-    /// The socket path is longer than a Unix socket address allows.
-    #[error("socket path {path:?} is {len} bytes; Unix socket paths are limited to {max} bytes")]
-    SocketPathTooLong {
-        /// The path given.
-        path: PathBuf,
-        /// Its length in bytes.
-        len: usize,
-        /// The limit on this system.
-        max: usize,
-    },
-    /// A timing is out of range.
-    #[error(transparent)]
-    Policy(#[from] PolicyError),
-    /// A size or interval that must be positive is zero.
-    #[error("--{0} must be greater than zero")]
-    Zero(&'static str),
-}
-
-/// What the settings are resolved against, besides the flags: read by the
-/// binary from its process, given by tests.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Environment {
-    /// The user's profile directory (`$HOME`; on Windows `%USERPROFILE%`,
-    /// see [`Platform::profile_dir`]), where the daemon's base directory
-    /// is by default.
-    pub home: Option<PathBuf>,
-    /// The directory of this binary (a wheel installed into iai-mcp's
-    /// environment puts it beside the CLIs).
-    pub wrapper_dir: Option<PathBuf>,
-    /// Whose conventions apply (default endpoint, program file names).
-    pub platform: Platform,
-}
-
 /// Validated settings, ready to build the wrapper from.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -234,11 +188,6 @@ impl Args {
             check: self.check,
         })
     }
-}
-
-/// A path setting's value, if one was given (empty means unset).
-fn given(value: Option<String>) -> Option<PathBuf> {
-    value.filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::ConfigError;
+use super::error::ConfigError;
 use super::values::{EmptyIsDefault, Millis};
 use crate::codec::DEFAULT_MAX_LINE_BYTES;
 use crate::lifecycle::heartbeat;

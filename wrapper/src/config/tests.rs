@@ -4,12 +4,14 @@ use std::ffi::OsString;
 
 use super::daemon::check_socket_path;
 use super::*;
-use crate::bridge::{BridgeMode, Timings};
+use crate::bridge::{BridgeMode, PolicyError, Timings};
 use crate::codec::DEFAULT_MAX_LINE_BYTES;
 use crate::degraded;
 use crate::lifecycle::{doctor, heartbeat};
 use crate::logging::LogFormat;
 use crate::mcp::server::DEFAULT_SHUTDOWN_GRACE;
+use crate::platform::Platform;
+use crate::transport::EndpointError;
 use crate::transport::Port;
 
 fn home(path: &str) -> Environment {
