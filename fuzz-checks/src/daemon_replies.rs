@@ -7,6 +7,10 @@
 //!   unfinished line;
 //! - a line whose one `id` (read by `serde_json`, independently of the
 //!   wrapper) is the wire id of a call in flight answers that call, once;
+//! - the connection begins with the status question; the first JSON
+//!   object whose `id` is absent or null (and none of whose `id`, `result`
+//!   and `error` is given twice) is its answer, handed on once and
+//!   answering no call;
 //! - a line with a foreign id, or none, changes nothing: no call is
 //!   answered or dropped and nothing but a log event comes of it, except
 //!   the parse-streak rule, modelled here: the fourth line in a row that
@@ -20,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use iai_mcp_wrapper::bridge::core::PARSE_STREAK_LIMIT;
+use iai_mcp_wrapper::bridge::wire::STATUS_REQUEST;
 use iai_mcp_wrapper::bridge::{
     Access, Action, Backoff, Bridge, BridgeMode, CallId, ConnId, Event, Policy, Request, Timings,
 };
@@ -82,6 +87,8 @@ struct Run {
     answers: BTreeMap<CallId, u32>,
     /// Lines in a row that were not JSON while calls were in flight.
     streak: u32,
+    /// Whether the status question has been answered.
+    status_answered: bool,
 }
 
 impl Run {
@@ -103,6 +110,7 @@ impl Run {
             wire: HashMap::new(),
             answers: BTreeMap::new(),
             streak: 0,
+            status_answered: false,
         };
         run.bridge.start();
         let Some(Action::Connect(conn)) = run.bridge.poll_action() else {
@@ -111,9 +119,13 @@ impl Run {
         run.conn = conn;
         run.bridge.connected(conn, run.now);
         let actions = run.drain();
+        let sends: Vec<&Action> = actions
+            .iter()
+            .filter(|a| !matches!(a, Action::Report(_)))
+            .collect();
         assert!(
-            actions.iter().all(|a| matches!(a, Action::Report(_))),
-            "nothing to do until a call: {actions:?}"
+            matches!(sends[..], [Action::Send(c, line)] if *c == conn && line == STATUS_REQUEST),
+            "the status question, then nothing until a call: {actions:?}"
         );
         run
     }
@@ -172,6 +184,10 @@ impl Run {
             }
             Frame::Oversized { id } => (self.owner(id.clone()), false),
         };
+        let status = !self.status_answered
+            && owner.is_none()
+            && matches!(&frame, Frame::Line(line) if answers_no_call(line));
+        self.status_answered |= status;
         let expected = match owner {
             Some(call) => {
                 self.streak = 0;
@@ -201,8 +217,14 @@ impl Run {
         assert!(
             actions
                 .iter()
-                .all(|a| matches!(a, Action::Reply(..) | Action::Report(_))),
+                .all(|a| matches!(a, Action::Reply(..) | Action::Report(_))
+                    || matches!(a, Action::Status(c, _) if status && *c == self.conn)),
             "a reply line only answers and logs: {actions:?}"
+        );
+        assert_eq!(
+            actions.iter().any(|a| matches!(a, Action::Status(..))),
+            status,
+            "the status answer is handed on, once: {frame:?}"
         );
         assert_eq!(
             answered,
@@ -266,4 +288,17 @@ impl Run {
         }
         panic!("{} calls still unanswered", self.bridge.pending());
     }
+}
+
+/// Whether `line` is a JSON object none of whose `id`, `result` and
+/// `error` is given twice, and whose `id` is absent or null: no call's
+/// answer, so the answer to the status question while it is unanswered.
+fn answers_no_call(line: &[u8]) -> bool {
+    let Some(members) = Members::of(line) else {
+        return false;
+    };
+    let once = ["id", "result", "error"]
+        .iter()
+        .all(|name| members.count(name) <= 1);
+    once && (members.count("id") == 0 || members.single("id") == Some(Value::Null))
 }

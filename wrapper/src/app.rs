@@ -66,7 +66,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             bridge.status(),
         ))
     });
-    let release_watch = tokio::spawn(release::watch(bridge.status(), config.endpoint.clone()));
+    let release_watch = tokio::spawn(release::watch(bridge.answers()));
     let trigger = warmup::spawn(
         bridge.clone(),
         config.endpoint.clone(),

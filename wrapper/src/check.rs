@@ -43,7 +43,7 @@ pub async fn probe(config: &Config) -> Probe {
             config.max_line_bytes,
             |line| match wire::read_reply(line) {
                 Reply::Message { id, .. } => (id == Some(Value::from(PROBE_ID))).then_some(()),
-                Reply::NotJson | Reply::Unroutable => None,
+                Reply::NotJson | Reply::Unroutable | Reply::Control => None,
             },
         )
         .await;

@@ -18,6 +18,7 @@ use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::settings;
 use super::setup::Setup;
+use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
@@ -73,8 +74,9 @@ pub struct HangReport {
     /// Responses to no call at all (must be 0).
     pub unsolicited: usize,
     /// Connections the daemon accepted after the baseline, other than
-    /// session-open ones: the wrapper replaces a connection on which
-    /// nothing arrived for a whole call timeout (expected: at least 1).
+    /// those that brought a session-open message: the wrapper replaces a
+    /// connection on which nothing arrived for a whole call timeout
+    /// (expected: at least 1).
     pub new_connections: u64,
     /// Connections the daemon held at the end (must be 1).
     pub conns_after: u32,
@@ -171,6 +173,7 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     let bound = cfg.call_timeout + cfg.call_grace;
     let before = session.daemon.stats()?;
+    let opens_before = session_opens(&session.daemon)?;
 
     session.daemon.hang()?;
     let hung = session.call(PROBE_TOOL, json!({}), bound);
@@ -186,10 +189,13 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
     let gave_up = usize::from(hung.outcome == CallOutcome::NoResponse);
     let late_answers = responses.min(gave_up);
     let after = session.daemon.stats()?;
+    // A wrapper's session-open message comes on a connection of its own,
+    // which may be accepted after the baseline: it replaces nothing.
+    let opens = session_opens(&session.daemon)?.saturating_sub(opens_before);
     let new_connections = after
         .accepted
         .saturating_sub(before.accepted)
-        .saturating_sub(after.controls.saturating_sub(before.controls));
+        .saturating_sub(opens);
 
     let report = HangReport {
         mode: cfg.setup.mode,
@@ -205,6 +211,12 @@ pub fn run_hang(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, Ha
         output: WrapperOutput::default(),
     };
     Ok(session.conclude(report, |r| &mut r.output))
+}
+
+/// How many `session_open` control messages the daemon has seen.
+fn session_opens(daemon: &FakeDaemon) -> Result<u64, HarnessError> {
+    let seen = daemon.seen()?;
+    Ok(seen.iter().filter(|kind| *kind == "session_open").count() as u64)
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ use tokio_util::codec::FramedRead;
 
 use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request, Watch};
 use super::error::BridgeError;
-use super::wire::DaemonResult;
+use super::wire::{DaemonResult, DaemonStatus, StatusError};
 use crate::codec::{Frame, LineCodec};
 use crate::endpoint_watch::{EndpointWatch, Notice};
 use crate::logging::{event, millis};
@@ -85,12 +85,24 @@ impl std::fmt::Debug for Command {
     }
 }
 
+/// What the daemon said about itself on one of the bridge's connections,
+/// in answer to the status question each connection begins with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusAnswer {
+    /// Which connection it came on: the count of connections made when it
+    /// arrived (1 for the first).
+    pub connection: u64,
+    /// The answer as read, or why it could not be.
+    pub status: Result<DaemonStatus, StatusError>,
+}
+
 /// Cheap, cloneable access to the bridge task.
 #[derive(Debug, Clone)]
 pub struct BridgeHandle {
     tx: mpsc::UnboundedSender<Command>,
     next_id: Arc<AtomicU64>,
     status: watch::Receiver<LinkStatus>,
+    answers: watch::Receiver<Option<StatusAnswer>>,
 }
 
 impl BridgeHandle {
@@ -128,6 +140,12 @@ impl BridgeHandle {
     pub fn status(&self) -> watch::Receiver<LinkStatus> {
         self.status.clone()
     }
+
+    /// A watch on what the daemon last said about itself (`None` until a
+    /// connection's status question is answered).
+    pub fn answers(&self) -> watch::Receiver<Option<StatusAnswer>> {
+        self.answers.clone()
+    }
 }
 
 struct CancelOnDrop<'a> {
@@ -148,12 +166,18 @@ impl Drop for CancelOnDrop<'_> {
 pub fn spawn(bridge: Bridge, config: DriverConfig) -> (BridgeHandle, JoinHandle<()>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let (status_tx, status_rx) = watch::channel(bridge.status());
+    let (answers_tx, answers_rx) = watch::channel(None);
     let handle = BridgeHandle {
         tx,
         next_id: Arc::new(AtomicU64::new(1)),
         status: status_rx,
+        answers: answers_rx,
     };
-    let task = tokio::spawn(Driver::new(bridge, config, status_tx).run(rx));
+    let published = Published {
+        status: status_tx,
+        answers: answers_tx,
+    };
+    let task = tokio::spawn(Driver::new(bridge, config, published).run(rx));
     (handle, task)
 }
 
@@ -215,10 +239,18 @@ enum WatchSlot {
     Failed,
 }
 
+/// What the driver tells the rest of the wrapper.
+struct Published {
+    /// The connection's state, after every turn.
+    status: watch::Sender<LinkStatus>,
+    /// The daemon's answer to each connection's status question.
+    answers: watch::Sender<Option<StatusAnswer>>,
+}
+
 struct Driver {
     core: Bridge,
     config: DriverConfig,
-    status: watch::Sender<LinkStatus>,
+    published: Published,
     replies: BTreeMap<CallId, oneshot::Sender<Outcome>>,
     dialing: Option<Dialing>,
     connection: Option<Connection>,
@@ -228,11 +260,11 @@ struct Driver {
 }
 
 impl Driver {
-    fn new(core: Bridge, config: DriverConfig, status: watch::Sender<LinkStatus>) -> Self {
+    fn new(core: Bridge, config: DriverConfig, published: Published) -> Self {
         Driver {
             core,
             config,
-            status,
+            published,
             replies: BTreeMap::new(),
             dialing: None,
             connection: None,
@@ -484,7 +516,7 @@ impl Driver {
         self.flush();
         self.keep_watch();
         let status = self.core.status();
-        self.status.send_if_modified(|published| {
+        self.published.status.send_if_modified(|published| {
             let changed = *published != status;
             *published = status;
             changed
@@ -515,6 +547,13 @@ impl Driver {
                 if let Some(reply) = self.replies.remove(&id) {
                     let _ = reply.send(outcome);
                 }
+            }
+            Action::Status(_, line) => {
+                let answer = StatusAnswer {
+                    connection: self.core.status().connects,
+                    status: DaemonStatus::read(&line),
+                };
+                self.published.answers.send_replace(Some(answer));
             }
             Action::Report(what) => self.report(what),
         }

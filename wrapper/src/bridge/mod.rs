@@ -10,7 +10,7 @@ pub mod wire;
 pub use self::core::{
     Access, Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request, Watch,
 };
-pub use driver::{BridgeHandle, DriverConfig, spawn};
+pub use driver::{BridgeHandle, DriverConfig, StatusAnswer, spawn};
 pub use error::{BridgeError, DAEMON_UNREACHABLE_CODE};
 pub use policy::{Backoff, BridgeMode, Policy, PolicyError, Timings};
-pub use wire::DaemonResult;
+pub use wire::{DaemonResult, DaemonStatus, StatusError};

@@ -21,6 +21,14 @@ const INTERNAL_ERROR: i64 = -32603;
 /// names none.
 const DAEMON_INTERNAL_ERROR: i64 = -32001;
 
+/// The control message asking the daemon about itself (docs/CONTRACT.md
+/// section 4), newline included: the first line the bridge writes on every
+/// connection, and the question `--check` asks on a connection of its own.
+pub const STATUS_REQUEST: &[u8] = b"{\"type\":\"status\"}\n";
+
+/// Longest release name taken as one (PEP 440 versions are short).
+const MAX_RELEASE_LEN: usize = 64;
+
 /// A request line as the daemon reads it.
 #[derive(Serialize)]
 struct RequestLine<'a> {
@@ -113,6 +121,9 @@ pub(crate) enum Reply {
     /// JSON, but nothing to route: not an object, or an object whose
     /// members cannot be read as a reply.
     Unroutable,
+    /// An object with no `id`, `result` or `error`: how the daemon answers
+    /// a control message such as `status`.
+    Control,
     /// A response for `id` (or a message the bridge did not ask for).
     Message {
         /// The `id` member as given, if present.
@@ -149,6 +160,11 @@ pub(crate) fn read_reply(line: &[u8]) -> Reply {
         return Reply::NotJson;
     };
     match json::read_object::<Envelope<'_>>(text) {
+        Ok(Shape::Object(Envelope {
+            id: None,
+            result: None,
+            error: None,
+        })) => Reply::Control,
         Ok(Shape::Object(envelope)) => Reply::Message {
             id: envelope.id,
             outcome: outcome(envelope.result, envelope.error),
@@ -168,6 +184,52 @@ pub(crate) fn read_reply(line: &[u8]) -> Reply {
             _ => Reply::Unroutable,
         },
         Err(_) => Reply::NotJson,
+    }
+}
+
+/// What the daemon says about itself in answer to [`STATUS_REQUEST`]: the
+/// members the wrapper reads (every other member is skipped).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct DaemonStatus {
+    /// The daemon's release (`3.3.0`), if it reports one.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// When this run of the daemon started (ISO-8601), if it reports it.
+    #[serde(default)]
+    pub daemon_started_at: Option<String>,
+}
+
+/// Why a status answer names no release.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StatusError {
+    /// The answer is not a JSON object whose `version`, if any, is a
+    /// string, or its `version` is no plausible release name.
+    #[error("the answer is not a status reply the wrapper can read")]
+    Unreadable,
+    /// The answer has no `version` (a daemon that does not report it, or
+    /// one that refused the question).
+    #[error("the daemon does not report its release")]
+    NoRelease,
+}
+
+impl DaemonStatus {
+    /// Reads one status answer line (without its newline).
+    pub fn read(line: &[u8]) -> Result<DaemonStatus, StatusError> {
+        match json::read_object::<DaemonStatus>(std::str::from_utf8(line).unwrap_or("")) {
+            Ok(Shape::Object(status)) => Ok(status),
+            _ => Err(StatusError::Unreadable),
+        }
+    }
+
+    /// The release the answer names.
+    pub fn release(&self) -> Result<&str, StatusError> {
+        match self.version.as_deref() {
+            None | Some("") => Err(StatusError::NoRelease),
+            Some(v) if v.len() > MAX_RELEASE_LEN || v.chars().any(char::is_control) => {
+                Err(StatusError::Unreadable)
+            }
+            Some(v) => Ok(v),
+        }
     }
 }
 

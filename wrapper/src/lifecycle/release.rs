@@ -3,23 +3,25 @@
 //! The tool table (`tools/surface.json`) is iai-mcp 3.3.0's
 //! ([`tools::SURFACE_RELEASE`]). A daemon of another release, such as one
 //! `iai-mcp self-update` installed and restarted under a running wrapper,
-//! may lack tools the table lists or have tools it does not. The wrapper
+//! may lack tools the table lists or have tools it does not. The bridge
 //! asks the daemon which release it is with the `status` control message
-//! (docs/CONTRACT.md section 4) on a separate short-lived connection after
-//! the first connect and after every reconnect, and warns once per
-//! differing release (docs/upgrading.md says what to do). `--check` and
-//! `iai-mcp-wrapper status` ask the same question with [`query`].
+//! as the first line of every connection it makes (docs/CONTRACT.md
+//! section 4), so the question costs no connection of its own; [`watch`]
+//! logs each answer and warns once per differing release
+//! (docs/upgrading.md says what to do). `--check` and `iai-mcp-wrapper
+//! status` ask the same question on a connection of their own with
+//! [`query`].
 //!
-//! Everything here is best effort and bounded: the exchange has a time
-//! limit and a line-length limit, its failure is logged at debug level
-//! only, and it never touches the path of an MCP answer.
+//! Everything here is best effort and bounded: the one-shot exchange has a
+//! time limit and a line-length limit, a failure is logged at debug level
+//! only, and nothing here touches the path of an MCP answer.
 
 use std::time::Duration;
 
-use serde::Deserialize;
 use tokio::sync::watch;
 
-use crate::bridge::LinkStatus;
+use crate::bridge::wire::STATUS_REQUEST;
+use crate::bridge::{DaemonStatus, StatusAnswer, StatusError};
 use crate::logging::event;
 use crate::tools;
 use crate::transport::{Endpoint, OneShot, OneShotError};
@@ -31,12 +33,6 @@ pub const STATUS_BUDGET: Duration = Duration::from_secs(2);
 /// under 2 KiB. A longer one is not read further.
 pub const MAX_STATUS_LINE: usize = 64 * 1024;
 
-/// Longest release name taken as one (PEP 440 versions are short).
-const MAX_RELEASE_LEN: usize = 64;
-
-/// The control message that asks the daemon for its status.
-const STATUS_REQUEST: &[u8] = b"{\"type\":\"status\"}\n";
-
 /// Why the daemon's release could not be learnt.
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
@@ -44,41 +40,9 @@ pub enum QueryError {
     /// connection closed, or an answer longer than [`MAX_STATUS_LINE`].
     #[error(transparent)]
     Exchange(#[from] OneShotError),
-    /// The answer is not a JSON object whose `version`, if any, is a
-    /// string, or its `version` is no plausible release name.
-    #[error("the answer is not a status reply the wrapper can read")]
-    Unreadable,
-    /// The answer has no `version` (a daemon that does not report it).
-    #[error("the daemon does not report its release")]
-    NoRelease,
-}
-
-impl QueryError {
-    /// Whether asking again a little later may get an answer: the daemon
-    /// was not there, slow or busy (a daemon just restarted by `iai-mcp
-    /// self-update` may be all three), rather than an answer it gave.
-    pub fn is_transient(&self) -> bool {
-        match self {
-            QueryError::Exchange(e) => e.is_transient(),
-            QueryError::Unreadable | QueryError::NoRelease => false,
-        }
-    }
-}
-
-/// The pauses before asking again after a transient failure, for one
-/// connection: the daemon gets about ten seconds in all to answer.
-const RETRY_PAUSES: [Duration; 3] = [
-    Duration::from_secs(1),
-    Duration::from_secs(3),
-    Duration::from_secs(5),
-];
-
-/// The member of the daemon's status answer the wrapper reads; every other
-/// member is skipped.
-#[derive(Debug, Deserialize)]
-struct StatusReply {
-    #[serde(default)]
-    version: Option<String>,
+    /// The answer names no release the wrapper can read.
+    #[error(transparent)]
+    Answer(#[from] StatusError),
 }
 
 /// Asks the daemon at `endpoint` which release it is, within `budget`:
@@ -86,21 +50,16 @@ struct StatusReply {
 /// answer line read ([`OneShot::ask`]).
 pub async fn query(endpoint: &Endpoint, budget: Duration) -> Result<String, QueryError> {
     OneShot::new(endpoint, budget)
-        .ask(STATUS_REQUEST, MAX_STATUS_LINE, |line| Some(parse(line)))
+        .ask(STATUS_REQUEST, MAX_STATUS_LINE, |line| {
+            Some(release_in(line))
+        })
         .await?
 }
 
 /// The release named by one status answer line (without its newline).
-fn parse(line: &[u8]) -> Result<String, QueryError> {
-    let reply: StatusReply = serde_json::from_slice(line).map_err(|_| QueryError::Unreadable)?;
-    match reply.version {
-        None => Err(QueryError::NoRelease),
-        Some(v) if v.is_empty() => Err(QueryError::NoRelease),
-        Some(v) if v.len() > MAX_RELEASE_LEN || v.chars().any(char::is_control) => {
-            Err(QueryError::Unreadable)
-        }
-        Some(v) => Ok(v),
-    }
+fn release_in(line: &[u8]) -> Result<String, QueryError> {
+    let status = DaemonStatus::read(line)?;
+    Ok(status.release()?.to_owned())
 }
 
 /// Whether `daemon` is the release the tool table describes.
@@ -207,38 +166,21 @@ pub fn log(outcome: &Result<String, QueryError>, warned: &mut Warned) {
     }
 }
 
-/// Asks the daemon's release after every connection the bridge makes (the
+/// Logs the daemon's release after every connection the bridge makes (the
 /// first, and each reconnect: a restarted daemon may be another release),
-/// logging each answer with [`log`]. A query that fails for want of an
-/// answer is tried again a few times, over about ten seconds, before the
-/// release is logged as unknown. Runs until the bridge is gone.
-pub async fn watch(mut status: watch::Receiver<LinkStatus>, endpoint: Endpoint) {
-    let mut asked_after = 0;
+/// from the answer to the status question the connection began with
+/// ([`log`]). Runs until the bridge is gone.
+pub async fn watch(mut answers: watch::Receiver<Option<StatusAnswer>>) {
     let mut warned = Warned::default();
-    loop {
-        let Ok(connects) = status
-            .wait_for(|s| s.connects > asked_after)
-            .await
-            .map(|s| s.connects)
-        else {
-            return;
+    while answers.changed().await.is_ok() {
+        let outcome = match answers.borrow_and_update().as_ref() {
+            Some(answer) => answer
+                .status
+                .clone()
+                .and_then(|status| status.release().map(str::to_owned))
+                .map_err(QueryError::from),
+            None => continue,
         };
-        asked_after = connects;
-        let mut outcome = query(&endpoint, STATUS_BUDGET).await;
-        for pause in RETRY_PAUSES {
-            if !outcome.as_ref().is_err_and(QueryError::is_transient) {
-                break;
-            }
-            // A little jitter, so that many wrappers reconnecting to one
-            // restarted daemon do not all ask at once.
-            let jitter = Duration::from_millis(fastrand::u64(0..250));
-            tokio::time::sleep(pause + jitter).await;
-            // A newer connection is asked about in the next round.
-            if status.borrow().connects > asked_after {
-                break;
-            }
-            outcome = query(&endpoint, STATUS_BUDGET).await;
-        }
         log(&outcome, &mut warned);
     }
 }
@@ -250,7 +192,7 @@ mod tests {
 
     #[test]
     fn the_version_member_is_the_release_and_anything_else_is_unknown() {
-        let parsed = |line: &str| parse(line.as_bytes());
+        let parsed = |line: &str| release_in(line.as_bytes());
         assert_eq!(
             parsed(r#"{"ok": true, "state": "WAKE", "uptime_sec": 1.5, "version": "3.3.0", "pending_digest": null}"#)
                 .ok()
@@ -270,13 +212,16 @@ mod tests {
         ] {
             let e = parsed(line).expect_err(line);
             assert_eq!(
-                matches!(e, QueryError::NoRelease),
+                matches!(e, QueryError::Answer(StatusError::NoRelease)),
                 no_release,
                 "{line}: {e:?}"
             );
         }
-        let long = format!(r#"{{"version": "{}"}}"#, "9".repeat(MAX_RELEASE_LEN + 1));
-        assert!(matches!(parsed(&long), Err(QueryError::Unreadable)));
+        let long = format!(r#"{{"version": "{}"}}"#, "9".repeat(65));
+        assert!(matches!(
+            parsed(&long),
+            Err(QueryError::Answer(StatusError::Unreadable))
+        ));
     }
 
     #[test]
@@ -317,7 +262,7 @@ mod tests {
                 "3.2.3 (tool table: 3.3.0: differs, see docs/upgrading.md)"
             )
         );
-        let unknown = summarize(&Err(QueryError::NoRelease));
+        let unknown = summarize(&Err(QueryError::Answer(StatusError::NoRelease)));
         assert_eq!(
             unknown.text,
             "unknown, the daemon does not report its release (tool table: 3.3.0)"

@@ -41,6 +41,9 @@ pub enum Step {
     StaleClose,
     /// Time advances to the bridge's next deadline.
     Timer,
+    /// The daemon answers the status question the current connection
+    /// began with.
+    StatusAnswer,
     /// The watched endpoint appears (its socket is created).
     Appeared,
     /// The endpoint watch breaks: the bridge must poll again.
@@ -110,6 +113,14 @@ pub struct World {
     /// Whether the bridge was told its endpoint is watched (and not told
     /// since that the watch broke).
     watched: bool,
+    /// Connections whose status question the bridge asked, and those
+    /// whose question the daemon answered.
+    status_asked: BTreeSet<ConnId>,
+    status_answered: BTreeSet<ConnId>,
+    /// A status answer was just injected: the bridge must hand it on.
+    status_due: bool,
+    /// Whether the daemon may answer the status question at all.
+    answers_status: bool,
     /// Appearances injected so far, and at most.
     appearances: usize,
     max_appearances: usize,
@@ -158,6 +169,10 @@ impl World {
             closes: 0,
             max_closes,
             watched: false,
+            status_asked: BTreeSet::new(),
+            status_answered: BTreeSet::new(),
+            status_due: false,
+            answers_status: true,
             appearances: 0,
             max_appearances: 0,
             trace: Vec::new(),
@@ -181,6 +196,15 @@ impl World {
         self
     }
 
+    /// The same world with a daemon that never answers the status
+    /// question: the search about the endpoint's watch leaves the answer
+    /// out (it only proves a connection, which the searches without a
+    /// watch and the random runs cover) to stay within its depth.
+    pub fn ignoring_status(mut self) -> Self {
+        self.answers_status = false;
+        self
+    }
+
     /// The events possible now.
     pub fn enabled(&self) -> Vec<Step> {
         let mut steps = Vec::new();
@@ -201,6 +225,18 @@ impl World {
             let unanswered = self.unanswered_current().len();
             for i in 0..unanswered {
                 steps.push(Step::Respond(i));
+            }
+            // The daemon answers a connection's lines in order: the status
+            // answer comes before any call's, or (a daemon that ignores
+            // the question) never.
+            if self.answers_status
+                && self.current.is_some_and(|conn| {
+                    self.status_asked.contains(&conn)
+                        && !self.status_answered.contains(&conn)
+                        && !self.sent.iter().any(|s| s.conn == conn && s.answered)
+                })
+            {
+                steps.push(Step::StatusAnswer);
             }
         }
         if self.stale_unanswered().is_some() {
@@ -344,6 +380,22 @@ impl World {
                 self.heard_current = true;
                 self.bridge.line(conn, line.to_string().as_bytes());
             }
+            Step::StatusAnswer => {
+                let conn = self.current.expect("enabled only when connected");
+                self.status_answered.insert(conn);
+                self.heard_current = true;
+                self.status_due = true;
+                self.bridge
+                    .line(conn, br#"{"ok":true,"state":"WAKE","version":"3.3.0"}"#);
+                self.absorb(false)?;
+                if self.status_due {
+                    return Err(self.violation(
+                        "the answer to the status question is handed on",
+                        format!("no status action on {conn:?}"),
+                    ));
+                }
+                return self.check();
+            }
             Step::Garbage => {
                 let conn = self.current.expect("enabled only when connected");
                 self.heard_current = true;
@@ -442,6 +494,22 @@ impl World {
                         ));
                     }
                     let msg: Value = serde_json::from_slice(&line).expect("bridge sends JSON");
+                    if msg["type"] == "status" {
+                        let first = !self.sent.iter().any(|s| s.conn == conn);
+                        if !first || !self.status_asked.insert(conn) {
+                            return Err(self.violation(
+                                "each connection begins with one status question",
+                                format!("status asked again, or after a call, on {conn:?}"),
+                            ));
+                        }
+                        continue;
+                    }
+                    if !self.status_asked.contains(&conn) {
+                        return Err(self.violation(
+                            "each connection begins with one status question",
+                            format!("a call sent on {conn:?} before the question"),
+                        ));
+                    }
                     let call = msg["params"]["call"].as_u64().expect("call index") as usize;
                     let wire = msg["id"].as_u64().expect("integer id");
                     *self.sends.entry(call).or_default() += 1;
@@ -464,6 +532,14 @@ impl World {
                 Action::Reply(id, outcome) => {
                     self.replies.entry(id.0 as usize).or_default().push(outcome);
                     self.answered_at.insert(id.0 as usize, self.now);
+                }
+                Action::Status(conn, _) => {
+                    if !std::mem::take(&mut self.status_due) || Some(conn) != self.current {
+                        return Err(self.violation(
+                            "only the status answer is handed on as one",
+                            format!("a status action on {conn:?}"),
+                        ));
+                    }
                 }
                 Action::Report(_) => {}
             }

@@ -128,6 +128,7 @@ impl Connecting {
             proof: Proof::Unproven(self.outage),
             heard: 0,
             streak: 0,
+            status: StatusQuestion::Asked,
         }
     }
 }
@@ -165,6 +166,21 @@ pub(super) struct Connected {
     pub(super) heard: u64,
     /// Consecutive non-JSON lines while calls waited on it.
     pub(super) streak: u32,
+    /// Whether the daemon has answered the status question asked as the
+    /// connection's first line.
+    pub(super) status: StatusQuestion,
+}
+
+/// The status question the bridge asks on each connection, as the
+/// connection's first line: the daemon says which release it is and when
+/// it started, with no connection of its own for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StatusQuestion {
+    /// Asked, not answered yet: the next line that answers no call is the
+    /// answer.
+    Asked,
+    /// Answered: further lines that answer no call are unmatched.
+    Answered,
 }
 
 /// Whether a connection has shown that the daemon works.

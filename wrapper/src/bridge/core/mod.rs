@@ -56,7 +56,7 @@ use self::link::{
 use self::routing::Route;
 use super::error::BridgeError;
 use super::policy::Policy;
-use super::wire::DaemonResult;
+use super::wire::{self, DaemonResult};
 
 pub use self::types::{
     APPEARED_SPREAD, Access, Action, CallId, ConnId, Event, Failure, LinkStatus,
@@ -509,7 +509,10 @@ impl Bridge {
         })
     }
 
-    /// Transition: the attempt under way became the connection.
+    /// Transition: the attempt under way became the connection. Its first
+    /// line asks the daemon about itself, so that what the rest of the
+    /// wrapper wants to know (the daemon's release) costs no connection of
+    /// its own.
     fn establish(&mut self, connecting: Connecting, now: Instant) -> Link {
         let reconnect = self.connects > 0;
         self.connects += 1;
@@ -518,6 +521,8 @@ impl Bridge {
             conn: connected.conn,
             reconnect,
         }));
+        self.actions
+            .push_back(Action::Send(connected.conn, wire::STATUS_REQUEST.to_vec()));
         Link::Connected(connected)
     }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 use std::time::Instant;
 
 use super::Bridge;
-use super::link::{Link, Proof};
+use super::link::{Link, Proof, StatusQuestion};
 use super::types::{Action, CallId, ConnId, Event, PARSE_STREAK_LIMIT};
 use crate::bridge::error::BridgeError;
 use crate::bridge::wire::{self, Reply};
@@ -68,16 +68,23 @@ impl Bridge {
             return;
         }
         connected.heard += 1;
-        let (id, outcome) = match wire::read_reply(line) {
-            Reply::NotJson => {
-                self.non_json_line(conn);
-                return;
-            }
-            Reply::Unroutable => (None, None),
-            Reply::Message { id, outcome } => (id, Some(outcome)),
-        };
+        let reply = wire::read_reply(line);
+        if matches!(reply, Reply::NotJson) {
+            self.non_json_line(conn);
+            return;
+        }
         connected.streak = 0;
         connected.proof = Proof::Proven;
+        if connected.status == StatusQuestion::Asked && answers_no_call(&reply) {
+            connected.status = StatusQuestion::Answered;
+            self.actions.push_back(Action::Status(conn, line.to_vec()));
+            return;
+        }
+        let (id, outcome) = match reply {
+            Reply::NotJson => return,
+            Reply::Unroutable | Reply::Control => (None, None),
+            Reply::Message { id, outcome } => (id, Some(outcome)),
+        };
         let Some(outcome) = outcome else {
             self.actions
                 .push_back(Action::Report(Event::Unmatched { id: None }));
@@ -132,5 +139,19 @@ impl Bridge {
             self.actions
                 .push_back(Action::Report(Event::ParseStreak { lines, call: id }));
         }
+    }
+}
+
+/// Whether a line can only be the answer to a control message: an object
+/// with no `id`, `result` or `error` (how the daemon answers `status`), or
+/// a reply whose `id` is null (how a daemon that takes no control messages
+/// refuses one). The daemon answers one connection's lines in order, and
+/// every call's id is a number, so while the status question is
+/// unanswered such a line is its answer.
+fn answers_no_call(reply: &Reply) -> bool {
+    match reply {
+        Reply::Control => true,
+        Reply::Message { id, .. } => matches!(id, None | Some(Value::Null)),
+        Reply::NotJson | Reply::Unroutable => false,
     }
 }

@@ -21,10 +21,18 @@ fn bridge(mode: BridgeMode) -> (Bridge, Instant) {
     (b, now)
 }
 
+/// The actions since the last drain, without log events and without the
+/// status question each connection begins with (its own tests see it).
 fn drain(b: &mut Bridge) -> Vec<Action> {
     std::iter::from_fn(|| b.poll_action())
         .filter(|a| !matches!(a, Action::Report(_)))
+        .filter(|a| !matches!(a, Action::Send(_, line) if line == wire::STATUS_REQUEST))
         .collect()
+}
+
+/// Every action since the last drain, log events included.
+fn drain_all(b: &mut Bridge) -> Vec<Action> {
+    std::iter::from_fn(|| b.poll_action()).collect()
 }
 
 fn req(method: &str, read: bool) -> Request {
@@ -816,4 +824,75 @@ fn a_write_lost_after_sending_is_never_handed_on_but_a_read_is() {
         panic!("expected the read to give up: {actions:?}");
     };
     assert!(failure.sent && failure.fallback, "{failure:?}");
+}
+
+#[test]
+fn each_connection_begins_with_the_status_question_and_hands_its_answer_on() {
+    let (mut b, now) = bridge(BridgeMode::Fixed);
+    assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(1))]);
+    b.call(CallId(1), req("topology", true), now);
+    b.connected(ConnId(1), now);
+    let actions = drain_all(&mut b);
+    let sends: Vec<&Vec<u8>> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Send(ConnId(1), line) => Some(line),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sends.len(), 2, "{actions:?}");
+    assert_eq!(sends[0], wire::STATUS_REQUEST, "the question goes first");
+    let call_line = sends[1].clone();
+
+    // The call's answer, even before the status answer, is the call's.
+    b.line(ConnId(1), &response(wire_id(&call_line)));
+    assert!(matches!(
+        drain(&mut b)[..],
+        [Action::Reply(CallId(1), Ok(_))]
+    ));
+    let answer = br#"{"ok":true,"state":"WAKE","version":"3.3.0"}"#;
+    b.line(ConnId(1), answer);
+    assert_eq!(
+        drain_all(&mut b),
+        vec![Action::Status(ConnId(1), answer.to_vec())]
+    );
+    // Answered once: a second such line answers nothing.
+    b.line(ConnId(1), answer);
+    assert_eq!(
+        drain_all(&mut b),
+        vec![Action::Report(Event::Unmatched { id: None })]
+    );
+
+    // A reconnect asks again.
+    b.closed(ConnId(1), now + Duration::from_secs(5));
+    b.handle_timeout(now + Duration::from_secs(5) + DELAY);
+    assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
+    b.connected(ConnId(2), now + Duration::from_secs(7));
+    assert!(
+        drain_all(&mut b)
+            .iter()
+            .any(|a| matches!(a, Action::Send(ConnId(2), line) if line == wire::STATUS_REQUEST))
+    );
+}
+
+#[test]
+fn a_refusal_of_the_status_question_is_its_answer_and_proves_the_connection() {
+    let (mut b, now) = bridge(BridgeMode::Fixed);
+    drain(&mut b);
+    b.connected(ConnId(1), now);
+    drain(&mut b);
+    // A daemon that takes no control messages answers with a null id.
+    let refusal = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"id required"}}"#;
+    b.line(ConnId(1), refusal);
+    assert_eq!(
+        drain_all(&mut b),
+        vec![Action::Status(ConnId(1), refusal.to_vec())]
+    );
+    // Proven: a close right after is the loss of a working connection
+    // (the reconnect delay), not one more failed attempt.
+    b.closed(ConnId(1), now + Duration::from_millis(10));
+    assert_eq!(
+        b.poll_timeout(),
+        Some(now + Duration::from_millis(10) + DELAY)
+    );
 }

@@ -132,6 +132,10 @@ pub enum Action {
     /// Close that connection, or abandon that connect attempt (whose end
     /// is then never reported).
     Close(ConnId),
+    /// The daemon answered the status question asked on that connection
+    /// with this line (without its newline): what it says about itself is
+    /// the driver's to read and publish.
+    Status(ConnId, Vec<u8>),
     /// Deliver the outcome of a call to its caller (dropped if the caller
     /// has gone): the daemon's result, or why there is none.
     Reply(CallId, Result<DaemonResult, Failure>),
