@@ -31,45 +31,49 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     // Signal handlers first: nothing below may be left behind by a signal.
     let stop = termination()?;
 
-    let heartbeat = Heartbeat::new(&config.state_dir, pid, session);
+    let heartbeat = Heartbeat::new(&config.daemon.state_dir, pid, session);
     heartbeat.write();
-    let refresher = tokio::spawn(heartbeat.clone().refresh_every(config.heartbeat_interval));
+    let refresher = tokio::spawn(
+        heartbeat
+            .clone()
+            .refresh_every(config.session.heartbeat_interval),
+    );
 
     let core = Bridge::new(
-        config.policy,
-        config.endpoint.to_string(),
+        config.bridge,
+        config.daemon.endpoint.to_string(),
         u64::from(pid) ^ session.as_u64_pair().0,
     );
     let (bridge, driver) = bridge::spawn(
         core,
         DriverConfig {
-            endpoint: config.endpoint.clone(),
+            endpoint: config.daemon.endpoint.clone(),
             connect_timeout: CONNECT_TIMEOUT,
             probe_timeout: PROBE_TIMEOUT,
-            max_line_bytes: config.max_line_bytes,
+            max_line_bytes: config.session.max_line_bytes,
         },
     );
     let waker = tokio::spawn(wake::wake_when_down(
-        WakeSettings::new(config.store.clone()),
-        config.endpoint.clone(),
+        WakeSettings::new(config.cli.store.clone()),
+        config.daemon.endpoint.clone(),
         bridge.status(),
-        config.state_dir.clone(),
+        config.daemon.state_dir.clone(),
         pid,
         session,
     ));
-    let doctor_config = config.doctor.clone().located(&config.installation);
+    let doctor_config = config.cli.doctor.clone().located(&config.cli.installation);
     let healer = doctor_config.enabled.then(|| {
         tokio::spawn(doctor::heal_when_down(
             doctor_config.clone(),
-            config.state_dir.clone(),
-            config.endpoint.clone(),
+            config.daemon.state_dir.clone(),
+            config.daemon.endpoint.clone(),
             bridge.status(),
         ))
     });
     let release_watch = tokio::spawn(release::watch(bridge.answers()));
     let trigger = warmup::spawn(
         bridge.clone(),
-        config.endpoint.clone(),
+        config.daemon.endpoint.clone(),
         session,
         &doctor_config,
     );
@@ -83,12 +87,12 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
         stdio::output(),
         Caller::new(
             bridge.clone(),
-            Degraded::new(config.degraded.clone(), &config.installation),
+            Degraded::new(config.cli.degraded.clone(), &config.cli.installation),
         ),
         trigger,
         ServerConfig {
-            max_line_bytes: config.max_line_bytes,
-            shutdown_grace: config.shutdown_grace,
+            max_line_bytes: config.session.max_line_bytes,
+            shutdown_grace: config.session.shutdown_grace,
         },
         stop,
     ));

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::bridge::wire::{self, Reply};
-use crate::config::Config;
+use crate::config::{Config, Setting};
 use crate::degraded::Degraded;
 use crate::install;
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, wake};
@@ -37,10 +37,10 @@ const PROBE_ID: u64 = 1;
 /// JSON-RPC response to it, result or error, shows the daemon answers.
 pub async fn probe(config: &Config) -> Probe {
     let request = wire::request_line(PROBE_ID, "topology", &json!({}));
-    let answered = OneShot::new(&config.endpoint, PROBE_BUDGET)
+    let answered = OneShot::new(&config.daemon.endpoint, PROBE_BUDGET)
         .ask(
             &request,
-            config.max_line_bytes,
+            config.session.max_line_bytes,
             |line| match wire::read_reply(line) {
                 Reply::Message { id, .. } => (id == Some(Value::from(PROBE_ID))).then_some(()),
                 Reply::NotJson | Reply::Unroutable | Reply::Control => None,
@@ -54,12 +54,21 @@ pub async fn probe(config: &Config) -> Probe {
     }
 }
 
-/// Print the report to `out`; returns whether the daemon answered.
-pub async fn report(config: &Config, out: &mut impl Write) -> std::io::Result<bool> {
+/// Print the report to `out`, `settings` (every setting in effect) among
+/// it; returns whether the daemon answered.
+pub async fn report(
+    config: &Config,
+    settings: &[Setting],
+    out: &mut impl Write,
+) -> std::io::Result<bool> {
     writeln!(out, "{}", protocol::description())?;
     let answered = daemon(config, out).await?;
+    writeln!(out, "settings in effect:")?;
+    for setting in settings {
+        writeln!(out, "  {setting}")?;
+    }
     bridge(config, out)?;
-    let cli = Degraded::new(config.degraded.clone(), &config.installation);
+    let cli = Degraded::new(config.cli.degraded.clone(), &config.cli.installation);
     degraded_mode(config, out)?;
     doctor(config, out)?;
     missing_cli(config, &cli, out)?;
@@ -78,33 +87,28 @@ async fn daemon(config: &Config, out: &mut impl Write) -> std::io::Result<bool> 
         Probe::Silent(why) => ("FAIL", format!("accepts connections but {why}"), false),
         Probe::Unreachable(why) => ("FAIL", format!("not reachable: {why}"), false),
     };
-    writeln!(out, "[{mark}] daemon at {}: {detail}", config.endpoint)?;
+    writeln!(
+        out,
+        "[{mark}] daemon at {}: {detail}",
+        config.daemon.endpoint
+    )?;
     if !answered {
-        writeln!(out, "       {}", config.endpoint.hint())?;
+        writeln!(out, "       {}", config.daemon.endpoint.hint())?;
     }
     // A daemon that cannot be reached is not dialled a second time.
     let found = match &probe {
         Probe::Unreachable(why) => release::unknown(&format!("not reachable: {why}")),
-        _ => release::summarize(&release::query(&config.endpoint, release::STATUS_BUDGET).await),
+        _ => release::summarize(
+            &release::query(&config.daemon.endpoint, release::STATUS_BUDGET).await,
+        ),
     };
     let mark = if found.matches { "ok" } else { "warn" };
     writeln!(out, "[{mark}] daemon release {}", found.text)?;
     Ok(answered)
 }
 
-/// The bridge's mode and timings, and the MCP revisions spoken.
+/// What the bridge's settings mean together, and the MCP revisions spoken.
 fn bridge(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(out, "bridge mode: {}", config.policy.mode())?;
-    let t = config.policy.timings();
-    writeln!(
-        out,
-        "timings: connect wait {:?}, call timeout {:?}, backoff {:?}..{:?}, reconnect test delay {:?}",
-        t.connect_wait,
-        t.call_timeout,
-        t.backoff.initial(),
-        t.backoff.max(),
-        t.reconnect_delay
-    )?;
     writeln!(
         out,
         "protocol: legacy (initialize) {}; modern (per-request _meta) {}",
@@ -114,16 +118,16 @@ fn bridge(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "fallback wait: {:?} for memory tools the CLI can answer (a daemon lost less than the connect wait ago is waited for in full)",
-        t.fallback_wait
+        config.bridge.timings().fallback_wait
     )
 }
 
 /// Degraded mode: on or off, the CLIs it runs and where they are looked
 /// for, what it passes them.
 fn degraded_mode(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
-    let d = &config.degraded;
+    let d = &config.cli.degraded;
     if d.enabled {
-        let found = |program: &std::ffi::OsStr| match config.installation.locate(program) {
+        let found = |program: &std::ffi::OsStr| match config.cli.installation.locate(program) {
             Some(path) => path.display().to_string(),
             None => format!("{} (not found)", program.to_string_lossy()),
         };
@@ -147,6 +151,7 @@ fn degraded_mode(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
         )?;
     }
     let dirs: Vec<String> = config
+        .cli
         .installation
         .dirs()
         .iter()
@@ -158,7 +163,7 @@ fn degraded_mode(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
 
 /// A warning when degraded mode is on but its CLI is nowhere to be found.
 fn missing_cli(config: &Config, cli: &Degraded, out: &mut impl Write) -> std::io::Result<()> {
-    let d = &config.degraded;
+    let d = &config.cli.degraded;
     if d.enabled && !cli.serves("memory_recall") {
         writeln!(
             out,
@@ -171,7 +176,7 @@ fn missing_cli(config: &Config, cli: &Degraded, out: &mut impl Write) -> std::io
 
 /// The doctor: when it runs, and when it heals.
 fn doctor(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
-    let dr = &config.doctor.clone().located(&config.installation);
+    let dr = &config.cli.doctor.clone().located(&config.cli.installation);
     if !dr.enabled {
         return writeln!(out, "doctor: off");
     }
@@ -182,7 +187,7 @@ fn doctor(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
         dr.admin_cli.to_string_lossy(),
         dr.heal_after,
         doctor::HEAL_COOLDOWN.as_secs() / 3600,
-        doctor::stamp_path(&config.state_dir).display()
+        doctor::stamp_path(&config.daemon.state_dir).display()
     )
 }
 
@@ -211,17 +216,17 @@ fn state_files(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "heartbeat: {} (every {:?})",
-        Heartbeat::dir(&config.state_dir)
+        Heartbeat::dir(&config.daemon.state_dir)
             .join("heartbeat-<pid>-<uuid>.json")
             .display(),
-        config.heartbeat_interval
+        config.session.heartbeat_interval
     )?;
     writeln!(
         out,
         "wake signal (when the daemon does not answer 3 probes at start): {}",
-        wake::signal_path(&config.state_dir).display()
+        wake::signal_path(&config.daemon.state_dir).display()
     )?;
-    let settings = wake::WakeSettings::new(config.store.clone());
+    let settings = wake::WakeSettings::new(config.cli.store.clone());
     if wake::WakePlan::for_platform(settings.platform) == wake::WakePlan::WakeFileThenLaunchd {
         writeln!(
             out,

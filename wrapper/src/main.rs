@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
-use iai_mcp_wrapper::config::{Args, Command, Environment};
+use clap::{CommandFactory, FromArgMatches};
+use iai_mcp_wrapper::config::{Args, Command, Environment, Setting, settings_in_effect};
 use iai_mcp_wrapper::install::{self, Action, Request, hosts::Places};
 use iai_mcp_wrapper::lifecycle::release;
 use iai_mcp_wrapper::platform::Platform;
@@ -15,7 +15,8 @@ use iai_mcp_wrapper::{app, check, logging, real_path};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    let mut args = Args::parse();
+    let matches = Args::command().get_matches();
+    let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let platform = Platform::current();
     let home = platform.profile_dir(|name| std::env::var_os(name));
     let env = Environment {
@@ -30,7 +31,7 @@ fn main() -> ExitCode {
         // wrapper would look for it (the settings' environment variables).
         let endpoint = matches!(command, Command::Status { .. }).then(|| {
             args.resolve(&env)
-                .map(|c| c.endpoint)
+                .map(|c| c.daemon.endpoint)
                 .map_err(|e| e.to_string())
         });
         return match edit_hosts(command, home, endpoint) {
@@ -60,7 +61,7 @@ fn main() -> ExitCode {
         }
     };
     logging::init(config.log.format, filter);
-    match run(config) {
+    match run(config, settings_in_effect(&matches)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("iai-mcp-wrapper: {e:#}");
@@ -157,7 +158,12 @@ fn this_binary() -> anyhow::Result<PathBuf> {
         .unwrap_or(real))
 }
 
-fn run(config: iai_mcp_wrapper::config::Config) -> anyhow::Result<ExitCode> {
+/// Serves, or prints the `--check` report (`settings`: every setting in
+/// effect, for it).
+fn run(
+    config: iai_mcp_wrapper::config::Config,
+    settings: Vec<Setting>,
+) -> anyhow::Result<ExitCode> {
     // One thread: the wrapper relays small messages, and a single-threaded
     // runtime avoids cross-thread wake-ups on that path.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -167,7 +173,7 @@ fn run(config: iai_mcp_wrapper::config::Config) -> anyhow::Result<ExitCode> {
     if config.check {
         let ok = runtime.block_on(async {
             let mut out = std::io::stdout().lock();
-            check::report(&config, &mut out).await
+            check::report(&config, &settings, &mut out).await
         })?;
         return Ok(if ok {
             ExitCode::SUCCESS

@@ -73,13 +73,18 @@ pub struct CliArgs {
     pub python: Option<String>,
 }
 
-/// What [`CliArgs`] resolve to.
+/// What [`CliArgs`] resolve to: the CLIs' part of the [`super::Config`].
 #[derive(Debug, Clone)]
-pub(super) struct CliSettings {
-    pub(super) degraded: DegradedConfig,
-    pub(super) doctor: DoctorConfig,
-    pub(super) installation: Installation,
-    pub(super) store: Option<PathBuf>,
+pub struct CliSettings {
+    /// Degraded mode through the CLI.
+    pub degraded: DegradedConfig,
+    /// Doctor probe and auto-heal.
+    pub doctor: DoctorConfig,
+    /// Where bare CLI names are looked for.
+    pub installation: Installation,
+    /// The daemon's store (`IAI_MCP_STORE`, default `$HOME/.iai-mcp`):
+    /// where its state file is, and the store its process title names.
+    pub store: Option<PathBuf>,
 }
 
 impl CliArgs {

@@ -46,16 +46,24 @@ pub struct DaemonArgs {
     pub state_dir: Option<String>,
 }
 
-/// What [`DaemonArgs`] resolve to.
+/// What [`DaemonArgs`] resolve to: the daemon's part of the
+/// [`super::Config`].
 #[derive(Debug, Clone)]
-pub(super) struct DaemonPlaces {
+pub struct DaemonSettings {
     /// Where the daemon listens.
-    pub(super) endpoint: Endpoint,
+    pub endpoint: Endpoint,
     /// The socket path as given, passed on to the CLIs so that they find
     /// the same daemon.
-    pub(super) socket_path: Option<PathBuf>,
+    socket_path: Option<PathBuf>,
     /// Heartbeat and wake-file directory.
-    pub(super) state_dir: PathBuf,
+    pub state_dir: PathBuf,
+}
+
+impl DaemonSettings {
+    /// The socket path as given (not the default), if any.
+    pub fn socket_path(&self) -> Option<&Path> {
+        self.socket_path.as_deref()
+    }
 }
 
 impl DaemonArgs {
@@ -65,7 +73,7 @@ impl DaemonArgs {
         self,
         env: &Environment,
         base: Option<&Path>,
-    ) -> Result<DaemonPlaces, ConfigError> {
+    ) -> Result<DaemonSettings, ConfigError> {
         let socket_path = given(self.socket_path);
         let endpoint = Endpoint::select(
             &EndpointSettings {
@@ -86,7 +94,7 @@ impl DaemonArgs {
                 flag: "state-dir",
             })?,
         };
-        Ok(DaemonPlaces {
+        Ok(DaemonSettings {
             endpoint,
             socket_path,
             state_dir,

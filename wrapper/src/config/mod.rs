@@ -22,29 +22,24 @@ mod cli;
 mod daemon;
 mod environment;
 mod error;
+mod in_effect;
 mod log;
 mod session;
 mod values;
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use clap::Parser;
 
 use crate::bridge::Policy;
-use crate::degraded::DegradedConfig;
 use crate::install::hosts::Host;
-use crate::lifecycle::doctor::DoctorConfig;
-use crate::programs::Installation;
-use crate::transport::Endpoint;
 
 pub use self::bridge::BridgeArgs;
-pub use self::cli::CliArgs;
-pub use self::daemon::DaemonArgs;
+pub use self::cli::{CliArgs, CliSettings};
+pub use self::daemon::{DaemonArgs, DaemonSettings};
 pub use self::environment::Environment;
 pub use self::error::ConfigError;
+pub use self::in_effect::{Setting, Source, settings_in_effect};
 pub use self::log::{LogArgs, LogSettings};
-pub use self::session::SessionArgs;
+pub use self::session::{SessionArgs, SessionSettings};
 pub use self::values::{EmptyIsDefault, Millis, Switch, TcpPort, TransportSetting};
 
 /// The text `--version` prints: this release and the iai-mcp release it
@@ -128,32 +123,21 @@ pub struct HostChoice {
     pub dry_run: bool,
 }
 
-/// Validated settings, ready to build the wrapper from.
+/// Validated settings, ready to build the wrapper from: one part per group
+/// of settings, each built by its group from its flags alone.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Where the daemon listens.
-    pub endpoint: Endpoint,
-    /// Heartbeat and wake-file directory.
-    pub state_dir: PathBuf,
-    /// The daemon's store (`IAI_MCP_STORE`, default `$HOME/.iai-mcp`):
-    /// where its state file is, and the store its process title names.
-    pub store: Option<PathBuf>,
-    /// Bridge behaviour.
-    pub policy: Policy,
-    /// Heartbeat refresh interval.
-    pub heartbeat_interval: Duration,
-    /// Grace for calls in flight at exit.
-    pub shutdown_grace: Duration,
-    /// Line size cap.
-    pub max_line_bytes: usize,
-    /// Degraded mode through the CLI.
-    pub degraded: DegradedConfig,
-    /// Doctor probe and auto-heal.
-    pub doctor: DoctorConfig,
-    /// Where bare CLI names are looked for.
-    pub installation: Installation,
+    /// Where the daemon listens and the wrapper's own files go.
+    pub daemon: DaemonSettings,
+    /// How the bridge waits for and reconnects to the daemon.
+    pub bridge: Policy,
+    /// The session's intervals and sizes.
+    pub session: SessionSettings,
     /// The log.
     pub log: LogSettings,
+    /// iai-mcp's CLIs: degraded mode, the doctor, where they are installed,
+    /// the store.
+    pub cli: CliSettings,
     /// Run the `--check` report instead of serving.
     pub check: bool,
 }
@@ -164,27 +148,17 @@ impl Args {
     /// part of the [`Config`].
     pub fn resolve(self, env: &Environment) -> Result<Config, ConfigError> {
         let base = env.home.as_ref().map(|h| h.join(".iai-mcp"));
-        let places = self.daemon.resolve(env, base.as_deref())?;
-        let session = self.session.resolve()?;
-        let policy = self.bridge.policy()?;
-        let cli = self.cli.resolve(
-            env,
-            base.as_deref(),
-            places.socket_path.as_deref(),
-            policy.mode(),
-        )?;
+        let daemon = self.daemon.resolve(env, base.as_deref())?;
+        let bridge = self.bridge.policy()?;
+        let cli = self
+            .cli
+            .resolve(env, base.as_deref(), daemon.socket_path(), bridge.mode())?;
         Ok(Config {
-            endpoint: places.endpoint,
-            state_dir: places.state_dir,
-            store: cli.store,
-            policy,
-            heartbeat_interval: session.heartbeat_interval,
-            shutdown_grace: session.shutdown_grace,
-            max_line_bytes: session.max_line_bytes,
-            degraded: cli.degraded,
-            doctor: cli.doctor,
-            installation: cli.installation,
+            daemon,
+            bridge,
+            session: self.session.resolve()?,
             log: self.log.resolve(),
+            cli,
             check: self.check,
         })
     }

@@ -29,24 +29,28 @@ pub struct SessionArgs {
     pub max_line_bytes: usize,
 }
 
-/// What [`SessionArgs`] resolve to.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct SessionLimits {
-    pub(super) heartbeat_interval: Duration,
-    pub(super) shutdown_grace: Duration,
-    pub(super) max_line_bytes: usize,
+/// What [`SessionArgs`] resolve to: the session's part of the
+/// [`super::Config`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionSettings {
+    /// How often the heartbeat file is refreshed.
+    pub heartbeat_interval: Duration,
+    /// On exit, how long calls in flight may still finish.
+    pub shutdown_grace: Duration,
+    /// Longest accepted line on stdin and from the daemon, in bytes.
+    pub max_line_bytes: usize,
 }
 
 impl SessionArgs {
     /// The limits; a zero line cap or heartbeat interval is refused.
-    pub(super) fn resolve(self) -> Result<SessionLimits, ConfigError> {
+    pub(super) fn resolve(self) -> Result<SessionSettings, ConfigError> {
         if self.max_line_bytes == 0 {
             return Err(ConfigError::Zero("max-line-bytes"));
         }
         if self.heartbeat_interval_ms.0.is_zero() {
             return Err(ConfigError::Zero("heartbeat-interval-ms"));
         }
-        Ok(SessionLimits {
+        Ok(SessionSettings {
             heartbeat_interval: self.heartbeat_interval_ms.0,
             shutdown_grace: self.shutdown_grace_ms.0,
             max_line_bytes: self.max_line_bytes,

@@ -6,13 +6,16 @@ use super::daemon::check_socket_path;
 use super::*;
 use crate::bridge::{BridgeMode, PolicyError, Timings};
 use crate::codec::DEFAULT_MAX_LINE_BYTES;
-use crate::degraded;
+use crate::degraded::{self, DegradedConfig};
 use crate::lifecycle::{doctor, heartbeat};
 use crate::logging::LogFormat;
 use crate::mcp::server::DEFAULT_SHUTDOWN_GRACE;
 use crate::platform::Platform;
+use crate::transport::Endpoint;
 use crate::transport::EndpointError;
 use crate::transport::Port;
+use std::path::PathBuf;
+use std::time::Duration;
 
 fn home(path: &str) -> Environment {
     Environment {
@@ -31,22 +34,22 @@ fn parse(args: &[&str]) -> Args {
 fn defaults_hang_off_home() {
     let c = parse(&[]).resolve(&home("/home/u")).expect("valid");
     assert_eq!(
-        c.endpoint,
+        c.daemon.endpoint,
         Endpoint::Unix(PathBuf::from("/home/u/.iai-mcp/.daemon.sock"))
     );
-    assert!(c.degraded.enabled && c.degraded.bank_fallback && c.doctor.enabled);
-    assert_eq!(c.degraded.cli, "iai");
-    assert_eq!(c.doctor.admin_cli, "iai-mcp");
+    assert!(c.cli.degraded.enabled && c.cli.degraded.bank_fallback && c.cli.doctor.enabled);
+    assert_eq!(c.cli.degraded.cli, "iai");
+    assert_eq!(c.cli.doctor.admin_cli, "iai-mcp");
     assert_eq!(
-        c.degraded.env,
+        c.cli.degraded.env,
         [(
             OsString::from("IAI_MCP_STORE"),
             OsString::from("/home/u/.iai-mcp")
         )],
         "the default store is passed on"
     );
-    assert_eq!(c.state_dir, PathBuf::from("/home/u/.iai-mcp"));
-    assert_eq!(c.policy.mode(), BridgeMode::Fixed);
+    assert_eq!(c.daemon.state_dir, PathBuf::from("/home/u/.iai-mcp"));
+    assert_eq!(c.bridge.mode(), BridgeMode::Fixed);
 }
 
 #[test]
@@ -60,7 +63,7 @@ fn no_home_needs_explicit_paths() {
     let c = parse(&["--socket-path", "/tmp/s", "--state-dir", "/tmp/st"])
         .resolve(&Environment::default())
         .expect("valid");
-    assert_eq!(c.endpoint, Endpoint::Unix(PathBuf::from("/tmp/s")));
+    assert_eq!(c.daemon.endpoint, Endpoint::Unix(PathBuf::from("/tmp/s")));
 }
 
 #[test]
@@ -74,16 +77,16 @@ fn windows_defaults_to_tcp_with_the_profiles_port_and_token_files() {
         .resolve(&windows(Some("/Users/u")))
         .expect("valid");
     assert_eq!(
-        c.endpoint,
+        c.daemon.endpoint,
         Endpoint::Tcp {
             host: "127.0.0.1".into(),
             port: Port::File("/Users/u/.iai-mcp/.daemon.port".into()),
             token: "/Users/u/.iai-mcp/.daemon.token".into(),
         }
     );
-    assert_eq!(c.state_dir, PathBuf::from("/Users/u/.iai-mcp"));
+    assert_eq!(c.daemon.state_dir, PathBuf::from("/Users/u/.iai-mcp"));
     assert_eq!(
-        c.installation.dirs(),
+        c.cli.installation.dirs(),
         [
             PathBuf::from("/venv/Scripts"),
             PathBuf::from("/venv/Scripts/Scripts")
@@ -94,7 +97,7 @@ fn windows_defaults_to_tcp_with_the_profiles_port_and_token_files() {
         .resolve(&windows(None))
         .expect("no profile needed");
     assert_eq!(
-        c.endpoint,
+        c.daemon.endpoint,
         Endpoint::Tcp {
             host: "127.0.0.1".into(),
             port: Port::File("/run/d.sock.port".into()),
@@ -168,15 +171,15 @@ fn empty_values_mean_the_default() {
     .resolve(&home("/h"))
     .expect("valid");
     assert_eq!(
-        c.endpoint,
+        c.daemon.endpoint,
         Endpoint::Unix(PathBuf::from("/h/.iai-mcp/.daemon.sock"))
     );
-    assert_eq!(c.policy.mode(), BridgeMode::Fixed);
-    assert_eq!(c.policy.timings().reconnect_delay, Duration::ZERO);
-    assert_eq!(c.policy.timings().connect_wait, Duration::from_secs(10));
+    assert_eq!(c.bridge.mode(), BridgeMode::Fixed);
+    assert_eq!(c.bridge.timings().reconnect_delay, Duration::ZERO);
+    assert_eq!(c.bridge.timings().connect_wait, Duration::from_secs(10));
     assert_eq!(c.log.filter, "warn");
-    assert_eq!(c.degraded.cli, "iai");
-    assert!(c.degraded.enabled && c.doctor.enabled && c.degraded.bank_fallback);
+    assert_eq!(c.cli.degraded.cli, "iai");
+    assert!(c.cli.degraded.enabled && c.cli.doctor.enabled && c.cli.degraded.bank_fallback);
 }
 
 #[test]
@@ -204,19 +207,19 @@ fn tcp_and_cli_settings_reach_the_config() {
     .resolve(&home("/h"))
     .expect("valid");
     assert_eq!(
-        c.endpoint,
+        c.daemon.endpoint,
         Endpoint::Tcp {
             host: "127.0.0.1".into(),
             port: crate::transport::Port::Fixed(4100),
             token: "/t/tok".into(),
         }
     );
-    assert_eq!(c.degraded.cli, "/venv/bin/iai");
-    assert_eq!(c.degraded.admin_cli, "/venv/bin/iai-mcp");
-    assert!(!c.degraded.bank_fallback && !c.degraded.enabled && !c.doctor.enabled);
-    assert_eq!(c.doctor.heal_after, Duration::from_millis(2500));
+    assert_eq!(c.cli.degraded.cli, "/venv/bin/iai");
+    assert_eq!(c.cli.degraded.admin_cli, "/venv/bin/iai-mcp");
+    assert!(!c.cli.degraded.bank_fallback && !c.cli.degraded.enabled && !c.cli.doctor.enabled);
+    assert_eq!(c.cli.doctor.heal_after, Duration::from_millis(2500));
     assert_eq!(
-        c.degraded.env,
+        c.cli.degraded.env,
         [(
             OsString::from("IAI_MCP_STORE"),
             OsString::from("/data/store")
@@ -225,9 +228,9 @@ fn tcp_and_cli_settings_reach_the_config() {
     let c = parse(&["--socket-path", "/run/d.sock", "--tcp-port", "9"])
         .resolve(&home("/h"))
         .expect("valid");
-    assert_eq!(c.endpoint, Endpoint::Unix("/run/d.sock".into()));
+    assert_eq!(c.daemon.endpoint, Endpoint::Unix("/run/d.sock".into()));
     assert_eq!(
-        c.doctor.env,
+        c.cli.doctor.env,
         [
             (
                 OsString::from("IAI_MCP_STORE"),
@@ -278,23 +281,23 @@ fn the_installation_is_where_its_python_and_this_binary_are() {
         })
         .expect("valid");
     assert_eq!(
-        c.installation.dirs(),
+        c.cli.installation.dirs(),
         [
             PathBuf::from("/venv/bin"),
             PathBuf::from("/opt/wrapper/bin")
         ]
     );
-    assert_eq!(c.degraded.cli, "iai", "names stay names until located");
+    assert_eq!(c.cli.degraded.cli, "iai", "names stay names until located");
     let c = parse(&["--cli", "/elsewhere/iai"])
         .resolve(&home("/h"))
         .expect("valid");
-    assert_eq!(c.degraded.cli, "/elsewhere/iai");
-    assert!(c.installation.dirs().is_empty());
+    assert_eq!(c.cli.degraded.cli, "/elsewhere/iai");
+    assert!(c.cli.installation.dirs().is_empty());
     let c = parse(&["--python", "python3"])
         .resolve(&home("/h"))
         .expect("valid");
     assert!(
-        c.installation.dirs().is_empty(),
+        c.cli.installation.dirs().is_empty(),
         "a bare name has no directory"
     );
 }
@@ -323,18 +326,18 @@ fn the_log_filter_follows_the_format_unless_given() {
 #[test]
 fn defaults_are_the_declared_constants() {
     let c = parse(&[]).resolve(&home("/h")).expect("valid");
-    assert_eq!(*c.policy.timings(), Timings::default());
-    assert_eq!(c.heartbeat_interval, heartbeat::DEFAULT_INTERVAL);
-    assert_eq!(c.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
-    assert_eq!(c.max_line_bytes, DEFAULT_MAX_LINE_BYTES);
-    assert_eq!(c.degraded.limit, degraded::DEFAULT_LIMIT);
-    assert_eq!(c.doctor.heal_after, doctor::DEFAULT_HEAL_AFTER);
+    assert_eq!(*c.bridge.timings(), Timings::default());
+    assert_eq!(c.session.heartbeat_interval, heartbeat::DEFAULT_INTERVAL);
+    assert_eq!(c.session.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
+    assert_eq!(c.session.max_line_bytes, DEFAULT_MAX_LINE_BYTES);
+    assert_eq!(c.cli.degraded.limit, degraded::DEFAULT_LIMIT);
+    assert_eq!(c.cli.doctor.heal_after, doctor::DEFAULT_HEAL_AFTER);
     let defaults = DegradedConfig::default();
     assert_eq!(
         (
-            c.degraded.enabled,
-            c.degraded.bank_fallback,
-            &c.degraded.cli
+            c.cli.degraded.enabled,
+            c.cli.degraded.bank_fallback,
+            &c.cli.degraded.cli
         ),
         (defaults.enabled, defaults.bank_fallback, &defaults.cli)
     );

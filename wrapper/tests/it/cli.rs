@@ -101,9 +101,18 @@ fn check_reports_an_absent_daemon_and_exits_1() {
         .arg("--check")
         .env("HOME", dir.path())
         .env("IAI_DAEMON_SOCKET_PATH", dir.path().join("none.sock"))
+        .env("IAI_MCP_CONNECT_WAIT_MS", "2500")
+        .args(["--call-timeout-ms", "9000"])
         .assert()
         .code(1)
         .stdout(predicate::str::contains("not reachable"))
+        .stdout(predicate::str::contains(
+            "--connect-wait-ms 2500 (from IAI_MCP_CONNECT_WAIT_MS)",
+        ))
+        .stdout(predicate::str::contains(
+            "--call-timeout-ms 9000 (from the command line)",
+        ))
+        .stdout(predicate::str::contains("--backoff-max-ms 2000 (default)"))
         .stdout(predicate::str::contains("memory_recall"))
         .stdout(predicate::str::contains("2026-07-28"))
         .stdout(predicate::str::contains("heartbeat"));
