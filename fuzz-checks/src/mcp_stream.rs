@@ -25,6 +25,7 @@
 //!   the lines without a usable id.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -34,12 +35,14 @@ use iai_mcp_wrapper::call::Caller;
 use iai_mcp_wrapper::codec::{Frame, LineCodec};
 use iai_mcp_wrapper::degraded::{Degraded, DegradedConfig};
 use iai_mcp_wrapper::mcp::dispatch::{self, Inbound};
-use iai_mcp_wrapper::mcp::server::{ServerConfig, serve};
+use iai_mcp_wrapper::mcp::server::{ServerConfig, Serving, serve};
 use iai_mcp_wrapper::programs::Installation;
+use iai_mcp_wrapper::surface::Surface;
 use iai_mcp_wrapper::transport::Endpoint;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
 use tokio_util::codec::Decoder;
 
 use crate::jsonrpc::{Members, assert_response};
@@ -71,7 +74,7 @@ pub fn check(data: &[u8]) {
         let answer = match frame {
             Frame::Line(bytes) => {
                 assert_eq!(&bytes[..], *line, "a line comes out as it went in");
-                let classified = dispatch::classify(bytes);
+                let classified = dispatch::classify(bytes, &Surface::builtin(None));
                 assert_parse_error_agrees(line, &classified.inbound);
                 classified.inbound
             }
@@ -314,16 +317,13 @@ fn served(stream: &[u8]) -> Vec<Vec<u8>> {
             max_line_bytes: MAX_LINE,
             shutdown_grace: Duration::from_secs(5),
         };
-        let caller = Caller::new(handle.clone(), degraded);
-        serve(
-            stream,
-            out_writer,
-            caller,
-            (),
-            config,
-            std::future::pending(),
-        )
-        .await;
+        let (_surface, surface) = watch::channel(Arc::new(Surface::builtin(None)));
+        let serving = Serving {
+            surface,
+            caller: Caller::new(handle.clone(), degraded),
+            warmup: (),
+        };
+        serve(stream, out_writer, serving, config, std::future::pending()).await;
         handle.shutdown().await;
         driver.await.expect("the bridge's driver ends");
         let out = reader
@@ -371,6 +371,7 @@ mod tests {
         let mut owed = Owed::default();
         let call = dispatch::classify(
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"topology"}}"#,
+            &Surface::builtin(None),
         );
         owed.add(&Expect::Exactly(json!(7)), &call.inbound);
         owed.add(&Expect::NoId, &Inbound::Cancel(json!(7)));

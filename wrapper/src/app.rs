@@ -1,8 +1,10 @@
 //! Wiring: build the bridge, the lifecycle tasks and the MCP loop from a
 //! [`Config`], run until the client goes away, and clean up.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::bridge::{self, Bridge, DriverConfig};
@@ -12,8 +14,9 @@ use crate::degraded::Degraded;
 use crate::lifecycle::wake::{self, WakeSettings};
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, warmup};
 use crate::logging::event;
-use crate::mcp::server::{self, ServerConfig, StopReason};
+use crate::mcp::server::{self, ServerConfig, Serving, StopReason};
 use crate::stdio;
+use crate::surface::{self, Finder};
 
 /// Contract: a connect attempt gives up after 5 s.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -30,6 +33,16 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     let session = Uuid::new_v4();
     // Signal handlers first: nothing below may be left behind by a signal.
     let stop = termination()?;
+
+    let finder = Finder::new(
+        config.cli.surface.clone(),
+        &config.cli.installation,
+        &config.cli.doctor.admin_cli,
+        &config.daemon.state_dir,
+    );
+    let served = finder.load();
+    surface::log(&served);
+    let (_surface_tx, surface_rx) = watch::channel(Arc::new(served));
 
     let heartbeat = Heartbeat::new(&config.daemon.state_dir, pid, session);
     heartbeat.write();
@@ -70,7 +83,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             bridge.status(),
         ))
     });
-    let release_watch = tokio::spawn(release::watch(bridge.answers()));
+    let release_watch = tokio::spawn(release::watch(bridge.answers(), surface_rx.clone()));
     let trigger = warmup::spawn(
         bridge.clone(),
         config.daemon.endpoint.clone(),
@@ -85,11 +98,14 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     let serving = tokio::spawn(server::serve(
         stdio::input(),
         stdio::output(),
-        Caller::new(
-            bridge.clone(),
-            Degraded::new(config.cli.degraded.clone(), &config.cli.installation),
-        ),
-        trigger,
+        Serving {
+            surface: surface_rx.clone(),
+            caller: Caller::new(
+                bridge.clone(),
+                Degraded::new(config.cli.degraded.clone(), &config.cli.installation),
+            ),
+            warmup: trigger,
+        },
         ServerConfig {
             max_line_bytes: config.session.max_line_bytes,
             shutdown_grace: config.session.shutdown_grace,

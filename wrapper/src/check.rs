@@ -12,7 +12,7 @@ use crate::install;
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, wake};
 use crate::mcp::protocol;
 use crate::platform::Platform;
-use crate::tools;
+use crate::surface::{Finder, Surface};
 use crate::transport::{OneShot, OneShotError};
 
 /// What the daemon probe found.
@@ -62,7 +62,20 @@ pub async fn report(
     out: &mut impl Write,
 ) -> std::io::Result<bool> {
     writeln!(out, "{}", protocol::description())?;
-    let answered = daemon(config, out).await?;
+    let surface = Finder::new(
+        config.cli.surface.clone(),
+        &config.cli.installation,
+        &config.cli.doctor.admin_cli,
+        &config.daemon.state_dir,
+    )
+    .load();
+    let mark = if surface.is_builtin() { "warn" } else { "ok" };
+    writeln!(
+        out,
+        "[{mark}] tools and instructions served: {}",
+        surface.describe()
+    )?;
+    let answered = daemon(config, surface.version(), out).await?;
     writeln!(out, "settings in effect:")?;
     for setting in settings {
         writeln!(out, "  {setting}")?;
@@ -72,15 +85,15 @@ pub async fn report(
     degraded_mode(config, out)?;
     doctor(config, out)?;
     missing_cli(config, &cli, out)?;
-    tool_table(&cli, out)?;
+    tool_table(&surface, &cli, out)?;
     state_files(config, out)?;
     hosts(out).await?;
     Ok(answered)
 }
 
-/// The daemon: whether it answers, and which release it is. Returns
-/// whether it answered.
-async fn daemon(config: &Config, out: &mut impl Write) -> std::io::Result<bool> {
+/// The daemon: whether it answers, and which release it is beside the one
+/// whose tools are served (`served`). Returns whether it answered.
+async fn daemon(config: &Config, served: &str, out: &mut impl Write) -> std::io::Result<bool> {
     let probe = probe(config).await;
     let (mark, detail, answered) = match &probe {
         Probe::Answered => ("ok", "reachable, answers JSON-RPC".to_owned(), true),
@@ -97,9 +110,10 @@ async fn daemon(config: &Config, out: &mut impl Write) -> std::io::Result<bool> 
     }
     // A daemon that cannot be reached is not dialled a second time.
     let found = match &probe {
-        Probe::Unreachable(why) => release::unknown(&format!("not reachable: {why}")),
+        Probe::Unreachable(why) => release::unknown(&format!("not reachable: {why}"), served),
         _ => release::summarize(
             &release::query(&config.daemon.endpoint, release::STATUS_BUDGET).await,
+            served,
         ),
     };
     let mark = if found.matches { "ok" } else { "warn" };
@@ -191,11 +205,11 @@ fn doctor(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
     )
 }
 
-/// Every tool, whether it reads or writes, and whether the CLI answers it
-/// while the daemon is down.
-fn tool_table(cli: &Degraded, out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(out, "tools ({}):", tools::all().len())?;
-    for tool in tools::all() {
+/// Every tool served, whether it reads or writes, and whether the CLI
+/// answers it while the daemon is down.
+fn tool_table(surface: &Surface, cli: &Degraded, out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(out, "tools ({}):", surface.tools().len())?;
+    for tool in surface.tools() {
         let kind = match tool.access() {
             crate::bridge::Access::Read => "reads",
             crate::bridge::Access::Write => "writes",

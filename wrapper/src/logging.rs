@@ -74,12 +74,19 @@ pub mod event {
     /// The heartbeat file could not be written or removed: `path`,
     /// `error`.
     pub const HEARTBEAT_FAILED: &str = "heartbeat_failed";
-    /// The daemon answered (or did not answer) the `status` question asked
-    /// after each connect: `daemon` (its release; absent when unknown) and
-    /// `table` (the release the tool table describes), and `reason` when
-    /// the release is unknown. A warning the first time a release other
-    /// than the table's is seen, info otherwise, debug when unknown.
+    /// The daemon answered the `status` question a connection begins
+    /// with: `daemon` (its release; absent when unknown) and `served` (the
+    /// release whose tools are served), and `reason` when the release is
+    /// unknown. A warning the first time a release other than the served
+    /// one is seen, info otherwise, debug when unknown.
     pub const DAEMON_RELEASE: &str = "daemon_release";
+    /// Which tool surface is served, at start and whenever it changes:
+    /// `release` (its version), `tools` (how many), `bundle` (the file it
+    /// was read from) and `cached` (taken from the cache, not parsed
+    /// anew) for an installed release's, `reason` when the
+    /// built-in table is served because no release's could be (a
+    /// warning).
+    pub const SURFACE: &str = "surface";
     /// The wrapper is exiting: `reason` (`eof`, `signal`, `output_closed`).
     pub const SHUTTING_DOWN: &str = "shutting_down";
 }

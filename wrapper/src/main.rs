@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches};
-use iai_mcp_wrapper::config::{Args, Command, Environment, Setting, settings_in_effect};
+use iai_mcp_wrapper::config::{Args, Command, Config, Environment, Setting, settings_in_effect};
 use iai_mcp_wrapper::install::{self, Action, Request, hosts::Places};
 use iai_mcp_wrapper::lifecycle::release;
 use iai_mcp_wrapper::platform::Platform;
+use iai_mcp_wrapper::surface::Finder;
 use iai_mcp_wrapper::transport::Endpoint;
 use iai_mcp_wrapper::{app, check, logging, real_path};
 use tracing_subscriber::EnvFilter;
@@ -24,6 +25,10 @@ fn main() -> ExitCode {
         wrapper_dir: this_binary()
             .ok()
             .and_then(|exe| exe.parent().map(PathBuf::from)),
+        real_wrapper_dir: std::env::current_exe()
+            .and_then(|exe| real_path::canonicalize(&exe))
+            .ok()
+            .and_then(|exe| exe.parent().map(PathBuf::from)),
         platform,
     };
     if let Some(command) = args.command.take() {
@@ -31,7 +36,7 @@ fn main() -> ExitCode {
         // wrapper would look for it (the settings' environment variables).
         let endpoint = matches!(command, Command::Status { .. }).then(|| {
             args.resolve(&env)
-                .map(|c| c.daemon.endpoint)
+                .map(|config| Served::of(&config))
                 .map_err(|e| e.to_string())
         });
         return match edit_hosts(command, home, endpoint) {
@@ -76,7 +81,7 @@ fn main() -> ExitCode {
 fn edit_hosts(
     command: Command,
     home: Option<PathBuf>,
-    endpoint: Option<Result<Endpoint, String>>,
+    endpoint: Option<Result<Served, String>>,
 ) -> anyhow::Result<bool> {
     let home = home.with_context(|| {
         format!(
@@ -112,22 +117,44 @@ fn edit_hosts(
     })
 }
 
-/// For `status`: one line with the daemon's release beside the tool
-/// table's, asked of the daemon at `endpoint` (best effort, within
+/// Where the daemon is and which release's tools are served, for
+/// `status`.
+struct Served {
+    endpoint: Endpoint,
+    version: String,
+}
+
+impl Served {
+    /// As the serving wrapper would find them with `config`.
+    fn of(config: &Config) -> Served {
+        let surface = Finder::new(
+            config.cli.surface.clone(),
+            &config.cli.installation,
+            &config.cli.doctor.admin_cli,
+            &config.daemon.state_dir,
+        )
+        .load();
+        Served {
+            endpoint: config.daemon.endpoint.clone(),
+            version: surface.version().to_owned(),
+        }
+    }
+}
+
+/// For `status`: one line with the daemon's release beside the one whose
+/// tools are served, asked of the daemon (best effort, within
 /// [`release::STATUS_BUDGET`]); `Err` holds why no endpoint could be
 /// chosen. Whether the entries run this binary does not depend on it.
 async fn daemon_release(
-    endpoint: Result<&Endpoint, &str>,
+    served: Result<&Served, &str>,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<()> {
-    let text = match endpoint {
-        Ok(endpoint) => {
-            release::summarize(&release::query(endpoint, release::STATUS_BUDGET).await).text
+    let text = match served {
+        Ok(served) => {
+            let asked = release::query(&served.endpoint, release::STATUS_BUDGET).await;
+            release::summarize(&asked, &served.version).text
         }
-        Err(why) => format!(
-            "unknown, no daemon endpoint: {why} (tool table: {})",
-            iai_mcp_wrapper::tools::SURFACE_RELEASE
-        ),
+        Err(why) => format!("unknown, no daemon endpoint: {why}"),
     };
     writeln!(out, "{:<15} {text}", "daemon release")
 }

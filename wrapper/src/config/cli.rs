@@ -12,6 +12,7 @@ use crate::bridge::BridgeMode;
 use crate::degraded::{self, DegradedConfig};
 use crate::lifecycle::doctor::{self, DoctorConfig};
 use crate::programs::Installation;
+use crate::surface::Choice;
 
 /// Degraded mode, the doctor, the installation and the store.
 #[derive(Debug, Clone, clap::Args)]
@@ -65,6 +66,15 @@ pub struct CliArgs {
         default_value_t = Millis(doctor::DEFAULT_HEAL_AFTER), value_parser = EmptyIsDefault::<Millis>::new())]
     pub heal_after_ms: Millis,
 
+    /// Whose tools and instructions to serve: `auto`, those of the iai-mcp
+    /// release installed beside this binary (or beside IAI_MCP_PYTHON, or
+    /// the `iai-mcp` program found); `builtin`, the built-in table; or the
+    /// path of a release (its environment, site-packages, `iai_mcp`
+    /// package or `_wrapper/index.js`).
+    #[arg(long, env = "IAI_MCP_SURFACE", value_name = "auto|builtin|PATH",
+        default_value_t = Choice::Installed, value_parser = EmptyIsDefault::<Choice>::new())]
+    pub surface: Choice,
+
     /// The Python of the iai-mcp installation, as iai-mcp's installer
     /// writes it into host configurations: its directory is where bare
     /// CLI names are looked for first. Python is never started.
@@ -85,6 +95,8 @@ pub struct CliSettings {
     /// The daemon's store (`IAI_MCP_STORE`, default `$HOME/.iai-mcp`):
     /// where its state file is, and the store its process title names.
     pub store: Option<PathBuf>,
+    /// Whose tool surface to serve.
+    pub surface: Choice,
 }
 
 impl CliArgs {
@@ -125,6 +137,7 @@ impl CliArgs {
             doctor,
             installation: installation(given(self.python), env),
             store,
+            surface: self.surface,
         })
     }
 }
@@ -157,6 +170,7 @@ fn installation(python: Option<PathBuf>, env: &Environment) -> Installation {
         program_dirs
             .into_iter()
             .flatten()
-            .chain(env.wrapper_dir.clone()),
+            .chain(env.wrapper_dir.clone())
+            .chain(env.real_wrapper_dir.clone()),
     )
 }

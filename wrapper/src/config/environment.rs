@@ -13,9 +13,13 @@ pub struct Environment {
     /// see [`Platform::profile_dir`]), where the daemon's base directory
     /// is by default.
     pub home: Option<PathBuf>,
-    /// The directory of this binary (a wheel installed into iai-mcp's
-    /// environment puts it beside the CLIs).
+    /// The directory of this binary as it was started (a wheel installed
+    /// into iai-mcp's environment puts it beside the CLIs).
     pub wrapper_dir: Option<PathBuf>,
+    /// The directory of this binary with symbolic links followed (pipx and
+    /// `uv tool` start it through a link in `~/.local/bin`; the real file
+    /// is in the environment it was installed into).
+    pub real_wrapper_dir: Option<PathBuf>,
     /// Whose conventions apply (default endpoint, program file names).
     pub platform: Platform,
 }

@@ -21,6 +21,7 @@ fn home(path: &str) -> Environment {
     Environment {
         home: Some(PathBuf::from(path)),
         wrapper_dir: None,
+        real_wrapper_dir: None,
         platform: Platform::Linux,
     }
 }
@@ -71,6 +72,7 @@ fn windows_defaults_to_tcp_with_the_profiles_port_and_token_files() {
     let windows = |home: Option<&str>| Environment {
         home: home.map(PathBuf::from),
         wrapper_dir: Some("/venv/Scripts".into()),
+        real_wrapper_dir: None,
         platform: Platform::Windows,
     };
     let c = parse(&["--python", "/venv/Scripts/python.exe"])
@@ -277,6 +279,7 @@ fn the_installation_is_where_its_python_and_this_binary_are() {
         .resolve(&Environment {
             home: Some("/h".into()),
             wrapper_dir: Some("/opt/wrapper/bin".into()),
+            real_wrapper_dir: None,
             platform: Platform::Linux,
         })
         .expect("valid");

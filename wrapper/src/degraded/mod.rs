@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
-pub use plan::{Plan, Shape, Step, plan};
+pub use plan::{Plan, Shape, Step, plan, serves as has_plan_for};
 
 use crate::logging::{event, millis};
 use crate::process::{self, RunError};

@@ -20,9 +20,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
 
-use super::files;
 use super::wake::{ProbeRule, daemon_answers};
 use crate::bridge::LinkStatus;
+use crate::files;
 use crate::logging::{event, millis};
 use crate::process::{self, CliCommand, RunError};
 use crate::programs::Installation;

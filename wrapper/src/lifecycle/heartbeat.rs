@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{files, now_iso8601};
+use super::now_iso8601;
+use crate::files;
 use crate::logging::event;
 
 /// How often the heartbeat file is refreshed by default (the daemon's

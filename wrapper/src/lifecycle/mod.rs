@@ -5,7 +5,6 @@
 
 pub mod daemon_process;
 pub mod doctor;
-pub mod files;
 pub mod heartbeat;
 pub mod release;
 pub mod wake;

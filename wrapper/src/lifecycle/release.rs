@@ -1,9 +1,10 @@
-//! The daemon's release, and whether the tool table describes it.
+//! The daemon's release, and whether it is the one whose tools are served.
 //!
-//! The tool table (`tools/surface.json`) is iai-mcp 3.3.0's
-//! ([`tools::SURFACE_RELEASE`]). A daemon of another release, such as one
-//! `iai-mcp self-update` installed and restarted under a running wrapper,
-//! may lack tools the table lists or have tools it does not. The bridge
+//! The tools served are those of the iai-mcp release installed beside the
+//! wrapper (or the built-in table, 3.3.0's tools). A daemon of another
+//! release, such as one left running across an upgrade, or an older one
+//! still installed elsewhere, may lack tools that are listed or have tools
+//! that are not. The bridge
 //! asks the daemon which release it is with the `status` control message
 //! as the first line of every connection it makes (docs/CONTRACT.md
 //! section 4), so the question costs no connection of its own; [`watch`]
@@ -16,6 +17,7 @@
 //! time limit and a line-length limit, a failure is logged at debug level
 //! only, and nothing here touches the path of an MCP answer.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -23,7 +25,7 @@ use tokio::sync::watch;
 use crate::bridge::wire::STATUS_REQUEST;
 use crate::bridge::{DaemonStatus, StatusAnswer, StatusError};
 use crate::logging::event;
-use crate::tools;
+use crate::surface::Surface;
 use crate::transport::{Endpoint, OneShot, OneShotError};
 
 /// How long one status exchange (connect, ask, answer) may take in all.
@@ -62,19 +64,14 @@ fn release_in(line: &[u8]) -> Result<String, QueryError> {
     Ok(status.release()?.to_owned())
 }
 
-/// Whether `daemon` is the release the tool table describes.
-pub fn matches_table(daemon: &str) -> bool {
-    daemon == tools::SURFACE_RELEASE
-}
-
-/// The warning for a daemon of release `daemon` when it is not the table's:
-/// what differs, what it means for the tools, and where to read on.
-pub fn mismatch_warning(daemon: &str) -> String {
+/// The warning for a daemon of release `daemon` when the tools served are
+/// release `served`'s: what differs, what it means for the tools, and what
+/// to do.
+pub fn mismatch_warning(daemon: &str, served: &str) -> String {
     format!(
-        "the iai-mcp daemon is release {daemon}; this wrapper's tool table describes {table}: \
-         tools the daemon lacks answer with an error, tools it added are not listed \
-         (update the wrapper; see docs/upgrading.md)",
-        table = tools::SURFACE_RELEASE
+        "the iai-mcp daemon is release {daemon}; the tools served are iai-mcp {served}'s: \
+         tools the daemon lacks answer with an error, tools it has beyond them are not listed \
+         (restart the daemon from the release installed, or see docs/upgrading.md)"
     )
 }
 
@@ -82,34 +79,34 @@ pub fn mismatch_warning(daemon: &str) -> String {
 /// `iai-mcp-wrapper status`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
-    /// The daemon is the table's release: nothing to warn about.
+    /// The daemon is the release whose tools are served: nothing to warn
+    /// about.
     pub matches: bool,
-    /// The daemon's release (or why it is unknown) beside the table's,
-    /// e.g. `3.2.3 (tool table: 3.3.0: differs, see docs/upgrading.md)`.
+    /// The daemon's release (or why it is unknown) beside the served one's,
+    /// e.g. `3.2.3 (tools served: 3.3.0's: differs, see docs/upgrading.md)`.
     pub text: String,
 }
 
-/// Says what `outcome` means for this wrapper's tool table.
-pub fn summarize(outcome: &Result<String, QueryError>) -> Summary {
-    let table = tools::SURFACE_RELEASE;
+/// Says what `outcome` means for the tools served, release `served`'s.
+pub fn summarize(outcome: &Result<String, QueryError>, served: &str) -> Summary {
     match outcome {
-        Ok(daemon) if matches_table(daemon) => Summary {
+        Ok(daemon) if daemon == served => Summary {
             matches: true,
-            text: format!("{daemon} (tool table: {table})"),
+            text: format!("{daemon} (tools served: {served}'s)"),
         },
         Ok(daemon) => Summary {
             matches: false,
-            text: format!("{daemon} (tool table: {table}: differs, see docs/upgrading.md)"),
+            text: format!("{daemon} (tools served: {served}'s: differs, see docs/upgrading.md)"),
         },
-        Err(e) => unknown(&e.to_string()),
+        Err(e) => unknown(&e.to_string(), served),
     }
 }
 
 /// The summary when the release could not be asked: `why` says why.
-pub fn unknown(why: &str) -> Summary {
+pub fn unknown(why: &str, served: &str) -> Summary {
     Summary {
         matches: false,
-        text: format!("unknown, {why} (tool table: {})", tools::SURFACE_RELEASE),
+        text: format!("unknown, {why} (tools served: {served}'s)"),
     }
 }
 
@@ -117,49 +114,50 @@ pub fn unknown(why: &str) -> Summary {
 /// about once per process however often the wrapper reconnects.
 #[derive(Debug, Default)]
 pub struct Warned {
-    releases: Vec<String>,
+    pairs: Vec<(String, String)>,
 }
 
 impl Warned {
-    /// Records `daemon`; true the first time it is seen.
-    pub fn first_time(&mut self, daemon: &str) -> bool {
-        if self.releases.iter().any(|r| r == daemon) {
+    /// Records the daemon's release `daemon` beside the served `served`;
+    /// true the first time the pair is seen.
+    pub fn first_time(&mut self, daemon: &str, served: &str) -> bool {
+        let pair = (daemon.to_owned(), served.to_owned());
+        if self.pairs.contains(&pair) {
             return false;
         }
-        self.releases.push(daemon.to_owned());
+        self.pairs.push(pair);
         true
     }
 }
 
-/// Logs what one status query found as a `daemon_release` event: a warning
-/// the first time a release other than the table's is seen, info for the
-/// table's own release or one already warned about, debug when the release
-/// is unknown.
-pub fn log(outcome: &Result<String, QueryError>, warned: &mut Warned) {
-    let table = tools::SURFACE_RELEASE;
+/// Logs what one status answer found as a `daemon_release` event, beside
+/// the release whose tools are served (`served`): a warning the first time
+/// a daemon of another release is seen, info for the served release or
+/// one already warned about, debug when the release is unknown.
+pub fn log(outcome: &Result<String, QueryError>, served: &str, warned: &mut Warned) {
     match outcome {
-        Ok(daemon) if matches_table(daemon) => tracing::info!(
+        Ok(daemon) if daemon == served => tracing::info!(
             event = event::DAEMON_RELEASE,
             daemon = daemon.as_str(),
-            table,
-            "the daemon is release {daemon}, the one the tool table describes"
+            served,
+            "the daemon is release {daemon}, whose tools are served"
         ),
-        Ok(daemon) if warned.first_time(daemon) => tracing::warn!(
+        Ok(daemon) if warned.first_time(daemon, served) => tracing::warn!(
             event = event::DAEMON_RELEASE,
             daemon = daemon.as_str(),
-            table,
+            served,
             "{}",
-            mismatch_warning(daemon)
+            mismatch_warning(daemon, served)
         ),
         Ok(daemon) => tracing::info!(
             event = event::DAEMON_RELEASE,
             daemon = daemon.as_str(),
-            table,
-            "the daemon is still release {daemon} (tool table: {table}; warned already)"
+            served,
+            "the daemon is still release {daemon} (tools served: {served}'s; warned already)"
         ),
         Err(e) => tracing::debug!(
             event = event::DAEMON_RELEASE,
-            table,
+            served,
             reason = %e,
             "the daemon's release is unknown: {e}"
         ),
@@ -168,9 +166,13 @@ pub fn log(outcome: &Result<String, QueryError>, warned: &mut Warned) {
 
 /// Logs the daemon's release after every connection the bridge makes (the
 /// first, and each reconnect: a restarted daemon may be another release),
-/// from the answer to the status question the connection began with
-/// ([`log`]). Runs until the bridge is gone.
-pub async fn watch(mut answers: watch::Receiver<Option<StatusAnswer>>) {
+/// from the answer to the status question the connection began with,
+/// beside the release whose tools `surface` serves ([`log`]). Runs until
+/// the bridge is gone.
+pub async fn watch(
+    mut answers: watch::Receiver<Option<StatusAnswer>>,
+    surface: watch::Receiver<Arc<Surface>>,
+) {
     let mut warned = Warned::default();
     while answers.changed().await.is_ok() {
         let outcome = match answers.borrow_and_update().as_ref() {
@@ -181,7 +183,8 @@ pub async fn watch(mut answers: watch::Receiver<Option<StatusAnswer>>) {
                 .map_err(QueryError::from),
             None => continue,
         };
-        log(&outcome, &mut warned);
+        let served = surface.borrow().version().to_owned();
+        log(&outcome, &served, &mut warned);
     }
 }
 
@@ -227,45 +230,45 @@ mod tests {
     #[test]
     fn each_differing_release_is_warned_about_once() {
         let mut warned = Warned::default();
-        assert!(warned.first_time("3.2.3"));
-        assert!(!warned.first_time("3.2.3"));
-        assert!(warned.first_time("3.4.0"));
-        assert!(!warned.first_time("3.2.3"));
+        assert!(warned.first_time("3.2.3", "3.3.0"));
+        assert!(!warned.first_time("3.2.3", "3.3.0"));
+        assert!(warned.first_time("3.4.0", "3.3.0"));
+        assert!(!warned.first_time("3.2.3", "3.3.0"));
+        // The same daemon beside another surface is news.
+        assert!(warned.first_time("3.2.3", "3.4.0"));
     }
 
     #[test]
     fn the_warning_names_both_releases_and_the_upgrade_page() {
-        let text = mismatch_warning("3.2.3");
+        let text = mismatch_warning("3.2.3", "3.3.0");
         assert!(
             text.starts_with(
-                "the iai-mcp daemon is release 3.2.3; this wrapper's tool table describes 3.3.0"
+                "the iai-mcp daemon is release 3.2.3; the tools served are iai-mcp 3.3.0's"
             ),
             "{text}"
         );
         assert!(text.contains("docs/upgrading.md"), "{text}");
-        assert!(matches_table(tools::SURFACE_RELEASE));
-        assert!(!matches_table("3.2.3"));
     }
 
     #[test]
-    fn summaries_put_the_daemon_release_beside_the_table() {
-        let same = summarize(&Ok("3.3.0".to_owned()));
+    fn summaries_put_the_daemon_release_beside_the_served_one() {
+        let same = summarize(&Ok("3.3.0".to_owned()), "3.3.0");
         assert_eq!(
             (same.matches, same.text.as_str()),
-            (true, "3.3.0 (tool table: 3.3.0)")
+            (true, "3.3.0 (tools served: 3.3.0's)")
         );
-        let other = summarize(&Ok("3.2.3".to_owned()));
+        let other = summarize(&Ok("3.2.3".to_owned()), "3.3.0");
         assert_eq!(
             (other.matches, other.text.as_str()),
             (
                 false,
-                "3.2.3 (tool table: 3.3.0: differs, see docs/upgrading.md)"
+                "3.2.3 (tools served: 3.3.0's: differs, see docs/upgrading.md)"
             )
         );
-        let unknown = summarize(&Err(QueryError::Answer(StatusError::NoRelease)));
+        let unknown = summarize(&Err(QueryError::Answer(StatusError::NoRelease)), "3.0.0");
         assert_eq!(
             unknown.text,
-            "unknown, the daemon does not report its release (tool table: 3.3.0)"
+            "unknown, the daemon does not report its release (tools served: 3.0.0's)"
         );
     }
 

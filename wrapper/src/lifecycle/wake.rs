@@ -24,8 +24,9 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::daemon_process::{self, DaemonProcess, NotRunning};
-use super::{files, now_iso8601};
+use super::now_iso8601;
 use crate::bridge::LinkStatus;
+use crate::files;
 use crate::logging::event;
 use crate::platform::Platform;
 use crate::process::{self, CliCommand};

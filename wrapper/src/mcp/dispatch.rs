@@ -18,9 +18,10 @@ use super::protocol::{
     DEFAULT_LEGACY_VERSION, Era, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS,
     METHOD_NOT_FOUND, MODERN_VERSION, PARSE_ERROR,
 };
-use super::reply;
+use super::reply::{self, ServerInfo};
 use crate::json::Text;
-use crate::tools::{self, Tool};
+use crate::surface::Surface;
+use crate::tools::Tool;
 
 /// What the server must do with one inbound line.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,10 +46,13 @@ pub struct ToolCall {
     pub id: Value,
     /// The era the request was made in (decides the result's extra fields).
     pub era: Era,
-    /// The tool called.
-    pub tool: &'static Tool,
+    /// The tool called, as the surface served when the call arrived
+    /// defines it (a later change of surface does not touch the call).
+    pub tool: Tool,
     /// The call's arguments (empty when none were given).
     pub arguments: Map<String, Value>,
+    /// Who answers it (the modern era's results name the server).
+    pub server: ServerInfo,
 }
 
 impl PartialEq for ToolCall {
@@ -103,10 +107,10 @@ pub fn oversized(id: Option<Value>, limit: usize) -> reply::Line {
     )
 }
 
-/// Decide what to do with one line from the client.
-pub fn classify(line: &[u8]) -> Classified {
+/// Decide what to do with one line from the client, serving `surface`.
+pub fn classify(line: &[u8], surface: &Surface) -> Classified {
     match message::read(line) {
-        Ok(Line::Message(envelope)) => classify_message(envelope),
+        Ok(Line::Message(envelope)) => classify_message(envelope, surface),
         Ok(Line::Blank) => Classified::ignore(),
         Ok(Line::Batch) => {
             Classified::reply(invalid(&Value::Null, "batch requests are not supported"))
@@ -125,7 +129,7 @@ pub fn classify(line: &[u8]) -> Classified {
     }
 }
 
-fn classify_message(envelope: Envelope<'_>) -> Classified {
+fn classify_message(envelope: Envelope<'_>, surface: &Surface) -> Classified {
     let id = match envelope.id() {
         Id::Absent => None,
         Id::Valid(id) => Some(id),
@@ -148,7 +152,7 @@ fn classify_message(envelope: Envelope<'_>) -> Classified {
             inbound: notification(&method, envelope.params()),
             era: None,
         },
-        Some(id) => request(id, &method, envelope.params()),
+        Some(id) => request(id, &method, envelope.params(), surface),
     }
 }
 
@@ -166,10 +170,10 @@ fn notification(method: &str, params: Option<&RawValue>) -> Inbound {
     }
 }
 
-fn request(id: Value, method: &str, params: Option<&RawValue>) -> Classified {
+fn request(id: Value, method: &str, params: Option<&RawValue>, surface: &Surface) -> Classified {
     match method {
-        "initialize" => initialize(id, params),
-        "tools/call" => tool_call(id, params),
+        "initialize" => initialize(id, params, surface),
+        "tools/call" => tool_call(id, params, surface),
         _ => {
             let plain = match message::params::<PlainParams>(params) {
                 Ok(plain) => plain,
@@ -180,9 +184,9 @@ fn request(id: Value, method: &str, params: Option<&RawValue>) -> Classified {
                 Err(refused) => return refused.answer(&id),
             };
             let line = match method {
-                "server/discover" => reply::discover(&id),
+                "server/discover" => reply::discover(&id, surface),
                 "ping" if era == Era::Legacy => reply::ping(&id),
-                "tools/list" => reply::tools_list(&id, era),
+                "tools/list" => reply::tools_list(&id, era, surface),
                 _ => reply::error(
                     &id,
                     METHOD_NOT_FOUND,
@@ -197,7 +201,7 @@ fn request(id: Value, method: &str, params: Option<&RawValue>) -> Classified {
 /// `initialize` answers in the legacy era whatever `_meta` says (a
 /// modern client does not send it), but a version `_meta` names must
 /// still be one that is served.
-fn initialize(id: Value, params: Option<&RawValue>) -> Classified {
+fn initialize(id: Value, params: Option<&RawValue>, surface: &Surface) -> Classified {
     let params = match message::params::<InitializeParams>(params) {
         Ok(params) => params,
         Err(e) => return Classified::reply(invalid_params(&id, &e)),
@@ -209,10 +213,10 @@ fn initialize(id: Value, params: Option<&RawValue>) -> Classified {
         Some(Value::String(v)) if LEGACY_VERSIONS.contains(&v.as_str()) => v.as_str(),
         _ => DEFAULT_LEGACY_VERSION,
     };
-    Classified::answered(reply::initialize(&id, version), Era::Legacy)
+    Classified::answered(reply::initialize(&id, version, surface), Era::Legacy)
 }
 
-fn tool_call(id: Value, params: Option<&RawValue>) -> Classified {
+fn tool_call(id: Value, params: Option<&RawValue>, surface: &Surface) -> Classified {
     let params = match message::params::<CallParams<'_>>(params) {
         Ok(params) => params,
         Err(e) => return Classified::reply(invalid_params(&id, &e)),
@@ -239,18 +243,20 @@ fn tool_call(id: Value, params: Option<&RawValue>) -> Classified {
             ));
         }
     };
-    match tools::find(name) {
+    let server = ServerInfo::of(surface);
+    match surface.find(name) {
         Some(tool) => Classified {
             inbound: Inbound::ToolCall(ToolCall {
                 id,
                 era,
-                tool,
+                tool: tool.clone(),
                 arguments,
+                server,
             }),
             era: Some(era),
         },
         None => Classified::answered(
-            reply::tool_error(&id, era, &format!("unknown tool {name}")),
+            reply::tool_error(&id, era, &server, &format!("unknown tool {name}")),
             era,
         ),
     }
@@ -294,8 +300,12 @@ fn invalid_params(id: &Value, error: &ParamsError) -> reply::Line {
 mod tests {
     use super::*;
 
-    use crate::mcp::protocol;
     use serde_json::json;
+
+    /// Classifies `line` serving the built-in table.
+    fn classify(line: &[u8]) -> Classified {
+        super::classify(line, &Surface::builtin(None))
+    }
 
     fn reply(line: &str) -> Value {
         match classify(line.as_bytes()).inbound {
@@ -412,18 +422,14 @@ mod tests {
         );
         assert_eq!(r["result"]["protocolVersion"], "2025-03-26");
         assert_eq!(r["result"]["serverInfo"]["name"], "iai-mcp");
-        assert_eq!(r["result"]["capabilities"], json!({"tools": {}}));
-        let text = r["result"]["instructions"].as_str().expect("string");
-        assert!(text.starts_with(protocol::GUIDANCE), "{text}");
-        let config = protocol::instructions_config(text).expect("a config block");
-        let hot: Vec<&str> = config["hot_tools"]
-            .as_array()
-            .expect("hot tools")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        assert_eq!(hot, tools::names().collect::<Vec<_>>());
-        assert_eq!(config["context_editing"]["trigger"]["value"], 30000);
+        assert_eq!(
+            r["result"]["capabilities"],
+            json!({"tools": {"listChanged": true}})
+        );
+        assert_eq!(
+            r["result"]["instructions"],
+            Surface::builtin(None).instructions()
+        );
         let r = reply(
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2099-01-01"}}"#,
         );
@@ -441,7 +447,7 @@ mod tests {
         assert!(r["result"]["ttlMs"].is_u64());
         assert_eq!(
             r["result"]["tools"].as_array(),
-            tools::list_json().as_array()
+            Surface::builtin(None).listing().as_array()
         );
         assert_eq!(
             r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],

@@ -4,10 +4,6 @@
 
 use std::sync::OnceLock;
 
-use serde_json::{Value, json};
-
-use crate::tools;
-
 /// The revision without a handshake (per-request `_meta`).
 pub const MODERN_VERSION: &str = "2026-07-28";
 
@@ -29,8 +25,10 @@ pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 pub const SERVER_NAME: &str = "iai-mcp";
 
 /// How long modern clients may cache `tools/list` and `server/discover`:
-/// the registry is static for the life of the process, so an hour is safe.
-pub const LIST_TTL_MS: u64 = 3_600_000;
+/// the list changes only when the iai-mcp release installed beside the
+/// wrapper changes under it (a client subscribed to `toolsListChanged`
+/// hears of it at once); one that is not re-fetches within a minute.
+pub const LIST_TTL_MS: u64 = 60_000;
 
 /// JSON-RPC: the line is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -64,48 +62,14 @@ pub fn supported_versions() -> Vec<&'static str> {
 /// This release's version, as `serverInfo` and `--version` report it.
 pub const SERVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// What this server is, in one line: the release and the iai-mcp release
-/// whose wrapper it stands in for (`serverInfo.description`, `--version`).
+/// What this server is, in one line: its own name and release
+/// (`serverInfo.description`, `--version`; `serverInfo`'s name and version
+/// are iai-mcp's, the installed release's).
 pub fn description() -> &'static str {
     static TEXT: OnceLock<String> = OnceLock::new();
     TEXT.get_or_init(|| {
         format!(
-            "iai-mcp-wrapper {SERVER_VERSION}, a drop-in for the MCP wrapper of iai-mcp {}",
-            tools::SURFACE_RELEASE
+            "iai-mcp-wrapper {SERVER_VERSION}, the MCP server of iai-mcp, serving the tools of the release installed beside it"
         )
     })
-}
-
-/// How the model should use the memory, in a few sentences: ask it first
-/// for decisions and their reasons, never instead of reading the code, and
-/// treat what it returns as history.
-pub const GUIDANCE: &str = "When a question is about what was decided, preferred or discussed before, \
-or why something is the way it is, call memory_recall before searching the repository: that answer \
-is in past conversations, not in the files, and one recall within its token budget saves a search of \
-several steps. Recall comes before file search but never replaces it: for what the code does now, \
-read the code. Memories carry timestamps and valid_from/valid_to; anything they say about the code \
-is history until the current tree confirms it.";
-
-/// The `instructions` string: the [`GUIDANCE`], then `config: ` and a JSON
-/// document the iai-mcp client side reads for its context-editing
-/// settings and the hot tool list.
-pub fn instructions() -> &'static str {
-    static TEXT: OnceLock<String> = OnceLock::new();
-    TEXT.get_or_init(|| {
-        let config = json!({
-            "context_editing": {
-                "type": "clear_tool_uses_20250919",
-                "trigger": { "type": "input_tokens", "value": 30000 }
-            },
-            "hot_tools": tools::names().collect::<Vec<_>>(),
-        });
-        format!("{GUIDANCE}\n\nconfig: {config}")
-    })
-}
-
-/// The config block of the [`instructions`], parsed back (for clients and
-/// tests that read it).
-pub fn instructions_config(instructions: &str) -> Option<Value> {
-    let (_, config) = instructions.rsplit_once("config: ")?;
-    serde_json::from_str(config).ok()
 }

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 
 use super::protocol::{self, Era};
 use crate::bridge::DaemonResult;
-use crate::tools;
+use crate::surface::Surface;
 
 /// One output line: a JSON-RPC message and its newline.
 pub type Line = Vec<u8>;
@@ -49,33 +49,43 @@ struct UnsupportedVersion<'a> {
     requested: &'a str,
 }
 
-/// `serverInfo`: the name hosts know (the original wrapper's), this
-/// release's version, and what it stands in for.
-#[derive(Serialize)]
+/// `serverInfo`: what the host shows, iai-mcp and the version of the
+/// release whose surface is served, with this wrapper's own identity one
+/// look away in its description.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ServerInfo {
     name: &'static str,
-    version: &'static str,
+    version: String,
     description: &'static str,
 }
 
 impl ServerInfo {
-    /// This wrapper's identity.
-    pub fn this() -> Self {
+    /// The identity of a server serving `surface`.
+    pub fn of(surface: &Surface) -> Self {
         ServerInfo {
             name: protocol::SERVER_NAME,
-            version: protocol::SERVER_VERSION,
+            version: surface.version().to_owned(),
             description: protocol::description(),
         }
     }
 }
 
-/// `capabilities`: tools only.
+/// `capabilities`: tools, whose list may change (when the iai-mcp release
+/// installed beside the wrapper changes under it).
 #[derive(Serialize)]
 struct Capabilities {
-    tools: Empty,
+    tools: ToolsCapability,
 }
 
-const CAPABILITIES: Capabilities = Capabilities { tools: Empty {} };
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolsCapability {
+    list_changed: bool,
+}
+
+const CAPABILITIES: Capabilities = Capabilities {
+    tools: ToolsCapability { list_changed: true },
+};
 
 /// `{}`.
 #[derive(Serialize)]
@@ -84,24 +94,24 @@ struct Empty {}
 /// What every modern-era result ends with.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Completion {
+struct Completion<'a> {
     result_type: &'static str,
     #[serde(rename = "_meta")]
-    meta: CompletionMeta,
+    meta: CompletionMeta<'a>,
 }
 
 #[derive(Serialize)]
-struct CompletionMeta {
+struct CompletionMeta<'a> {
     #[serde(rename = "io.modelcontextprotocol/serverInfo")]
-    server_info: ServerInfo,
+    server_info: &'a ServerInfo,
 }
 
-/// The modern era's additions to a result made in `era`.
-fn completion(era: Era) -> Option<Completion> {
-    (era == Era::Modern).then(|| Completion {
+/// The modern era's additions to a result made in `era` by `server`.
+fn completion(era: Era, server: &ServerInfo) -> Option<Completion<'_>> {
+    (era == Era::Modern).then_some(Completion {
         result_type: "complete",
         meta: CompletionMeta {
-            server_info: ServerInfo::this(),
+            server_info: server,
         },
     })
 }
@@ -125,28 +135,28 @@ struct InitializeResult<'a> {
     protocol_version: &'a str,
     capabilities: Capabilities,
     server_info: ServerInfo,
-    instructions: &'static str,
+    instructions: &'a str,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct DiscoverResult {
+struct DiscoverResult<'a> {
     supported_versions: Vec<&'static str>,
     capabilities: Capabilities,
-    instructions: &'static str,
+    instructions: &'a str,
     #[serde(flatten)]
     cache: Cache,
     #[serde(flatten)]
-    completion: Option<Completion>,
+    completion: Option<Completion<'a>>,
 }
 
 #[derive(Serialize)]
-struct ListResult {
-    tools: &'static Value,
+struct ListResult<'a> {
+    tools: &'a Value,
     #[serde(flatten)]
     cache: Option<Cache>,
     #[serde(flatten)]
-    completion: Option<Completion>,
+    completion: Option<Completion<'a>>,
 }
 
 /// A `tools/call` result.
@@ -159,7 +169,7 @@ struct ToolResult<'a> {
     #[serde(skip_serializing_if = "is_false")]
     is_error: bool,
     #[serde(flatten)]
-    completion: Option<Completion>,
+    completion: Option<Completion<'a>>,
 }
 
 fn is_false(flag: &bool) -> bool {
@@ -212,43 +222,63 @@ pub fn unsupported_version(id: &Value, requested: &str) -> Line {
     })
 }
 
-/// The result of a legacy `initialize`, answering in `version`.
-pub fn initialize(id: &Value, version: &str) -> Line {
+/// The result of a legacy `initialize` serving `surface`, answering in
+/// `version`.
+pub fn initialize(id: &Value, version: &str, surface: &Surface) -> Line {
     respond(
         id,
         InitializeResult {
             protocol_version: version,
             capabilities: CAPABILITIES,
-            server_info: ServerInfo::this(),
-            instructions: protocol::instructions(),
+            server_info: ServerInfo::of(surface),
+            instructions: surface.instructions(),
         },
     )
 }
 
-/// The result of `server/discover` (modern by definition).
-pub fn discover(id: &Value) -> Line {
+/// The result of `server/discover` (modern by definition) serving
+/// `surface`.
+pub fn discover(id: &Value, surface: &Surface) -> Line {
+    let server = ServerInfo::of(surface);
     respond(
         id,
         DiscoverResult {
             supported_versions: protocol::supported_versions(),
             capabilities: CAPABILITIES,
-            instructions: protocol::instructions(),
+            instructions: surface.instructions(),
             cache: PUBLIC_CACHE,
-            completion: completion(Era::Modern),
+            completion: completion(Era::Modern, &server),
         },
     )
 }
 
-/// The result of `tools/list` in `era`.
-pub fn tools_list(id: &Value, era: Era) -> Line {
+/// The result of `tools/list` in `era`: the tools of `surface`.
+pub fn tools_list(id: &Value, era: Era, surface: &Surface) -> Line {
+    let server = ServerInfo::of(surface);
     respond(
         id,
         ListResult {
-            tools: tools::list_json(),
+            tools: surface.listing(),
             cache: (era == Era::Modern).then_some(PUBLIC_CACHE),
-            completion: completion(era),
+            completion: completion(era, &server),
         },
     )
+}
+
+/// The notification that the tool list changed (legacy era: to the
+/// session), with no params.
+pub fn tools_list_changed() -> Line {
+    encode(&Notification {
+        jsonrpc: "2.0",
+        method: "notifications/tools/list_changed",
+    })
+}
+
+/// A notification without params.
+#[derive(Serialize)]
+struct Notification {
+    jsonrpc: &'static str,
+    method: &'static str,
 }
 
 /// The result of a legacy `ping`: `{}`.
@@ -258,7 +288,7 @@ pub fn ping(id: &Value) -> Line {
 
 /// A `tools/call` that succeeded: the daemon's result as the text content
 /// (its JSON text) and as `structuredContent`.
-pub fn tool_success(id: &Value, era: Era, result: &DaemonResult) -> Line {
+pub fn tool_success(id: &Value, era: Era, server: &ServerInfo, result: &DaemonResult) -> Line {
     let raw = result.as_raw();
     let structured = if result.is_object() {
         Structured::Object(raw)
@@ -274,29 +304,29 @@ pub fn tool_success(id: &Value, era: Era, result: &DaemonResult) -> Line {
             }],
             structured_content: Some(structured),
             is_error: false,
-            completion: completion(era),
+            completion: completion(era, server),
         },
     )
 }
 
 /// A `tools/call` answered with an error result reading `text` (`unknown
 /// tool NAME`, or `error: ` and why a call failed).
-pub fn tool_error(id: &Value, era: Era, text: &str) -> Line {
+pub fn tool_error(id: &Value, era: Era, server: &ServerInfo, text: &str) -> Line {
     respond(
         id,
         ToolResult {
             content: [TextContent { kind: "text", text }],
             structured_content: None,
             is_error: true,
-            completion: completion(era),
+            completion: completion(era, server),
         },
     )
 }
 
 /// A `tools/call` that failed with `message`: an error result reading
 /// `error: <message>`.
-pub fn tool_failure(id: &Value, era: Era, message: &str) -> Line {
-    tool_error(id, era, &format!("error: {message}"))
+pub fn tool_failure(id: &Value, era: Era, server: &ServerInfo, message: &str) -> Line {
+    tool_error(id, era, server, &format!("error: {message}"))
 }
 
 fn respond<R: Serialize>(id: &Value, result: R) -> Line {
@@ -329,6 +359,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn server() -> ServerInfo {
+        ServerInfo::of(&Surface::builtin(None))
+    }
+
     fn parsed(line: &[u8]) -> Value {
         assert_eq!(line.last(), Some(&b'\n'));
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
@@ -338,7 +372,7 @@ mod tests {
     #[test]
     fn tool_results_carry_the_text_and_the_structured_result() {
         let result = DaemonResult::from_value(&json!({"ok": true, "t": "a \"q\"\nb"}));
-        let r = parsed(&tool_success(&json!(7), Era::Legacy, &result));
+        let r = parsed(&tool_success(&json!(7), Era::Legacy, &server(), &result));
         assert_eq!(
             r,
             json!({"jsonrpc": "2.0", "id": 7, "result": {
@@ -347,7 +381,7 @@ mod tests {
             }})
         );
         let list = DaemonResult::from_value(&json!([1, 2]));
-        let r = parsed(&tool_success(&json!("x"), Era::Modern, &list));
+        let r = parsed(&tool_success(&json!("x"), Era::Modern, &server(), &list));
         assert_eq!(r["result"]["structuredContent"], json!({"value": [1, 2]}));
         assert_eq!(r["result"]["resultType"], "complete");
         assert_eq!(
@@ -368,7 +402,7 @@ mod tests {
 
     #[test]
     fn failures_are_error_results() {
-        let r = parsed(&tool_failure(&json!(1), Era::Legacy, "it broke"));
+        let r = parsed(&tool_failure(&json!(1), Era::Legacy, &server(), "it broke"));
         assert_eq!(
             r["result"],
             json!({"content": [{"type": "text", "text": "error: it broke"}], "isError": true})
@@ -390,14 +424,14 @@ mod tests {
 
     #[test]
     fn listings_are_cacheable_only_in_the_modern_era() {
-        let legacy = parsed(&tools_list(&json!(1), Era::Legacy));
+        let legacy = parsed(&tools_list(&json!(1), Era::Legacy, &Surface::builtin(None)));
         let keys: Vec<&String> = legacy["result"]
             .as_object()
             .expect("object")
             .keys()
             .collect();
         assert_eq!(keys, ["tools"]);
-        let modern = parsed(&tools_list(&json!(1), Era::Modern));
+        let modern = parsed(&tools_list(&json!(1), Era::Modern, &Surface::builtin(None)));
         let keys: Vec<&String> = modern["result"]
             .as_object()
             .expect("object")
@@ -408,5 +442,29 @@ mod tests {
             ["tools", "ttlMs", "cacheScope", "resultType", "_meta"]
         );
         assert_eq!(parsed(&ping(&json!(2)))["result"], json!({}));
+    }
+
+    #[test]
+    fn the_host_sees_iai_mcp_and_the_served_release() {
+        let r = parsed(&initialize(
+            &json!(1),
+            "2025-06-18",
+            &Surface::builtin(None),
+        ));
+        assert_eq!(r["result"]["serverInfo"]["name"], "iai-mcp");
+        assert_eq!(r["result"]["serverInfo"]["version"], "3.3.0");
+        assert!(
+            r["result"]["serverInfo"]["description"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("iai-mcp-wrapper "))
+        );
+        assert_eq!(
+            r["result"]["capabilities"],
+            json!({"tools": {"listChanged": true}})
+        );
+        assert_eq!(
+            parsed(&tools_list_changed()),
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        );
     }
 }

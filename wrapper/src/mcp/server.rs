@@ -12,16 +12,17 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::{AbortHandle, JoinError, JoinHandle, JoinSet};
 use tokio_util::codec::FramedRead;
 
 use super::dispatch::{self, Classified, Inbound, ToolCall};
 use super::protocol::{self, Era};
-use super::reply;
+use super::reply::{self, ServerInfo};
 use crate::bridge::{Access, BridgeError};
 use crate::call::Caller;
 use crate::codec::{Frame, LineCodec};
+use crate::surface::Surface;
 
 /// Calls forwarded to the daemon at once; past this the loop stops reading
 /// stdin until some finish, so a client cannot make the wrapper hold an
@@ -86,14 +87,24 @@ struct CallOutput {
     line: Vec<u8>,
 }
 
+/// What the loop serves and through what: the surface (which may change
+/// while it runs), the caller of tools, the warm-up to start.
+pub struct Serving<T> {
+    /// The tool surface; a change is announced to the client.
+    pub surface: watch::Receiver<Arc<Surface>>,
+    /// Makes the tool calls.
+    pub caller: Caller,
+    /// Told when the session is initialized.
+    pub warmup: T,
+}
+
 /// Serve MCP on `input`/`output` until EOF, `stop` completes, or output
 /// fails; then let calls in flight finish (up to the grace period), fail the
 /// rest, flush, and return why it stopped.
 pub async fn serve<R, W, S, T>(
     input: R,
     output: W,
-    caller: Caller,
-    warmup: T,
+    serving: Serving<T>,
     config: ServerConfig,
     stop: S,
 ) -> StopReason
@@ -105,7 +116,7 @@ where
 {
     let (out, out_rx) = Output::new();
     let mut writer = tokio::spawn(write_output(output, out_rx));
-    let mut session = Session::new(input, out, caller, warmup, config);
+    let mut session = Session::new(input, out, serving, config);
     let reason = session.read_until_stopped(stop, &mut writer).await;
     session.answer_calls_in_flight().await;
     // Closing the queue lets the writer end once it has written it out;
@@ -126,8 +137,12 @@ struct Session<R, T> {
     calls: JoinSet<CallOutput>,
     live: BTreeMap<u64, Live>,
     next_seq: u64,
+    surface: watch::Receiver<Arc<Surface>>,
     caller: Caller,
     warmup: T,
+    /// The client finished the legacy handshake: notifications may be
+    /// sent to it.
+    initialized: bool,
     config: ServerConfig,
 }
 
@@ -137,15 +152,23 @@ where
     T: WarmupTrigger,
 {
     /// A session reading `input` and answering through `out`, no call yet.
-    fn new(input: R, out: Output, caller: Caller, warmup: T, config: ServerConfig) -> Self {
+    fn new(input: R, out: Output, serving: Serving<T>, config: ServerConfig) -> Self {
+        let Serving {
+            mut surface,
+            caller,
+            warmup,
+        } = serving;
+        surface.mark_unchanged();
         Session {
             frames: FramedRead::new(input, LineCodec::new(config.max_line_bytes)),
             out,
             calls: JoinSet::new(),
             live: BTreeMap::new(),
             next_seq: 0,
+            surface,
             caller,
             warmup,
+            initialized: false,
             config,
         }
     }
@@ -174,6 +197,7 @@ where
                 Some(done) = self.calls.join_next(), if !self.calls.is_empty() => {
                     deliver(done, &mut self.live, &self.out);
                 }
+                Ok(()) = self.surface.changed() => self.on_surface_changed(),
                 () = &mut stop => break StopReason::Signal,
                 _ = &mut *writer => break StopReason::OutputClosed,
             }
@@ -184,7 +208,10 @@ where
     /// with an error; the end of input (or a read error) stops the loop.
     fn on_frame(&mut self, frame: Option<std::io::Result<Frame>>) -> ControlFlow<StopReason> {
         match frame {
-            Some(Ok(Frame::Line(line))) => self.on_message(dispatch::classify(&line)),
+            Some(Ok(Frame::Line(line))) => {
+                let classified = dispatch::classify(&line, &self.surface.borrow());
+                self.on_message(classified);
+            }
             Some(Ok(Frame::Oversized { id })) => {
                 self.out
                     .send(dispatch::oversized(id, self.config.max_line_bytes));
@@ -208,8 +235,20 @@ where
             Inbound::Reply(line) => self.out.send(line),
             Inbound::ToolCall(call) => self.start_call(call),
             Inbound::Cancel(id) => self.cancel(&id),
-            Inbound::Initialized => self.warmup.initialized(),
+            Inbound::Initialized => {
+                self.initialized = true;
+                self.warmup.initialized();
+            }
             Inbound::Ignore => {}
+        }
+    }
+
+    /// The surface changed: a client that finished the handshake is told
+    /// to list the tools again (one that has not will list them anyway).
+    fn on_surface_changed(&mut self) {
+        self.surface.mark_unchanged();
+        if self.initialized {
+            self.out.send(reply::tools_list_changed());
         }
     }
 
@@ -219,6 +258,7 @@ where
         let seq = self.next_seq;
         let id = call.id.clone();
         let era = call.era;
+        let server = call.server.clone();
         let writes = call.tool.access() == Access::Write;
         let handle = self.calls.spawn(run_call(seq, call, self.caller.clone()));
         self.live.insert(
@@ -226,6 +266,7 @@ where
             Live {
                 id,
                 era,
+                server,
                 writes,
                 handle,
             },
@@ -328,6 +369,8 @@ impl Output {
 struct Live {
     id: Value,
     era: Era,
+    /// Who answers it.
+    server: ServerInfo,
     /// The tool may change the store: an interrupted call may have done so.
     writes: bool,
     handle: AbortHandle,
@@ -365,7 +408,7 @@ fn deliver(done: Result<CallOutput, JoinError>, live: &mut BTreeMap<u64, Live>, 
                 if call.writes {
                     text.push_str("; it may have been stored");
                 }
-                reply::tool_failure(&call.id, call.era, &text)
+                reply::tool_failure(&call.id, call.era, &call.server, &text)
             };
             out.send(line);
         }
@@ -378,10 +421,11 @@ async fn run_call(seq: u64, call: ToolCall, caller: Caller) -> CallOutput {
         era,
         tool,
         arguments,
+        server,
     } = call;
-    let line = match caller.call(tool, arguments).await {
-        Ok(result) => reply::tool_success(&id, era, &result),
-        Err(error) => reply::tool_failure(&id, era, &error.to_string()),
+    let line = match caller.call(&tool, arguments).await {
+        Ok(result) => reply::tool_success(&id, era, &server, &result),
+        Err(error) => reply::tool_failure(&id, era, &server, &error.to_string()),
     };
     CallOutput { seq, line }
 }

@@ -1,28 +1,22 @@
-//! The tool surface: the 15 tools of iai-mcp 3.3.0.
+//! The tools' routing: how a tool call becomes a daemon request, and
+//! whether a call may be sent again after its connection was lost.
 //!
-//! The surface is stated once, as data: [`surface.json`](surface.json)
-//! holds each tool's `tools/list` entry (name, title, description, JSON
-//! Schema input and output, annotations) in the order 3.3.0 lists them.
-//! Everything else is derived from it:
+//! The built-in table [`surface.json`](surface.json) holds the `tools/list`
+//! entries of iai-mcp 3.3.0's fifteen tools in this project's own words
+//! (name, title, description, JSON Schema input and output, annotations),
+//! in the order 3.3.0 lists them. The wrapper serves it when no release is
+//! installed beside it or its bundle cannot be read
+//! ([`crate::surface`]); what a release defines is served instead when it
+//! can be.
 //!
-//! - `tools/list` serves [`list_json`], parsed once and never touching the
-//!   daemon;
-//! - `tools/call` looks the tool up with [`find`] and turns its MCP
-//!   `arguments` into a daemon request with [`Tool::daemon_request`]: every
-//!   tool is forwarded by name, except `profile_get_set`, which `operation`
-//!   splits into `profile_get` and `profile_set`;
-//! - the annotations decide how a call is treated when its daemon
-//!   connection is lost ([`Tool::access`]).
-//!
-//! The table is checked against the real 3.3.0 daemon and 3.3.0's own
-//! listing by the end-to-end kit (`cargo xtask e2e`), not restated in unit
-//! tests. `cargo xtask surface --iai-pme VERSION` shows how another
-//! release's listing differs; with `--write` it rewrites the table (and
-//! [`SURFACE_RELEASE`]) to that release, marking every description it
-//! cannot take from here `TODO(surface):`, which a unit test refuses. Output schemas are open: the daemon owns the result shape and
-//! adds fields over time, clients reject a result that does not validate,
-//! so no field is required and every field the daemon may report as `null`
-//! accepts `null`.
+//! Routing is this wrapper's, whatever the surface: every tool is
+//! forwarded by name with its arguments as params, except
+//! `profile_get_set`, which `operation` splits into `profile_get` and
+//! `profile_set` (every 3.x release routes the same way). Whether a call
+//! reads or writes is decided here too, never by text this project does
+//! not control: a tool the built-in table knows as read-only and
+//! idempotent is a read, as long as the surface served gives it the same
+//! annotations; any other tool is a write, which is never sent twice.
 
 use std::sync::OnceLock;
 
@@ -30,23 +24,18 @@ use serde_json::{Map, Value, json};
 
 use crate::bridge::Access;
 
-/// The iai-mcp release whose tool surface the table is: this wrapper is a
-/// drop-in for that release's own wrapper.
+/// The iai-mcp release whose tools the built-in table describes.
 pub const SURFACE_RELEASE: &str = "3.3.0";
 
-/// The table, as served.
+/// The built-in table, as written.
 const SURFACE: &str = include_str!("surface.json");
 
 /// One MCP tool: what `tools/call` needs to route it.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tool {
     /// The MCP tool name, as clients call it.
     pub name: String,
-    /// The tool only reads daemon state (`readOnlyHint`).
-    pub read_only: bool,
-    /// Repeating a call with the same arguments has no further effect
-    /// (`idempotentHint`).
-    pub idempotent: bool,
+    access: Access,
     route: Route,
 }
 
@@ -69,15 +58,15 @@ enum Route {
     ProfileGetSet,
 }
 
-/// The parsed table.
-struct Registry {
-    tools: Vec<Tool>,
+/// The built-in table: its entries as served, and its tools.
+struct Builtin {
     listing: Value,
+    tools: Vec<Tool>,
 }
 
-fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(|| {
+fn builtin() -> &'static Builtin {
+    static BUILTIN: OnceLock<Builtin> = OnceLock::new();
+    BUILTIN.get_or_init(|| {
         // The table is part of the binary; its shape is checked by the
         // unit tests below, so a malformed table cannot ship.
         let listing: Value = serde_json::from_str(SURFACE).expect("surface.json is valid JSON");
@@ -87,35 +76,73 @@ fn registry() -> &'static Registry {
             .iter()
             .map(|entry| {
                 let name = entry["name"].as_str().expect("every tool has a name");
-                let hint = |key: &str| entry["annotations"][key].as_bool() == Some(true);
                 Tool {
                     name: name.to_owned(),
-                    read_only: hint("readOnlyHint"),
-                    idempotent: hint("idempotentHint"),
-                    route: if name == "profile_get_set" {
-                        Route::ProfileGetSet
-                    } else {
-                        Route::Forward
-                    },
+                    access: access_of(entry.get("annotations")),
+                    route: route_of(name),
                 }
             })
             .collect();
-        Registry { tools, listing }
+        Builtin { listing, tools }
     })
 }
 
+/// Read or write, from a tool's annotations: a tool that is both
+/// read-only and idempotent is a read (it may be re-sent, or answered
+/// another way, because running it twice changes nothing); anything else
+/// is a write, which must never run twice.
+fn access_of(annotations: Option<&Value>) -> Access {
+    let hint = |key: &str| annotations.and_then(|a| a.get(key)) == Some(&Value::Bool(true));
+    if hint("readOnlyHint") && hint("idempotentHint") {
+        Access::Read
+    } else {
+        Access::Write
+    }
+}
+
+fn route_of(name: &str) -> Route {
+    if name == "profile_get_set" {
+        Route::ProfileGetSet
+    } else {
+        Route::Forward
+    }
+}
+
+/// The hints that decide whether a call reads, as a release gives them.
+const ACCESS_HINTS: [&str; 2] = ["readOnlyHint", "idempotentHint"];
+
 impl Tool {
-    /// How the bridge may treat a call of this tool when its connection is
-    /// lost: a tool that is both read-only and idempotent is a read (it may
-    /// be re-sent, or answered another way, because running it twice
-    /// changes nothing); anything else is a write, which must never run
-    /// twice.
-    pub fn access(&self) -> Access {
-        if self.read_only && self.idempotent {
-            Access::Read
-        } else {
-            Access::Write
+    /// The tool `name` as a release defines it, with `annotations`: routed
+    /// as this wrapper routes it, and a read only when the built-in table
+    /// knows it as one and the release's access hints say the same. A tool
+    /// the table does not know, or whose hints differ from it, is a write:
+    /// "a write never runs twice" is not left to text this project does
+    /// not control.
+    pub fn for_release(name: &str, annotations: Option<&Value>) -> Tool {
+        let known = builtin_tool(name);
+        let same_hints = known.is_some_and(|_| {
+            let theirs = |key: &str| annotations.and_then(|a| a.get(key));
+            let ours = builtin_entry(name).and_then(|e| e.get("annotations"));
+            ACCESS_HINTS
+                .iter()
+                .all(|key| theirs(key) == ours.and_then(|a| a.get(*key)))
+        });
+        let access = match known {
+            Some(tool) if same_hints => tool.access,
+            _ => Access::Write,
+        };
+        Tool {
+            name: name.to_owned(),
+            access,
+            route: route_of(name),
         }
+    }
+
+    /// How the bridge may treat a call of this tool when its connection is
+    /// lost: a read may be re-sent or answered another way; a write must
+    /// never run twice.
+    pub fn access(&self) -> Access {
+        self.access
     }
 
     /// Maps MCP `arguments` to the daemon JSON-RPC `(method, params)`.
@@ -138,6 +165,27 @@ impl Tool {
     }
 }
 
+/// The built-in table's tools, in listing order.
+pub fn builtin_tools() -> &'static [Tool] {
+    &builtin().tools
+}
+
+/// The built-in table's `tools/list` entries.
+pub fn builtin_listing() -> &'static Value {
+    &builtin().listing
+}
+
+fn builtin_tool(name: &str) -> Option<&'static Tool> {
+    builtin_tools().iter().find(|t| t.name == name)
+}
+
+fn builtin_entry(name: &str) -> Option<&'static Value> {
+    builtin_listing()
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)
+}
+
 /// Routes a `profile_get_set` call by its `operation` argument.
 fn profile_request(mut arguments: Map<String, Value>) -> Result<(String, Value), ToolError> {
     let knob = arguments.remove("knob").unwrap_or(Value::Null);
@@ -158,35 +206,13 @@ fn profile_request(mut arguments: Map<String, Value>) -> Result<(String, Value),
     }
 }
 
-/// Every tool, in listing order.
-pub fn all() -> &'static [Tool] {
-    &registry().tools
-}
-
-/// The tool called `name`, or `None` for an unknown name (which `tools/call`
-/// answers with an `unknown tool` error result).
-pub fn find(name: &str) -> Option<&'static Tool> {
-    all().iter().find(|t| t.name == name)
-}
-
-/// The `tools` array of the `tools/list` result: the table itself.
-pub fn list_json() -> &'static Value {
-    &registry().listing
-}
-
-/// The tool names in listing order, for the `hot_tools` list in the
-/// server instructions.
-pub fn names() -> impl Iterator<Item = &'static str> {
-    all().iter().map(|t| t.name.as_str())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
 
     fn tool(name: &str) -> &'static Tool {
-        find(name).unwrap_or_else(|| panic!("{name} is registered"))
+        builtin_tool(name).unwrap_or_else(|| panic!("{name} is registered"))
     }
 
     fn args(value: Value) -> Map<String, Value> {
@@ -208,8 +234,8 @@ mod tests {
     /// the content is checked against 3.3.0 by the end-to-end kit.
     #[test]
     fn every_entry_is_a_complete_tool_definition() {
-        let listing = list_json().as_array().expect("array");
-        assert_eq!(listing.len(), all().len());
+        let listing = builtin_listing().as_array().expect("array");
+        assert_eq!(listing.len(), builtin_tools().len());
         let mut names = HashSet::new();
         for entry in listing {
             let name = entry["name"].as_str().expect("name");
@@ -300,7 +326,7 @@ mod tests {
             }
         }
         let mut found = Vec::new();
-        unwritten(list_json(), "", &mut found);
+        unwritten(builtin_listing(), "", &mut found);
         assert!(
             found.is_empty() && !SURFACE.contains("TODO(surface)"),
             "surface.json has text still to write:\n{}",
@@ -310,8 +336,8 @@ mod tests {
 
     #[test]
     fn reads_are_exactly_the_read_only_idempotent_tools() {
-        for t in all() {
-            let entry = list_json()
+        for t in builtin_tools() {
+            let entry = builtin_listing()
                 .as_array()
                 .expect("array")
                 .iter()
@@ -323,13 +349,59 @@ mod tests {
         }
         assert_eq!(tool("memory_capture").access(), Access::Write);
         assert_eq!(tool("memory_recall").access(), Access::Read);
-        assert!(find("camouflaging_status").is_none());
-        assert!(find("").is_none());
+        assert!(builtin_tool("camouflaging_status").is_none());
+        assert!(builtin_tool("").is_none());
+    }
+
+    #[test]
+    fn a_release_tool_reads_only_when_the_table_knows_it_as_a_read() {
+        let read = json!({"readOnlyHint": true, "idempotentHint": true});
+        assert_eq!(
+            Tool::for_release("memory_recall", Some(&read)).access(),
+            Access::Read
+        );
+        // Unknown to the table: a write, whatever it claims.
+        assert_eq!(
+            Tool::for_release("camouflaging_status", Some(&read)).access(),
+            Access::Write
+        );
+        // Known, but its hints differ from the table's: a write.
+        let changed = json!({"readOnlyHint": true, "idempotentHint": false});
+        assert_eq!(
+            Tool::for_release("memory_recall", Some(&changed)).access(),
+            Access::Write
+        );
+        assert_eq!(
+            Tool::for_release("memory_recall", None).access(),
+            Access::Write
+        );
+        // A write the release calls a read stays a write.
+        assert_eq!(
+            Tool::for_release("memory_capture", Some(&read)).access(),
+            Access::Write
+        );
+        // Other hints (destructive, open world) do not decide it.
+        let read_and_more = json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": true, "title": "x"});
+        assert_eq!(
+            Tool::for_release("topology", Some(&read_and_more)).access(),
+            Access::Read
+        );
+        // Routing is this wrapper's for every surface.
+        let profile = Tool::for_release("profile_get_set", None);
+        assert_eq!(
+            profile
+                .daemon_request(args(json!({"operation": "get"})))
+                .map(|(method, _)| method),
+            Ok("profile_get".to_owned())
+        );
     }
     #[test]
     fn plain_tools_forward_arguments_unchanged() {
         let arguments = json!({ "cue": "what did we pick", "budget_tokens": 800, "extra": [1, 2] });
-        for t in all().iter().filter(|t| t.name != "profile_get_set") {
+        for t in builtin_tools()
+            .iter()
+            .filter(|t| t.name != "profile_get_set")
+        {
             let (method, params) = t
                 .daemon_request(args(arguments.clone()))
                 .expect("forwarded");

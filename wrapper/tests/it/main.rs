@@ -18,5 +18,6 @@ mod race;
 mod release;
 mod security;
 mod settings_doc;
+mod surface;
 mod tcp;
 mod wake;

@@ -18,7 +18,12 @@ fn tools_list_serves_the_tool_table_with_no_daemon() {
     let tools = list["result"]["tools"].as_array().expect("tools array");
     // The table itself is checked against iai-mcp 3.3.0 by `cargo xtask
     // e2e`; here: the binary serves exactly it.
-    assert_eq!(Some(tools), iai_mcp_wrapper::tools::list_json().as_array());
+    assert_eq!(
+        Some(tools),
+        iai_mcp_wrapper::surface::Surface::builtin(None)
+            .listing()
+            .as_array()
+    );
     for tool in tools {
         assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
         assert_eq!(tool["outputSchema"]["type"], "object", "{tool}");
@@ -136,7 +141,9 @@ fn notifications_before_initialize_are_ignored_and_requests_served() {
     let list = w.request("tools/list", json!({}), REPLY).expect("list");
     assert_eq!(
         list["result"]["tools"].as_array(),
-        iai_mcp_wrapper::tools::list_json().as_array()
+        iai_mcp_wrapper::surface::Surface::builtin(None)
+            .listing()
+            .as_array()
     );
     w.initialize("2024-11-05").expect("initialize still works");
     assert!(w.next_unmatched().is_none(), "no reply to any notification");

@@ -1,8 +1,9 @@
 //! The daemon's release, through the real binaries: the wrapper asks the
-//! fake daemon (`--release`) which release it is after each connection,
-//! warns once per release other than its tool table's (also across daemon
-//! restarts), stays quiet for its own, and `--check` and `status` show
-//! both releases.
+//! fake daemon (`--release`) which release it is on each connection,
+//! warns once per release other than the one whose tools it serves (here
+//! the built-in table's: no release is installed beside the test binary;
+//! also across daemon restarts), stays quiet for that one, and `--check`
+//! and `status` show both releases.
 
 use std::path::{Path, PathBuf};
 
@@ -14,12 +15,12 @@ use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
 use predicates::prelude::*;
 use serde_json::Value;
 
-/// The release the wrapper's tool table describes.
-const TABLE: &str = "3.3.0";
+/// The release whose tools the wrapper serves here: the built-in table's.
+const SERVED: &str = "3.3.0";
 
 /// The start of the warning for a daemon of release `daemon`.
 fn warning_for(daemon: &str) -> String {
-    format!("the iai-mcp daemon is release {daemon}; this wrapper's tool table describes {TABLE}")
+    format!("the iai-mcp daemon is release {daemon}; the tools served are iai-mcp {SERVED}'s")
 }
 
 /// A fake daemon on `socket` reporting `options` (`--release X`,
@@ -61,7 +62,7 @@ fn another_release_is_warned_about_once_per_release_across_daemon_restarts() {
     let warned = &found[0];
     assert_eq!(warned["level"], "WARN", "{warned}");
     assert_eq!(warned["daemon"], "3.2.3", "{warned}");
-    assert_eq!(warned["table"], TABLE, "{warned}");
+    assert_eq!(warned["served"], SERVED, "{warned}");
     let message = warned["message"].as_str().expect("message");
     assert!(message.starts_with(&warning_for("3.2.3")), "{message}");
     assert!(message.contains("docs/upgrading.md"), "{message}");
@@ -123,7 +124,7 @@ fn the_text_log_warns_once_in_words_naming_both_releases() {
     assert!(line.contains("WARN"), "{line}");
     assert!(
         line.contains(
-            "tools the daemon lacks answer with an error, tools it added are not listed (update the wrapper; see docs/upgrading.md)"
+            "tools the daemon lacks answer with an error, tools it has beyond them are not listed (restart the daemon from the release installed, or see docs/upgrading.md)"
         ),
         "{line}"
     );
@@ -135,23 +136,22 @@ fn the_text_log_warns_once_in_words_naming_both_releases() {
 }
 
 #[test]
-fn the_table_release_is_logged_as_info_and_never_warned_about() {
+fn the_served_release_is_logged_as_info_and_never_warned_about() {
     let dir = short_tempdir().expect("tempdir");
     let socket = dir.path().join("d.sock");
     let daemon = daemon(&socket, Transport::Unix, &[]);
     let mut w = wrapper(WrapperOptions::new(&socket), &[JSON_LOG]);
     let found = release_events(&w, 1);
     assert_eq!(found[0]["level"], "INFO", "{}", found[0]);
-    assert_eq!(found[0]["daemon"], TABLE, "{}", found[0]);
-    assert_eq!(found[0]["table"], TABLE, "{}", found[0]);
+    assert_eq!(found[0]["daemon"], SERVED, "{}", found[0]);
+    assert_eq!(found[0]["served"], SERVED, "{}", found[0]);
     daemon.drop_connections().expect("drop");
     release_events(&w, 2);
     finish(&mut w);
     let events = events_named(&w, "daemon_release");
     assert!(events.iter().all(|e| e["level"] == "INFO"), "{events:?}");
     assert!(
-        !w.stderr_text()
-            .contains("this wrapper's tool table describes"),
+        !w.stderr_text().contains("the tools served are"),
         "{}",
         w.stderr_text()
     );
@@ -169,7 +169,7 @@ fn a_daemon_that_names_no_release_is_a_debug_event_and_no_warning() {
     let found = release_events(&w, 1);
     assert_eq!(found[0]["level"], "DEBUG", "{}", found[0]);
     assert!(found[0].get("daemon").is_none(), "{}", found[0]);
-    assert_eq!(found[0]["table"], TABLE, "{}", found[0]);
+    assert_eq!(found[0]["served"], SERVED, "{}", found[0]);
     assert!(found[0]["reason"].is_string(), "{}", found[0]);
     finish(&mut w);
     assert!(
@@ -242,7 +242,7 @@ fn command(home: &Path, socket: &Path) -> Command {
 }
 
 #[test]
-fn check_and_status_show_the_daemon_release_beside_the_table() {
+fn check_and_status_show_the_daemon_release_beside_the_served_one() {
     let dir = short_tempdir().expect("tempdir");
     let same = dir.path().join("same.sock");
     let other = dir.path().join("other.sock");
@@ -254,7 +254,7 @@ fn check_and_status_show_the_daemon_release_beside_the_table() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "\n[ok] daemon release 3.3.0 (tool table: 3.3.0)\n",
+            "\n[ok] daemon release 3.3.0 (tools served: 3.3.0's)\n",
         ));
     // A differing release is a warning: the daemon still answers.
     command(dir.path(), &other)
@@ -262,7 +262,7 @@ fn check_and_status_show_the_daemon_release_beside_the_table() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "\n[warn] daemon release 3.2.3 (tool table: 3.3.0: differs, see docs/upgrading.md)\n",
+            "\n[warn] daemon release 3.2.3 (tools served: 3.3.0's: differs, see docs/upgrading.md)\n",
         ));
     command(dir.path(), &dir.path().join("absent.sock"))
         .arg("--check")
@@ -276,13 +276,13 @@ fn check_and_status_show_the_daemon_release_beside_the_table() {
         .arg("status")
         .assert()
         .stdout(predicate::str::contains(
-            "\ndaemon release  3.3.0 (tool table: 3.3.0)\n",
+            "\ndaemon release  3.3.0 (tools served: 3.3.0's)\n",
         ));
     command(dir.path(), &other)
         .arg("status")
         .assert()
         .stdout(predicate::str::contains(
-            "\ndaemon release  3.2.3 (tool table: 3.3.0: differs, see docs/upgrading.md)\n",
+            "\ndaemon release  3.2.3 (tools served: 3.3.0's: differs, see docs/upgrading.md)\n",
         ));
     command(dir.path(), &dir.path().join("absent.sock"))
         .arg("status")

@@ -1,4 +1,5 @@
-//! Atomic, private file writes for the lifecycle files.
+//! Atomic, private file writes for the files the wrapper keeps: the
+//! lifecycle files and its own directory in the state directory.
 //!
 //! On Unix, files are created with mode 0600 and directories with mode
 //! 0700. Windows has no mode bits: there the files get the permissions
@@ -7,7 +8,17 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The directory of this wrapper's own files inside the state directory
+/// (`~/.iai-mcp/iai-mcp-wrapper`): the cache of a release's surface, the
+/// doctor's verdicts. Files whose place iai-mcp fixes (heartbeats,
+/// `wake.signal`) stay where it puts them; these stay out of the state
+/// directory itself, where every write would wake the wrappers watching it
+/// for the daemon's socket.
+pub fn own_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("iai-mcp-wrapper")
+}
 
 /// Create `dir` and its missing parents, private to this user on Unix.
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
