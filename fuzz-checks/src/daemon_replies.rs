@@ -26,7 +26,8 @@ use bytes::BytesMut;
 use iai_mcp_wrapper::bridge::core::PARSE_STREAK_LIMIT;
 use iai_mcp_wrapper::bridge::wire::STATUS_REQUEST;
 use iai_mcp_wrapper::bridge::{
-    Access, Action, Backoff, Bridge, BridgeMode, CallId, ConnId, Event, Policy, Request, Timings,
+    Access, Action, Backoff, Bridge, BridgeMode, CallId, ConnId, ConnectFailure, Event, Policy,
+    Request, Timings,
 };
 use iai_mcp_wrapper::codec::{Frame, LineCodec};
 use serde::de::IgnoredAny;
@@ -161,8 +162,11 @@ impl Run {
             match &action {
                 Action::Reply(call, _) => *self.answers.entry(*call).or_default() += 1,
                 Action::Connect(conn) => {
-                    self.bridge
-                        .connect_failed(*conn, "refused".to_owned(), self.now);
+                    self.bridge.connect_failed(
+                        *conn,
+                        ConnectFailure::Other("refused".to_owned()),
+                        self.now,
+                    );
                 }
                 _ => {}
             }

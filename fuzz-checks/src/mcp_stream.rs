@@ -30,7 +30,9 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use harness::scenario::hostile::{Expect, expected_reply};
-use iai_mcp_wrapper::bridge::{self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings};
+use iai_mcp_wrapper::bridge::{
+    self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings, WatchSettings,
+};
 use iai_mcp_wrapper::call::Caller;
 use iai_mcp_wrapper::codec::{Frame, LineCodec};
 use iai_mcp_wrapper::degraded::{Degraded, DegradedConfig};
@@ -299,6 +301,7 @@ fn served(stream: &[u8]) -> Vec<Vec<u8>> {
                 connect_timeout: Duration::from_secs(1),
                 probe_timeout: Duration::from_secs(1),
                 max_line_bytes: MAX_LINE,
+                watch: WatchSettings::default(),
             },
         );
         let degraded = Degraded::new(

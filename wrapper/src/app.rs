@@ -53,7 +53,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     );
 
     let core = Bridge::new(
-        config.bridge,
+        config.bridge.policy,
         config.daemon.endpoint.to_string(),
         u64::from(pid) ^ session.as_u64_pair().0,
     );
@@ -64,6 +64,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             connect_timeout: CONNECT_TIMEOUT,
             probe_timeout: PROBE_TIMEOUT,
             max_line_bytes: config.session.max_line_bytes,
+            watch: config.bridge.watch,
         },
     );
     let waker = tokio::spawn(wake::wake_when_down(

@@ -132,7 +132,7 @@ fn bridge(config: &Config, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "fallback wait: {:?} for memory tools the CLI can answer (a daemon lost less than the connect wait ago is waited for in full)",
-        config.bridge.timings().fallback_wait
+        config.bridge.policy.timings().fallback_wait
     )
 }
 

@@ -31,6 +31,7 @@ pub mod check;
 pub mod codec;
 pub mod config;
 pub mod degraded;
+pub mod dir_watch;
 pub mod endpoint_watch;
 pub mod files;
 pub mod install;

@@ -39,6 +39,11 @@ pub mod event {
     /// attempts follow the backoff until the next connection: `endpoint`,
     /// `error`.
     pub const ENDPOINT_WATCH_UNAVAILABLE: &str = "endpoint_watch_unavailable";
+    /// The endpoint watch looked at the endpoint's files (debug): `why`
+    /// (`event`, a change in a watched directory; `floor`, the periodic
+    /// look), `ready` (the endpoint looks dialable) and `news` (it appeared
+    /// or changed since the last look, which brings a dial).
+    pub const ENDPOINT_LOOKED: &str = "endpoint_looked";
     /// The endpoint appeared or changed while not connected; the next
     /// attempt follows within a few milliseconds: `dial_in_ms`.
     pub const ENDPOINT_APPEARED: &str = "endpoint_appeared";

@@ -135,6 +135,15 @@ pub enum ConnectError {
     TimedOut(Duration),
 }
 
+impl ConnectError {
+    /// Whether nothing listened where the daemon was dialled (the
+    /// connection was refused): what a daemon between its bind and its
+    /// listen looks like.
+    pub fn is_refused(&self) -> bool {
+        matches!(self, ConnectError::Io(e) if e.kind() == io::ErrorKind::ConnectionRefused)
+    }
+}
+
 impl Endpoint {
     /// The endpoint 3.3.0 would dial on `platform` (or for a daemon on the
     /// transport the settings name), given the settings and the daemon's

@@ -33,11 +33,13 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
-use super::core::{Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request, Watch};
+use super::core::{
+    Action, Bridge, CallId, ConnId, ConnectFailure, Event, Failure, LinkStatus, Request, Watch,
+};
 use super::error::BridgeError;
 use super::wire::{DaemonResult, DaemonStatus, StatusError};
 use crate::codec::{Frame, LineCodec};
-use crate::endpoint_watch::{EndpointWatch, Notice};
+use crate::endpoint_watch::{EndpointWatch, Notice, WatchError};
 use crate::logging::{event, millis};
 use crate::transport::{ConnectError, DaemonReader, DaemonStream, DaemonWriter, Endpoint};
 
@@ -53,6 +55,27 @@ pub struct DriverConfig {
     pub probe_timeout: Duration,
     /// Longest daemon response line accepted.
     pub max_line_bytes: usize,
+    /// Whether, and how, the endpoint is watched while the daemon is away.
+    pub watch: WatchSettings,
+}
+
+/// How the endpoint is watched while the daemon is away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchSettings {
+    /// Watch it (else the bridge dials on its backoff, as where no watch
+    /// can be set).
+    pub enabled: bool,
+    /// Look at it at least this often while watched, events or not.
+    pub floor: Duration,
+}
+
+impl Default for WatchSettings {
+    fn default() -> Self {
+        WatchSettings {
+            enabled: true,
+            floor: crate::endpoint_watch::DEFAULT_FLOOR,
+        }
+    }
 }
 
 /// Most frames from the daemon handled in one turn of the driver.
@@ -391,6 +414,14 @@ impl Driver {
                 self.core.watch(Watch::Armed, now());
             }
             Some(Notice::Appeared) => self.core.endpoint_appeared(now()),
+            Some(Notice::Looked(look)) => tracing::debug!(
+                event = event::ENDPOINT_LOOKED,
+                %endpoint,
+                why = look.why.as_str(),
+                ready = look.ready,
+                news = look.news,
+                "looked at the daemon's endpoint"
+            ),
             // A file already there when the watch was set is news only to
             // a bridge that may have missed its creation: one awaiting the
             // endpoint, or one whose attempt under way began before it. A
@@ -431,8 +462,15 @@ impl Driver {
     /// connected (or stopped).
     fn keep_watch(&mut self) {
         match &self.watch {
+            WatchSlot::Off if self.core.between_attempts() && !self.config.watch.enabled => {
+                self.watch = WatchSlot::Failed;
+                self.on_watch(Some(Notice::Unavailable(WatchError::Off)));
+            }
             WatchSlot::Off if self.core.between_attempts() => {
-                self.watch = WatchSlot::On(EndpointWatch::start(&self.config.endpoint));
+                self.watch = WatchSlot::On(EndpointWatch::start(
+                    &self.config.endpoint,
+                    self.config.watch.floor,
+                ));
             }
             WatchSlot::On(_) | WatchSlot::Failed if !self.core.awaits_daemon() => {
                 self.watch = WatchSlot::Off;
@@ -464,7 +502,14 @@ impl Driver {
                 });
                 self.core.connected(conn, now());
             }
-            Err(error) => self.core.connect_failed(conn, error.to_string(), now()),
+            Err(error) => {
+                let failure = if error.is_refused() {
+                    ConnectFailure::Refused(error.to_string())
+                } else {
+                    ConnectFailure::Other(error.to_string())
+                };
+                self.core.connect_failed(conn, failure, now());
+            }
         }
     }
 

@@ -8,9 +8,10 @@ pub mod policy;
 pub mod wire;
 
 pub use self::core::{
-    Access, Action, Bridge, CallId, ConnId, Event, Failure, LinkStatus, Request, Watch,
+    Access, Action, Bridge, CallId, ConnId, ConnectFailure, Event, Failure, LinkStatus, Request,
+    Watch,
 };
-pub use driver::{BridgeHandle, DriverConfig, StatusAnswer, spawn};
+pub use driver::{BridgeHandle, DriverConfig, StatusAnswer, WatchSettings, spawn};
 pub use error::{BridgeError, DAEMON_UNREACHABLE_CODE};
 pub use policy::{Backoff, BridgeMode, Policy, PolicyError, Timings};
 pub use wire::{DaemonResult, DaemonStatus, StatusError};

@@ -1,7 +1,9 @@
 //! How the bridge waits for and reconnects to the daemon.
 
-use super::values::{EmptyIsDefault, Millis};
-use crate::bridge::{Backoff, BridgeMode, Policy, PolicyError, Timings, policy};
+use super::error::ConfigError;
+use super::values::{EmptyIsDefault, Millis, Switch};
+use crate::bridge::{Backoff, BridgeMode, Policy, PolicyError, Timings, WatchSettings, policy};
+use crate::endpoint_watch;
 
 /// The bridge's mode and timings.
 #[derive(Debug, Clone, clap::Args)]
@@ -49,9 +51,47 @@ pub struct BridgeArgs {
     #[arg(long, env = "IAI_MCP_BACKOFF_MAX_MS", value_name = "MS",
         default_value_t = Millis(policy::BACKOFF_MAX), value_parser = EmptyIsDefault::<Millis>::new())]
     pub backoff_max_ms: Millis,
+
+    /// Watch the daemon's endpoint (the socket's directory, or the port
+    /// and token files') while the daemon is away, and dial when it
+    /// appears (`on`/`off`; off: dial on the backoff).
+    #[arg(long, env = "IAI_MCP_ENDPOINT_WATCH", value_name = "on|off",
+        default_value_t = Switch(true), value_parser = EmptyIsDefault::<Switch>::new())]
+    pub endpoint_watch: Switch,
+
+    /// While the endpoint is watched, look at it at least this often, in
+    /// ms, in case the file system's notice of its return was missed.
+    #[arg(long, env = "IAI_MCP_ENDPOINT_FLOOR_MS", value_name = "MS",
+        default_value_t = Millis(endpoint_watch::DEFAULT_FLOOR), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub endpoint_floor_ms: Millis,
+}
+
+/// What [`BridgeArgs`] resolve to: the bridge's part of the
+/// [`super::Config`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BridgeSettings {
+    /// The bridge's mode and timings.
+    pub policy: Policy,
+    /// How the endpoint is watched while the daemon is away.
+    pub watch: WatchSettings,
 }
 
 impl BridgeArgs {
+    /// The policy and the watch; a zero floor is refused.
+    pub(super) fn resolve(self) -> Result<BridgeSettings, ConfigError> {
+        if self.endpoint_floor_ms.0.is_zero() {
+            return Err(ConfigError::Zero("endpoint-floor-ms"));
+        }
+        let watch = WatchSettings {
+            enabled: self.endpoint_watch.0,
+            floor: self.endpoint_floor_ms.0,
+        };
+        Ok(BridgeSettings {
+            policy: self.policy()?,
+            watch,
+        })
+    }
+
     /// The bridge's policy, its timings checked.
     pub(super) fn policy(self) -> Result<Policy, PolicyError> {
         let timings = Timings {

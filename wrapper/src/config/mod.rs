@@ -29,10 +29,9 @@ mod values;
 
 use clap::Parser;
 
-use crate::bridge::Policy;
 use crate::install::hosts::Host;
 
-pub use self::bridge::BridgeArgs;
+pub use self::bridge::{BridgeArgs, BridgeSettings};
 pub use self::cli::{CliArgs, CliSettings};
 pub use self::daemon::{DaemonArgs, DaemonSettings};
 pub use self::environment::Environment;
@@ -130,7 +129,7 @@ pub struct Config {
     /// Where the daemon listens and the wrapper's own files go.
     pub daemon: DaemonSettings,
     /// How the bridge waits for and reconnects to the daemon.
-    pub bridge: Policy,
+    pub bridge: BridgeSettings,
     /// The session's intervals and sizes.
     pub session: SessionSettings,
     /// The log.
@@ -149,10 +148,13 @@ impl Args {
     pub fn resolve(self, env: &Environment) -> Result<Config, ConfigError> {
         let base = env.home.as_ref().map(|h| h.join(".iai-mcp"));
         let daemon = self.daemon.resolve(env, base.as_deref())?;
-        let bridge = self.bridge.policy()?;
-        let cli = self
-            .cli
-            .resolve(env, base.as_deref(), daemon.socket_path(), bridge.mode())?;
+        let bridge = self.bridge.resolve()?;
+        let cli = self.cli.resolve(
+            env,
+            base.as_deref(),
+            daemon.socket_path(),
+            bridge.policy.mode(),
+        )?;
         Ok(Config {
             daemon,
             bridge,

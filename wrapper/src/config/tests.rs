@@ -50,7 +50,7 @@ fn defaults_hang_off_home() {
         "the default store is passed on"
     );
     assert_eq!(c.daemon.state_dir, PathBuf::from("/home/u/.iai-mcp"));
-    assert_eq!(c.bridge.mode(), BridgeMode::Fixed);
+    assert_eq!(c.bridge.policy.mode(), BridgeMode::Fixed);
 }
 
 #[test]
@@ -176,9 +176,12 @@ fn empty_values_mean_the_default() {
         c.daemon.endpoint,
         Endpoint::Unix(PathBuf::from("/h/.iai-mcp/.daemon.sock"))
     );
-    assert_eq!(c.bridge.mode(), BridgeMode::Fixed);
-    assert_eq!(c.bridge.timings().reconnect_delay, Duration::ZERO);
-    assert_eq!(c.bridge.timings().connect_wait, Duration::from_secs(10));
+    assert_eq!(c.bridge.policy.mode(), BridgeMode::Fixed);
+    assert_eq!(c.bridge.policy.timings().reconnect_delay, Duration::ZERO);
+    assert_eq!(
+        c.bridge.policy.timings().connect_wait,
+        Duration::from_secs(10)
+    );
     assert_eq!(c.log.filter, "warn");
     assert_eq!(c.cli.degraded.cli, "iai");
     assert!(c.cli.degraded.enabled && c.cli.doctor.enabled && c.cli.degraded.bank_fallback);
@@ -329,7 +332,7 @@ fn the_log_filter_follows_the_format_unless_given() {
 #[test]
 fn defaults_are_the_declared_constants() {
     let c = parse(&[]).resolve(&home("/h")).expect("valid");
-    assert_eq!(*c.bridge.timings(), Timings::default());
+    assert_eq!(*c.bridge.policy.timings(), Timings::default());
     assert_eq!(c.session.heartbeat_interval, heartbeat::DEFAULT_INTERVAL);
     assert_eq!(c.session.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
     assert_eq!(c.session.max_line_bytes, DEFAULT_MAX_LINE_BYTES);

@@ -7,10 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use iai_mcp_wrapper::bridge::core::APPEARED_SPREAD;
+use iai_mcp_wrapper::bridge::core::{APPEARED_SPREAD, REFUSED_RETRIES};
 use iai_mcp_wrapper::bridge::{
-    Access, Action, Backoff, Bridge, BridgeError, BridgeMode, CallId, ConnId, Failure, Policy,
-    Request, Timings, Watch,
+    Access, Action, Backoff, Bridge, BridgeError, BridgeMode, CallId, ConnId, ConnectFailure,
+    Event, Failure, Policy, Request, Timings, Watch,
 };
 use serde_json::{Value, json};
 
@@ -23,6 +23,8 @@ pub enum Step {
     ConnectOk,
     /// The pending connect attempt fails.
     ConnectFail,
+    /// The pending connect attempt is refused: nothing listens (yet).
+    ConnectRefused,
     /// The current connection closes.
     Close,
     /// The daemon closes the current connection before sending anything
@@ -121,6 +123,13 @@ pub struct World {
     status_due: bool,
     /// Whether the daemon may answer the status question at all.
     answers_status: bool,
+    /// The failure count the last `connect_failed` event reported, and how
+    /// many in a row since the last appearance did not raise it (refusals
+    /// tried again).
+    last_failures: u32,
+    uncounted: u32,
+    /// An appearance was injected since the last connection.
+    appeared_since_connect: bool,
     /// Appearances injected so far, and at most.
     appearances: usize,
     max_appearances: usize,
@@ -173,6 +182,9 @@ impl World {
             status_answered: BTreeSet::new(),
             status_due: false,
             answers_status: true,
+            last_failures: 0,
+            uncounted: 0,
+            appeared_since_connect: false,
             appearances: 0,
             max_appearances: 0,
             trace: Vec::new(),
@@ -214,6 +226,12 @@ impl World {
         if self.attempt.is_some() {
             steps.push(Step::ConnectOk);
             steps.push(Step::ConnectFail);
+            // A refusal differs from any other failure only for an attempt
+            // answering an appearance (the unit tests show the rest): it
+            // is explored while one may.
+            if self.uncounted_may_apply() {
+                steps.push(Step::ConnectRefused);
+            }
         }
         if self.current.is_some() {
             if self.closes < self.max_closes {
@@ -255,6 +273,12 @@ impl World {
             steps.push(Step::WatchLost);
         }
         steps
+    }
+
+    /// Whether an appearance has been injected since the last connection,
+    /// so that the pending attempt may answer it.
+    fn uncounted_may_apply(&self) -> bool {
+        self.appeared_since_connect
     }
 
     /// [`World::enabled`] plus daemon garbage lines (left out of the
@@ -349,9 +373,16 @@ impl World {
                     ));
                 }
             }
+            Step::ConnectRefused => {
+                let conn = self.attempt.take().expect("enabled only with an attempt");
+                self.bridge
+                    .connect_failed(conn, ConnectFailure::Refused("refused".into()), now);
+                self.refused_in_window.clear();
+            }
             Step::ConnectFail => {
                 let conn = self.attempt.take().expect("enabled only with an attempt");
-                self.bridge.connect_failed(conn, "refused".into(), now);
+                self.bridge
+                    .connect_failed(conn, ConnectFailure::Other("refused".into()), now);
                 // A failed reconnect ends the window without success.
                 self.refused_in_window.clear();
             }
@@ -426,6 +457,8 @@ impl World {
             }
             Step::Appeared => {
                 self.appearances += 1;
+                self.uncounted = 0;
+                self.appeared_since_connect = true;
                 let awaiting = self.bridge.status().awaiting_endpoint;
                 let due_before = self.bridge.poll_timeout();
                 self.bridge.endpoint_appeared(now);
@@ -540,6 +573,25 @@ impl World {
                             format!("a status action on {conn:?}"),
                         ));
                     }
+                }
+                Action::Report(Event::ConnectFailed { failures, .. }) => {
+                    if failures > self.last_failures {
+                        self.uncounted = 0;
+                    } else {
+                        self.uncounted += 1;
+                    }
+                    self.last_failures = failures;
+                    if self.uncounted > REFUSED_RETRIES {
+                        return Err(self.violation(
+                            "a refusal goes uncounted only a few times after each appearance",
+                            format!("{} failed attempts in a row uncounted", self.uncounted),
+                        ));
+                    }
+                }
+                Action::Report(Event::Connected { .. }) => {
+                    self.last_failures = 0;
+                    self.uncounted = 0;
+                    self.appeared_since_connect = false;
                 }
                 Action::Report(_) => {}
             }

@@ -53,6 +53,24 @@ pub(super) struct Attempt {
     /// wrappers of many sessions woken by their callers do not dial in
     /// lockstep.
     pub(super) hurry_spacing: Duration,
+    /// The appearance of the endpoint the attempt answers, if it answers
+    /// one: a refusal then may be a daemon between its bind and its
+    /// listen.
+    pub(super) answers: Option<Appearance>,
+}
+
+/// An appearance of the endpoint that attempts answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Appearance {
+    /// Attempts answering it that were refused and made again so far.
+    pub(super) refusals: u32,
+}
+
+impl Appearance {
+    /// A new appearance, no attempt refused yet.
+    pub(super) fn new() -> Appearance {
+        Appearance { refusals: 0 }
+    }
 }
 
 impl Attempt {
@@ -214,6 +232,23 @@ pub(super) enum Pause {
         /// The attempt that failed.
         last: Attempt,
     },
+    /// A few milliseconds before an attempt that answers an appearance of
+    /// the endpoint (or the refusal of one that did); a call does not cut
+    /// it short unless it would outlast the call's wait.
+    Appeared {
+        /// The appearance the next attempt answers.
+        appearance: Appearance,
+    },
+}
+
+impl Pause {
+    /// The appearance the attempt after this pause answers, if any.
+    pub(super) fn appearance(&self) -> Option<Appearance> {
+        match self {
+            Pause::Appeared { appearance, .. } => Some(*appearance),
+            Pause::Reconnect | Pause::Backoff { .. } => None,
+        }
+    }
 }
 
 /// Why the bridge dials no more.

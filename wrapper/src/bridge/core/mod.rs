@@ -51,7 +51,8 @@ use std::time::{Duration, Instant};
 
 use self::calls::{Call, Calls, Phase, Wait};
 use self::link::{
-    Attempt, Awaiting, Connected, Connecting, Link, Outage, Pause, Proof, Retrying, Stop,
+    Appearance, Attempt, Awaiting, Connected, Connecting, Link, Outage, Pause, Proof, Retrying,
+    Stop,
 };
 use self::routing::Route;
 use super::error::BridgeError;
@@ -59,8 +60,9 @@ use super::policy::Policy;
 use super::wire::{self, DaemonResult};
 
 pub use self::types::{
-    APPEARED_SPREAD, Access, Action, CallId, ConnId, Event, Failure, LinkStatus,
-    PARSE_STREAK_LIMIT, PROVEN_AFTER, Request, WAITING_BACKOFF_STEPS, WATCHED_RETRIES, Watch,
+    APPEARED_SPREAD, Access, Action, CallId, ConnId, ConnectFailure, Event, Failure, LinkStatus,
+    PARSE_STREAK_LIMIT, PROVEN_AFTER, REFUSED_PAUSE, REFUSED_RETRIES, Request,
+    WAITING_BACKOFF_STEPS, WATCHED_RETRIES, Watch,
 };
 
 /// The sans-IO bridge state machine. See the module documentation.
@@ -133,7 +135,7 @@ impl Bridge {
     /// Begin the first connect attempt (the boot probe).
     pub fn start(&mut self) {
         if matches!(self.link, Link::Idle) {
-            self.link = self.dial(None, Outage::default());
+            self.link = self.dial(None, Outage::default(), None);
         }
     }
 
@@ -232,8 +234,8 @@ impl Bridge {
         }
     }
 
-    /// The connect attempt `conn` failed with `error`.
-    pub fn connect_failed(&mut self, conn: ConnId, error: String, now: Instant) {
+    /// The connect attempt `conn` failed (`failure` says how).
+    pub fn connect_failed(&mut self, conn: ConnId, failure: ConnectFailure, now: Instant) {
         let connecting = match self.take_link() {
             Link::Connecting(connecting) if connecting.attempt.conn == conn => connecting,
             other => {
@@ -247,6 +249,37 @@ impl Bridge {
             outage,
             appeared,
         } = connecting;
+        let error = failure.message().to_owned();
+        // Refused just after the endpoint appeared: a daemon between its
+        // bind and its listen. Made again in a few milliseconds, and not
+        // counted as a failure, a few times.
+        let refused_again = match (&failure, attempt.answers) {
+            (ConnectFailure::Refused(_), Some(appearance))
+                if appearance.refusals < REFUSED_RETRIES =>
+            {
+                Some(appearance)
+            }
+            _ => None,
+        };
+        if let Some(appearance) = refused_again {
+            let pause = REFUSED_PAUSE * 2u32.pow(appearance.refusals);
+            self.actions.push_back(Action::Report(Event::ConnectFailed {
+                conn,
+                failures: outage.failures,
+                error,
+                retry_in: Some(pause),
+            }));
+            self.link = Link::Retrying(Retrying {
+                at: now + pause,
+                pause: Pause::Appeared {
+                    appearance: Appearance {
+                        refusals: appearance.refusals + 1,
+                    },
+                },
+                outage,
+            });
+            return;
+        }
         let outage = outage.after_failed_attempt(error.clone());
         let failures = outage.failures;
         // The pre-fix bridge made one reconnect attempt and gave up.
@@ -259,7 +292,9 @@ impl Bridge {
             let at = (now + self.appeared_delay()).max(attempt.spaced_from(now));
             Link::Retrying(Retrying {
                 at,
-                pause: Pause::Backoff { last: attempt },
+                pause: Pause::Appeared {
+                    appearance: Appearance::new(),
+                },
                 outage,
             })
         } else {
@@ -330,7 +365,7 @@ impl Bridge {
                 ..
             }) if self.should_await(&outage) => self.await_endpoint(Awaiting { last, outage }),
             Link::Retrying(retrying) if retrying.at <= now => {
-                self.link = self.dial(Some(now), retrying.outage);
+                self.link = self.dial(Some(now), retrying.outage, None);
             }
             next => self.link = next,
         }
@@ -368,7 +403,7 @@ impl Bridge {
                     outage: before,
                     appeared: false,
                 });
-                self.connect_failed(conn, reason, now);
+                self.connect_failed(conn, ConnectFailure::Other(reason), now);
             }
             proof => {
                 self.link = Link::Connected(Connected { proof, ..connected });
@@ -381,7 +416,10 @@ impl Bridge {
     /// deadline has passed.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.link = match self.take_link() {
-            Link::Retrying(retrying) if retrying.at <= now => self.dial(Some(now), retrying.outage),
+            Link::Retrying(retrying) if retrying.at <= now => {
+                let answers = retrying.pause.appearance();
+                self.dial(Some(now), retrying.outage, answers)
+            }
             other => other,
         };
         let mut silent = None;
@@ -487,8 +525,9 @@ impl Bridge {
     }
 
     /// Transition: start a connect attempt at `now` (`None`: the boot
-    /// probe), carrying `outage` into it. Returns the new state.
-    fn dial(&mut self, now: Option<Instant>, outage: Outage) -> Link {
+    /// probe), carrying `outage` into it; `answers` is the appearance of
+    /// the endpoint it answers, if any. Returns the new state.
+    fn dial(&mut self, now: Option<Instant>, outage: Outage, answers: Option<Appearance>) -> Link {
         let hurry_spacing = self
             .policy
             .timings()
@@ -503,6 +542,7 @@ impl Bridge {
                 conn,
                 began: now,
                 hurry_spacing,
+                answers,
             },
             outage,
             appeared: false,
@@ -661,7 +701,9 @@ impl Bridge {
         }));
         Link::Retrying(Retrying {
             at: due,
-            pause: Pause::Backoff { last },
+            pause: Pause::Appeared {
+                appearance: Appearance::new(),
+            },
             outage,
         })
     }
@@ -691,7 +733,7 @@ impl Bridge {
             awaiting.last.spaced_from(now).max(now)
         };
         if soonest <= now {
-            self.dial(Some(now), awaiting.outage)
+            self.dial(Some(now), awaiting.outage, None)
         } else {
             Link::Retrying(awaiting.retry_at(soonest))
         }
@@ -702,7 +744,8 @@ impl Bridge {
     /// outlast the call's wait.
     fn hurry_retrying(&mut self, retrying: Retrying, wait: Wait, now: Instant) -> Link {
         if wait.next_attempt_only || retrying.at > wait.deadline {
-            return self.dial(Some(now), retrying.outage);
+            let answers = retrying.pause.appearance();
+            return self.dial(Some(now), retrying.outage, answers);
         }
         let Pause::Backoff { last } = retrying.pause else {
             return Link::Retrying(retrying);
@@ -715,7 +758,7 @@ impl Bridge {
             earlier_by: retrying.at - soonest,
         }));
         if soonest <= now {
-            self.dial(Some(now), retrying.outage)
+            self.dial(Some(now), retrying.outage, None)
         } else {
             Link::Retrying(Retrying {
                 at: soonest,

@@ -444,7 +444,7 @@ fn a_down_daemon_is_dialled_with_growing_backoff_and_calls_fail_at_the_wait_dead
     let mut gaps = Vec::new();
     let mut conn = 1;
     loop {
-        b.connect_failed(ConnId(conn), "refused".into(), t);
+        b.connect_failed(ConnId(conn), ConnectFailure::Other("refused".into()), t);
         let next = b.poll_timeout().expect("retry or deadline");
         gaps.push(next - t);
         t = next;
@@ -479,7 +479,7 @@ fn without_waiting_calls_the_backoff_grows_to_its_cap() {
     let mut t = now;
     let mut gaps = Vec::new();
     for conn in 1..=10 {
-        b.connect_failed(ConnId(conn), "refused".into(), t);
+        b.connect_failed(ConnId(conn), ConnectFailure::Other("refused".into()), t);
         let next = b.poll_timeout().expect("retry");
         gaps.push(next - t);
         t = next;
@@ -496,12 +496,12 @@ fn a_call_in_a_backoff_pause_brings_the_attempt_forward_at_most_once_per_initial
     let mut t = now;
     // Four failed attempts: the pause grows well past the initial 50 ms.
     for conn in 1..=4 {
-        b.connect_failed(ConnId(conn), "refused".into(), t);
+        b.connect_failed(ConnId(conn), ConnectFailure::Other("refused".into()), t);
         t = b.poll_timeout().expect("retry");
         b.handle_timeout(t);
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn + 1))]);
     }
-    b.connect_failed(ConnId(5), "refused".into(), t);
+    b.connect_failed(ConnId(5), ConnectFailure::Other("refused".into()), t);
     drain(&mut b);
     let retry_at = b.poll_timeout().expect("retry");
     let (spacing, bound) = b.hurry_bound().expect("backing off");
@@ -534,7 +534,7 @@ fn a_call_in_a_backoff_pause_brings_the_attempt_forward_at_most_once_per_initial
     b.handle_timeout(bound);
     assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(6))]);
     // That attempt fails too; a call well after it dials at once.
-    b.connect_failed(ConnId(6), "refused".into(), bound);
+    b.connect_failed(ConnId(6), ConnectFailure::Other("refused".into()), bound);
     drain(&mut b);
     let later = bound + Duration::from_millis(100);
     assert!(later < b.poll_timeout().expect("retry"));
@@ -616,7 +616,7 @@ fn awaiting_endpoint() -> (Bridge, Instant, u64) {
     let mut conn = 1;
     loop {
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
-        b.connect_failed(ConnId(conn), "refused".into(), t);
+        b.connect_failed(ConnId(conn), ConnectFailure::Other("refused".into()), t);
         conn += 1;
         match b.poll_timeout() {
             Some(at) => {
@@ -641,7 +641,7 @@ fn with_a_watch_an_idle_bridge_stops_dialling_and_dials_when_the_endpoint_appear
     b.handle_timeout(due);
     assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
     // An endpoint that appears but refuses is awaited again at once.
-    b.connect_failed(ConnId(conn), "refused".into(), due);
+    b.connect_failed(ConnId(conn), ConnectFailure::Other("refused".into()), due);
     assert_eq!(b.poll_timeout(), None);
     assert!(b.status().awaiting_endpoint);
 }
@@ -651,11 +651,11 @@ fn with_a_watch_a_waiting_call_goes_out_within_the_spread_of_the_appearance() {
     let (mut b, now) = bridge(BridgeMode::Fixed);
     b.watch(Watch::Armed, now);
     drain(&mut b);
-    b.connect_failed(ConnId(1), "refused".into(), now);
+    b.connect_failed(ConnId(1), ConnectFailure::Other("refused".into()), now);
     let mut t = now + Duration::from_millis(1);
     b.call(CallId(1), req("topology", true), t);
     assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
-    b.connect_failed(ConnId(2), "refused".into(), t);
+    b.connect_failed(ConnId(2), ConnectFailure::Other("refused".into()), t);
     let mut conn = 3;
     // The call waits through attempts that keep failing; the backoff
     // grows past the waiting cap: it is only a safety net.
@@ -666,7 +666,7 @@ fn with_a_watch_a_waiting_call_goes_out_within_the_spread_of_the_appearance() {
         t = at;
         b.handle_timeout(t);
         assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
-        b.connect_failed(ConnId(conn), "refused".into(), t);
+        b.connect_failed(ConnId(conn), ConnectFailure::Other("refused".into()), t);
         conn += 1;
     }
     assert!(
@@ -697,7 +697,11 @@ fn an_appearance_during_an_attempt_brings_the_next_one_without_backoff_if_it_fai
     // The attempt raced the daemon's bind and fails: the next attempt
     // follows one to two initial backoffs after it began (as a call's
     // would), not on the grown backoff, and is not awaited.
-    b.connect_failed(ConnId(conn), "refused".into(), appeared);
+    b.connect_failed(
+        ConnId(conn),
+        ConnectFailure::Other("refused".into()),
+        appeared,
+    );
     let due = b.poll_timeout().expect("due");
     assert!(
         due <= appeared + Duration::from_millis(100),
@@ -714,7 +718,11 @@ fn a_call_while_the_endpoint_is_awaited_dials_at_once() {
     b.call(CallId(1), req("topology", true), t + Duration::from_secs(5));
     assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
     // Failing, it is retried on the backoff while the call waits.
-    b.connect_failed(ConnId(conn), "refused".into(), t + Duration::from_secs(5));
+    b.connect_failed(
+        ConnId(conn),
+        ConnectFailure::Other("refused".into()),
+        t + Duration::from_secs(5),
+    );
     assert!(b.poll_timeout().is_some());
     assert!(drain(&mut b).is_empty());
 }
@@ -726,7 +734,7 @@ fn losing_the_watch_resumes_the_backoff() {
     let at = b.poll_timeout().expect("the backoff again");
     b.handle_timeout(at);
     assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
-    b.connect_failed(ConnId(conn), "refused".into(), at);
+    b.connect_failed(ConnId(conn), ConnectFailure::Other("refused".into()), at);
     assert!(b.poll_timeout().is_some(), "no wait without a watch");
 }
 
@@ -759,7 +767,11 @@ fn a_call_that_can_fall_back_is_handed_on_when_the_next_attempt_fails() {
         drain(&mut b).is_empty(),
         "it waits for the attempt under way"
     );
-    b.connect_failed(ConnId(1), "No such file or directory".into(), now);
+    b.connect_failed(
+        ConnId(1),
+        ConnectFailure::Other("No such file or directory".into()),
+        now,
+    );
     let actions = drain(&mut b);
     let [Action::Reply(CallId(1), Err(failure))] = &actions[..] else {
         panic!("expected a failure: {actions:?}");
@@ -785,7 +797,11 @@ fn while_restarting_a_call_that_can_fall_back_waits_for_the_daemon() {
     b.call(CallId(2), degradable("memory_recall", true), now);
     b.handle_timeout(now + DELAY);
     assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(2))]);
-    b.connect_failed(ConnId(2), "refused".into(), now + DELAY);
+    b.connect_failed(
+        ConnId(2),
+        ConnectFailure::Other("refused".into()),
+        now + DELAY,
+    );
     assert!(drain(&mut b).is_empty(), "a restart is waited out");
     // A connect wait after the loss, the daemon counts as down.
     let until = b.poll_timeout().expect("a retry");
@@ -895,4 +911,96 @@ fn a_refusal_of_the_status_question_is_its_answer_and_proves_the_connection() {
         b.poll_timeout(),
         Some(now + Duration::from_millis(10) + DELAY)
     );
+}
+
+/// The failures an attempt's `connect_failed` event reports.
+fn reported_failures(actions: &[Action]) -> Option<u32> {
+    actions.iter().find_map(|a| match a {
+        Action::Report(Event::ConnectFailed { failures, .. }) => Some(*failures),
+        _ => None,
+    })
+}
+
+#[test]
+fn refused_just_after_an_appearance_is_tried_again_a_few_times_before_it_counts() {
+    let (mut b, t, mut conn) = awaiting_endpoint();
+    let failures = u32::try_from(conn - 1).expect("few");
+    let appeared = t + Duration::from_secs(60);
+    b.endpoint_appeared(appeared);
+    let mut at = b.poll_timeout().expect("due");
+    let mut pauses = Vec::new();
+    for _ in 0..REFUSED_RETRIES {
+        b.handle_timeout(at);
+        assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
+        b.connect_failed(ConnId(conn), ConnectFailure::Refused("refused".into()), at);
+        let actions = drain_all(&mut b);
+        assert_eq!(
+            reported_failures(&actions),
+            Some(failures),
+            "a daemon between bind and listen: not counted"
+        );
+        let next = b.poll_timeout().expect("tried again");
+        pauses.push(next - at);
+        at = next;
+        conn += 1;
+    }
+    assert_eq!(
+        pauses,
+        (0..REFUSED_RETRIES)
+            .map(|n| REFUSED_PAUSE * 2u32.pow(n))
+            .collect::<Vec<_>>()
+    );
+    // One more refusal counts: the endpoint is awaited again.
+    b.handle_timeout(at);
+    assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn))]);
+    b.connect_failed(ConnId(conn), ConnectFailure::Refused("refused".into()), at);
+    assert_eq!(reported_failures(&drain_all(&mut b)), Some(failures + 1));
+    assert_eq!(b.poll_timeout(), None);
+    assert!(b.status().awaiting_endpoint);
+}
+
+#[test]
+fn only_a_refusal_answering_an_appearance_is_tried_again() {
+    // Another failure after an appearance counts at once.
+    let (mut b, t, conn) = awaiting_endpoint();
+    b.endpoint_appeared(t);
+    let due = b.poll_timeout().expect("due");
+    b.handle_timeout(due);
+    drain(&mut b);
+    b.connect_failed(
+        ConnId(conn),
+        ConnectFailure::Other("no such file".into()),
+        due,
+    );
+    assert_eq!(b.poll_timeout(), None, "awaited again at once");
+
+    // A refusal of an attempt no appearance brought counts too.
+    let (mut b, now) = bridge(BridgeMode::Fixed);
+    drain(&mut b);
+    b.connect_failed(ConnId(1), ConnectFailure::Refused("refused".into()), now);
+    assert_eq!(reported_failures(&drain_all(&mut b)), Some(1));
+}
+
+#[test]
+fn a_call_waiting_for_the_next_attempt_only_is_not_failed_by_a_refusal_tried_again() {
+    let (mut b, t, conn) = awaiting_endpoint();
+    b.endpoint_appeared(t);
+    let due = b.poll_timeout().expect("due");
+    b.handle_timeout(due);
+    drain(&mut b);
+    // A call the CLI can answer, made while the attempt is under way.
+    let mut fallback = req("memory_recall", true);
+    fallback.fallback = true;
+    b.call(CallId(1), fallback, due);
+    drain(&mut b);
+    b.connect_failed(ConnId(conn), ConnectFailure::Refused("refused".into()), due);
+    assert!(
+        drain(&mut b).is_empty(),
+        "the call waits for the attempt made again"
+    );
+    let again = b.poll_timeout().expect("due again");
+    b.handle_timeout(again);
+    assert_eq!(drain(&mut b), vec![Action::Connect(ConnId(conn + 1))]);
+    b.connected(ConnId(conn + 1), again);
+    assert!(matches!(drain(&mut b)[..], [Action::Send(_, _)]));
 }

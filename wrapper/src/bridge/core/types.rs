@@ -50,6 +50,36 @@ pub const APPEARED_SPREAD: Duration = Duration::from_millis(4);
 /// accepts; waiting beyond them costs no dial and no timer.
 pub const WATCHED_RETRIES: u32 = 4;
 
+/// After the endpoint appeared, an attempt refused (nothing listening yet:
+/// a daemon binds its socket a moment before it listens on it) is tried
+/// again this many times, after [`REFUSED_PAUSE`], doubling, before the
+/// refusal counts as a failed attempt: about 130 ms in all.
+pub const REFUSED_RETRIES: u32 = 6;
+
+/// The first pause before an attempt refused just after an appearance is
+/// made again (each next one doubles).
+pub const REFUSED_PAUSE: Duration = Duration::from_millis(2);
+
+/// How a connect attempt failed, as far as the bridge's rules care; each
+/// carries the driver's message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConnectFailure {
+    /// Nothing listens there (the connection was refused): a daemon that
+    /// has bound but not yet listened looks like this.
+    Refused(String),
+    /// Any other failure: no socket, no port file, a timeout, ...
+    Other(String),
+}
+
+impl ConnectFailure {
+    /// The driver's message.
+    pub fn message(&self) -> &str {
+        match self {
+            ConnectFailure::Refused(message) | ConnectFailure::Other(message) => message,
+        }
+    }
+}
+
 /// Whether the driver watches the daemon's endpoint for its appearance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Watch {
