@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
-use harness::bins::{self, Profile, error_chain};
-use harness::e2e::WHEEL_ENV;
+use devkit::bins::WHEEL_ENV;
+use devkit::bins::{self, Profile, error_chain};
 
 mod codegen;
 mod dist;
@@ -243,7 +243,7 @@ fn wheel_task(args: WheelArgs) -> ExitCode {
 /// table of what ran; exit 0 when everything passed.
 fn cross_check_task(args: CrossCheckArgs) -> ExitCode {
     let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
-    let run = || -> Result<Vec<harness::e2e::Row>, dist::DistError> {
+    let run = || -> Result<Vec<devkit::rows::Row>, dist::DistError> {
         let host = dist::host_platform()?;
         let mut platforms = platforms_of(&args.target, host)?;
         if args.target.iter().any(|t| t == "all") {

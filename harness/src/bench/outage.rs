@@ -33,6 +33,8 @@
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use devkit::bins::error_chain;
+
 use super::config::BenchConfig;
 use super::results::{AwayStats, HerdStats, OutageStats};
 use super::results::{SubjectKind, SubjectReport};
@@ -41,7 +43,6 @@ use super::scenarios::wait_ready;
 use super::stats::{Summary, nanos};
 use super::subject::Channel;
 use super::transport::RequestTemplate;
-use crate::bins::error_chain;
 use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::footprint::Counters;

@@ -9,11 +9,11 @@
 
 use std::time::Duration;
 
+use devkit::format::{format_bytes, format_ns, format_ratio};
 use serde::Serialize;
 
 use super::stats::{Summary, nanos};
 use crate::footprint::{CpuShare, PhaseWork, WorkPerCall};
-use crate::format::{format_bytes, format_ns, format_ratio};
 
 /// The target: wrapper p50 latency at most this multiple of the floor's.
 pub const MAX_P50_RATIO: f64 = 2.0;

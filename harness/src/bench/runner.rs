@@ -13,6 +13,8 @@
 
 use std::time::Duration;
 
+use devkit::bins::error_chain;
+use devkit::tempdir::{short_tempdir, socket_path_in};
 use tempfile::TempDir;
 
 use super::config::{BenchConfig, FLOOR_NAME, TOOL};
@@ -23,11 +25,9 @@ use super::scenarios::{Run, cold_start, initialize, pipelined, recovery, sequent
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, Session, WrapperChild, WrapperEnv, connect_floor};
 use super::transport::{RequestTemplate, initialize_template};
-use crate::bins::error_chain;
 use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
 use crate::footprint::{CpuSnapshot, CpuUsage, peak_rss_kib};
-use crate::tempdir::{short_tempdir, socket_path_in};
 use crate::wrapper::WrapperCommand;
 
 /// How long a subject may take to answer its first call successfully

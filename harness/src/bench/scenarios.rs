@@ -12,13 +12,13 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use devkit::bins::error_chain;
 use serde_json::json;
 
 use super::results::RecoveryStats;
 use super::stats::{Summary, nanos};
 use super::subject::{Channel, WrapperEnv};
 use super::transport::{INITIALIZED, RequestTemplate, initialize_template};
-use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn phases_count_calls_and_failures_over_a_socket() {
-        let dir = crate::tempdir::short_tempdir().unwrap();
+        let dir = devkit::tempdir::short_tempdir().unwrap();
         let path = dir.path().join("s.sock");
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
         let server = thread::spawn(move || {

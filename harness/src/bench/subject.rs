@@ -16,6 +16,9 @@ use std::path::Path;
 use std::process::{ChildStderr, Command};
 use std::time::Duration;
 
+use devkit::error::DevkitError;
+use devkit::process::{CapturedOutput, ChildGuard};
+use devkit::tempdir::short_tempdir;
 use tempfile::TempDir;
 
 use super::transport::{RequestTemplate, RequestWriter, Response, ResponseReader};
@@ -23,8 +26,6 @@ use super::watchdog::{Abort, Watchdog};
 use crate::client::ClientError;
 use crate::daemon::DaemonEndpoint;
 use crate::error::HarnessError;
-use crate::process::{CapturedOutput, ChildGuard};
-use crate::tempdir::short_tempdir;
 use crate::wrapper::{WrapperCommand, isolated_command};
 
 /// Environment variables removed from every wrapper's environment (the
@@ -174,7 +175,7 @@ impl WrapperEnv {
     /// here, so a caller can time from just before this call.
     pub fn spawn(mut self, timeout: Duration) -> Result<(WrapperChild, Session), HarnessError> {
         let mut guard = ChildGuard::spawn(&mut self.command).map_err(|e| match e {
-            HarnessError::Spawn { source, .. } => HarnessError::Spawn {
+            DevkitError::Spawn { source, .. } => DevkitError::Spawn {
                 program: self.program.clone(),
                 source,
             },

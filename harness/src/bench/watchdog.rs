@@ -27,7 +27,7 @@ const MAX_TICK: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub enum Abort {
     /// SIGKILL this child process. The caller keeps the child unreaped (in
-    /// its [`ChildGuard`](crate::process::ChildGuard)) while the watchdog runs, so
+    /// its [`ChildGuard`](devkit::process::ChildGuard)) while the watchdog runs, so
     /// the pid cannot have been reused.
     Kill(u32),
     /// Shut down both directions of this socket (a clone of the client's).

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use harness::bins;
+use devkit::bins;
 use harness::e2e::{E2eConfig, Release};
 use harness::hosts::host::{Host, HostPin};
 use harness::hosts::{HostsConfig, run_hosts};

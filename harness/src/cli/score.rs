@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use harness::bins;
+use devkit::bins;
 use harness::scenario::race::RaceConfig;
 use harness::score::{PREFIX_CONTRACT_FAILURES, ScoreConfig, run_score};
 use harness::wrapper::Subject;

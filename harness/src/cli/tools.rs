@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use devkit::bins;
+use devkit::bins::Profile;
+use harness::WrapperCommand;
 use harness::bench::{self, BenchConfig};
-use harness::bins;
 use harness::e2e::{E2eConfig, Release, run_e2e};
-use harness::{WrapperCommand, bins::Profile};
 
 /// Measure the wrapper against the floor of talking to the fake daemon
 /// directly.

@@ -5,19 +5,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use devkit::bins::error_chain;
+use devkit::format::last_lines;
+use devkit::rows::Row;
 use nix::sys::signal::Signal;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::daemon::RealDaemon;
 use super::listing::{self, ListingDiff, PROTOCOL};
+use super::poll;
 use super::proxy::HoldingProxy;
 use super::pyenv::PyEnv;
 use super::release::Release;
-use super::{Row, poll};
-use crate::bins::error_chain;
 use crate::error::HarnessError;
-use crate::format::last_lines;
 use crate::scenario::race::{RaceOutcome, classify};
 use crate::scenario::wrapper_log::{self, LogEvent};
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};

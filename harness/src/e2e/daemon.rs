@@ -14,19 +14,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use devkit::format::last_lines;
+use devkit::process::ChildGuard;
+use devkit::pyenv::run;
+use devkit::tempdir::short_tempdir;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
 use super::poll;
-use super::pyenv::{PyEnv, run};
+use super::pyenv::PyEnv;
 use crate::daemon::DaemonEndpoint;
 use crate::error::HarnessError;
 use crate::footprint::has_ended;
-use crate::format::last_lines;
-use crate::process::ChildGuard;
-use crate::tempdir::short_tempdir;
 use crate::wrapper::WrapperOptions;
 
 /// Dimension of the stub's vectors (the native model's).

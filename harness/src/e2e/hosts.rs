@@ -8,12 +8,12 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use devkit::pyenv::run;
+use devkit::rows::Row;
 use serde_json::Value;
 
-use super::Row;
 use super::checks::Kit;
 use super::daemon::RealDaemon;
-use super::pyenv::run;
 use crate::error::HarnessError;
 
 /// The files 3.3.0's installer writes a memory-server entry into, given

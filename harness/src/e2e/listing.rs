@@ -17,12 +17,12 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
+use devkit::tempdir::short_tempdir;
 use serde_json::{Map, Value, json};
 
 use super::pyenv::PyEnv;
 use crate::daemon::DaemonEndpoint;
 use crate::error::HarnessError;
-use crate::tempdir::short_tempdir;
 use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// The protocol revision the kit's MCP clients ask for (here, and in

@@ -36,15 +36,13 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::bins::error_chain;
+use devkit::bins::WHEEL_ENV;
+use devkit::pyenv::{install_wheel, run};
+use devkit::rows::{Row, Verdict, write_rows};
+
 use crate::error::HarnessError;
-use crate::table::{Align, table_lines};
 use pyenv::Contents;
 pub use release::Release;
-
-/// The environment variable through which `cargo xtask e2e` tells the kit
-/// which wheel to install and test.
-pub const WHEEL_ENV: &str = "IAI_WRAPPER_WHEEL";
 
 /// How to run the kit.
 #[derive(Debug, Clone)]
@@ -63,83 +61,6 @@ pub struct E2eConfig {
     pub python: Option<PathBuf>,
     /// The Node.js binary that runs the release's own wrapper.
     pub node: PathBuf,
-}
-
-/// The verdict of one check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    /// The wrapper did what it must.
-    Pass,
-    /// It did not.
-    Fail,
-    /// A reference figure (the release's own wrapper), judged by no one.
-    Info,
-    /// It did not, but only where the release under test is known to
-    /// differ from the tool table (a tool or parameter it lacks): what the
-    /// release does differently, not a failure of the wrapper.
-    Known,
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "FAIL",
-            Verdict::Info => "info",
-            Verdict::Known => "known",
-        })
-    }
-}
-
-/// One line of the report.
-#[derive(Debug, Clone)]
-pub struct Row {
-    /// What was checked.
-    pub check: String,
-    /// How it came out.
-    pub verdict: Verdict,
-    /// Figures and, on failure, why.
-    pub detail: String,
-}
-
-impl Row {
-    /// A check that holds when `ok`.
-    pub fn judged(check: impl Into<String>, ok: bool, detail: impl Into<String>) -> Self {
-        Row {
-            check: check.into(),
-            verdict: if ok { Verdict::Pass } else { Verdict::Fail },
-            detail: detail.into(),
-        }
-    }
-
-    /// A check that holds when `outcome` is `Ok` and `verdict` of its value
-    /// says so; an error fails it with its chain of causes.
-    pub fn outcome<T>(
-        check: impl Into<String>,
-        outcome: Result<T, HarnessError>,
-        verdict: impl FnOnce(T) -> (bool, String),
-    ) -> Self {
-        let (ok, detail) = outcome.map_or_else(|e| (false, error_chain(&e)), verdict);
-        Row::judged(check, ok, detail)
-    }
-
-    /// A reference figure.
-    pub fn info(check: impl Into<String>, detail: impl Into<String>) -> Self {
-        Row {
-            check: check.into(),
-            verdict: Verdict::Info,
-            detail: detail.into(),
-        }
-    }
-
-    /// A check judged against the release's known differences.
-    pub fn known(check: impl Into<String>, detail: impl Into<String>) -> Self {
-        Row {
-            check: check.into(),
-            verdict: Verdict::Known,
-            detail: detail.into(),
-        }
-    }
 }
 
 /// What the kit found.
@@ -199,23 +120,6 @@ impl fmt::Display for E2eReport {
             self.elapsed.as_secs_f64()
         )
     }
-}
-
-/// The `check | result | detail` table of `rows`, a line each (and one
-/// more for each further line of a detail): how every report of rows
-/// prints, the kit's and `cargo xtask wheel`'s.
-pub fn write_rows(f: &mut fmt::Formatter<'_>, rows: &[Row]) -> fmt::Result {
-    let mut cells = Vec::new();
-    for row in rows {
-        let mut lines = row.detail.lines();
-        let first = lines.next().unwrap_or("").to_owned();
-        cells.push([row.check.clone(), row.verdict.to_string(), first]);
-        cells.extend(lines.map(|line| [String::new(), String::new(), format!("  {line}")]));
-    }
-    for line in table_lines(&["check", "result", "detail"], &cells, Align::Left) {
-        writeln!(f, "{line}")?;
-    }
-    Ok(())
 }
 
 /// Checks `done` every `every_ms` milliseconds until it holds; past
@@ -305,12 +209,12 @@ pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError
         .map(PathBuf::from);
     let (binary, origin) = match wheel {
         Some(wheel) => (
-            pyenv::install_wheel(&py.root, &wheel)?,
+            install_wheel(&py.root, &wheel)?,
             format!("installed from {}", wheel.display()),
         ),
         None => (cfg.wrapper.clone(), "not from a wheel".to_owned()),
     };
-    let version = pyenv::run(
+    let version = run(
         std::process::Command::new(&binary).arg("--version"),
         &format!("`{} --version`", binary.display()),
     )?;

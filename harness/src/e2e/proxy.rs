@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+use devkit::sync::lock;
+
 use crate::error::HarnessError;
-use crate::sync::lock;
 
 #[derive(Debug, Default)]
 struct State {

@@ -1,15 +1,18 @@
 //! The Python side of the end-to-end kit: a virtual environment with one
 //! iai-mcp release (the pinned one unless another is asked for) and, for
 //! the kit, the official MCP SDK, installed from the package registry once
-//! and reused while the pins hold. `cargo xtask surface` uses the same
-//! code for an environment with only the release in it.
+//! and reused while the pins hold (the dev kit's [`ensure_venv`]). `cargo
+//! xtask surface` uses the same code for an environment with only the
+//! release in it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use devkit::error::DevkitError;
+use devkit::pyenv::ensure_venv;
 
 use crate::error::HarnessError;
-use crate::format::last_lines;
 
 use super::release::Release;
 
@@ -125,53 +128,8 @@ impl PyEnv {
     }
 }
 
-/// The virtual environment `root` with exactly `requirements` (which may
-/// lead with pip options such as `--no-deps`) installed from the package
-/// registry (`what` says what they are, for errors):
-/// created with the interpreter `interpreter` gives unless a marker in it
-/// names the same requirements, in which case it is reused as it is.
-/// Returns how long creating it took (`None`: reused).
-pub fn ensure_venv(
-    root: &Path,
-    interpreter: impl FnOnce() -> Result<PathBuf, HarnessError>,
-    requirements: &[&str],
-    what: &str,
-) -> Result<Option<Duration>, HarnessError> {
-    let marker = root.join(".iai-e2e-pins");
-    let pins: String = requirements.iter().map(|r| format!("{r}\n")).collect();
-    if std::fs::read_to_string(&marker).ok().as_deref() == Some(pins.as_str()) {
-        return Ok(None);
-    }
-    let started = Instant::now();
-    let interpreter = interpreter()?;
-    if root.exists() {
-        std::fs::remove_dir_all(root)
-            .map_err(|e| HarnessError::io(format!("removing {}", root.display()), e))?;
-    }
-    create_venv(&interpreter, root)?;
-    run(
-        Command::new(root.join("bin/python"))
-            .args(["-m", "pip", "install", "--quiet"])
-            .arg("--disable-pip-version-check")
-            .args(requirements),
-        what,
-    )?;
-    std::fs::write(&marker, pins)
-        .map_err(|e| HarnessError::io(format!("writing {}", marker.display()), e))?;
-    Ok(Some(started.elapsed()))
-}
-
-/// A new, empty virtual environment at `root`, made by `interpreter`.
-pub fn create_venv(interpreter: &Path, root: &Path) -> Result<(), HarnessError> {
-    run(
-        Command::new(interpreter).args(["-m", "venv"]).arg(root),
-        &format!("creating the virtual environment {}", root.display()),
-    )
-    .map(drop)
-}
-
 /// The first interpreter on `PATH` of a version iai-pme supports.
-fn find_python() -> Result<PathBuf, HarnessError> {
+fn find_python() -> Result<PathBuf, DevkitError> {
     for name in ["python3.12", "python3.11", "python3"] {
         let Ok(output) = Command::new(name)
             .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
@@ -184,26 +142,9 @@ fn find_python() -> Result<PathBuf, HarnessError> {
             return Ok(PathBuf::from(name));
         }
     }
-    Err(HarnessError::Scenario(format!(
+    Err(DevkitError::Precondition(format!(
         "no Python {} on PATH (iai-pme needs one); pass --python",
         SUPPORTED.join(" or ")
-    )))
-}
-
-/// Runs `command` (`what` it does) to completion; its standard output, or
-/// why it failed with the end of its standard error.
-pub fn run(command: &mut Command, what: &str) -> Result<String, HarnessError> {
-    let output = command
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| HarnessError::io(what.to_owned(), e))?;
-    if output.status.success() {
-        return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
-    }
-    let tail = last_lines(&String::from_utf8_lossy(&output.stderr), 15, "\n");
-    Err(HarnessError::Scenario(format!(
-        "{what} failed ({}):\n{tail}",
-        output.status
     )))
 }
 
@@ -220,36 +161,4 @@ fn dir_size(dir: &Path) -> u64 {
             _ => 0,
         })
         .sum()
-}
-
-/// The executable the wrapper's wheel installs.
-pub const WHEEL_EXECUTABLE: &str = "iai-mcp-wrapper";
-
-/// Installs `wheel` (alone, from the file) into the environment `venv`,
-/// replacing any copy of the same version, and returns the wrapper
-/// executable it put in the environment's `bin/`.
-pub fn install_wheel(venv: &Path, wheel: &Path) -> Result<PathBuf, HarnessError> {
-    run(
-        Command::new(venv.join("bin").join("python"))
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(["--no-index", "--no-deps", "--force-reinstall"])
-            .arg(wheel),
-        &format!("installing {} into {}", wheel.display(), venv.display()),
-    )?;
-    let binary = venv.join("bin").join(WHEEL_EXECUTABLE);
-    if binary.is_file() {
-        Ok(binary)
-    } else {
-        Err(HarnessError::Scenario(format!(
-            "installing {} put no {WHEEL_EXECUTABLE} in {}",
-            wheel.display(),
-            venv.join("bin").display()
-        )))
-    }
 }

@@ -24,13 +24,13 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use devkit::table::{Align, table_lines};
 use serde::Serialize;
 
 use crate::e2e::daemon::RealDaemon;
 use crate::e2e::pyenv::{self, Contents};
 use crate::e2e::{E2eConfig, Release, tested};
 use crate::error::HarnessError;
-use crate::table::{Align, table_lines};
 use crate::wrapper::WrapperCommand;
 use host::{Host, HostPin, HostVersion};
 use judge::{Checked, Verdict};
@@ -194,7 +194,7 @@ pub fn run_hosts(cfg: &HostsConfig) -> Result<HostsReport, HarnessError> {
                 let why = format!(
                     "could not install {} {version}: {}",
                     host.package(),
-                    crate::bins::error_chain(&e)
+                    devkit::bins::error_chain(&e)
                 );
                 installs.push(format!("{host}: {why}"));
                 for subject in &subjects {
@@ -236,7 +236,7 @@ pub fn run_hosts(cfg: &HostsConfig) -> Result<HostsReport, HarnessError> {
             let script = Script::new(&format!("{host}-{n}-{}", unique()));
             let checked = match session::run(&setup, &script, &mut || daemon.restart()) {
                 Ok(transcript) => judge::judge(host, &script, &transcript),
-                Err(e) => judge::all_failed(&crate::bins::error_chain(&e)),
+                Err(e) => judge::all_failed(&devkit::bins::error_chain(&e)),
             };
             rows.extend(checked.into_iter().map(|checked| HostRow {
                 host: host.to_string(),

@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use devkit::format::last_lines;
+use devkit::process::{CapturedOutput, ChildGuard};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 use crate::error::HarnessError;
-use crate::format::last_lines;
-use crate::process::{CapturedOutput, ChildGuard};
 
 /// A child in a process group of its own: the whole group is killed when
 /// this drops, panics included, then the child is reaped.

@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use devkit::format::last_lines;
+use devkit::process::CapturedOutput;
 use serde_json::{Value, json};
 
 use super::host::{Host, SERVER, config_file};
@@ -17,8 +19,6 @@ use super::reap::{GroupGuard, WrapperMatch, run_bounded};
 use super::script::{AFTER_RESTART, Script, record_id};
 use super::standin::{ModelTool, Reply, StandIn, ToolResult, Turn};
 use crate::error::HarnessError;
-use crate::format::last_lines;
-use crate::process::CapturedOutput;
 
 /// How long configuring a host through its own command may take.
 const CONFIGURE_TIMEOUT: Duration = Duration::from_secs(60);

@@ -8,13 +8,14 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
 
+use devkit::format::{format_bytes, format_ns, format_rate, format_ratio};
+
 use crate::bench::results::{cpu_vs_daemon, ratio, throughput_ratio};
 use crate::bench::{
     AwayStats, BenchReport, ColdStartStats, OutageStats, RecoveryStats, SubjectKind, SubjectReport,
     Summary, Verdict,
 };
 use crate::error::HarnessError;
-use crate::format::{format_bytes, format_ns, format_rate, format_ratio};
 
 /// A row's label and how the row's figure is taken from a `T`.
 struct Labelled<T, U> {

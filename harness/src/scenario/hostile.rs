@@ -22,6 +22,8 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use devkit::bins::error_chain;
+use devkit::format::{format_growth, format_kib, format_ms, serialize_ms};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,11 +35,9 @@ use super::live::{
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::settings;
 use super::setup::Setup;
-use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::error::HarnessError;
 use crate::footprint::{Footprint, growth};
-use crate::format::{format_growth, format_kib, format_ms, serialize_ms};
 use crate::wrapper::WrapperCommand;
 
 use lines::Line;

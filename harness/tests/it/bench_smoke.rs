@@ -3,9 +3,9 @@
 //! asserted (they depend on the machine; the targets are for
 //! `cargo xtask bench` to report).
 
+use devkit::bins;
 use harness::WrapperCommand;
 use harness::bench::{self, BenchConfig, Compared, SubjectKind};
-use harness::bins;
 
 #[test]
 fn a_tiny_bench_fills_every_figure() {

@@ -1,5 +1,5 @@
 //! The harness's integration tests, in one binary so that the harness is
-//! linked once: a module per area (the MCP client, processes, the fake
+//! linked once: a module per area (the MCP client, the fake
 //! daemon, the scenarios, the sweep, the scorecard, the bench smoke run).
 
 mod bench_smoke;
@@ -8,7 +8,6 @@ mod client;
 mod daemon;
 mod hostile;
 mod hosts_kit;
-mod process;
 mod scenarios;
 mod score;
 mod sweep;

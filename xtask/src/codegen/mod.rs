@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use harness::bins::{self, error_chain};
+use devkit::bins::{self, error_chain};
 use harness::e2e::Release;
 
 use surface::{SurfaceConfig, run_surface};

@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn the_constants_write_changes_are_in_the_workspace() {
-        let root = harness::bins::workspace_root();
+        let root = devkit::bins::workspace_root();
         let table = read_const(&root.join(TOOLS_MOD), SURFACE_RELEASE).expect("SURFACE_RELEASE");
         let pinned = read_const(&root.join(RELEASE_RS), PINNED).expect("PINNED");
         assert_eq!(table, pinned);

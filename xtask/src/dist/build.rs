@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::bins::workspace_root;
-use harness::format::format_bytes;
+use devkit::bins::workspace_root;
+use devkit::format::format_bytes;
 
 use super::DistError;
 use super::platform::{Os, Platform};

@@ -9,8 +9,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use harness::e2e::pyenv::{create_venv, install_wheel, run};
-use harness::e2e::{Row, Verdict, write_rows};
+use devkit::pyenv::{create_venv, install_wheel, run};
+use devkit::rows::{Row, Verdict, write_rows};
 use serde_json::Value;
 
 use super::DistError;
@@ -154,7 +154,7 @@ pub fn check(
                 .map_err(|e| DistError::io(format!("reading {}", binary.display()), e))?;
             rows.push(Row::info(
                 "binary size",
-                harness::format::format_bytes(u64::try_from(data.len()).unwrap_or(u64::MAX)),
+                devkit::format::format_bytes(u64::try_from(data.len()).unwrap_or(u64::MAX)),
             ));
             rows.extend(binary_rows(wheel.platform, &data));
         }
@@ -297,7 +297,7 @@ fn version_row(venv: &Path, binary: &Path) -> Result<Row, DistError> {
         Err(e) => Row::judged(
             check,
             false,
-            format!("{}; {without}", harness::bins::error_chain(&e)),
+            format!("{}; {without}", devkit::bins::error_chain(&e)),
         ),
     })
 }

@@ -17,8 +17,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use harness::bins::{self, Profile};
-use harness::e2e::{Row, Verdict, write_rows};
+use devkit::bins::{self, Profile};
+use devkit::rows::{Row, Verdict, write_rows};
 
 use super::build::{self, BUILD_STD, CrossTools, cross_target_dir};
 use super::check::read_wheel;
@@ -412,6 +412,8 @@ fn build_probe(
 
 #[cfg(test)]
 mod tests {
+    use devkit::shell::{env_assignment, split_words};
+
     use super::*;
 
     #[test]
@@ -427,9 +429,12 @@ mod tests {
             line,
             "WINEPREFIX=/t/wine/prefix WINEDEBUG=-all '/usr/lib/wine/wine64' '/t/a b/iai-mcp-wrapper.exe'"
         );
-        let parsed = harness::WrapperCommand::parse_shell_words(&line).unwrap();
-        assert_eq!(parsed.env.len(), 2);
-        assert_eq!(parsed.program, "/usr/lib/wine/wine64");
-        assert_eq!(parsed.args, [OsString::from("/t/a b/iai-mcp-wrapper.exe")]);
+        let parsed = split_words(&line).unwrap();
+        let settings: Vec<_> = parsed.iter().map_while(|w| env_assignment(w)).collect();
+        assert_eq!(settings.len(), 2);
+        assert_eq!(
+            parsed[2..],
+            ["/usr/lib/wine/wine64", "/t/a b/iai-mcp-wrapper.exe"]
+        );
     }
 }

@@ -43,7 +43,7 @@ pub fn clippy(
     command
         .arg("clippy")
         .args(clippy_args(platform))
-        .current_dir(harness::bins::workspace_root())
+        .current_dir(devkit::bins::workspace_root())
         .stdin(Stdio::null())
         .stdout(build::stderr_stdio()?);
     cross.apply(&mut command, &[], target_dir);

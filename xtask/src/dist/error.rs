@@ -1,14 +1,15 @@
 //! What can go wrong while building, checking or running the wheels.
 
-use harness::HarnessError;
+use devkit::error::DevkitError;
 
 /// A distribution task that could not be carried out (a check that ran and
 /// failed is a row of a report, not an error).
 #[derive(Debug, thiserror::Error)]
 pub enum DistError {
-    /// The harness's helpers (Python environments, building binaries).
+    /// The dev kit's helpers (Python environments, commands, building
+    /// binaries).
     #[error(transparent)]
-    Harness(#[from] HarnessError),
+    Devkit(#[from] DevkitError),
     /// A file or directory could not be read or written.
     #[error("{what}: {source}")]
     Io {

@@ -29,7 +29,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
-use harness::e2e::pyenv::run;
+use devkit::pyenv::run;
 
 pub use error::DistError;
 

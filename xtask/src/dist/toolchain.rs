@@ -18,7 +18,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use harness::e2e::pyenv::{ensure_venv, run};
+use devkit::pyenv::{ensure_venv, run};
 
 use super::DistError;
 use super::progress::step;
@@ -111,7 +111,7 @@ pub fn nightly() -> Result<Nightly, DistError> {
         Command::new("rustup").args(["run", "nightly", "rustc", "--print", "sysroot"]),
         "asking rustup for the nightly sysroot",
     )
-    .map_err(|e| missing(harness::bins::error_chain(&e)))?;
+    .map_err(|e| missing(devkit::bins::error_chain(&e)))?;
     let sysroot = PathBuf::from(sysroot.trim());
     let nightly = Nightly {
         bin: sysroot.join("bin"),

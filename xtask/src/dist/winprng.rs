@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use harness::e2e::pyenv::run;
+use devkit::pyenv::run;
 
 use super::DistError;
 

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use harness::e2e::Row;
+use devkit::rows::Row;
 use object::Endianness;
 use object::elf::{EM_AARCH64, EM_X86_64, FileHeader64};
 use object::read::elf::FileHeader;
@@ -180,12 +180,12 @@ mod tests {
         let rows = rows(Platform::LinuxX86_64, &data);
         assert_eq!(
             rows[0].verdict,
-            harness::e2e::Verdict::Pass,
+            devkit::rows::Verdict::Pass,
             "{:?}",
             rows[0]
         );
         let arm = rows_for_arm(&data);
-        assert_eq!(arm.verdict, harness::e2e::Verdict::Fail, "{arm:?}");
+        assert_eq!(arm.verdict, devkit::rows::Verdict::Fail, "{arm:?}");
     }
 
     /// The architecture row of `data` judged as an arm64 Linux binary.

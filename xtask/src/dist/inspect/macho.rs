@@ -9,7 +9,7 @@
 //! Nothing on a Linux machine runs a Mach-O; these rows are what can be
 //! known of it without a Mac.
 
-use harness::e2e::Row;
+use devkit::rows::Row;
 use object::Endianness;
 use object::macho::MachHeader64;
 use object::macho::{
@@ -256,7 +256,7 @@ fn to_usize(n: u32) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use harness::e2e::Verdict;
+    use devkit::rows::Verdict;
 
     /// A minimal arm64 Mach-O: a header, `LC_BUILD_VERSION` (macOS 11.0),
     /// `LC_LOAD_DYLIB` of `library`, and `LC_CODE_SIGNATURE` over an

@@ -5,7 +5,7 @@ pub mod elf;
 pub mod macho;
 pub mod pe;
 
-use harness::e2e::Row;
+use devkit::rows::Row;
 
 use super::platform::{Os, Platform};
 

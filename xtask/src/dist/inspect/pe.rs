@@ -4,7 +4,7 @@
 //! user's machine, and the test-only `bcryptprimitives.dll` stand-in must
 //! never be what a shipped binary expects beside it).
 
-use harness::e2e::Row;
+use devkit::rows::Row;
 use object::LittleEndian;
 use object::pe::IMAGE_FILE_MACHINE_AMD64;
 use object::read::pe::PeFile64;
@@ -112,6 +112,6 @@ mod tests {
     fn what_is_not_a_pe_fails_its_row() {
         let rows = rows(Platform::WindowsX86_64, b"\x7fELF\x02\x01\x01");
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].verdict, harness::e2e::Verdict::Fail);
+        assert_eq!(rows[0].verdict, devkit::rows::Verdict::Fail);
     }
 }

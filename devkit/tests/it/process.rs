@@ -4,8 +4,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::Duration;
 
-use harness::HarnessError;
-use harness::process::{ChildGuard, Signal};
+use devkit::error::DevkitError;
+use devkit::process::{ChildGuard, Signal};
 use nix::errno::Errno;
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
@@ -54,7 +54,7 @@ fn an_exited_child_is_never_signalled() {
     assert!(guard.wait_exit(Duration::from_secs(10)).unwrap().success());
     assert!(matches!(
         guard.signal(Signal::SIGTERM),
-        Err(HarnessError::AlreadyExited { .. })
+        Err(DevkitError::AlreadyExited { .. })
     ));
 }
 
@@ -64,7 +64,7 @@ fn wait_timeout_reports_a_running_child() {
     assert_eq!(guard.wait_timeout(Duration::from_millis(10)).unwrap(), None);
     assert!(matches!(
         guard.wait_exit(Duration::from_millis(10)),
-        Err(HarnessError::ExitTimeout { .. })
+        Err(DevkitError::ExitTimeout { .. })
     ));
     assert_eq!(guard.try_wait().unwrap(), None);
     let status = guard.kill().unwrap();

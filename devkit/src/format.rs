@@ -5,15 +5,12 @@ use std::time::Duration;
 use serde::Serializer;
 
 /// Serializes a duration as fractional milliseconds, the unit reports use.
-pub(crate) fn serialize_ms<S: Serializer>(
-    duration: &Duration,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
+pub fn serialize_ms<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_f64(duration.as_secs_f64() * 1000.0)
 }
 
 /// Serializes an optional duration as fractional milliseconds or `null`.
-pub(crate) fn serialize_opt_ms<S: Serializer>(
+pub fn serialize_opt_ms<S: Serializer>(
     duration: &Option<Duration>,
     serializer: S,
 ) -> Result<S::Ok, S::Error> {

@@ -1,4 +1,4 @@
-//! Owning child processes so that none outlives the harness, and capturing
+//! Owning child processes so that none outlives its owner, and capturing
 //! their output without ever blocking them.
 //!
 //! [`ChildGuard`] kills and reaps its child when dropped, on every path
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 
-use crate::error::HarnessError;
+use crate::error::DevkitError;
 use crate::sync::lock;
 
 /// Unix signals, re-exported so callers need not depend on `nix`.
@@ -39,12 +39,12 @@ impl ChildGuard {
     }
 
     /// Starts `command` and guards the resulting child.
-    pub fn spawn(command: &mut Command) -> Result<Self, HarnessError> {
+    pub fn spawn(command: &mut Command) -> Result<Self, DevkitError> {
         let program = command.get_program().to_string_lossy().into_owned();
         command
             .spawn()
             .map(Self::new)
-            .map_err(|source| HarnessError::Spawn { program, source })
+            .map_err(|source| DevkitError::Spawn { program, source })
     }
 
     /// The child's process id.
@@ -59,15 +59,15 @@ impl ChildGuard {
 
     /// Returns the exit status if the child has exited (reaping it), without
     /// blocking.
-    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, HarnessError> {
+    pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, DevkitError> {
         self.child
             .try_wait()
-            .map_err(|e| HarnessError::io(format!("waiting for pid {}", self.pid()), e))
+            .map_err(|e| DevkitError::io(format!("waiting for pid {}", self.pid()), e))
     }
 
     /// Waits up to `timeout` for the child to exit; `Ok(None)` if it is still
     /// running then.
-    pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Option<ExitStatus>, HarnessError> {
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Option<ExitStatus>, DevkitError> {
         let deadline = Instant::now() + timeout;
         let mut interval = Duration::from_millis(1);
         loop {
@@ -84,26 +84,25 @@ impl ChildGuard {
     }
 
     /// Like [`wait_timeout`](Self::wait_timeout), but a child still running
-    /// at the deadline is an [`HarnessError::ExitTimeout`].
-    pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus, HarnessError> {
-        self.wait_timeout(timeout)?
-            .ok_or(HarnessError::ExitTimeout {
-                pid: self.pid(),
-                timeout,
-            })
+    /// at the deadline is a [`DevkitError::ExitTimeout`].
+    pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus, DevkitError> {
+        self.wait_timeout(timeout)?.ok_or(DevkitError::ExitTimeout {
+            pid: self.pid(),
+            timeout,
+        })
     }
 
     /// Sends `signal` to the child.
     ///
-    /// Fails with [`HarnessError::AlreadyExited`] when the child has already
+    /// Fails with [`DevkitError::AlreadyExited`] when the child has already
     /// exited: its pid is then free for reuse and must not be signalled.
-    pub fn signal(&mut self, signal: Signal) -> Result<(), HarnessError> {
+    pub fn signal(&mut self, signal: Signal) -> Result<(), DevkitError> {
         let pid = self.pid();
         if let Some(status) = self.try_wait()? {
-            return Err(HarnessError::AlreadyExited { pid, status });
+            return Err(DevkitError::AlreadyExited { pid, status });
         }
         let raw = i32::try_from(pid).expect("pids fit in i32");
-        kill(Pid::from_raw(raw), signal).map_err(|source| HarnessError::Signal {
+        kill(Pid::from_raw(raw), signal).map_err(|source| DevkitError::Signal {
             pid,
             signal: signal.as_str().to_owned(),
             source,
@@ -111,7 +110,7 @@ impl ChildGuard {
     }
 
     /// Kills the child (SIGKILL) unless it already exited, and reaps it.
-    pub fn kill(&mut self) -> Result<ExitStatus, HarnessError> {
+    pub fn kill(&mut self) -> Result<ExitStatus, DevkitError> {
         if let Some(status) = self.try_wait()? {
             return Ok(status);
         }
@@ -120,7 +119,7 @@ impl ChildGuard {
         let _ = self.child.kill();
         self.child
             .wait()
-            .map_err(|e| HarnessError::io(format!("reaping pid {}", self.pid()), e))
+            .map_err(|e| DevkitError::io(format!("reaping pid {}", self.pid()), e))
     }
 }
 
@@ -150,7 +149,7 @@ pub struct CapturedOutput {
 impl CapturedOutput {
     /// Starts draining `source` on a thread named after `label`; with
     /// `HARNESS_ECHO_STDERR` set (not to `0` or empty), every line is also
-    /// copied to the harness's stderr, prefixed by `label`, for debugging.
+    /// copied to this process's stderr, prefixed by `label`, for debugging.
     pub fn spawn(source: impl Read + Send + 'static, label: &str) -> Self {
         let shared = Arc::new((Mutex::new(CaptureState::default()), Condvar::new()));
         let echo =

@@ -8,15 +8,15 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::error::HarnessError;
+use crate::error::DevkitError;
 
 /// Creates a fresh directory `/tmp/iaiXXXXXX`, removed when the returned
 /// [`TempDir`] drops.
-pub fn short_tempdir() -> Result<TempDir, HarnessError> {
+pub fn short_tempdir() -> Result<TempDir, DevkitError> {
     tempfile::Builder::new()
         .prefix("iai")
         .tempdir_in("/tmp")
-        .map_err(|e| HarnessError::io("creating a temporary directory under /tmp", e))
+        .map_err(|e| DevkitError::io("creating a temporary directory under /tmp", e))
 }
 
 /// The conventional socket path inside a scenario's directory: `<dir>/d.sock`.

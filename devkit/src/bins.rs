@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
-use crate::error::HarnessError;
+use crate::error::DevkitError;
 use crate::sync::lock;
 
 /// A binary target of this workspace, and the environment variable that may
@@ -44,10 +44,15 @@ pub const WRAPPER: WorkspaceBin = WorkspaceBin {
 
 /// The environment variable naming a runner for the wrapper under test:
 /// the words put before its path, such as an emulator
-/// (`qemu-aarch64-static -L /usr/aarch64-linux-gnu`), split like
-/// [`WrapperCommand::parse_shell_words`](crate::WrapperCommand::parse_shell_words)
-/// splits a command line. See [`WrapperCommand::under_test`](crate::WrapperCommand::under_test).
+/// (`qemu-aarch64-static -L /usr/aarch64-linux-gnu`), split into words by
+/// [`split_words`](crate::shell::split_words) (the harness's
+/// `WrapperCommand::under_test` reads it).
 pub const WRAPPER_RUNNER_ENV: &str = "IAI_WRAPPER_RUNNER";
+
+/// The environment variable through which `cargo xtask e2e` and `cargo
+/// xtask hosts` tell the end-to-end and hosts kits which wheel to install
+/// and test.
+pub const WHEEL_ENV: &str = "IAI_WRAPPER_WHEEL";
 
 /// The fake iai-mcp daemon.
 pub const FAKE_DAEMON: WorkspaceBin = WorkspaceBin {
@@ -124,19 +129,19 @@ pub fn fake_cli_bin() -> PathBuf {
 
 /// Path of the wrapper binary, found or built as described in the module
 /// documentation.
-pub fn try_wrapper_bin() -> Result<PathBuf, HarnessError> {
+pub fn try_wrapper_bin() -> Result<PathBuf, DevkitError> {
     locate(&WRAPPER)
 }
 
 /// Path of the fake daemon binary, found or built as described in the module
 /// documentation.
-pub fn try_fake_daemon_bin() -> Result<PathBuf, HarnessError> {
+pub fn try_fake_daemon_bin() -> Result<PathBuf, DevkitError> {
     locate(&FAKE_DAEMON)
 }
 
 /// Finds or builds `bin` as described in the module documentation, caching
 /// the answer (success or failure) for the rest of the process.
-pub fn locate(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
+pub fn locate(bin: &WorkspaceBin) -> Result<PathBuf, DevkitError> {
     static CACHE: OnceLock<Mutex<HashMap<WorkspaceBin, Result<PathBuf, String>>>> = OnceLock::new();
     // Holding the lock across a build makes concurrent tests wait for the one
     // build instead of starting their own.
@@ -145,7 +150,7 @@ pub fn locate(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
         // A failure is told in full the first time, then by name.
         return cached
             .clone()
-            .map_err(|detail| HarnessError::BinaryNotFound {
+            .map_err(|detail| DevkitError::BinaryNotFound {
                 bin: bin.bin.to_owned(),
                 detail,
             });
@@ -156,13 +161,13 @@ pub fn locate(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
     found
 }
 
-fn locate_uncached(bin: &WorkspaceBin) -> Result<PathBuf, HarnessError> {
+fn locate_uncached(bin: &WorkspaceBin) -> Result<PathBuf, DevkitError> {
     if let Some(path) = env::var_os(bin.env_override).filter(|v| !v.is_empty()) {
         let path = PathBuf::from(path);
         return if path.is_file() {
             Ok(path)
         } else {
-            Err(HarnessError::BinaryNotFound {
+            Err(DevkitError::BinaryNotFound {
                 bin: bin.bin.to_owned(),
                 detail: format!("{}={} is not a file", bin.env_override, path.display()),
             })
@@ -204,7 +209,7 @@ pub fn target_dir() -> PathBuf {
 pub(crate) fn workspace_manifest() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("harness lives one level below the workspace root")
+        .expect("devkit lives one level below the workspace root")
         .join("Cargo.toml")
 }
 
@@ -224,7 +229,7 @@ pub fn cargo_build(
     bins: &[WorkspaceBin],
     profile: &Profile,
     quiet: bool,
-) -> Result<Vec<PathBuf>, HarnessError> {
+) -> Result<Vec<PathBuf>, DevkitError> {
     let packages = bins
         .iter()
         .map(|b| b.package)
@@ -248,12 +253,12 @@ pub fn cargo_build(
     for bin in bins {
         command.args(["-p", bin.package, "--bin", bin.bin]);
     }
-    let output = command.output().map_err(|source| HarnessError::Spawn {
+    let output = command.output().map_err(|source| DevkitError::Spawn {
         program: cargo.to_string_lossy().into_owned(),
         source,
     })?;
     if !output.status.success() {
-        return Err(HarnessError::Build {
+        return Err(DevkitError::Build {
             package: packages,
             detail: format!(
                 "cargo exited with {}; {}",
@@ -268,7 +273,7 @@ pub fn cargo_build(
             executables
                 .get(bin.bin)
                 .cloned()
-                .ok_or_else(|| HarnessError::Build {
+                .ok_or_else(|| DevkitError::Build {
                     package: bin.package.to_owned(),
                     detail: format!("cargo reported no executable for binary `{}`", bin.bin),
                 })
