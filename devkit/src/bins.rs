@@ -75,6 +75,14 @@ pub const HARNESS: WorkspaceBin = WorkspaceBin {
     env_override: "HARNESS_BIN",
 };
 
+/// The `kits` binary (the end-to-end and hosts kits, the benchmarks),
+/// which `cargo xtask e2e`, `hosts` and `bench` build and run.
+pub const KITS: WorkspaceBin = WorkspaceBin {
+    package: "kits",
+    bin: "kits",
+    env_override: "KITS_BIN",
+};
+
 /// A cargo build profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Profile {

@@ -13,7 +13,7 @@
 //! - [`shell`]: command lines split into words as a shell splits them.
 //! - [`tempdir`]: short temporary directories for Unix sockets.
 //! - [`rows`]: reports as rows of checks with a verdict each.
-//! - [`format`] and [`table`]: figures and plain-text tables for people.
+//! - [`mod@format`] and [`table`]: figures and plain-text tables for people.
 //! - [`sync`]: locking that survives a panicking holder.
 //! - [`error`]: what can go wrong in all of these.
 

@@ -1,8 +1,10 @@
 //! Reports as rows: a check, its [`Verdict`] and a detail, printed as one
-//! `check | result | detail` table ([`write_rows`]). The end-to-end and
+//! `check | result | detail` table ([`write_rows`]); a whole report's
+//! verdict as a program's exit code ([`verdict_code`]). The end-to-end and
 //! hosts kits and `cargo xtask wheel` and `cross-check` report this way.
 
 use std::fmt;
+use std::process::ExitCode;
 
 use crate::bins::error_chain;
 use crate::table::{Align, table_lines};
@@ -82,6 +84,11 @@ impl Row {
             detail: detail.into(),
         }
     }
+}
+
+/// The exit code of a verdict: 0 when it passed, 1 when it failed.
+pub fn verdict_code(passed: bool) -> ExitCode {
+    ExitCode::from(u8::from(!passed))
 }
 
 /// The `check | result | detail` table of `rows`, a line each (and one

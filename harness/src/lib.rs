@@ -15,20 +15,18 @@
 //! - [`scenario`]: scripted scenarios and their reports: the race, and the
 //!   live faults (drop storm, daemon down and up, hung daemon), and sweeps
 //!   of the race over its timing.
-//! - [`mod@bench`]: latency, throughput, cold start, memory and recovery
-//!   figures, side by side with the floor.
 //! - [`score`]: every scenario against each wrapper, gathered into one
 //!   table of properties (contract and policy) by wrapper.
 //! - [`report`]: how those results read for people: tables, the sweep's
-//!   chart, the scorecard's page, the bench's Markdown, and their files.
+//!   chart, the scorecard's page, and their files.
+//!
+//! The long-running kits (the real daemon, real hosts, the benchmarks) are
+//! the `kits` crate's, built on this one.
 
-pub mod bench;
 pub mod client;
 pub mod daemon;
-pub mod e2e;
 pub mod error;
 pub mod footprint;
-pub mod hosts;
 pub mod random;
 pub mod report;
 pub mod scenario;

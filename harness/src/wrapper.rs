@@ -439,7 +439,7 @@ impl DerefMut for WrapperProcess {
 /// directories, `python3` as its Python, its iai CLIs naming a program that
 /// does not exist (so that nothing of the developer's installation runs),
 /// and no other inherited `IAI_*` variable.
-pub(crate) fn isolated_command(
+pub fn isolated_command(
     cmd: &WrapperCommand,
     endpoint: &DaemonEndpoint,
     home: &Path,

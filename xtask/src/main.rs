@@ -1,13 +1,14 @@
 //! `cargo xtask`: builds the workspace's binaries, then runs the `harness`
-//! binary with the task's arguments, so every option is declared once, by
-//! the harness (`cargo xtask race --help` prints its help).
+//! binary with the task's arguments (the `kits` binary for `e2e`, `hosts`
+//! and `bench`), so every option is declared once, by the binary that
+//! runs it (`cargo xtask race --help` prints its help).
 //!
 //! `--release` (any task) builds and runs the release binaries; `bench`
 //! always does. Some tasks are xtask's own: `wheel` builds and checks the
 //! Python wheels and `cross-check` runs cross-built ones under an emulator
 //! (the [`dist`] module), `fuzz` runs the fuzz targets, `surface`
 //! regenerates the tool table (the [`codegen`] module); `e2e` and `hosts`
-//! build this machine's wheel first and name it to the harness in
+//! build this machine's wheel first and name it to the kits in
 //! [`WHEEL_ENV`], so both kits test the binary the wheel installs.
 
 use std::ffi::OsString;
@@ -16,14 +17,17 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
-use devkit::bins::WHEEL_ENV;
-use devkit::bins::{self, Profile, error_chain};
+use devkit::bins::{self, Profile, WHEEL_ENV, error_chain};
 
 mod codegen;
 mod dist;
 mod fuzz;
 
 use dist::platform::platforms_of;
+
+/// The tasks the `kits` binary runs; the `harness` binary runs every other
+/// task that is not xtask's own.
+const KIT_TASKS: [&str; 3] = ["bench", "e2e", "hosts"];
 
 /// The main tasks, and what each is for (any harness command is accepted).
 const TASKS: [(&str, &str); 12] = [
@@ -163,24 +167,26 @@ fn main() -> ExitCode {
     } else {
         Profile::Dev
     };
-    let built = match bins::cargo_build(
-        &[bins::WRAPPER, bins::FAKE_DAEMON, bins::HARNESS],
-        &profile,
-        false,
-    ) {
-        Ok(built) => built,
-        Err(e) => {
-            eprintln!("cargo xtask: {e}");
-            return ExitCode::FAILURE;
-        }
+    let runner = if KIT_TASKS.contains(&task.as_str()) {
+        bins::KITS
+    } else {
+        bins::HARNESS
     };
-    let mut harness = Command::new(&built[2]);
-    harness.args(&args);
+    let built =
+        match bins::cargo_build(&[bins::WRAPPER, bins::FAKE_DAEMON, runner], &profile, false) {
+            Ok(built) => built,
+            Err(e) => {
+                eprintln!("cargo xtask: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    let mut runner = Command::new(&built[2]);
+    runner.args(&args);
     if task == "e2e" || task == "hosts" {
         match host_wheel() {
             Ok(built) => {
                 eprintln!("cargo xtask: {built}");
-                harness.env(WHEEL_ENV, &built.path);
+                runner.env(WHEEL_ENV, &built.path);
             }
             Err(e) => {
                 eprintln!("cargo xtask: building the wheel: {}", error_chain(&e));
@@ -188,7 +194,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    let error = harness.exec();
+    let error = runner.exec();
     eprintln!("cargo xtask: cannot run {}: {error}", built[2].display());
     ExitCode::FAILURE
 }
@@ -356,7 +362,7 @@ fn usage() -> ExitCode {
         eprintln!("  {name:<10} {what}");
     }
     eprintln!(
-        "  (any other harness command: storm, down-up, hang, herd, hostile, smoke)\n\nOPTIONS are the harness's: cargo xtask TASK --help"
+        "  (any other harness command: storm, down-up, hang, herd, hostile, smoke)\n\nOPTIONS are the harness's (the kits' for bench, e2e and hosts): cargo xtask TASK --help"
     );
     ExitCode::from(2)
 }
