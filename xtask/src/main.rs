@@ -6,7 +6,7 @@
 //! `--release` (any task) builds and runs the release binaries; `bench`
 //! always does. Some tasks are xtask's own: `wheel` builds and checks the
 //! Python wheels and `cross-check` runs cross-built ones under an emulator
-//! (the [`dist`] module), `fuzz` runs the fuzz targets, `surface`
+//! (the [`packaging`] module), `fuzz` runs the fuzz targets, `surface`
 //! regenerates the tool table (the [`codegen`] module); `e2e` and `hosts`
 //! build this machine's wheel first and name it to the kits in
 //! [`WHEEL_ENV`], so both kits test the binary the wheel installs.
@@ -20,10 +20,10 @@ use clap::Parser;
 use devkit::bins::{self, Profile, WHEEL_ENV, error_chain};
 
 mod codegen;
-mod dist;
 mod fuzz;
+mod packaging;
 
-use dist::platform::platforms_of;
+use packaging::platform::platforms_of;
 
 /// The tasks the `kits` binary runs; the `harness` binary runs every other
 /// task that is not xtask's own.
@@ -203,10 +203,10 @@ fn main() -> ExitCode {
 /// exit 0 when every wheel was built and passed every check.
 fn wheel_task(args: WheelArgs) -> ExitCode {
     let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
-    let outcomes = dist::host_platform()
+    let outcomes = packaging::host_platform()
         .and_then(|host| Ok((host, platforms_of(&args.target, host)?)))
         .and_then(|(host, platforms)| {
-            dist::build_and_check(&platforms, host, &python, &bins::target_dir())
+            packaging::build_and_check(&platforms, host, &python, &bins::target_dir())
         });
     let outcomes = match outcomes {
         Ok(outcomes) => outcomes,
@@ -249,28 +249,28 @@ fn wheel_task(args: WheelArgs) -> ExitCode {
 /// table of what ran; exit 0 when everything passed.
 fn cross_check_task(args: CrossCheckArgs) -> ExitCode {
     let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
-    let run = || -> Result<Vec<devkit::rows::Row>, dist::DistError> {
-        let host = dist::host_platform()?;
+    let run = || -> Result<Vec<devkit::rows::Row>, packaging::error::DistError> {
+        let host = packaging::host_platform()?;
         let mut platforms = platforms_of(&args.target, host)?;
         if args.target.iter().any(|t| t == "all") {
             platforms.retain(|p| *p != host && p.run_packages().is_some());
         }
         let mut rows = Vec::new();
         for platform in platforms {
-            let cfg = dist::cross_check::CrossCheckConfig {
+            let cfg = packaging::cross_check::CrossCheckConfig {
                 platform,
                 probe_only: args.probe_only,
                 no_tests: args.no_tests,
                 python: python.clone(),
                 target_dir: bins::target_dir(),
             };
-            rows.extend(dist::cross_check::cross_check(&cfg, host)?);
+            rows.extend(packaging::cross_check::cross_check(&cfg, host)?);
         }
         Ok(rows)
     };
     match run() {
         Ok(rows) => {
-            let report = dist::cross_check::CrossReport { rows };
+            let report = packaging::cross_check::CrossReport { rows };
             println!("{report}");
             if report.passed() {
                 ExitCode::SUCCESS
@@ -289,19 +289,19 @@ fn cross_check_task(args: CrossCheckArgs) -> ExitCode {
 /// it found nothing anywhere.
 fn cross_clippy_task(args: CrossClippyArgs) -> ExitCode {
     let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
-    let run = || -> Result<(), dist::DistError> {
-        let host = dist::host_platform()?;
+    let run = || -> Result<(), packaging::error::DistError> {
+        let host = packaging::host_platform()?;
         let mut platforms = platforms_of(&args.target, host)?;
         platforms.retain(|p| *p != host);
         let target_dir = bins::target_dir();
-        let tools = dist::tools(&platforms, host, &python, &target_dir)?;
+        let tools = packaging::build::tools(&platforms, host, &python, &target_dir)?;
         let Some(cross) = tools.cross.as_ref() else {
-            return Err(dist::DistError::Unexpected(
+            return Err(packaging::error::DistError::Unexpected(
                 "no target but this machine's: run `cargo clippy` for it".to_owned(),
             ));
         };
         for platform in platforms {
-            dist::cross_clippy::clippy(platform, cross, &target_dir)?;
+            packaging::cross_clippy::clippy(platform, cross, &target_dir)?;
             println!("clippy for {}: clean", platform.triple());
         }
         Ok(())
@@ -316,12 +316,12 @@ fn cross_clippy_task(args: CrossClippyArgs) -> ExitCode {
 }
 
 /// This machine's wheel, built (not checked) for `cargo xtask e2e`.
-fn host_wheel() -> Result<dist::build::BuiltWheel, dist::DistError> {
-    let host = dist::host_platform()?;
+fn host_wheel() -> Result<packaging::build::BuiltWheel, packaging::error::DistError> {
+    let host = packaging::host_platform()?;
     let python = PathBuf::from("python3");
     let target_dir = bins::target_dir();
-    let tools = dist::tools(&[host], host, &python, &target_dir)?;
-    dist::build_one(host, host, &tools)
+    let tools = packaging::build::tools(&[host], host, &python, &target_dir)?;
+    packaging::build::build_one(host, host, &tools)
 }
 
 /// `cargo xtask fuzz`: runs the targets, prints a row for each; exit 0

@@ -22,7 +22,7 @@
 //! names a wheel: then the kit installs that wheel into its environment,
 //! beside iai-mcp's own programs, and tests the binary it put in the
 //! environment's `bin/`, the path a user gets. `cargo xtask e2e` builds
-//! the wheel (xtask's `dist` module) and names it there.
+//! the wheel (xtask's `packaging` module) and names it there.
 
 pub mod checks;
 pub mod daemon;

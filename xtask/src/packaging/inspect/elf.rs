@@ -13,7 +13,7 @@ use object::Endianness;
 use object::elf::{EM_AARCH64, EM_X86_64, FileHeader64};
 use object::read::elf::FileHeader;
 
-use crate::dist::platform::{Arch, Platform};
+use crate::packaging::platform::{Arch, Platform};
 
 /// The newest glibc a `manylinux2014` binary may ask for.
 pub const GLIBC_CEILING: [u32; 2] = [2, 17];

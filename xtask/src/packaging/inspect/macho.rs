@@ -18,7 +18,7 @@ use object::macho::{
 use object::read::macho::{LoadCommandVariant, MachHeader};
 use sha2::{Digest, Sha256};
 
-use crate::dist::platform::{Arch, MacosVersion, Platform};
+use crate::packaging::platform::{Arch, MacosVersion, Platform};
 
 /// Where system libraries live: the dynamic loader finds them in its
 /// shared cache on every Mac.

@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 
 use devkit::pyenv::{ensure_venv, run};
 
-use super::DistError;
+use super::error::DistError;
 use super::progress::step;
 
 /// The maturin release that builds the wheels.

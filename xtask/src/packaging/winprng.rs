@@ -11,7 +11,7 @@ use std::process::Command;
 
 use devkit::pyenv::run;
 
-use super::DistError;
+use super::error::DistError;
 
 /// The stand-in's C source.
 const SOURCE: &str = include_str!("../../assets/bcryptprimitives.c");

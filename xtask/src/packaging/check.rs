@@ -13,8 +13,8 @@ use devkit::pyenv::{create_venv, install_wheel, run};
 use devkit::rows::{Row, Verdict, write_rows};
 use serde_json::Value;
 
-use super::DistError;
 use super::build::{BuiltWheel, DISTRIBUTION};
+use super::error::DistError;
 use super::inspect::binary_rows;
 use super::platform::Platform;
 

@@ -22,10 +22,11 @@ use devkit::rows::{Row, Verdict, write_rows};
 
 use super::build::{self, BUILD_STD, CrossTools, cross_target_dir};
 use super::check::read_wheel;
+use super::error::DistError;
 use super::inspect::pe;
 use super::platform::Platform;
 use super::progress::step;
-use super::{DistError, toolchain, winprng};
+use super::{toolchain, winprng};
 
 /// The qemu-user runner for arm64 Linux binaries, with the arm64 glibc
 /// Debian's cross compiler package brings.
@@ -88,7 +89,7 @@ pub fn cross_check(cfg: &CrossCheckConfig, host: Platform) -> Result<Vec<Row>, D
         .join(cfg.platform.triple());
     std::fs::create_dir_all(&scratch)
         .map_err(|e| DistError::io(format!("creating {}", scratch.display()), e))?;
-    let tools = super::tools(&[cfg.platform], host, &cfg.python, &cfg.target_dir)?;
+    let tools = build::tools(&[cfg.platform], host, &cfg.python, &cfg.target_dir)?;
     let mut rows = Vec::new();
     match cfg.platform {
         Platform::WindowsX86_64 => {
@@ -148,7 +149,7 @@ fn wrapper_from_wheel(
     tools: &build::Tools,
     scratch: &Path,
 ) -> Result<PathBuf, DistError> {
-    let built = super::build_one(cfg.platform, host, tools)?;
+    let built = build::build_one(cfg.platform, host, tools)?;
     let binary = scratch.join(cfg.platform.executable());
     let python = tools.venv.join("bin").join("python");
     let contents = read_wheel(&python, &built.path, cfg.platform, &binary)?;

@@ -9,9 +9,10 @@
 use std::process::{Command, Stdio};
 
 use super::build::{self, BUILD_STD, CrossTools};
+use super::error::DistError;
 use super::platform::Platform;
 use super::progress::step;
-use super::{DistError, toolchain};
+use super::toolchain;
 
 /// The cargo arguments after `clippy`: the wrapper's library and binary
 /// for `platform`, every warning an error.

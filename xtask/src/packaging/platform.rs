@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::DistError;
+use super::error::DistError;
 
 /// A platform the wrapper's wheel is built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -9,7 +9,7 @@ use object::LittleEndian;
 use object::pe::IMAGE_FILE_MACHINE_AMD64;
 use object::read::pe::PeFile64;
 
-use crate::dist::platform::{Arch, Platform};
+use crate::packaging::platform::{Arch, Platform};
 
 /// DLLs every supported Windows has in its system directory (compared
 /// without case). The API sets (`api-ms-win-*`) are system ones too.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use devkit::bins::workspace_root;
 use devkit::format::format_bytes;
 
-use super::DistError;
+use super::error::DistError;
 use super::platform::{Os, Platform};
 use super::progress::step;
 use super::toolchain::{self, CrossCompiler, Nightly, prepend_paths};
@@ -205,6 +205,33 @@ pub fn tools_for(
         venv,
         cross,
     })
+}
+
+/// The tools for building `platforms` on `host`.
+pub fn tools(
+    platforms: &[Platform],
+    host: Platform,
+    python: &Path,
+    target_dir: &Path,
+) -> Result<Tools, DistError> {
+    tools_for(platforms, host, target_dir, python)
+}
+
+/// Builds `platform`'s wheel with `tools`, natively when it is `host`'s.
+pub fn build_one(
+    platform: Platform,
+    host: Platform,
+    tools: &Tools,
+) -> Result<BuiltWheel, DistError> {
+    if platform == host {
+        let native = Tools {
+            cross: None,
+            ..tools.clone()
+        };
+        build(platform, &native)
+    } else {
+        build(platform, tools)
+    }
 }
 
 /// The extra maturin flags for `platform`: zig links every target but

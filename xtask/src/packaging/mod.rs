@@ -1,11 +1,15 @@
-//! Distribution: the wrapper's Python wheels for every platform, built,
+//! Packaging: the wrapper's Python wheels for every platform, built,
 //! checked and, where this machine can, run.
+//!
+//! This module builds and checks them ([`build_and_check`]); each child
+//! imports only its siblings, never this file, which only uses them.
 //!
 //! - [`platform`]: the platforms and what each one's wheel must look like.
 //! - [`toolchain`]: maturin and zig from the package registry, the cross
 //!   compiler from Debian's packages, the Debian packages that must be
 //!   installed.
-//! - [`build`]: maturin, natively or with `-Z build-std` for another target.
+//! - [`build`]: maturin, natively or with `-Z build-std` for another target,
+//!   and the tools it needs.
 //! - [`check`]: tags, layout, the binary ([`inspect`]: ELF, Mach-O, PE),
 //!   `--version` on this machine's own platform.
 //! - [`cross_clippy`]: clippy on the wrapper as compiled for another
@@ -13,12 +17,14 @@
 //! - [`cross_check`]: a cross-built binary run here, under qemu-user or
 //!   Wine, through the harness's smoke scenario and the wrapper's tests.
 //! - [`winprng`]: the test-only DLL Wine 8.0 needs to run Rust programs.
+//! - [`progress`]: one timed line per step on standard error.
+//! - [`error`]: what can go wrong in all of these.
 
 pub mod build;
 pub mod check;
 pub mod cross_check;
 pub mod cross_clippy;
-mod error;
+pub mod error;
 pub mod inspect;
 pub mod platform;
 pub mod progress;
@@ -31,10 +37,9 @@ use std::process::Command;
 
 use devkit::pyenv::run;
 
-pub use error::DistError;
-
-use build::{BuiltWheel, Tools};
+use build::{build_one, tools};
 use check::WheelReport;
+use error::DistError;
 use platform::Platform;
 use progress::step;
 
@@ -83,31 +88,4 @@ pub fn build_and_check(
             }),
         })
         .collect())
-}
-
-/// The tools for building `platforms` on `host`.
-pub fn tools(
-    platforms: &[Platform],
-    host: Platform,
-    python: &Path,
-    target_dir: &Path,
-) -> Result<Tools, DistError> {
-    build::tools_for(platforms, host, target_dir, python)
-}
-
-/// Builds `platform`'s wheel with `tools`, natively when it is `host`'s.
-pub fn build_one(
-    platform: Platform,
-    host: Platform,
-    tools: &Tools,
-) -> Result<BuiltWheel, DistError> {
-    if platform == host {
-        let native = Tools {
-            cross: None,
-            ..tools.clone()
-        };
-        build::build(platform, &native)
-    } else {
-        build::build(platform, tools)
-    }
 }

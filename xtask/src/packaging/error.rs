@@ -1,4 +1,6 @@
-//! What can go wrong while building, checking or running the wheels.
+//! What can go wrong while building, checking or running the wheels: the
+//! error every module of the packaging returns, in a module of its own so
+//! that each imports it beside the others, not from their parent.
 
 use devkit::error::DevkitError;
 
