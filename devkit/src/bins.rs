@@ -68,7 +68,8 @@ pub const FAKE_CLI: WorkspaceBin = WorkspaceBin {
     env_override: "FAKE_IAI_BIN",
 };
 
-/// The `harness` binary itself, which `cargo xtask` builds and runs.
+/// The `harness` binary (the scenarios), which `cargo xtask` builds and
+/// runs.
 pub const HARNESS: WorkspaceBin = WorkspaceBin {
     package: "harness",
     bin: "harness",

@@ -1,4 +1,4 @@
-//! `harness hosts`: the hosts kit's command line.
+//! `kits hosts`: the hosts kit's command line.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
