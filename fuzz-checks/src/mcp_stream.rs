@@ -7,7 +7,7 @@
 //!   in order, and calls a line oversized exactly when it is longer than
 //!   the cap;
 //! - every line is owed what the hostile-client oracle
-//!   ([`harness::scenario::hostile::expected_reply`], built on `serde_json`
+//!   ([`mcp_oracle::expected_reply`], built on `serde_json`
 //!   alone) says: a line with a usable id gets exactly one answer with that
 //!   id (a reply now, or a tool call the call path answers), a response
 //!   from the client at most one, a line without one at most an error with
@@ -29,7 +29,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use harness::scenario::hostile::{Expect, expected_reply};
 use iai_mcp_wrapper::bridge::{
     self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings, WatchSettings,
 };
@@ -41,6 +40,7 @@ use iai_mcp_wrapper::mcp::server::{ServerConfig, Serving, serve};
 use iai_mcp_wrapper::programs::Installation;
 use iai_mcp_wrapper::surface::Surface;
 use iai_mcp_wrapper::transport::Endpoint;
+use mcp_oracle::{Expect, expected_reply};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::sync::lock;
+use devkit::sync::lock;
 
 /// Default time to wait for a reply in helpers that take no timeout
 /// ([`McpClient::initialize`]); the seed regression test uses the same.

@@ -16,13 +16,13 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use devkit::bins;
+use devkit::process::{CapturedOutput, ChildGuard, Signal};
+use devkit::sync::lock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::bins;
 use crate::error::HarnessError;
-use crate::process::{CapturedOutput, ChildGuard, Signal};
-use crate::sync::lock;
 
 /// How long to wait for `BOUND` after starting the daemon.
 pub const BIND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -532,23 +532,23 @@ impl FakeDaemon {
             self.write_command(&mut control, "QUIT")?;
             control.stdin = None;
         }
-        lock(&self.child).wait_exit(COMMAND_TIMEOUT)
+        Ok(lock(&self.child).wait_exit(COMMAND_TIMEOUT)?)
     }
 
     /// Sends `signal` to the daemon (SIGTERM and SIGINT make it remove its
     /// socket file and exit).
     pub fn signal(&self, signal: Signal) -> Result<(), HarnessError> {
-        lock(&self.child).signal(signal)
+        Ok(lock(&self.child).signal(signal)?)
     }
 
     /// Waits up to `timeout` for the daemon to exit.
     pub fn wait_exit(&self, timeout: Duration) -> Result<ExitStatus, HarnessError> {
-        lock(&self.child).wait_exit(timeout)
+        Ok(lock(&self.child).wait_exit(timeout)?)
     }
 
     /// Kills the daemon (SIGKILL) and reaps it.
     pub fn kill(&self) -> Result<ExitStatus, HarnessError> {
-        lock(&self.child).kill()
+        Ok(lock(&self.child).kill()?)
     }
 
     fn write_command(&self, control: &mut Control, command: &str) -> Result<(), HarnessError> {

@@ -8,46 +8,18 @@
 use std::io;
 use std::time::Duration;
 
+use devkit::error::DevkitError;
+
 use crate::client::ClientError;
 
 /// Everything that can go wrong while setting up or driving a scenario.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HarnessError {
-    /// An I/O operation failed; `context` says which one.
-    #[error("{context}")]
-    Io {
-        /// What the harness was doing.
-        context: String,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-    /// A child process could not be started.
-    #[error("cannot start `{program}`")]
-    Spawn {
-        /// The program that was to be started.
-        program: String,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-    /// A binary under test could not be located.
-    #[error("binary `{bin}` not found: {detail}")]
-    BinaryNotFound {
-        /// The binary's name.
-        bin: String,
-        /// Where the harness looked and why that failed.
-        detail: String,
-    },
-    /// `cargo build` of a package failed or did not report the binary.
-    #[error("building `{package}` with cargo failed: {detail}")]
-    Build {
-        /// The package (or packages) being built.
-        package: String,
-        /// Cargo's diagnostics, or what was missing from its report.
-        detail: String,
-    },
+    /// Finding or building a binary, a process or a command, a file: the
+    /// dev kit's error, as it says it.
+    #[error(transparent)]
+    Devkit(#[from] DevkitError),
     /// The fake daemon exited (or closed its stdout) while the harness was
     /// waiting for it.
     #[error("fake daemon exited while the harness waited for {waiting_for}; its stderr: {stderr}")]
@@ -81,34 +53,6 @@ pub enum HarnessError {
     /// Talking MCP to the wrapper failed.
     #[error(transparent)]
     Client(#[from] ClientError),
-    /// Sending a signal failed.
-    #[error("cannot send {signal} to pid {pid}")]
-    Signal {
-        /// The target process.
-        pid: u32,
-        /// The signal's name.
-        signal: String,
-        /// The underlying error.
-        #[source]
-        source: nix::Error,
-    },
-    /// The process was already reaped, so its pid may belong to someone else
-    /// now; the harness refuses to signal it.
-    #[error("process {pid} has already exited ({status}); not signalling a possibly reused pid")]
-    AlreadyExited {
-        /// The former pid.
-        pid: u32,
-        /// How it exited.
-        status: std::process::ExitStatus,
-    },
-    /// A process did not exit within the allotted time.
-    #[error("process {pid} did not exit within {timeout:?}")]
-    ExitTimeout {
-        /// The process.
-        pid: u32,
-        /// How long the harness waited.
-        timeout: Duration,
-    },
     /// A wrapper command line could not be parsed.
     #[error("invalid wrapper command: {0}")]
     WrapperCommand(String),
@@ -129,9 +73,6 @@ pub enum HarnessError {
 impl HarnessError {
     /// Wraps an [`io::Error`] with a description of what was being done.
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
-        Self::Io {
-            context: context.into(),
-            source,
-        }
+        DevkitError::io(context, source).into()
     }
 }

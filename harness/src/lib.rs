@@ -6,46 +6,38 @@
 //! It uses only threads and `std::process` (no async runtime), so tests
 //! stay easy to read and a stuck child can never stall an executor.
 //!
-//! - [`process`]: kill-on-drop child ownership, signals, stderr capture.
-//! - [`bins`]: finding or building the binaries under test.
-//! - [`tempdir`]: short temporary directories for Unix sockets.
+//! What it shares with the kits and xtask (processes, the binaries under
+//! test, temporary directories, figures and tables) is the `devkit` crate's.
+//!
 //! - [`daemon`]: a handle on a running fake daemon.
 //! - [`client`]: an MCP client over a child's stdio that audits framing.
 //! - [`wrapper`]: starting a wrapper in an isolated environment.
 //! - [`scenario`]: scripted scenarios and their reports: the race, and the
 //!   live faults (drop storm, daemon down and up, hung daemon), and sweeps
 //!   of the race over its timing.
-//! - [`mod@bench`]: latency, throughput, cold start, memory and recovery
-//!   figures, side by side with the floor.
 //! - [`score`]: every scenario against each wrapper, gathered into one
 //!   table of properties (contract and policy) by wrapper.
 //! - [`report`]: how those results read for people: tables, the sweep's
-//!   chart, the scorecard's page, the bench's Markdown, and their files.
+//!   chart, the scorecard's page, and their files.
+//!
+//! The long-running kits (the real daemon, real hosts, the benchmarks) are
+//! the `kits` crate's, built on this one.
 
-pub mod bench;
-pub mod bins;
 pub mod client;
 pub mod daemon;
-pub mod e2e;
 pub mod error;
 pub mod footprint;
-pub mod format;
-pub mod hosts;
-pub mod process;
 pub mod random;
 pub mod report;
 pub mod scenario;
 pub mod schema;
 pub mod score;
-mod sync;
-pub mod table;
-pub mod tempdir;
 pub mod wrapper;
 
 pub use client::{ClientError, McpClient};
 pub use daemon::{DaemonEndpoint, DaemonStats, FakeDaemon, Transport};
+pub use devkit::process::Signal;
 pub use error::HarnessError;
-pub use process::{ChildGuard, Signal};
 pub use scenario::down_up::{DownUpConfig, DownUpReport, run_down_up};
 pub use scenario::hang::{HangConfig, HangReport, run_hang};
 pub use scenario::hostile::{HostileConfig, HostileReport, run_hostile};

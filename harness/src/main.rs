@@ -1,7 +1,6 @@
 //! `harness`: runs scripted scenarios against an MCP wrapper and the fake
-//! iai-mcp daemon, scores wrappers, measures them, and checks this one
-//! against the real daemon. `cargo xtask` builds the binaries and runs
-//! this.
+//! iai-mcp daemon, and scores wrappers. `cargo xtask` builds the binaries
+//! and runs this (and, for `e2e`, `hosts` and `bench`, the `kits` binary).
 
 mod cli;
 
@@ -70,21 +69,6 @@ enum Command {
     /// DROP and the next call on one connection, exit on stdin EOF.
     /// Put an emulator first in --wrapper-cmd to run a cross-built binary.
     Smoke(ScenarioArgs<Smoke>),
-    /// Latency, throughput, cold start, memory and recovery of the wrapper
-    /// next to the floor of talking to the fake daemon directly; writes
-    /// target/bench/. Figures, not a verdict.
-    Bench(cli::tools::BenchArgs),
-    /// The wrapper against the real iai-mcp daemon, 3.3.0 or --iai-pme
-    /// VERSION (needs Python 3.11+, Node.js and the package registry); exit
-    /// 0 only if no check fails.
-    E2e(cli::tools::E2eArgs),
-    /// Claude Code, Codex CLI and opencode from the npm registry, driven
-    /// offline against a stand-in model, start the wrapper on the real
-    /// iai-mcp daemon: tools offered, capture and search, a daemon restart
-    /// inside one session, every tool, an error, start-up time (needs
-    /// Python 3.11+, Node.js and the registries); exit 0 only if no check
-    /// of this wrapper fails.
-    Hosts(cli::hosts::HostsArgs),
 }
 
 fn main() -> ExitCode {
@@ -109,8 +93,5 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Soak(args) => cli::scenario::soak(args),
         Command::Sweep(args) => cli::race::sweep(&args),
         Command::Smoke(args) => cli::scenario::run(args),
-        Command::Bench(args) => cli::tools::bench(&args),
-        Command::E2e(args) => cli::tools::e2e(&args),
-        Command::Hosts(args) => cli::hosts::hosts(&args),
     }
 }

@@ -15,15 +15,16 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use devkit::bins;
+use devkit::process::{CapturedOutput, ChildGuard, Signal};
+use devkit::shell::{env_assignment, split_words};
+use devkit::tempdir::short_tempdir;
 use serde::Serialize;
 use tempfile::TempDir;
 
-use crate::bins;
 use crate::client::McpClient;
 use crate::daemon::{DaemonEndpoint, FakeDaemon};
 use crate::error::HarnessError;
-use crate::process::{CapturedOutput, ChildGuard, Signal};
-use crate::tempdir::short_tempdir;
 
 /// The wrapper's bridge behaviour, as selected by `IAI_MCP_BRIDGE_MODE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -193,7 +194,10 @@ impl WrapperCommand {
     /// `NAME=value` words become environment variables, as in a shell. No
     /// expansion of any kind is done.
     pub fn parse_shell_words(line: &str) -> Result<Self, HarnessError> {
-        let mut words = split_shell_words(line)?.into_iter().peekable();
+        let mut words = split_words(line)
+            .map_err(|e| HarnessError::WrapperCommand(e.to_string()))?
+            .into_iter()
+            .peekable();
         let mut env = Vec::new();
         while let Some((name, value)) = words.peek().and_then(|w| env_assignment(w)) {
             env.push((OsString::from(name), OsString::from(value)));
@@ -220,59 +224,6 @@ impl WrapperCommand {
             .map(|a| a.to_string_lossy().into_owned());
         env.chain(argv).collect::<Vec<_>>().join(" ")
     }
-}
-
-fn env_assignment(word: &str) -> Option<(&str, &str)> {
-    let (name, value) = word.split_once('=')?;
-    let mut chars = name.chars();
-    let first = chars.next()?;
-    let valid = (first.is_ascii_alphabetic() || first == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    valid.then_some((name, value))
-}
-
-fn split_shell_words(line: &str) -> Result<Vec<String>, HarnessError> {
-    let unterminated =
-        |what: &str| HarnessError::WrapperCommand(format!("unterminated {what} in {line:?}"));
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c.is_whitespace() {
-            words.extend(word.take());
-            continue;
-        }
-        let word = word.get_or_insert_with(String::new);
-        match c {
-            '\'' => loop {
-                match chars.next().ok_or_else(|| unterminated("single quote"))? {
-                    '\'' => break,
-                    c => word.push(c),
-                }
-            },
-            '"' => loop {
-                match chars.next().ok_or_else(|| unterminated("double quote"))? {
-                    '"' => break,
-                    '\\' => {
-                        let c = chars.next().ok_or_else(|| unterminated("double quote"))?;
-                        if !matches!(c, '"' | '\\') {
-                            word.push('\\');
-                        }
-                        word.push(c);
-                    }
-                    c => word.push(c),
-                }
-            },
-            '\\' => word.push(
-                chars
-                    .next()
-                    .ok_or_else(|| unterminated("backslash escape"))?,
-            ),
-            c => word.push(c),
-        }
-    }
-    words.extend(word);
-    Ok(words)
 }
 
 /// The environment a wrapper runs in.
@@ -416,7 +367,7 @@ impl WrapperProcess {
 
     /// Sends `signal` to the wrapper (refused once it has been reaped).
     pub fn signal(&mut self, signal: Signal) -> Result<(), HarnessError> {
-        self.guard.signal(signal)
+        Ok(self.guard.signal(signal)?)
     }
 
     /// Closes the wrapper's stdin, so it sees end of file.
@@ -439,12 +390,12 @@ impl WrapperProcess {
 
     /// The exit status if the wrapper has exited, without blocking.
     pub fn try_wait(&mut self) -> Result<Option<ExitStatus>, HarnessError> {
-        self.guard.try_wait()
+        Ok(self.guard.try_wait()?)
     }
 
     /// Kills the wrapper (SIGKILL) and reaps it.
     pub fn kill(&mut self) -> Result<ExitStatus, HarnessError> {
-        self.guard.kill()
+        Ok(self.guard.kill()?)
     }
 
     /// Everything the wrapper wrote to stderr so far.
@@ -488,7 +439,7 @@ impl DerefMut for WrapperProcess {
 /// directories, `python3` as its Python, its iai CLIs naming a program that
 /// does not exist (so that nothing of the developer's installation runs),
 /// and no other inherited `IAI_*` variable.
-pub(crate) fn isolated_command(
+pub fn isolated_command(
     cmd: &WrapperCommand,
     endpoint: &DaemonEndpoint,
     home: &Path,
@@ -532,25 +483,6 @@ pub(crate) fn isolated_command(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(line: &str) -> Vec<String> {
-        split_shell_words(line).unwrap()
-    }
-
-    #[test]
-    fn splits_words_with_quotes() {
-        assert_eq!(words("node /p/dist/index.js"), ["node", "/p/dist/index.js"]);
-        assert_eq!(words("  a   b\tc  "), ["a", "b", "c"]);
-        assert_eq!(
-            words(r#"a 'b c' "d \"e\" \\ \n" f\ g ''"#),
-            ["a", "b c", r#"d "e" \ \n"#, "f g", ""]
-        );
-        assert_eq!(words("x'y'\"z\""), ["xyz"]);
-        assert!(words("").is_empty());
-        assert!(split_shell_words("'open").is_err());
-        assert!(split_shell_words("\"open").is_err());
-        assert!(split_shell_words("trailing\\").is_err());
-    }
 
     #[test]
     fn leading_assignments_become_env() {

@@ -7,7 +7,7 @@
 //! with the words of its input in `fuzz/dicts/<target>.dict`; libFuzzer's
 //! log goes to `target/fuzz/logs/<target>.log`. An input that
 //! breaks an invariant is copied into `fuzz/regressions/<target>/`, where
-//! the stable test suite (`fuzz-checks/tests/kept_inputs.rs`) runs it from
+//! the stable test suite (`fuzz-checks/tests/it/kept_inputs.rs`) runs it from
 //! then on: it fails until the bug is fixed, and guards the fix after.
 
 use std::fs;

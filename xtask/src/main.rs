@@ -1,13 +1,14 @@
 //! `cargo xtask`: builds the workspace's binaries, then runs the `harness`
-//! binary with the task's arguments, so every option is declared once, by
-//! the harness (`cargo xtask race --help` prints its help).
+//! binary with the task's arguments (the `kits` binary for `e2e`, `hosts`
+//! and `bench`), so every option is declared once, by the binary that
+//! runs it (`cargo xtask race --help` prints its help).
 //!
 //! `--release` (any task) builds and runs the release binaries; `bench`
 //! always does. Some tasks are xtask's own: `wheel` builds and checks the
 //! Python wheels and `cross-check` runs cross-built ones under an emulator
-//! (the [`dist`] module), `fuzz` runs the fuzz targets, `surface`
+//! (the [`packaging`] module), `fuzz` runs the fuzz targets, `surface`
 //! regenerates the tool table (the [`codegen`] module); `e2e` and `hosts`
-//! build this machine's wheel first and name it to the harness in
+//! build this machine's wheel first and name it to the kits in
 //! [`WHEEL_ENV`], so both kits test the binary the wheel installs.
 
 use std::ffi::OsString;
@@ -16,14 +17,17 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use clap::Parser;
-use harness::bins::{self, Profile, error_chain};
-use harness::e2e::WHEEL_ENV;
+use devkit::bins::{self, Profile, WHEEL_ENV, error_chain};
 
 mod codegen;
-mod dist;
 mod fuzz;
+mod packaging;
 
-use dist::platform::platforms_of;
+use packaging::platform::platforms_of;
+
+/// The tasks the `kits` binary runs; the `harness` binary runs every other
+/// task that is not xtask's own.
+const KIT_TASKS: [&str; 3] = ["bench", "e2e", "hosts"];
 
 /// The main tasks, and what each is for (any harness command is accepted).
 const TASKS: [(&str, &str); 12] = [
@@ -163,24 +167,26 @@ fn main() -> ExitCode {
     } else {
         Profile::Dev
     };
-    let built = match bins::cargo_build(
-        &[bins::WRAPPER, bins::FAKE_DAEMON, bins::HARNESS],
-        &profile,
-        false,
-    ) {
-        Ok(built) => built,
-        Err(e) => {
-            eprintln!("cargo xtask: {e}");
-            return ExitCode::FAILURE;
-        }
+    let runner = if KIT_TASKS.contains(&task.as_str()) {
+        bins::KITS
+    } else {
+        bins::HARNESS
     };
-    let mut harness = Command::new(&built[2]);
-    harness.args(&args);
+    let built =
+        match bins::cargo_build(&[bins::WRAPPER, bins::FAKE_DAEMON, runner], &profile, false) {
+            Ok(built) => built,
+            Err(e) => {
+                eprintln!("cargo xtask: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+    let mut runner = Command::new(&built[2]);
+    runner.args(&args);
     if task == "e2e" || task == "hosts" {
         match host_wheel() {
             Ok(built) => {
                 eprintln!("cargo xtask: {built}");
-                harness.env(WHEEL_ENV, &built.path);
+                runner.env(WHEEL_ENV, &built.path);
             }
             Err(e) => {
                 eprintln!("cargo xtask: building the wheel: {}", error_chain(&e));
@@ -188,7 +194,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    let error = harness.exec();
+    let error = runner.exec();
     eprintln!("cargo xtask: cannot run {}: {error}", built[2].display());
     ExitCode::FAILURE
 }
@@ -197,10 +203,10 @@ fn main() -> ExitCode {
 /// exit 0 when every wheel was built and passed every check.
 fn wheel_task(args: WheelArgs) -> ExitCode {
     let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
-    let outcomes = dist::host_platform()
+    let outcomes = packaging::host_platform()
         .and_then(|host| Ok((host, platforms_of(&args.target, host)?)))
         .and_then(|(host, platforms)| {
-            dist::build_and_check(&platforms, host, &python, &bins::target_dir())
+            packaging::build_and_check(&platforms, host, &python, &bins::target_dir())
         });
     let outcomes = match outcomes {
         Ok(outcomes) => outcomes,
@@ -243,28 +249,28 @@ fn wheel_task(args: WheelArgs) -> ExitCode {
 /// table of what ran; exit 0 when everything passed.
 fn cross_check_task(args: CrossCheckArgs) -> ExitCode {
     let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
-    let run = || -> Result<Vec<harness::e2e::Row>, dist::DistError> {
-        let host = dist::host_platform()?;
+    let run = || -> Result<Vec<devkit::rows::Row>, packaging::error::DistError> {
+        let host = packaging::host_platform()?;
         let mut platforms = platforms_of(&args.target, host)?;
         if args.target.iter().any(|t| t == "all") {
             platforms.retain(|p| *p != host && p.run_packages().is_some());
         }
         let mut rows = Vec::new();
         for platform in platforms {
-            let cfg = dist::cross_check::CrossCheckConfig {
+            let cfg = packaging::cross_check::CrossCheckConfig {
                 platform,
                 probe_only: args.probe_only,
                 no_tests: args.no_tests,
                 python: python.clone(),
                 target_dir: bins::target_dir(),
             };
-            rows.extend(dist::cross_check::cross_check(&cfg, host)?);
+            rows.extend(packaging::cross_check::cross_check(&cfg, host)?);
         }
         Ok(rows)
     };
     match run() {
         Ok(rows) => {
-            let report = dist::cross_check::CrossReport { rows };
+            let report = packaging::cross_check::CrossReport { rows };
             println!("{report}");
             if report.passed() {
                 ExitCode::SUCCESS
@@ -283,19 +289,19 @@ fn cross_check_task(args: CrossCheckArgs) -> ExitCode {
 /// it found nothing anywhere.
 fn cross_clippy_task(args: CrossClippyArgs) -> ExitCode {
     let python = args.python.unwrap_or_else(|| PathBuf::from("python3"));
-    let run = || -> Result<(), dist::DistError> {
-        let host = dist::host_platform()?;
+    let run = || -> Result<(), packaging::error::DistError> {
+        let host = packaging::host_platform()?;
         let mut platforms = platforms_of(&args.target, host)?;
         platforms.retain(|p| *p != host);
         let target_dir = bins::target_dir();
-        let tools = dist::tools(&platforms, host, &python, &target_dir)?;
+        let tools = packaging::build::tools(&platforms, host, &python, &target_dir)?;
         let Some(cross) = tools.cross.as_ref() else {
-            return Err(dist::DistError::Unexpected(
+            return Err(packaging::error::DistError::Unexpected(
                 "no target but this machine's: run `cargo clippy` for it".to_owned(),
             ));
         };
         for platform in platforms {
-            dist::cross_clippy::clippy(platform, cross, &target_dir)?;
+            packaging::cross_clippy::clippy(platform, cross, &target_dir)?;
             println!("clippy for {}: clean", platform.triple());
         }
         Ok(())
@@ -310,12 +316,12 @@ fn cross_clippy_task(args: CrossClippyArgs) -> ExitCode {
 }
 
 /// This machine's wheel, built (not checked) for `cargo xtask e2e`.
-fn host_wheel() -> Result<dist::build::BuiltWheel, dist::DistError> {
-    let host = dist::host_platform()?;
+fn host_wheel() -> Result<packaging::build::BuiltWheel, packaging::error::DistError> {
+    let host = packaging::host_platform()?;
     let python = PathBuf::from("python3");
     let target_dir = bins::target_dir();
-    let tools = dist::tools(&[host], host, &python, &target_dir)?;
-    dist::build_one(host, host, &tools)
+    let tools = packaging::build::tools(&[host], host, &python, &target_dir)?;
+    packaging::build::build_one(host, host, &tools)
 }
 
 /// `cargo xtask fuzz`: runs the targets, prints a row for each; exit 0
@@ -356,7 +362,7 @@ fn usage() -> ExitCode {
         eprintln!("  {name:<10} {what}");
     }
     eprintln!(
-        "  (any other harness command: storm, down-up, hang, herd, hostile, smoke)\n\nOPTIONS are the harness's: cargo xtask TASK --help"
+        "  (any other harness command: storm, down-up, hang, herd, hostile, smoke)\n\nOPTIONS are the harness's (the kits' for bench, e2e and hosts): cargo xtask TASK --help"
     );
     ExitCode::from(2)
 }

@@ -4,16 +4,15 @@
 //! them; `cargo xtask` builds the binaries and runs this one, so nothing
 //! here is declared twice.
 
-pub mod hosts;
 pub mod race;
 pub mod scenario;
 pub mod score;
-pub mod tools;
 
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use devkit::rows::verdict_code;
 use harness::scenario::Setup;
 use harness::{BridgeMode, Judged, Transport, WrapperCommand};
 use serde::Serialize;
@@ -65,11 +64,6 @@ impl Target {
     pub fn exit_code(&self, passed: bool) -> ExitCode {
         verdict_code(passed || self.wrapper_cmd.is_some())
     }
-}
-
-/// The exit code of a verdict: 0 when it passed, 1 when it failed.
-pub fn verdict_code(passed: bool) -> ExitCode {
-    ExitCode::from(u8::from(!passed))
 }
 
 /// The `--json` output of a scenario.

@@ -6,10 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use devkit::format::format_ms;
+use devkit::table::{Align, table_lines};
 use harness::report::sweep::default_out_dir;
 use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_race};
 use harness::scenario::sweep::{self, SweepConfig};
-use harness::scenario::{Align, format_ms, table_lines};
 use harness::wrapper::{Subject, mode_label};
 use harness::{BridgeMode, Check, Judged, Prop, WrapperCommand};
 

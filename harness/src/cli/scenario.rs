@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use devkit::bins::Profile;
 use harness::Transport;
-use harness::bins::Profile;
 use harness::scenario::soak::SoakConfig;
 use harness::scenario::{Scenario, Soak};
 use harness::wrapper::WrapperCommand;

@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use harness::bins;
+use devkit::bins;
+use devkit::rows::verdict_code;
 use harness::scenario::race::RaceConfig;
 use harness::score::{PREFIX_CONTRACT_FAILURES, ScoreConfig, run_score};
 use harness::wrapper::Subject;
@@ -87,5 +88,5 @@ fn run_config(cfg: &ScoreConfig, out_dir: Option<PathBuf>) -> Result<ExitCode> {
         Some(BridgeMode::Prefix) => card.failed_contract(&s.label) == PREFIX_CONTRACT_FAILURES,
         _ => card.failed(&s.label).is_empty(),
     }) && card.errors().next().is_none();
-    Ok(super::verdict_code(expected || !judged))
+    Ok(verdict_code(expected || !judged))
 }

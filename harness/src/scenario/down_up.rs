@@ -9,6 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use devkit::format::{format_ms, serialize_ms, serialize_opt_ms};
 use serde::Serialize;
 use serde_json::json;
 
@@ -21,7 +22,6 @@ use super::settings;
 use super::setup::Setup;
 use super::wrapper_log::{CONNECT_FAILED, JSON_EVENTS, connect_failures};
 use crate::error::HarnessError;
-use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 /// Shortest period between the starts of two recovery calls.

@@ -8,6 +8,7 @@ use std::fmt;
 use std::time::Duration;
 
 use clap::Args;
+use devkit::format::{format_ms, serialize_ms};
 use serde::Serialize;
 use serde_json::json;
 
@@ -20,7 +21,6 @@ use super::settings;
 use super::setup::Setup;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
-use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 /// Parameters of the hang scenario: its setting (the `hang` command's

@@ -25,6 +25,9 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
+use devkit::bins::error_chain;
+use devkit::format::{format_ms, serialize_ms, serialize_opt_ms};
+use devkit::sync::lock;
 use serde::Serialize;
 use serde_json::json;
 
@@ -38,11 +41,8 @@ use super::race::PROTOCOL_VERSION;
 use super::settings;
 use super::setup::Setup;
 use super::wrapper_log::{CONNECT_FAILED, Dial, JSON_EVENTS, dial_times, event_times, logs_events};
-use crate::bins::error_chain;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
-use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
-use crate::sync::lock;
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperProcess};
 
 /// The smallest herd whose spread is judged: with fewer wrappers, one
@@ -711,7 +711,7 @@ fn troubled_stderr_tail(logs: &[Log]) -> Option<String> {
     let troubled = logs
         .iter()
         .find(|l| l.gone.is_some() || l.calls.iter().any(|c| !c.outcome.is_ok()))?;
-    Some(crate::format::last_lines(&troubled.stderr, 20, "\n"))
+    Some(devkit::format::last_lines(&troubled.stderr, 20, "\n"))
 }
 
 /// The failed connect attempts the wrappers logged from the end of fault

@@ -7,6 +7,8 @@ use std::ffi::OsString;
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use devkit::bins::error_chain;
+use devkit::tempdir::{short_tempdir, socket_path_in};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -15,11 +17,9 @@ use super::outcome::CallOutcome;
 use super::property::Judged;
 use super::race::PROTOCOL_VERSION;
 use super::setup::Setup;
-use crate::bins::error_chain;
 use crate::client::ClientError;
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
-use crate::tempdir::{short_tempdir, socket_path_in};
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// How much of the wrapper's stderr a report keeps when something failed.

@@ -30,8 +30,6 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::error::HarnessError;
-pub use crate::format::format_ms;
-pub use crate::table::{Align, table_lines};
 use crate::wrapper::WrapperCommand;
 pub use live::WrapperOutput;
 use property::Judged;

@@ -8,10 +8,10 @@
 
 use std::fmt;
 
+use devkit::bins::error_chain;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::bins::error_chain;
 use crate::client::ClientError;
 
 /// The marker word of every "cannot reach the daemon" failure.

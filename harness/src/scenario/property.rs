@@ -8,10 +8,10 @@
 
 use std::fmt;
 
+use devkit::format::{format_growth, format_kib};
 use serde::Serialize;
 
 use super::outcome::{CallOutcome, DAEMON_TIMEOUT, SOCKET_CLOSED};
-use crate::format::{format_growth, format_kib};
 
 /// Whether any correct wrapper must hold a property, or only this one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -22,6 +22,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use clap::Args;
+use devkit::format::{format_ms, serialize_ms, serialize_opt_ms};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -30,7 +31,6 @@ use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::settings;
 use super::setup::Setup;
 use crate::error::HarnessError;
-use crate::format::{format_ms, serialize_ms, serialize_opt_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 pub use steps::{EOF_EXIT_BOUND, POLL, run_race_until_stopped};

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::bins;
+use devkit::bins;
+
 use crate::daemon::Transport;
 use crate::error::HarnessError;
 use crate::wrapper::BridgeMode;
@@ -33,6 +34,6 @@ impl Setup {
     pub fn daemon_bin(&self) -> Result<PathBuf, HarnessError> {
         self.fake_daemon_bin
             .clone()
-            .map_or_else(bins::try_fake_daemon_bin, Ok)
+            .map_or_else(|| Ok(bins::try_fake_daemon_bin()?), Ok)
     }
 }

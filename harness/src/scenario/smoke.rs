@@ -26,6 +26,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use clap::Args;
+use devkit::process::{CapturedOutput, ChildGuard};
+use devkit::tempdir::short_tempdir;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -37,8 +39,6 @@ use super::settings;
 use super::setup::Setup;
 use crate::daemon::{FakeDaemon, Transport};
 use crate::error::HarnessError;
-use crate::process::{CapturedOutput, ChildGuard};
-use crate::tempdir::short_tempdir;
 use crate::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// How many tools the wrapper's table lists (iai-mcp 3.3.0's surface).
@@ -479,7 +479,7 @@ fn wrong_token(
     let mut wrapper = WrapperProcess::spawn(cmd, &opts)?;
     let call = match wrapper.initialize(PROTOCOL_VERSION) {
         Ok(_) => CallOutcome::from_client(wrapper.call_tool(PROBE_TOOL, json!({}), bound)),
-        Err(e) => CallOutcome::WrapperGone(crate::bins::error_chain(&e)),
+        Err(e) => CallOutcome::WrapperGone(devkit::bins::error_chain(&e)),
     };
     let answered_after = wrapper
         .request("tools/list", json!({}), bound)

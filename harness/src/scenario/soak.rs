@@ -38,6 +38,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use devkit::format::{format_growth, format_kib, format_ms, serialize_ms};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -53,7 +54,6 @@ use super::setup::Setup;
 use crate::daemon::RequestLog;
 use crate::error::HarnessError;
 use crate::footprint::{Footprint, growth};
-use crate::format::{format_growth, format_kib, format_ms, serialize_ms};
 use crate::random::Rng;
 use crate::wrapper::{BridgeMode, WrapperCommand};
 

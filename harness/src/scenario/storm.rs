@@ -14,6 +14,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use devkit::format::{format_ms, serialize_ms};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -26,7 +27,6 @@ use super::settings;
 use super::setup::Setup;
 use crate::daemon::COMMAND_TIMEOUT;
 use crate::error::HarnessError;
-use crate::format::{format_ms, serialize_ms};
 use crate::wrapper::{BridgeMode, WrapperCommand};
 
 /// How many failure texts a report keeps.

@@ -78,17 +78,14 @@ pub(crate) fn connect_failures(stderr: &str) -> u64 {
 /// Whether a wrapper's `stderr` holds its structured events at all: every
 /// wrapper that writes them logs a `connect_attempt` at boot, so a log
 /// without one is another wrapper's, whose dials cannot be counted.
-pub(crate) fn logs_events(stderr: &str) -> bool {
+pub fn logs_events(stderr: &str) -> bool {
     events_named(stderr, CONNECT_ATTEMPT).next().is_some()
 }
 
 /// When each event named `name` in a wrapper's `stderr` was logged, by
 /// the wrapper's own clock; events without a readable timestamp are left
 /// out.
-pub(crate) fn event_times<'a>(
-    stderr: &'a str,
-    name: &'a str,
-) -> impl Iterator<Item = SystemTime> + 'a {
+pub fn event_times<'a>(stderr: &'a str, name: &'a str) -> impl Iterator<Item = SystemTime> + 'a {
     events_named(stderr, name)
         .filter_map(|event| humantime::parse_rfc3339(event.timestamp.as_deref()?).ok())
 }

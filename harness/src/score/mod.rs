@@ -160,7 +160,7 @@ fn score_subject(
         let started = Instant::now();
         let (checks, error) = match checks() {
             Ok(checks) => (checks, None),
-            Err(e) => (Vec::new(), Some(crate::bins::error_chain(&e))),
+            Err(e) => (Vec::new(), Some(devkit::bins::error_chain(&e))),
         };
         runs.push(ScenarioRun {
             scenario: scenario.to_owned(),

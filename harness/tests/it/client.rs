@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use harness::process::ChildGuard;
+use devkit::process::ChildGuard;
 use harness::{ClientError, McpClient};
 use serde_json::{Value, json};
 

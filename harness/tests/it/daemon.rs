@@ -4,7 +4,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 
-use harness::tempdir::{short_tempdir, socket_path_in};
+use devkit::tempdir::{short_tempdir, socket_path_in};
 use harness::{FakeDaemon, HarnessError};
 use nix::errno::Errno;
 use nix::sys::signal::kill;

@@ -3,10 +3,9 @@
 //! lines whose fate is known exactly.
 
 use harness::scenario::Setup;
-use harness::scenario::hostile::{
-    HostileConfig, LineKind, MAX_OVERSIZED_ID_BYTES, run_hostile, run_hostile_lines,
-};
+use harness::scenario::hostile::{HostileConfig, LineKind, run_hostile, run_hostile_lines};
 use harness::{BridgeMode, Judged, WrapperCommand};
+use mcp_oracle::MAX_OVERSIZED_ID_BYTES;
 
 fn wrapper() -> WrapperCommand {
     WrapperCommand::this_workspace()

@@ -1,14 +1,11 @@
 //! The harness's integration tests, in one binary so that the harness is
-//! linked once: a module per area (the MCP client, processes, the fake
-//! daemon, the scenarios, the sweep, the scorecard, the bench smoke run).
+//! linked once: a module per area (the MCP client, the fake daemon, the
+//! scenarios, the sweep, the scorecard).
 
-mod bench_smoke;
 mod cli;
 mod client;
 mod daemon;
 mod hostile;
-mod hosts_kit;
-mod process;
 mod scenarios;
 mod score;
 mod sweep;

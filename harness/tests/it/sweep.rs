@@ -17,8 +17,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
+use devkit::process::ChildGuard;
 use harness::scenario::sweep::{Subject, SweepConfig, SweepReport, run_sweep};
-use harness::{BridgeMode, ChildGuard, Signal, WrapperCommand};
+use harness::{BridgeMode, Signal, WrapperCommand};
 use serde_json::{Value, json};
 
 /// A bound for waits on the harness process, so a broken build fails the

@@ -6,14 +6,15 @@
 //! moving: one that keeps retrying a full socket without reading the
 //! daemon's replies (a readiness never cleared) deadlocks with it.
 
+use devkit::tempdir::short_tempdir;
+use harness::{WrapperOptions, WrapperProcess};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixListener;
 use std::sync::mpsc;
+
 use std::thread;
 
 use crate::common::{REPLY, send_call, wrapper_cmd};
-use harness::tempdir::short_tempdir;
-use harness::{WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};
 
 /// Calls in the backlog: 300 requests of 10 KB hold several times what a

@@ -1,10 +1,11 @@
 //! Command-line behaviour of the wrapper binary: help, version, invalid
 //! settings (exit 2 before anything else), and the `--check` report.
 
+use devkit::tempdir::short_tempdir;
+use harness::FakeDaemon;
+
 use crate::common;
 use assert_cmd::Command;
-use harness::FakeDaemon;
-use harness::tempdir::short_tempdir;
 use predicates::prelude::*;
 
 fn wrapper() -> Command {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use harness::tempdir::short_tempdir;
+use devkit::tempdir::short_tempdir;
 use harness::{FakeDaemon, WrapperCommand, WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};
 use tempfile::TempDir;

@@ -3,11 +3,12 @@
 //! which logs every run), a write reaches the CLI only if it never reached
 //! the daemon, and the CLI runs under the spawning rules of SECURITY.md.
 
+use devkit::tempdir::{short_tempdir, socket_path_in};
+use harness::{FakeDaemon, WrapperOptions, WrapperProcess};
+
 use std::path::{Path, PathBuf};
 
 use crate::common::{REPLY, error_text, eventually, process_ended, send_call, wrapper_cmd};
-use harness::tempdir::{short_tempdir, socket_path_in};
-use harness::{FakeDaemon, WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
@@ -28,7 +29,7 @@ fn start(daemon: Option<&FakeDaemon>, env: &[(&str, &str)]) -> Setup {
         Some(daemon) => WrapperOptions::for_daemon(daemon),
         None => WrapperOptions::new(socket_path_in(dir.path())),
     }
-    .cli(harness::bins::fake_cli_bin())
+    .cli(devkit::bins::fake_cli_bin())
     .env("FAKE_IAI_LOG", &log)
     .env("IAI_MCP_LOG", "info")
     // The doctor has tests of its own; here the log holds degraded runs.

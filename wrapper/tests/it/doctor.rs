@@ -1,14 +1,15 @@
 //! The doctor probe and the auto-heal through the real binaries, with the
 //! `fake-iai` stand-in for `iai-mcp` logging every run.
 
+use devkit::tempdir::{short_tempdir, socket_path_in};
+use harness::{FakeDaemon, WrapperOptions, WrapperProcess};
 use std::path::{Path, PathBuf};
+
 use std::time::Duration;
 
 use crate::common::{
     JSON_LOG, REPLY, events_named, eventually, ok_method, process_ended, topology, wrapper_cmd,
 };
-use harness::tempdir::{short_tempdir, socket_path_in};
-use harness::{FakeDaemon, WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};
 
 fn runs(log: &Path) -> Vec<Vec<String>> {
@@ -33,7 +34,7 @@ fn count(log: &Path, argv: &[&str]) -> usize {
 
 fn wrapper(opts: WrapperOptions, log: &Path, env: &[(&str, &str)]) -> WrapperProcess {
     let mut opts = opts
-        .cli(harness::bins::fake_cli_bin())
+        .cli(devkit::bins::fake_cli_bin())
         .env("FAKE_IAI_LOG", log)
         .env(JSON_LOG.0, JSON_LOG.1);
     for (k, v) in env {

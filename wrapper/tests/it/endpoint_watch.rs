@@ -10,15 +10,16 @@
 //! when it stops dialling, and every dial as `connect_attempt`; between an
 //! `endpoint_awaited` and the next fault there must be none.
 
+use devkit::tempdir::short_tempdir;
+use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
 use std::path::{Path, PathBuf};
+
 use std::time::Duration;
 
 use crate::common;
 use crate::common::{
     JSON_LOG, REPLY, events, events_named, eventually, ok_method, send_call, topology,
 };
-use harness::tempdir::short_tempdir;
-use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
 use iai_mcp_wrapper::bridge::{
     self, Access, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Request, Timings,
     WatchSettings,
@@ -196,7 +197,7 @@ fn a_socket_that_appears_but_refuses_costs_a_few_dials() {
 fn a_port_file_rewritten_with_garbage_dials_nothing_and_the_daemon_is_found_again() {
     let dir = short_tempdir().expect("tempdir");
     let base = dir.path().join("d.sock");
-    let daemon = FakeDaemon::spawn_on(&harness::bins::fake_daemon_bin(), &base, Transport::Tcp)
+    let daemon = FakeDaemon::spawn_on(&devkit::bins::fake_daemon_bin(), &base, Transport::Tcp)
         .expect("fake daemon on TCP");
     let port_file = with_suffix(&base, ".port");
     let endpoint = Endpoint::Tcp {

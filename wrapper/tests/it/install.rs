@@ -80,7 +80,7 @@ fn fixtures() -> Vec<(&'static str, String)> {
 /// The binary under test: the one `IAI_WRAPPER_BIN` names (an emulated
 /// build, say), else the one cargo built.
 fn this_binary() -> PathBuf {
-    let binary = std::env::var_os(harness::bins::WRAPPER.env_override)
+    let binary = std::env::var_os(devkit::bins::WRAPPER.env_override)
         .filter(|v| !v.is_empty())
         .map_or_else(
             || assert_cmd::cargo::cargo_bin("iai-mcp-wrapper"),

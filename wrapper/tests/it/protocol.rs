@@ -260,7 +260,7 @@ fn a_client_that_stops_reading_cannot_hold_the_wrapper() {
     use std::io::Write;
     use std::process::Stdio;
 
-    let dir = harness::tempdir::short_tempdir().expect("tempdir");
+    let dir = devkit::tempdir::short_tempdir().expect("tempdir");
     let mut child = common::wrapper_process()
         .env("HOME", dir.path())
         .env("IAI_DAEMON_SOCKET_PATH", dir.path().join("absent.sock"))
@@ -272,7 +272,7 @@ fn a_client_that_stops_reading_cannot_hold_the_wrapper() {
     let mut stdin = child.stdin.take().expect("stdin");
     let _stdout = child.stdout.take().expect("stdout, never read");
     let pid = child.id();
-    let mut guard = harness::ChildGuard::new(child);
+    let mut guard = devkit::process::ChildGuard::new(child);
     let flood = std::thread::spawn(move || {
         let line = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n";
         for _ in 0..5000 {

@@ -5,13 +5,14 @@
 //! also across daemon restarts), stays quiet for that one, and `--check`
 //! and `status` show both releases.
 
+use devkit::tempdir::short_tempdir;
+use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
+
 use std::path::{Path, PathBuf};
 
 use crate::common;
 use crate::common::{JSON_LOG, REPLY, events_named, eventually, wrapper_cmd};
 use assert_cmd::Command;
-use harness::tempdir::short_tempdir;
-use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -26,7 +27,7 @@ fn warning_for(daemon: &str) -> String {
 /// A fake daemon on `socket` reporting `options` (`--release X`,
 /// `--no-release`, or nothing for the default).
 fn daemon(socket: &Path, transport: Transport, options: &[&str]) -> FakeDaemon {
-    let program = harness::bins::try_fake_daemon_bin().expect("fake-daemon binary");
+    let program = devkit::bins::try_fake_daemon_bin().expect("fake-daemon binary");
     FakeDaemon::spawn_with(&program, socket, transport, options).expect("spawn fake daemon")
 }
 

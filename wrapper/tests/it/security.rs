@@ -95,11 +95,11 @@ fn a_socket_served_by_another_user_is_refused_naming_both_uids() {
         println!("skipped: serving a socket as another user needs root");
         return;
     }
-    let dir = harness::tempdir::short_tempdir().expect("tempdir");
+    let dir = devkit::tempdir::short_tempdir().expect("tempdir");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
-    let socket = harness::tempdir::socket_path_in(dir.path());
-    let mut daemon = harness::ChildGuard::spawn(
-        Command::new(harness::bins::fake_daemon_bin())
+    let socket = devkit::tempdir::socket_path_in(dir.path());
+    let mut daemon = devkit::process::ChildGuard::spawn(
+        Command::new(devkit::bins::fake_daemon_bin())
             .arg(&socket)
             .uid(65534)
             .gid(65534)

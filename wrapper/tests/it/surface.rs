@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{JSON_LOG, REPLY, events_named, wrapper_cmd, wrapper_process};
-use harness::tempdir::short_tempdir;
+use devkit::tempdir::short_tempdir;
 use harness::{FakeDaemon, WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};
 

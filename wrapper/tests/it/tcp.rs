@@ -3,21 +3,22 @@
 //! (ephemeral port, fresh token at every start), and everything the bridge
 //! guarantees on a Unix socket holds there too.
 
-use std::path::PathBuf;
-use std::time::Duration;
-
-use crate::common;
-use crate::common::{error_text, ok_method, topology, wrapper_cmd};
+use devkit::tempdir::{short_tempdir, socket_path_in};
 use harness::scenario::Setup;
-use harness::tempdir::{short_tempdir, socket_path_in};
 use harness::{
     BridgeMode, DaemonEndpoint, DownUpConfig, FakeDaemon, Judged, RaceConfig, RaceOutcome,
     StormConfig, Transport, WrapperOptions, WrapperProcess, run_down_up, run_race, run_storm,
 };
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::common;
+use crate::common::{error_text, ok_method, topology, wrapper_cmd};
+
 fn tcp_daemon(dir: &std::path::Path) -> FakeDaemon {
     FakeDaemon::spawn_on(
-        &harness::bins::fake_daemon_bin(),
+        &devkit::bins::fake_daemon_bin(),
         &socket_path_in(dir),
         Transport::Tcp,
     )
@@ -315,7 +316,7 @@ fn bad_port_and_token_files_beside_the_socket_path_are_named_and_the_wrapper_kee
 fn the_daemons_own_files_beside_the_socket_path_reach_it_across_a_drop() {
     let dir = short_tempdir().expect("tempdir");
     let socket = socket_path_in(dir.path());
-    let daemon = FakeDaemon::spawn_on(&harness::bins::fake_daemon_bin(), &socket, Transport::Tcp)
+    let daemon = FakeDaemon::spawn_on(&devkit::bins::fake_daemon_bin(), &socket, Transport::Tcp)
         .expect("fake daemon on TCP");
     let mut w = windows_style_wrapper(&socket);
     assert_eq!(ok_method(&topology(&mut w)), "topology");

@@ -5,14 +5,14 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use harness::HarnessError;
+use kits::HarnessError;
 use thiserror::Error;
 
 /// Why `cargo xtask surface` could not compare or rewrite.
 #[derive(Debug, Error)]
 pub enum CodegenError {
     /// Installing the release, or asking its own wrapper for its tools,
-    /// failed (the harness's error, as the end-to-end kit reports it).
+    /// failed (the end-to-end kit's error, as it reports it).
     #[error(transparent)]
     Release(#[from] HarnessError),
     /// A file of the workspace could not be read or written.

@@ -5,7 +5,7 @@
 //! `--write`, rewrites the table ([`rewrite`]) and the release constants.
 //! What it needs at run time from the end-to-end kit (installing a release,
 //! asking its own wrapper for its listing, the comparison) stays in the
-//! harness, which this module uses and which never uses it.
+//! kits, which this module uses and which never use it.
 
 mod error;
 mod rewrite;
@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use harness::bins::{self, error_chain};
-use harness::e2e::Release;
+use devkit::bins::{self, error_chain};
+use kits::e2e::Release;
 
 use surface::{SurfaceConfig, run_surface};
 
@@ -33,8 +33,8 @@ pub struct SurfaceArgs {
     /// Rewrite the table to the release: its tools, order, parameter
     /// schemas, required lists, annotations and result fields, keeping
     /// this project's descriptions; new ones are marked TODO(surface):
-    /// for a person to write. Also sets SURFACE_RELEASE (and the harness's
-    /// pinned release) to VERSION.
+    /// for a person to write. Also sets SURFACE_RELEASE (and the end-to-end
+    /// kit's pinned release) to VERSION.
     #[arg(long)]
     write: bool,
     /// The workspace whose table is compared and rewritten (default: this

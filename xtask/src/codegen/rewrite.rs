@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value, json};
 
-use harness::e2e::listing::{self, HINTS};
+use kits::e2e::listing::{self, HINTS};
 
 /// How every title and description `--write` could not take from the
 /// table begins.
@@ -257,7 +257,7 @@ mod tests {
 
     const REAL_TABLE: &str = include_str!("../../../wrapper/src/tools/surface.json");
     /// What iai-pme 3.3.0's own wrapper lists, recorded (2026-12-02) with
-    /// the same requests `harness::e2e::listing::release_listing` makes.
+    /// the same requests `kits::e2e::listing::release_listing` makes.
     const LISTING_3_3_0: &str = include_str!("../../fixtures/listing-3.3.0.json");
 
     fn table(text: &str) -> Vec<Value> {

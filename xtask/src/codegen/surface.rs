@@ -3,7 +3,7 @@
 //!
 //! [`run_surface`] installs the release alone in its own environment
 //! ([`Contents::ReleaseOnly`]), asks the release's own bundled Node
-//! wrapper for its `tools/list` (the harness's [`release_listing`]), and
+//! wrapper for its `tools/list` (the end-to-end kit's [`release_listing`]), and
 //! compares it with `wrapper/src/tools/surface.json` through
 //! [`listing::compare`], the comparison the end-to-end kit's listing row
 //! makes too.
@@ -16,9 +16,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use harness::e2e::listing::{self, ListingDiff, release_listing};
-use harness::e2e::pyenv::{self, Contents};
-use harness::e2e::release::Release;
+use kits::e2e::listing::{self, ListingDiff, release_listing};
+use kits::e2e::pyenv::{self, Contents};
+use kits::e2e::release::Release;
 use serde_json::Value;
 
 use super::error::CodegenError;
@@ -30,10 +30,10 @@ pub const TABLE: &str = "wrapper/src/tools/surface.json";
 pub const TOOLS_MOD: &str = "wrapper/src/tools/mod.rs";
 /// The constant naming the release the table is.
 pub const SURFACE_RELEASE: &str = "SURFACE_RELEASE";
-/// The file declaring the harness's pinned release
-/// ([`harness::e2e::release::PINNED`]).
-pub const RELEASE_RS: &str = "harness/src/e2e/release.rs";
-/// The constant naming the harness's pinned release.
+/// The file declaring the end-to-end kit's pinned release
+/// ([`kits::e2e::release::PINNED`]).
+pub const RELEASE_RS: &str = "kits/src/e2e/release.rs";
+/// The constant naming the end-to-end kit's pinned release.
 pub const PINNED: &str = "PINNED";
 
 /// How to run `surface`.
@@ -282,11 +282,11 @@ mod tests {
 
     #[test]
     fn the_constants_write_changes_are_in_the_workspace() {
-        let root = harness::bins::workspace_root();
+        let root = devkit::bins::workspace_root();
         let table = read_const(&root.join(TOOLS_MOD), SURFACE_RELEASE).expect("SURFACE_RELEASE");
         let pinned = read_const(&root.join(RELEASE_RS), PINNED).expect("PINNED");
         assert_eq!(table, pinned);
-        assert_eq!(pinned, harness::e2e::release::PINNED);
+        assert_eq!(pinned, kits::e2e::release::PINNED);
     }
 
     #[test]

@@ -3,8 +3,9 @@
 
 use std::fmt::Write;
 
+use devkit::format::escape_markup as escape;
+
 use super::kind_label;
-use crate::format::escape_markup as escape;
 use crate::score::{Cell, Scorecard};
 
 /// The page.

@@ -7,10 +7,11 @@ mod html;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use devkit::table::{Align, table_lines};
+
 use crate::error::HarnessError;
 use crate::scenario::property::Kind;
 use crate::score::{Cell, Scorecard};
-use crate::table::{Align, table_lines};
 
 /// Where [`Scorecard::write`] put the scorecard.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,7 +18,8 @@
 
 use std::fmt::{self, Display, Write as _};
 
-use crate::format::{escape_markup as escape, shorten};
+use devkit::format::{escape_markup as escape, shorten};
+
 use crate::scenario::sweep::{PointReport, SweepReport};
 
 /// Attributes of an element: names and values, escaped when written.

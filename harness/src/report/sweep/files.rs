@@ -4,8 +4,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use devkit::bins;
+
 use super::chart;
-use crate::bins;
 use crate::scenario::sweep::SweepReport;
 
 /// Where [`SweepReport::write_files`] put the report.

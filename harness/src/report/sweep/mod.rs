@@ -5,12 +5,12 @@
 mod chart;
 mod files;
 
+use devkit::format::{format_ms, shorten};
+use devkit::table::{Align, table_lines};
 pub use files::{ReportFiles, default_out_dir};
 
-use crate::format::{format_ms, shorten};
 use crate::scenario::race::RaceSummary;
 use crate::scenario::sweep::{PointReport, SweepReport};
-use crate::table::{Align, table_lines};
 
 impl SweepReport {
     /// The terminal table: one row per subject, delay and offset.

@@ -5,7 +5,7 @@
 //! JSON text), so each reply names exactly one line. Lines longer than the
 //! cap start with `{` and hold at most one top-level `id` (first, last, or
 //! far too long to keep), shapes whose fate
-//! [`expected_reply`](super::expected_reply) predicts without parsing them.
+//! [`expected_reply`](mcp_oracle::expected_reply) predicts without parsing them.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -770,8 +770,8 @@ impl LineGen {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Expect, expected_reply};
     use super::*;
+    use mcp_oracle::{Expect, expected_reply};
     use std::collections::BTreeMap;
 
     #[test]

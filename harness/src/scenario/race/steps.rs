@@ -9,17 +9,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use devkit::bins::error_chain;
+use devkit::tempdir::{short_tempdir, socket_path_in};
 use serde_json::{Value, json};
 
 use super::{
     PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, SchemaCheck, SecondDrop, TOOL, classify,
 };
-use crate::bins::error_chain;
 use crate::client::{ClientError, DEFAULT_TIMEOUT, initialize_params};
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
 use crate::schema::OutputSchema;
-use crate::tempdir::{short_tempdir, socket_path_in};
 use crate::wrapper::{WrapperCommand, WrapperOptions, WrapperProcess};
 
 /// The longest a run waits without looking at its stop flag.
@@ -159,7 +159,7 @@ fn race(
     cfg: &RaceConfig,
     stop: &AtomicBool,
 ) -> Result<RaceReport, Interrupted> {
-    let dir = short_tempdir()?;
+    let dir = short_tempdir().map_err(HarnessError::from)?;
     let socket = socket_path_in(dir.path());
     let daemon = FakeDaemon::spawn_on(&cfg.setup.daemon_bin()?, &socket, cfg.setup.transport)?;
     let endpoint = daemon.endpoint().label();

@@ -28,12 +28,12 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use devkit::bins::{self, error_chain};
 pub use progress::{SweepObserver, TerminalProgress};
 pub(crate) use results::PointReport;
 pub use results::SweepReport;
 
 use super::race::{POLL, RaceConfig, RaceReport, Tally, run_race_until_stopped};
-use crate::bins::{self, error_chain};
 use crate::error::HarnessError;
 
 /// The default reconnect delay: the width of the window, in milliseconds.
@@ -278,7 +278,8 @@ impl SweepPlan {
         let points = cfg.points();
         let mut race = cfg.race.clone();
         if race.setup.fake_daemon_bin.is_none() {
-            race.setup.fake_daemon_bin = Some(bins::try_fake_daemon_bin()?);
+            race.setup.fake_daemon_bin =
+                Some(bins::try_fake_daemon_bin().map_err(HarnessError::from)?);
         }
         let mut tasks = Vec::with_capacity(cfg.planned_runs());
         for subject in 0..subjects.len() {

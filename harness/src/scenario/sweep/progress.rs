@@ -4,10 +4,10 @@
 use std::io::{self, IsTerminal};
 use std::time::Duration;
 
+use devkit::format::format_ms;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{RunEvent, SweepReport, Tally};
-use crate::scenario::format_ms;
 
 /// Receives the events of a sweep, on the thread that called
 /// [`run_sweep`](super::run_sweep). Every method does nothing by default.
@@ -97,7 +97,7 @@ impl SweepObserver for TerminalProgress {
         }
         let result = match event.result {
             Ok(r) => format!("{} ({})", r.outcome.label(), format_ms(r.racing_latency)),
-            Err(error) => format!("error: {}", crate::format::shorten(error, 200)),
+            Err(error) => format!("error: {}", devkit::format::shorten(error, 200)),
         };
         eprintln!(
             "sweep [{}/{}] {} delay {} ms offset {} ms run {}: {result}; {failures}, ETA {} s",

@@ -13,10 +13,10 @@
 
 use std::time::Duration;
 
+use devkit::format::{serialize_ms, serialize_opt_ms};
 use serde::Serialize;
 
 use super::{Grid, Point, RunResult, Subject, SweepConfig};
-use crate::format::{serialize_ms, serialize_opt_ms};
 use crate::scenario::race::{RaceConfig, RaceOutcome, RaceSummary};
 
 /// The `format` field of the JSON report.

@@ -1,0 +1,29 @@
+//! The maintainers' dev kit: what the harness, the kits and `cargo xtask`
+//! each need to run programs and report on them, so that none of them
+//! depends on another for it.
+//!
+//! It uses only threads and `std::process` (no async runtime).
+//!
+//! - [`bins`]: finding or building the workspace's binaries, the target
+//!   directory, the workspace's root.
+//! - [`process`]: kill-on-drop child ownership, signals, timed waits,
+//!   output capture.
+//! - [`pyenv`]: Python virtual environments, a wheel installed into one,
+//!   and a command run to completion with its output or why it failed.
+//! - [`shell`]: command lines split into words as a shell splits them.
+//! - [`tempdir`]: short temporary directories for Unix sockets.
+//! - [`rows`]: reports as rows of checks with a verdict each.
+//! - [`mod@format`] and [`table`]: figures and plain-text tables for people.
+//! - [`sync`]: locking that survives a panicking holder.
+//! - [`error`]: what can go wrong in all of these.
+
+pub mod bins;
+pub mod error;
+pub mod format;
+pub mod process;
+pub mod pyenv;
+pub mod rows;
+pub mod shell;
+pub mod sync;
+pub mod table;
+pub mod tempdir;

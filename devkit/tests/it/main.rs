@@ -1,0 +1,3 @@
+//! The dev kit's integration tests, in one binary: a module per area.
+
+mod process;

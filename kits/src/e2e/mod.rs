@@ -1,0 +1,266 @@
+//! The end-to-end kit: the wrapper against the real iai-mcp daemon, 3.3.0
+//! (the release its tool table is) unless another [`Release`] is asked for.
+//!
+//! [`run_e2e`] prepares a virtual environment with the release and the
+//! official MCP Python SDK ([`pyenv`]), starts the daemon offline
+//! ([`daemon`]), and runs the [`checks`] through the real wrapper binary:
+//! the tool listing against the release's own ([`listing`]), `--check`, every
+//! tool through the SDK with its results validated, text outside ASCII
+//! read back as characters, daemon restarts and the V3-05 race, a capture
+//! whose reply is lost ([`proxy`]), the degraded answers, the auto-heal,
+//! and `install`/`uninstall` over what the release's own installer wrote
+//! ([`hosts`]). Each check is a [`Row`] of the [`E2eReport`] table.
+//!
+//! Against another release, the listing row comes first and says how the
+//! release's surface differs from the table; a check that fails only
+//! because of such a difference (a tool or parameter the release lacks) is
+//! [`Verdict::Known`], not a failure, and the report names those checks.
+//! `cargo xtask surface` (xtask's code generation) is the same comparison
+//! on its own, and rewrites the table.
+//!
+//! The binary under test is [`E2eConfig::wrapper`], unless [`WHEEL_ENV`]
+//! names a wheel: then the kit installs that wheel into its environment,
+//! beside iai-mcp's own programs, and tests the binary it put in the
+//! environment's `bin/`, the path a user gets. `cargo xtask e2e` builds
+//! the wheel (xtask's `packaging` module) and names it there.
+
+pub mod checks;
+pub mod daemon;
+pub mod hosts;
+pub mod listing;
+pub mod proxy;
+pub mod pyenv;
+pub mod release;
+mod wait;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use devkit::bins::WHEEL_ENV;
+use devkit::pyenv::{install_wheel, run};
+use devkit::rows::{Row, Verdict, write_rows};
+
+use pyenv::Contents;
+pub use release::Release;
+
+use harness::error::HarnessError;
+
+/// How to run the kit.
+#[derive(Debug, Clone)]
+pub struct E2eConfig {
+    /// Where the virtual environments live (kept between runs): the pinned
+    /// release's in `venv`, another's in `<VERSION>/venv`
+    /// ([`Release::e2e_venv`]).
+    pub work_dir: PathBuf,
+    /// The iai-pme release whose daemon, CLIs and own wrapper are used.
+    pub release: Release,
+    /// The wrapper binary under test, unless [`WHEEL_ENV`]
+    /// names a wheel to install and test instead.
+    pub wrapper: PathBuf,
+    /// The Python interpreter to build the environment with (default: the
+    /// first supported one on `PATH`).
+    pub python: Option<PathBuf>,
+    /// The Node.js binary that runs the release's own wrapper.
+    pub node: PathBuf,
+}
+
+/// What the kit found.
+#[derive(Debug, Clone)]
+pub struct E2eReport {
+    /// The release under test.
+    pub release: Release,
+    /// The checks, in the order run.
+    pub rows: Vec<Row>,
+    /// The binary tested, and the wheel it came from.
+    pub subject: String,
+    /// The environment: install time and size.
+    pub setup: String,
+    /// The whole run's time.
+    pub elapsed: Duration,
+}
+
+impl E2eReport {
+    /// Whether no check failed.
+    pub fn passed(&self) -> bool {
+        self.rows.iter().all(|r| r.verdict != Verdict::Fail)
+    }
+}
+
+impl fmt::Display for E2eReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_rows(f, &self.rows)?;
+        writeln!(f, "{}", self.subject)?;
+        writeln!(f, "{}", self.setup)?;
+        let count = |v: Verdict| self.rows.iter().filter(|r| r.verdict == v).count();
+        let failed = count(Verdict::Fail);
+        if !self.release.is_pinned() {
+            let known: Vec<&str> = self
+                .rows
+                .iter()
+                .filter(|r| r.verdict == Verdict::Known)
+                .map(|r| r.check.as_str())
+                .collect();
+            writeln!(
+                f,
+                "release: iai-pme {} (the tool table is {}'s); judged against its known differences: {}",
+                self.release,
+                release::PINNED,
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join("; ")
+                }
+            )?;
+        }
+        write!(
+            f,
+            "verdict: {} ({} checks, {failed} failed, {} known, {:.0} s)",
+            if failed == 0 { "PASS" } else { "FAIL" },
+            self.rows.len(),
+            count(Verdict::Known),
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+/// Runs every check; an `Err` means the kit could not run at all (no
+/// Python, no registry, a daemon that never starts).
+pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
+    let started = Instant::now();
+    let root = cfg.release.e2e_venv(&cfg.work_dir);
+    let py = pyenv::ensure(&root, cfg.python.as_deref(), &cfg.release, Contents::Kit)?;
+    let setup = format!(
+        "environment: {} ({}; {:.0} MiB on disk)",
+        py.root.display(),
+        py.installed(Contents::Kit),
+        py.size as f64 / (1024.0 * 1024.0)
+    );
+    let tested = tested(cfg, &py)?;
+    let mut real = daemon::RealDaemon::start(&py)?;
+    let mut kit = checks::Kit {
+        py: &py,
+        wrapper: &tested.binary,
+        node: &cfg.node,
+        release: &cfg.release,
+        known: listing::ListingDiff::default(),
+    };
+    // First: how the release's surface differs from the table, which the
+    // later checks are judged against.
+    let (listing_row, known) = kit.listing(&real);
+    kit.known = known;
+    let mut rows = vec![
+        listing_row,
+        kit.check_flag(&real),
+        kit.daemon_release(&real),
+        kit.sdk_live(&real),
+        kit.characters(&real),
+        kit.host_switch(&real),
+        kit.restart(&mut real),
+    ];
+    real.ensure_running()?;
+    rows.extend(kit.race(&mut real));
+    real.ensure_running()?;
+    rows.extend(kit.capture_once(&mut real));
+    real.ensure_running()?;
+    rows.extend(kit.degraded(&mut real));
+    real.ensure_running()?;
+    rows.push(kit.heal(&mut real));
+    Ok(E2eReport {
+        release: cfg.release.clone(),
+        rows,
+        subject: tested.line,
+        setup,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The binary the checks run, and the report's line about it.
+#[derive(Debug, Clone)]
+pub struct Tested {
+    /// The binary.
+    pub binary: PathBuf,
+    /// `wrapper: PATH (VERSION), installed from WHEEL`, or `..., not from
+    /// a wheel`.
+    pub line: String,
+}
+
+/// The wheel [`WHEEL_ENV`] names, installed into the environment, or else
+/// the configured binary. The hosts kit tests the same binary.
+pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
+    let wheel = std::env::var_os(WHEEL_ENV)
+        .filter(|w| !w.is_empty())
+        .map(PathBuf::from);
+    let (binary, origin) = match wheel {
+        Some(wheel) => (
+            install_wheel(&py.root, &wheel)?,
+            format!("installed from {}", wheel.display()),
+        ),
+        None => (cfg.wrapper.clone(), "not from a wheel".to_owned()),
+    };
+    let version = run(
+        std::process::Command::new(&binary).arg("--version"),
+        &format!("`{} --version`", binary.display()),
+    )?;
+    let line = format!(
+        "wrapper: {} ({}), {origin}",
+        binary.display(),
+        version.trim()
+    );
+    Ok(Tested { binary, line })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(release: &str, rows: Vec<Row>) -> E2eReport {
+        E2eReport {
+            release: release.parse().expect("release"),
+            rows,
+            subject: "wrapper: x".into(),
+            setup: "environment: y".into(),
+            elapsed: Duration::from_secs(3),
+        }
+    }
+
+    #[test]
+    fn known_differences_pass_and_are_named() {
+        let r = report(
+            "3.0.0",
+            vec![
+                Row::known(
+                    "tools/list matches 3.0.0's own wrapper",
+                    "3.0.0 lacks tool t",
+                ),
+                Row::judged("restart", true, "ok"),
+                Row::info("reference", "figures"),
+            ],
+        );
+        assert!(r.passed());
+        let text = r.to_string();
+        assert!(text.contains("| known  |"), "{text}");
+        assert!(
+            text.contains(
+                "judged against its known differences: tools/list matches 3.0.0's own wrapper\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("verdict: PASS (3 checks, 0 failed, 1 known, 3 s)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_failure_still_fails_and_the_pinned_release_has_no_release_line() {
+        let r = report("3.3.0", vec![Row::judged("listing", false, "differs")]);
+        assert!(!r.passed());
+        let text = r.to_string();
+        assert!(!text.contains("known differences"), "{text}");
+        assert!(
+            text.contains("verdict: FAIL (1 checks, 1 failed, 0 known"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,5 @@
+//! The kits' integration tests, in one binary so that the kits are linked
+//! once: a module per area (a tiny bench run, the hosts kit's machinery).
+
+mod bench_smoke;
+mod hosts_kit;
