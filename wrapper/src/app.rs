@@ -12,7 +12,7 @@ use crate::call::Caller;
 use crate::config::Config;
 use crate::degraded::Degraded;
 use crate::lifecycle::wake::{self, WakeSettings};
-use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, warmup};
+use crate::lifecycle::{doctor, heartbeat::Heartbeat, upgrade, warmup};
 use crate::logging::event;
 use crate::mcp::server::{self, ServerConfig, Serving, StopReason};
 use crate::stdio;
@@ -42,7 +42,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     );
     let served = finder.load();
     surface::log(&served);
-    let (_surface_tx, surface_rx) = watch::channel(Arc::new(served));
+    let (surface_tx, surface_rx) = watch::channel(Arc::new(served));
 
     let heartbeat = Heartbeat::new(&config.daemon.state_dir, pid, session);
     heartbeat.write();
@@ -84,7 +84,12 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             bridge.status(),
         ))
     });
-    let release_watch = tokio::spawn(release::watch(bridge.answers(), surface_rx.clone()));
+    let upgrades = tokio::spawn(upgrade::follow(
+        finder,
+        surface_tx,
+        bridge.answers(),
+        bridge.status(),
+    ));
     let trigger = warmup::spawn(
         bridge.clone(),
         config.daemon.endpoint.clone(),
@@ -127,7 +132,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
 
     refresher.abort();
     waker.abort();
-    release_watch.abort();
+    upgrades.abort();
     if let Some(healer) = healer {
         healer.abort();
     }

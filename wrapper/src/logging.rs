@@ -92,6 +92,15 @@ pub mod event {
     /// built-in table is served because no release's could be (a
     /// warning).
     pub const SURFACE: &str = "surface";
+    /// The installed release changed under the running wrapper and its
+    /// tools are served from now on (the client is told the list changed):
+    /// `from`, `to` (the releases). A `surface` event follows.
+    pub const SURFACE_CHANGED: &str = "surface_changed";
+    /// Another release is installed than the one whose tools are served,
+    /// and the daemon running is not that release yet (a warning, once per
+    /// release installed): `installed`, `daemon` (its release, or
+    /// `unknown`), `served`.
+    pub const SURFACE_PENDING: &str = "surface_pending";
     /// The wrapper is exiting: `reason` (`eof`, `signal`, `output_closed`).
     pub const SHUTTING_DOWN: &str = "shutting_down";
 }
