@@ -95,6 +95,10 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
         config.daemon.endpoint.clone(),
         session,
         &doctor_config,
+        warmup::DoctorPlaces {
+            state_dir: config.daemon.state_dir.clone(),
+            store: config.cli.store.clone(),
+        },
     );
 
     // The loop runs as a task of its own rather than as the runtime's root

@@ -66,10 +66,11 @@ pub mod event {
     pub const DEGRADED_ANSWER: &str = "degraded_answer";
     /// Degraded mode is off because the `iai` CLI was not found: `cli`.
     pub const DEGRADED_UNAVAILABLE: &str = "degraded_unavailable";
-    /// `iai-mcp doctor` ran, or was due and did not: `mode` (`probe` or
-    /// `heal`), `outcome` (`healthy`, `problem`, `skipped`, `failed`,
-    /// `healed`), and `command`, `exit`, `elapsed_ms` or `reason` where
-    /// they apply.
+    /// The session's doctor verdict, or `iai-mcp doctor` ran, or was due
+    /// and did not: `mode` (`probe` or `heal`), `outcome` (`healthy`,
+    /// `problem`, `skipped`, `failed`, `healed`), for a probe `verdict`
+    /// (`ran`, or `kept` from another session of the same daemon run), and
+    /// `command`, `exit`, `elapsed_ms` or `reason` where they apply.
     pub const DOCTOR_RUN: &str = "doctor_run";
     /// The daemon did not answer the probes at start and was asked to
     /// start: `how` (`wake_signal` or `launchctl`), `outcome` (`written`,

@@ -5,10 +5,12 @@
 //! the doctor probe and auto-heal.
 
 pub mod daemon_process;
+pub mod daemon_state;
 pub mod doctor;
 pub mod heartbeat;
 pub mod release;
 pub mod upgrade;
+pub mod verdict;
 pub mod wake;
 pub mod warmup;
 
