@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use iai_mcp_wrapper::bridge::{
-    self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings, WatchSettings,
+    self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings, WatchSettings, report,
 };
 use iai_mcp_wrapper::call::Caller;
 use iai_mcp_wrapper::codec::{Frame, LineCodec};
@@ -319,6 +319,7 @@ fn served(stream: &[u8]) -> Vec<Vec<u8>> {
                 probe_timeout: Duration::from_secs(1),
                 max_line_bytes: MAX_LINE,
                 watch: WatchSettings::default(),
+                reporter: report::unlogged,
             },
         );
         let degraded = Degraded::new(

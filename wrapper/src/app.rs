@@ -13,7 +13,8 @@ use crate::config::Config;
 use crate::degraded::Degraded;
 use crate::lifecycle::wake::{self, WakeSettings};
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, upgrade, warmup};
-use crate::logging::event;
+use crate::log_names as event;
+use crate::logging;
 use crate::mcp::server::{self, ServerConfig, Serving, StopReason};
 use crate::stdio;
 use crate::surface::{self, Finder};
@@ -65,6 +66,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             probe_timeout: PROBE_TIMEOUT,
             max_line_bytes: config.session.max_line_bytes,
             watch: config.bridge.watch,
+            reporter: logging::bridge::report,
         },
     );
     let waker = tokio::spawn(wake::wake_when_down(

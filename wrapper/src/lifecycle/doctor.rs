@@ -25,7 +25,7 @@ use super::verdict::{self, Verdict, Verdicts};
 use super::wake::{ProbeRule, daemon_answers};
 use crate::bridge::LinkStatus;
 use crate::files::{self, LockedFile};
-use crate::logging::{event, millis};
+use crate::log_names::{self as event, millis};
 use crate::process::{self, CliCommand, RunError};
 use crate::programs::Installation;
 use crate::transport::Endpoint;
@@ -178,9 +178,11 @@ pub async fn probe_for_session(config: &DoctorConfig, state_dir: &Path, store: O
             }
             Turn::Ours(lock) => {
                 let probe = run_probe(config).await;
-                report(config, &probe, Source::Ran);
+                // Kept before it is told, so that a session that has told
+                // its verdict has left it for the next one.
                 keep(&verdicts, &run, &probe).await;
                 drop(lock);
+                report(config, &probe, Source::Ran);
                 return;
             }
             Turn::Unusable(why) => {

@@ -5,14 +5,14 @@
 //! the doctor probe and auto-heal.
 
 pub mod daemon_process;
-pub mod daemon_state;
-pub mod doctor;
-pub mod heartbeat;
-pub mod release;
-pub mod upgrade;
-pub mod verdict;
+pub(crate) mod daemon_state;
+pub(crate) mod doctor;
+pub(crate) mod heartbeat;
+pub(crate) mod release;
+pub(crate) mod upgrade;
+pub(crate) mod verdict;
 pub mod wake;
-pub mod warmup;
+pub(crate) mod warmup;
 
 /// Current time as ISO-8601 UTC with a trailing `Z`, the format every
 /// lifecycle file and control message uses.

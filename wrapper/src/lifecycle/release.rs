@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use crate::bridge::wire::STATUS_REQUEST;
 use crate::bridge::{DaemonStatus, StatusError};
-use crate::logging::event;
+use crate::log_names as event;
 use crate::transport::{Endpoint, OneShot, OneShotError};
 
 /// How long one status exchange (connect, ask, answer) may take in all.

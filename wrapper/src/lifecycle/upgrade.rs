@@ -31,7 +31,7 @@ use tokio::time::Instant;
 use super::release::{self, QueryError, Warned};
 use crate::bridge::{LinkStatus, StatusAnswer};
 use crate::dir_watch::{DirEvent, DirWatch};
-use crate::logging::event;
+use crate::log_names as event;
 use crate::surface::{self, Finder, Origin, Surface};
 
 /// How long `site-packages` must be quiet before the release is read

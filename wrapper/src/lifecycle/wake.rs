@@ -28,7 +28,7 @@ use super::daemon_state;
 use super::now_iso8601;
 use crate::bridge::LinkStatus;
 use crate::files;
-use crate::logging::event;
+use crate::log_names as event;
 use crate::platform::Platform;
 use crate::process::{self, CliCommand};
 use crate::transport::Endpoint;

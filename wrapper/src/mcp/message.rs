@@ -259,7 +259,7 @@ mod tests {
     fn the_meta_key_is_the_protocol_constant() {
         let line = format!(
             r#"{{"_meta":{{"{}":"2026-07-28"}}}}"#,
-            super::super::protocol::PROTOCOL_VERSION_KEY
+            "io.modelcontextprotocol/protocolVersion"
         );
         let raw: Box<RawValue> = serde_json::from_str(&line).expect("json");
         let plain: PlainParams = params(Some(&raw)).expect("params");

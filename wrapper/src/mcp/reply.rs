@@ -465,7 +465,7 @@ mod tests {
         assert_eq!(r["result"]["structuredContent"], json!({"value": [1, 2]}));
         assert_eq!(r["result"]["resultType"], "complete");
         assert_eq!(
-            r["result"]["_meta"][protocol::SERVER_INFO_KEY]["name"],
+            r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
             "iai-mcp"
         );
         let keys: Vec<&str> = r["result"]

@@ -26,7 +26,7 @@ use crate::common::{
 use iai_mcp_wrapper::bridge::core::REFUSED_RETRIES;
 use iai_mcp_wrapper::bridge::{
     self, Access, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Request, Timings,
-    WatchSettings,
+    WatchSettings, report,
 };
 use iai_mcp_wrapper::transport::{Endpoint, Port};
 use serde_json::{Value, json};
@@ -38,7 +38,7 @@ fn connected_with(socket: &Path, env: &[(&str, &str)]) -> (FakeDaemon, WrapperPr
     let opts = env.iter().fold(
         WrapperOptions::new(socket)
             .env(JSON_LOG.0, JSON_LOG.1)
-            .env("IAI_MCP_LOG", "info,iai_mcp_wrapper::bridge::driver=debug"),
+            .env("IAI_MCP_LOG", "info,iai_mcp_wrapper::logging::bridge=debug"),
         |opts, (k, v)| opts.env(k, v),
     );
     let mut wrapper = WrapperProcess::spawn(&common::wrapper_cmd(), &opts).expect("spawn wrapper");
@@ -354,6 +354,7 @@ fn a_port_file_rewritten_with_garbage_dials_nothing_and_the_daemon_is_found_agai
                 probe_timeout: Duration::from_secs(1),
                 max_line_bytes: 1 << 20,
                 watch: WatchSettings::default(),
+                reporter: report::unlogged,
             },
         );
         let read = || Request {
