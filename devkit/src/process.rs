@@ -13,13 +13,17 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+#[cfg(unix)]
 use nix::sys::signal::kill;
+#[cfg(unix)]
 use nix::unistd::Pid;
 
 use crate::error::DevkitError;
 use crate::sync::lock;
 
-/// Unix signals, re-exported so callers need not depend on `nix`.
+/// Unix signals, re-exported so callers need not depend on `nix`. Windows
+/// has no signals to send: there a child is only killed.
+#[cfg(unix)]
 pub use nix::sys::signal::Signal;
 
 /// Upper bound of the back-off between two polls in [`ChildGuard::wait_timeout`].
@@ -92,10 +96,11 @@ impl ChildGuard {
         })
     }
 
-    /// Sends `signal` to the child.
+    /// Sends `signal` to the child (Unix only: Windows has no signals).
     ///
     /// Fails with [`DevkitError::AlreadyExited`] when the child has already
     /// exited: its pid is then free for reuse and must not be signalled.
+    #[cfg(unix)]
     pub fn signal(&mut self, signal: Signal) -> Result<(), DevkitError> {
         let pid = self.pid();
         if let Some(status) = self.try_wait()? {

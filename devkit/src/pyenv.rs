@@ -12,6 +12,25 @@ use std::time::{Duration, Instant};
 use crate::error::DevkitError;
 use crate::format::last_lines;
 
+/// The directory of a virtual environment's programs: `bin/`, or
+/// `Scripts\` on Windows, where `venv` and pip put them.
+pub fn venv_bin(root: &Path) -> PathBuf {
+    root.join(if cfg!(windows) { "Scripts" } else { "bin" })
+}
+
+/// A program of a virtual environment's (`python`, `pip`, a script pip
+/// installed), with the platform's executable suffix (`python.exe` on
+/// Windows).
+pub fn venv_program(root: &Path, name: &str) -> PathBuf {
+    venv_bin(root).join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// A virtual environment's interpreter: `bin/python`, or
+/// `Scripts\python.exe` on Windows.
+pub fn venv_python(root: &Path) -> PathBuf {
+    venv_program(root, "python")
+}
+
 /// The virtual environment `root` with exactly `requirements` (which may
 /// lead with pip options such as `--no-deps`) installed from the package
 /// registry (`what` says what they are, for errors):
@@ -37,7 +56,7 @@ pub fn ensure_venv(
     }
     create_venv(&interpreter, root)?;
     run(
-        Command::new(root.join("bin/python"))
+        Command::new(venv_python(root))
             .args(["-m", "pip", "install", "--quiet"])
             .arg("--disable-pip-version-check")
             .args(requirements),
@@ -79,10 +98,10 @@ pub const WHEEL_EXECUTABLE: &str = "iai-mcp-wrapper";
 
 /// Installs `wheel` (alone, from the file) into the environment `venv`,
 /// replacing any copy of the same version, and returns the wrapper
-/// executable it put in the environment's `bin/`.
+/// executable it put in the environment's `bin/` (`Scripts\` on Windows).
 pub fn install_wheel(venv: &Path, wheel: &Path) -> Result<PathBuf, DevkitError> {
     run(
-        Command::new(venv.join("bin").join("python"))
+        Command::new(venv_python(venv))
             .args([
                 "-m",
                 "pip",
@@ -94,14 +113,38 @@ pub fn install_wheel(venv: &Path, wheel: &Path) -> Result<PathBuf, DevkitError> 
             .arg(wheel),
         &format!("installing {} into {}", wheel.display(), venv.display()),
     )?;
-    let binary = venv.join("bin").join(WHEEL_EXECUTABLE);
+    let binary = venv_program(venv, WHEEL_EXECUTABLE);
     if binary.is_file() {
         Ok(binary)
     } else {
         Err(DevkitError::Precondition(format!(
             "installing {} put no {WHEEL_EXECUTABLE} in {}",
             wheel.display(),
-            venv.join("bin").display()
+            venv_bin(venv).display()
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_where_venv_puts_them_on_this_platform() {
+        let root = Path::new("env");
+        let python = venv_python(root);
+        if cfg!(windows) {
+            assert_eq!(python, root.join("Scripts").join("python.exe"));
+            assert_eq!(
+                venv_program(root, WHEEL_EXECUTABLE),
+                root.join("Scripts").join("iai-mcp-wrapper.exe")
+            );
+        } else {
+            assert_eq!(python, root.join("bin").join("python"));
+            assert_eq!(
+                venv_program(root, WHEEL_EXECUTABLE),
+                root.join("bin").join("iai-mcp-wrapper")
+            );
+        }
     }
 }

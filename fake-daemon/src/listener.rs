@@ -8,14 +8,21 @@
 //!   written to `<path>.port` and a fresh random token to `<path>.token`
 //!   (mode 0600) at every bind, both removed on the way out. Every TCP
 //!   connection must send the token as its first line.
+//!
+//! Windows has no Unix sockets in tokio: there only TCP binds (`--tcp`), as
+//! iai-mcp's daemon does there, and asking for a Unix socket fails with
+//! [`BindError::NoUnixSockets`].
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
-use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::net::{TcpListener, TcpStream};
+#[cfg(unix)]
+use tokio::net::{UnixListener, UnixStream};
 
 /// Longest socket path the system accepts, in bytes: `sun_path` holds 108
 /// bytes on Linux and 104 on the BSDs and macOS, including the final NUL.
@@ -84,6 +91,12 @@ pub enum BindError {
         /// The cause.
         source: io::Error,
     },
+    /// A Unix socket was asked for where there are none (Windows).
+    #[error(
+        "cannot bind {}: no Unix sockets on this system; listen on TCP (--tcp) as iai-mcp does here",
+        .0.display()
+    )]
+    NoUnixSockets(PathBuf),
 }
 
 /// Checks that `path` can name a Unix socket.
@@ -105,12 +118,14 @@ pub fn check_socket_path(path: &Path) -> Result<(), SocketPathError> {
 /// The socket file this process bound, identified by device and inode so
 /// that [`BoundSocket::unlink`] never removes a socket somebody else bound at
 /// the same path later.
+#[cfg(unix)]
 #[derive(Debug)]
 pub(crate) struct BoundSocket {
     path: PathBuf,
     identity: Option<(u64, u64)>,
 }
 
+#[cfg(unix)]
 impl BoundSocket {
     /// Removes the socket file if it is still the one bound here.
     pub(crate) fn unlink(&self) {
@@ -125,8 +140,23 @@ impl BoundSocket {
     }
 }
 
+/// Binds a Unix socket at `path` ([`bind`]), as a listener and what to
+/// remove on the way out. Must run inside a Tokio runtime.
+#[cfg(unix)]
+pub(crate) fn bind_unix(path: &Path) -> Result<(Listener, Bound), BindError> {
+    let (listener, socket) = bind(path)?;
+    Ok((Listener::Unix(listener), Bound::Unix(socket)))
+}
+
+/// Where there are no Unix sockets: always [`BindError::NoUnixSockets`].
+#[cfg(not(unix))]
+pub(crate) fn bind_unix(path: &Path) -> Result<(Listener, Bound), BindError> {
+    Err(BindError::NoUnixSockets(path.to_owned()))
+}
+
 /// Binds `path`: removes a stale socket there, binds and listens, and sets
 /// mode 0600 like the real daemon. Must run inside a Tokio runtime.
+#[cfg(unix)]
 pub(crate) fn bind(path: &Path) -> Result<(UnixListener, BoundSocket), BindError> {
     check_socket_path(path)?;
     match std::fs::symlink_metadata(path) {
@@ -164,6 +194,7 @@ pub(crate) fn bind(path: &Path) -> Result<(UnixListener, BoundSocket), BindError
 #[derive(Debug)]
 pub(crate) enum Listener {
     /// A Unix socket.
+    #[cfg(unix)]
     Unix(UnixListener),
     /// Loopback TCP.
     Tcp(TcpListener),
@@ -173,6 +204,7 @@ pub(crate) enum Listener {
 #[derive(Debug)]
 pub(crate) enum Accepted {
     /// On the Unix socket.
+    #[cfg(unix)]
     Unix(UnixStream),
     /// On TCP, token not yet checked.
     Tcp(TcpStream),
@@ -182,6 +214,7 @@ impl Listener {
     /// The next connection.
     pub(crate) async fn accept(&self) -> io::Result<Accepted> {
         match self {
+            #[cfg(unix)]
             Listener::Unix(l) => l.accept().await.map(|(s, _)| Accepted::Unix(s)),
             Listener::Tcp(l) => l.accept().await.map(|(s, _)| {
                 let _ = s.set_nodelay(true);
@@ -213,6 +246,7 @@ impl TcpFiles {
 #[derive(Debug)]
 pub(crate) enum Bound {
     /// The Unix socket file.
+    #[cfg(unix)]
     Unix(BoundSocket),
     /// The TCP port and token files.
     Tcp(TcpFiles),
@@ -222,6 +256,7 @@ impl Bound {
     /// Removes what the bind created.
     pub(crate) fn unlink(&self) {
         match self {
+            #[cfg(unix)]
             Bound::Unix(socket) => socket.unlink(),
             Bound::Tcp(files) => files.unlink(),
         }
@@ -262,14 +297,15 @@ pub(crate) fn bind_tcp(
     Ok((listener, addr, files, token))
 }
 
-/// Writes `text` to `path` with mode 0600, replacing it whole.
+/// Writes `text` to `path` with mode 0600 (on Windows, which has no mode
+/// bits, as the directory's access allows), replacing it whole.
 fn write_private(path: &Path, text: &str) -> Result<(), BindError> {
     let tmp = with_suffix(path, ".tmp");
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let written = options
         .open(&tmp)
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .and_then(|()| std::fs::rename(&tmp, path));

@@ -107,6 +107,7 @@ struct Listening {
 async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
     loop {
         match listener.accept().await {
+            #[cfg(unix)]
             Ok(Accepted::Unix(stream)) => adopt(&shared, stream),
             Ok(Accepted::Tcp(stream)) => {
                 let task = tokio::spawn(authenticate(stream, Arc::clone(&shared)));
@@ -340,8 +341,7 @@ impl FakeDaemon {
             *lock(&self.shared.token) = Some(token);
             (Listener::Tcp(listener), Bound::Tcp(files))
         } else {
-            let (listener, socket) = listener::bind(&self.socket_path)?;
-            (Listener::Unix(listener), Bound::Unix(socket))
+            listener::bind_unix(&self.socket_path)?
         };
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&self.shared)));
         self.listening = Some(Listening { accept, bound });

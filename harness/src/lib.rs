@@ -36,6 +36,7 @@ pub mod wrapper;
 
 pub use client::{ClientError, McpClient};
 pub use daemon::{DaemonEndpoint, DaemonStats, FakeDaemon, Transport};
+#[cfg(unix)]
 pub use devkit::process::Signal;
 pub use error::HarnessError;
 pub use scenario::down_up::{DownUpConfig, DownUpReport, run_down_up};

@@ -14,6 +14,12 @@
 //! processes, client and herd scenario), and return its error,
 //! [`HarnessError`]; what they share with xtask is the dev kit's. `cargo
 //! xtask e2e`, `hosts` and `bench` run the `kits` binary.
+//!
+//! Unix only: the real daemon is reached on its Unix socket and stopped
+//! with signals, hosts are reaped through process groups and `/proc`, the
+//! benchmarks' floor talks to a Unix socket. On Windows the crate is empty
+//! and the binary says so.
+#![cfg(unix)]
 
 pub mod bench;
 pub mod e2e;

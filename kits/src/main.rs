@@ -2,17 +2,24 @@
 //! kit and the benchmarks. `cargo xtask e2e`, `hosts` and `bench` build
 //! the binaries and run this with the task's arguments.
 
+// Every item but the fallback `main` is Unix only, as the kits are (the
+// library's documentation says why).
+
+#[cfg(unix)]
 mod cli;
 
 use std::process::ExitCode;
 
+#[cfg(unix)]
 use anyhow::Result;
+#[cfg(unix)]
 use clap::{Parser, Subcommand};
 
 /// Runs the wrapper against the real iai-mcp daemon and real MCP hosts, or
 /// measures it, and prints what it found. Exit code: 0 when this
 /// workspace's wrapper passed, 1 when it failed, 2 on a usage error or when
 /// a kit could not run.
+#[cfg(unix)]
 #[derive(Debug, Parser)]
 #[command(version)]
 struct Cli {
@@ -21,6 +28,7 @@ struct Cli {
 }
 
 /// What the kits can do.
+#[cfg(unix)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Latency, throughput, cold start, memory and recovery of the wrapper
@@ -40,6 +48,7 @@ enum Command {
     Hosts(cli::hosts::HostsArgs),
 }
 
+#[cfg(unix)]
 fn main() -> ExitCode {
     match run(Cli::parse().command) {
         Ok(code) => code,
@@ -50,10 +59,21 @@ fn main() -> ExitCode {
     }
 }
 
+#[cfg(unix)]
 fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Bench(args) => cli::tools::bench(&args),
         Command::E2e(args) => cli::tools::e2e(&args),
         Command::Hosts(args) => cli::hosts::hosts(&args),
     }
+}
+
+/// Where the kits cannot run: says so and exits 2, as for a kit that
+/// could not run.
+#[cfg(not(unix))]
+fn main() -> ExitCode {
+    eprintln!(
+        "kits: the kits run on Unix only (the real daemon's Unix socket, signals, process groups, /proc)"
+    );
+    ExitCode::from(2)
 }

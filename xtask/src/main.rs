@@ -12,6 +12,7 @@
 //! [`WHEEL_ENV`], so both kits test the binary the wheel installs.
 
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -19,6 +20,9 @@ use std::process::{Command, ExitCode};
 use clap::Parser;
 use devkit::bins::{self, Profile, WHEEL_ENV, error_chain};
 
+// The code generation installs a release with the end-to-end kit's code,
+// which is Unix only (see the kits crate).
+#[cfg(unix)]
 mod codegen;
 mod fuzz;
 mod packaging;
@@ -158,7 +162,13 @@ fn main() -> ExitCode {
         return fuzz_task(fuzz::FuzzArgs::parse_from(&args));
     }
     if task == "surface" {
+        #[cfg(unix)]
         return codegen::surface_task(codegen::SurfaceArgs::parse_from(&args));
+        #[cfg(not(unix))]
+        {
+            eprintln!("cargo xtask surface: Unix only, as the end-to-end kit it uses is");
+            return ExitCode::FAILURE;
+        }
     }
     let release = task == "bench" || args.iter().any(|a| a == "--release");
     args.retain(|a| a != "--release");
@@ -194,9 +204,32 @@ fn main() -> ExitCode {
             }
         }
     }
+    hand_over(runner, &built[2])
+}
+
+/// Becomes `runner` (`exec`), so that signals and the exit status are its
+/// own; returns only when it could not be started.
+#[cfg(unix)]
+fn hand_over(mut runner: Command, program: &std::path::Path) -> ExitCode {
     let error = runner.exec();
-    eprintln!("cargo xtask: cannot run {}: {error}", built[2].display());
+    eprintln!("cargo xtask: cannot run {}: {error}", program.display());
     ExitCode::FAILURE
+}
+
+/// Where there is no `exec` (Windows): runs `runner` to its end and exits
+/// with its exit code.
+#[cfg(not(unix))]
+fn hand_over(mut runner: Command, program: &std::path::Path) -> ExitCode {
+    match runner.status() {
+        Ok(status) => status
+            .code()
+            .and_then(|code| u8::try_from(code).ok())
+            .map_or(ExitCode::FAILURE, ExitCode::from),
+        Err(error) => {
+            eprintln!("cargo xtask: cannot run {}: {error}", program.display());
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `cargo xtask wheel`: builds and checks each wheel, prints the reports;

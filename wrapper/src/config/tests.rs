@@ -1,5 +1,6 @@
 //! Settings resolved from flags and environment.
 
+#[cfg(unix)]
 use std::ffi::OsString;
 
 use super::daemon::check_socket_path;
@@ -12,6 +13,7 @@ use crate::logging::LogFormat;
 use crate::mcp::server::DEFAULT_SHUTDOWN_GRACE;
 use crate::platform::Platform;
 use crate::transport::Endpoint;
+#[cfg(unix)]
 use crate::transport::EndpointError;
 use crate::transport::Port;
 use std::path::PathBuf;
@@ -31,6 +33,8 @@ fn parse(args: &[&str]) -> Args {
         .expect("valid arguments")
 }
 
+// Unix's defaults: HOME, paths joined with '/'.
+#[cfg(unix)]
 #[test]
 fn defaults_hang_off_home() {
     let c = parse(&[]).resolve(&home("/home/u")).expect("valid");
@@ -53,6 +57,8 @@ fn defaults_hang_off_home() {
     assert_eq!(c.bridge.policy.mode(), BridgeMode::Fixed);
 }
 
+// Unix's defaults: HOME, paths joined with '/'.
+#[cfg(unix)]
 #[test]
 fn no_home_needs_explicit_paths() {
     assert!(matches!(
@@ -115,6 +121,8 @@ fn windows_defaults_to_tcp_with_the_profiles_port_and_token_files() {
     );
 }
 
+// Unix socket paths' limit (sun_path).
+#[cfg(unix)]
 #[test]
 fn long_socket_paths_are_refused() {
     let long = format!("/tmp/{}", "x".repeat(200));
@@ -187,6 +195,8 @@ fn empty_values_mean_the_default() {
     assert!(c.cli.degraded.enabled && c.cli.doctor.enabled && c.cli.degraded.bank_fallback);
 }
 
+// Unix's defaults: HOME, paths joined with '/'.
+#[cfg(unix)]
 #[test]
 fn tcp_and_cli_settings_reach_the_config() {
     let c = parse(&[

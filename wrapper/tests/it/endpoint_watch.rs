@@ -23,6 +23,7 @@ use crate::common;
 use crate::common::{
     JSON_LOG, REPLY, events, events_named, eventually, ok_method, send_call, topology,
 };
+#[cfg(unix)]
 use iai_mcp_wrapper::bridge::core::REFUSED_RETRIES;
 use iai_mcp_wrapper::bridge::{
     self, Access, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Request, Timings,
@@ -188,6 +189,8 @@ fn a_regular_file_at_the_socket_path_dials_nothing() {
     finish(w);
 }
 
+// Binds a Unix datagram socket at the path.
+#[cfg(unix)]
 #[test]
 fn a_socket_of_the_wrong_kind_costs_one_attempt() {
     let dir = short_tempdir().expect("tempdir");
@@ -207,6 +210,8 @@ fn a_socket_of_the_wrong_kind_costs_one_attempt() {
     finish(w);
 }
 
+// Binds a Unix stream socket that never listens.
+#[cfg(unix)]
 #[test]
 fn a_socket_bound_that_never_listens_costs_one_attempt_and_its_quick_retries() {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, bind, socket};

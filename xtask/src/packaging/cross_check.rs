@@ -151,7 +151,7 @@ fn wrapper_from_wheel(
 ) -> Result<PathBuf, DistError> {
     let built = build::build_one(cfg.platform, host, tools)?;
     let binary = scratch.join(cfg.platform.executable());
-    let python = tools.venv.join("bin").join("python");
+    let python = devkit::pyenv::venv_python(&tools.venv);
     let contents = read_wheel(&python, &built.path, cfg.platform, &binary)?;
     let binary = contents.binary.ok_or_else(|| {
         DistError::Unexpected(format!("{} holds no executable", built.path.display()))
@@ -160,11 +160,19 @@ fn wrapper_from_wheel(
     Ok(binary)
 }
 
-/// Sets the executable bits zip extraction leaves off.
+/// Sets the executable bits zip extraction leaves off (Unix's mode bits:
+/// this runs on the Linux machine that cross-checks).
+#[cfg(unix)]
 fn make_executable(path: &Path) -> Result<(), DistError> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| DistError::io(format!("making {} executable", path.display()), e))
+}
+
+/// No executable bits to set where there are no mode bits.
+#[cfg(not(unix))]
+fn make_executable(_path: &Path) -> Result<(), DistError> {
+    Ok(())
 }
 
 /// A command line for the harness's `--wrapper-cmd`: each word in single
