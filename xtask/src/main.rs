@@ -74,7 +74,7 @@ const TASKS: [(&str, &str); 12] = [
     ),
     (
         "cross-clippy",
-        "clippy on the wrapper as compiled for --target TRIPLE (Debian's clippy for the cross compiler)",
+        "clippy on every target of the workspace as compiled for --target TRIPLE (Debian's clippy for the cross compiler)",
     ),
     (
         "fuzz",
@@ -104,7 +104,8 @@ struct WheelArgs {
 
 /// Run a cross-built wheel's binary on this machine: arm64 Linux under
 /// qemu-user (the smoke scenario, then the wrapper's tests), Windows under
-/// Wine (a std-only probe, then the smoke scenario over TCP).
+/// Wine (a std-only probe, the smoke scenario over TCP, then the wrapper's
+/// unit tests built for Windows).
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask cross-check", bin_name = "cargo xtask cross-check")]
 struct CrossCheckArgs {
@@ -116,7 +117,8 @@ struct CrossCheckArgs {
     /// linker, Wine and the test-only DLL), not the wrapper.
     #[arg(long)]
     probe_only: bool,
-    /// arm64 Linux: the smoke run only, not the wrapper's tests.
+    /// The smoke run only, not the wrapper's tests (arm64 Linux) or unit
+    /// tests (Windows).
     #[arg(long)]
     no_tests: bool,
     /// The Python interpreter for the build tools (default: python3).
@@ -124,9 +126,10 @@ struct CrossCheckArgs {
     python: Option<PathBuf>,
 }
 
-/// Run clippy, every warning an error, on the wrapper's library and binary
-/// as compiled for another target (its `cfg` lines for that platform
-/// included), with the cross compiler and Debian's clippy for it.
+/// Run clippy, every warning an error, on every target of the workspace
+/// (libraries, binaries, tests) as compiled for another target (its `cfg`
+/// lines for that platform included), with the cross compiler and
+/// Debian's clippy for it.
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask cross-clippy",

@@ -51,7 +51,9 @@ impl CrossTools {
     /// The environment a cross cargo runs in: the unpacked compiler as
     /// `RUSTC` with its libraries (and nightly's, for `rust-objcopy`),
     /// nightly's cargo first on `PATH` after `first`, nightly features
-    /// allowed, `target/cross` as the target directory.
+    /// allowed, `target/cross` as the target directory, and no incremental
+    /// caches (a cross build is a check, not an edit loop, and those
+    /// caches take gigabytes per target).
     pub fn apply(&self, command: &mut Command, first: &[&Path], target_dir: &Path) {
         let mut path: Vec<&Path> = first.to_vec();
         path.push(&self.nightly.bin);
@@ -64,6 +66,7 @@ impl CrossTools {
                 prepend_paths(&[&lib_dir, &self.nightly.lib], "LD_LIBRARY_PATH"),
             )
             .env("RUSTC_BOOTSTRAP", "1")
+            .env("CARGO_INCREMENTAL", "0")
             .env("CARGO_TARGET_DIR", cross_target_dir(target_dir))
             .env(
                 "CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER",
