@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use devkit::bins;
 use devkit::rows::verdict_code;
-use kits::e2e::{E2eConfig, Release};
+use kits::e2e::{Deps, E2eConfig, Release};
 use kits::hosts::host::{Host, HostPin};
 use kits::hosts::{HostsConfig, run_hosts};
 
@@ -53,6 +53,7 @@ pub fn hosts(args: &HostsArgs) -> Result<ExitCode> {
             wrapper: bins::try_wrapper_bin()?,
             python: args.python.clone(),
             node: args.node.clone(),
+            deps: Deps::Own,
         },
         versions: args.host_version.clone(),
         only: args.host.clone(),

@@ -10,7 +10,7 @@ use devkit::bins::{self, Profile};
 use devkit::rows::verdict_code;
 use harness::WrapperCommand;
 use kits::bench::{self, BenchConfig};
-use kits::e2e::{E2eConfig, Release, run_e2e};
+use kits::e2e::{Deps, E2eConfig, Release, run_e2e};
 
 /// Measure the wrapper against the floor of talking to the fake daemon
 /// directly.
@@ -84,11 +84,15 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
 #[derive(Debug, Args)]
 pub struct E2eArgs {
     /// The iai-pme release to run against (its daemon, CLIs and own
-    /// wrapper). Another release than the table's is installed in
-    /// target/e2e/VERSION/venv, and where it differs from the tool table
-    /// the checks say so ("known") instead of failing.
+    /// wrapper). Another release than the pinned one is installed in
+    /// target/e2e/VERSION/venv with its own dependencies.
     #[arg(long, value_name = "VERSION", default_value_t = Release::pinned())]
     iai_pme: Release,
+    /// Install the release alone, in target/e2e/VERSION/on-pinned, on the
+    /// pinned release's dependencies (refused when it declares others):
+    /// megabytes instead of an environment of its own.
+    #[arg(long)]
+    on_pinned_deps: bool,
     /// The Python 3.11 or 3.12 interpreter to build the environment with
     /// (default: the first on PATH).
     #[arg(long)]
@@ -107,12 +111,17 @@ pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
         wrapper: bins::try_wrapper_bin()?,
         python: args.python.clone(),
         node: args.node.clone(),
+        deps: if args.on_pinned_deps {
+            Deps::Pinned
+        } else {
+            Deps::Own
+        },
     };
     eprintln!(
         "e2e: {} against iai-mcp {} (environment in {})",
         cfg.wrapper.display(),
         cfg.release,
-        cfg.release.e2e_venv(&cfg.work_dir).display()
+        cfg.venv().display()
     );
     let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
     println!("{report}");

@@ -61,13 +61,11 @@ impl PyEnv {
     /// disk rather than by importing `iai_mcp`, which an environment made
     /// with [`Contents::ReleaseOnly`] could not do.
     pub fn bundled_wrapper(&self) -> Result<PathBuf, HarnessError> {
-        let lib = self.root.join("lib");
-        let found = std::fs::read_dir(&lib)
-            .map_err(|e| HarnessError::io(format!("reading {}", lib.display()), e))?
-            .filter_map(Result::ok)
-            .filter(|entry| entry.file_name().to_string_lossy().starts_with("python"))
-            .map(|entry| entry.path().join("site-packages/iai_mcp/_wrapper/index.js"))
-            .find(|path| path.is_file());
+        let found = self
+            .site_packages()
+            .ok()
+            .map(|site| site.join("iai_mcp/_wrapper/index.js"))
+            .filter(|path| path.is_file());
         found.ok_or_else(|| {
             HarnessError::Scenario(format!(
                 "iai-pme {} in {} has no bundled wrapper (lib/python3.*/site-packages/iai_mcp/_wrapper/index.js)",
@@ -112,7 +110,85 @@ pub fn ensure(
     })
 }
 
+/// The file in an environment made by [`ensure_on_pinned`] that adds the
+/// pinned environment's `site-packages` to its import path.
+const BASE_PTH: &str = "iai-e2e-pinned-deps.pth";
+
+/// The environment at `root` with `release` alone (no dependencies)
+/// installed, importing everything else from `base`, the pinned release's
+/// environment: a `.pth` file in its `site-packages` puts `base`'s after
+/// its own. A few megabytes instead of hundreds; the release's own files
+/// (its daemon, CLIs, bundled wrapper and metadata) are found first.
+/// Refused when the release declares other dependencies than `base`'s
+/// release, whose installed packages would then not be its own.
+pub fn ensure_on_pinned(
+    root: &Path,
+    base: &PyEnv,
+    release: &Release,
+) -> Result<PyEnv, HarnessError> {
+    let interpreter = || Ok(base.program("python"));
+    let requirement = release.requirement();
+    let what = format!(
+        "installing {requirement} (without its dependencies, on {}'s)",
+        base.release
+    );
+    let installed_in = ensure_venv(root, interpreter, &["--no-deps", &requirement], &what)?;
+    let env = PyEnv {
+        size: dir_size(root),
+        root: root.to_path_buf(),
+        release: release.clone(),
+        installed_in,
+    };
+    let (ours, theirs) = (env.requirements()?, base.requirements()?);
+    if ours != theirs {
+        return Err(HarnessError::Scenario(format!(
+            "iai-pme {} depends on {ours:?}, {} on {theirs:?}: run it in an environment of its own (without --on-pinned-deps)",
+            release, base.release
+        )));
+    }
+    let pth = env.site_packages()?.join(BASE_PTH);
+    let line = format!("{}\n", base.site_packages()?.display());
+    std::fs::write(&pth, line)
+        .map_err(|e| HarnessError::io(format!("writing {}", pth.display()), e))?;
+    Ok(env)
+}
+
 impl PyEnv {
+    /// The environment's `site-packages` (`lib/python3.*/site-packages`).
+    pub fn site_packages(&self) -> Result<PathBuf, HarnessError> {
+        let lib = self.root.join("lib");
+        let found = std::fs::read_dir(&lib)
+            .map_err(|e| HarnessError::io(format!("reading {}", lib.display()), e))?
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with("python"))
+            .map(|entry| entry.path().join("site-packages"))
+            .find(|path| path.is_dir());
+        found.ok_or_else(|| {
+            HarnessError::Scenario(format!(
+                "{} has no lib/python3.*/site-packages",
+                self.root.display()
+            ))
+        })
+    }
+
+    /// The release's declared dependencies (its metadata's
+    /// `Requires-Dist` lines), sorted.
+    fn requirements(&self) -> Result<Vec<String>, HarnessError> {
+        let metadata = self
+            .site_packages()?
+            .join(format!("iai_pme-{}.dist-info", self.release))
+            .join("METADATA");
+        let text = std::fs::read_to_string(&metadata)
+            .map_err(|e| HarnessError::io(format!("reading {}", metadata.display()), e))?;
+        let mut requirements: Vec<String> = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("Requires-Dist:"))
+            .map(|r| r.trim().to_owned())
+            .collect();
+        requirements.sort();
+        Ok(requirements)
+    }
+
     /// What the environment holds and whether it was installed now, for a
     /// report: `installed iai-pme==X and mcp==Y in 40 s` or `reused`.
     pub fn installed(&self, contents: Contents) -> String {

@@ -83,6 +83,14 @@ impl Release {
     }
 }
 
+impl Release {
+    /// Where the end-to-end kit keeps this release installed on the pinned
+    /// release's dependencies (`--on-pinned-deps`): `<VERSION>/on-pinned`.
+    pub fn on_pinned_venv(&self, work_dir: &Path) -> PathBuf {
+        work_dir.join(&self.0).join("on-pinned")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
