@@ -84,6 +84,14 @@ pub const KITS: WorkspaceBin = WorkspaceBin {
     env_override: "KITS_BIN",
 };
 
+/// The child subreaper the hosts kit runs every host command under
+/// ([`crate::reap`]).
+pub const SUBREAPER: WorkspaceBin = WorkspaceBin {
+    package: "devkit",
+    bin: "devkit-subreaper",
+    env_override: "DEVKIT_SUBREAPER_BIN",
+};
+
 /// A cargo build profile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Profile {

@@ -12,6 +12,8 @@
 //!   when it runs out of it.
 //! - [`cleanenv`]: the explicit environment of an install or a host: what
 //!   the registries' clients need of this machine, nothing else.
+//! - [`reap`]: a child subreaper, so that every process a command started
+//!   is gone when it ends, those that left its process group included.
 //! - [`pyenv`]: Python virtual environments, a wheel installed into one,
 //!   and a command run to completion with its output or why it failed.
 //! - [`shell`]: command lines split into words as a shell splits them.
@@ -28,6 +30,7 @@ pub mod error;
 pub mod format;
 pub mod process;
 pub mod pyenv;
+pub mod reap;
 pub mod rows;
 pub mod shell;
 pub mod sync;
