@@ -38,7 +38,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use devkit::bins::WHEEL_ENV;
-use devkit::pyenv::{install_wheel, run};
+use devkit::command::run_within;
+use devkit::pyenv::install_wheel;
 use devkit::rows::{Row, Verdict, write_rows};
 
 use pyenv::Contents;
@@ -185,6 +186,9 @@ pub struct Tested {
     pub line: String,
 }
 
+/// How long the wrapper's `--version` may take.
+const VERSION_LIMIT: Duration = Duration::from_secs(30);
+
 /// The wheel [`WHEEL_ENV`] names, installed into the environment, or else
 /// the configured binary. The hosts kit tests the same binary.
 pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
@@ -198,9 +202,10 @@ pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError
         ),
         None => (cfg.wrapper.clone(), "not from a wheel".to_owned()),
     };
-    let version = run(
+    let version = run_within(
         std::process::Command::new(&binary).arg("--version"),
         &format!("`{} --version`", binary.display()),
+        VERSION_LIMIT,
     )?;
     let line = format!(
         "wrapper: {} ({}), {origin}",
