@@ -186,8 +186,8 @@ impl Answer {
 /// Answers one request.
 fn serve(mut request: Request, turns: &mpsc::Sender<Turn>, is_server_tool: IsServerTool) {
     let answer = answer(&mut request, turns, is_server_tool);
-    let content_type = Header::from_bytes(&b"Content-Type"[..], answer.kind.as_bytes())
-        .expect("a valid header");
+    let content_type =
+        Header::from_bytes(&b"Content-Type"[..], answer.kind.as_bytes()).expect("a valid header");
     let no_cache =
         Header::from_bytes(&b"Cache-Control"[..], &b"no-cache"[..]).expect("a valid header");
     let response = Response::from_data(answer.body)
@@ -255,12 +255,12 @@ fn read_body(request: &mut Request) -> Result<Value, Answer> {
     }
     let mut bytes = Vec::new();
     let limit = u64::try_from(MAX_BODY).unwrap_or(u64::MAX);
-    let read = request
-        .as_reader()
-        .take(limit + 1)
-        .read_to_end(&mut bytes);
+    let read = request.as_reader().take(limit + 1).read_to_end(&mut bytes);
     if let Err(e) = read {
-        return Err(Answer::text(400, &format!("the body could not be read: {e}")));
+        return Err(Answer::text(
+            400,
+            &format!("the body could not be read: {e}"),
+        ));
     }
     if bytes.len() > MAX_BODY {
         return Err(Answer::text(413, "the body is too large"));
@@ -275,7 +275,10 @@ fn encode(api: Api, body: &Value, reply: &Reply) -> Answer {
     let stream = body["stream"].as_bool().unwrap_or(false);
     let (kind, text) = match (api, stream) {
         (Api::Messages, true) => ("text/event-stream", messages_events(model, reply)),
-        (Api::Messages, false) => ("application/json", messages_message(model, reply).to_string()),
+        (Api::Messages, false) => (
+            "application/json",
+            messages_message(model, reply).to_string(),
+        ),
         (Api::Responses, true) => ("text/event-stream", responses_events(model, reply)),
         (Api::Responses, false) => (
             "application/json",
