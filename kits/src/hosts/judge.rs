@@ -302,7 +302,7 @@ impl Seen<'_> {
             .t
             .exchanges
             .iter()
-            .find(|e| e.method == method && e.params == params)
+            .find(|e| e.method == method && same_json(&e.params, &params))
             .ok_or_else(|| format!("{} never reached the daemon", name(step)))?;
         Ok((step, &result.text, exchange))
     }
@@ -317,7 +317,7 @@ impl Seen<'_> {
             },
             Host::Codex => {
                 let event = self.t.host_calls.iter().find(|call| {
-                    call.tool == step.planned.tool && call.arguments == step.planned.args
+                    call.tool == step.planned.tool && same_json(&call.arguments, &step.planned.args)
                 });
                 match event.map(|call| call.status.as_str()) {
                     Some("completed") => Mark::Success,
@@ -361,14 +361,48 @@ pub fn daemon_call(planned: &Planned) -> (String, Value) {
 }
 
 /// Whether `text` holds `value` as JSON (the wrapper's text content is
-/// the daemon's result; a host may add words around it or reformat it),
-/// or wrapped as `{"value": ...}` as `structuredContent` wraps what is
-/// not an object.
+/// the daemon's result; a host may add words around it, reformat it, or
+/// pass on the whole tool result with the text inside it), or wrapped as
+/// `{"value": ...}` as `structuredContent` wraps what is not an object.
 fn carries(text: &str, value: &Value) -> bool {
     let wrapped = json!({ "value": value });
     json_values_in(text)
         .iter()
-        .any(|found| found == value || *found == wrapped)
+        .any(|found| holds(found, value, &wrapped))
+}
+
+/// Whether `found`, one of its parts, or JSON text in one of its strings
+/// is `value` or `wrapped`.
+fn holds(found: &Value, value: &Value, wrapped: &Value) -> bool {
+    if same_json(found, value) || same_json(found, wrapped) {
+        return true;
+    }
+    match found {
+        Value::Array(items) => items.iter().any(|item| holds(item, value, wrapped)),
+        Value::Object(fields) => fields.values().any(|field| holds(field, value, wrapped)),
+        Value::String(text) => json_values_in(text)
+            .iter()
+            .any(|inner| holds(inner, value, wrapped)),
+        _ => false,
+    }
+}
+
+/// Whether `a` and `b` are the same JSON, numbers compared by value: a
+/// host written in JavaScript writes the daemon's `1.0` as `1`.
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        (Value::Array(xs), Value::Array(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_json(x, y))
+        }
+        (Value::Object(xs), Value::Object(ys)) => {
+            xs.len() == ys.len()
+                && xs
+                    .iter()
+                    .all(|(key, x)| ys.get(key).is_some_and(|y| same_json(x, y)))
+        }
+        _ => a == b,
+    }
 }
 
 /// Every JSON object or array that starts somewhere in `text` and parses.

@@ -172,10 +172,12 @@ pub fn refresh_pins(cfg: &HostsConfig) -> Result<Vec<PathBuf>, HarnessError> {
 /// What every run shares: the environment, the wrapper, the daemon and
 /// its tap, the subreaper, npm, and the wrappers to run.
 struct Kit {
+    // The tap first: its socket lives in the daemon's scratch directory,
+    // removed when the daemon drops.
+    tap: Tap,
+    daemon: RealDaemon,
     py: PyEnv,
     ours: Tested,
-    daemon: RealDaemon,
-    tap: Tap,
     subreaper: PathBuf,
     npm: Npm,
     subjects: Vec<Subject>,
@@ -246,6 +248,9 @@ impl Kit {
         let checked = match session::run(&setup, &script, &mut restart) {
             Ok(mut transcript) => {
                 transcript.exchanges = self.tap.take();
+                // Beside the run's files, for whoever reads a failure.
+                let kept = setup.home.join("transcript.txt");
+                let _ = std::fs::write(kept, format!("{transcript:#?}\n"));
                 judge::judge(host, &script, &transcript)
             }
             Err(e) => judge::all_failed(&error_chain(&e)),

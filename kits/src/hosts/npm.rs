@@ -3,8 +3,12 @@
 //!
 //! A pinned version is installed from its lockfile, kept in the
 //! repository under `kits/pins/npm/HOST-VERSION/` (`package.json` and
-//! `package-lock.json`), with `npm ci`: the whole dependency tree is the
-//! one the lockfile names, on any day. The install is reused while its
+//! `package-lock.json`), by `npm install` beside it: every package the
+//! lockfile names is installed at the version and integrity it names, on
+//! any day. (Not `npm ci`: it refuses a lockfile that lacks an optional
+//! native package of another platform, and the registry may not serve
+//! every platform's: opencode's macOS and musl packages are missing from
+//! it for some releases.) The install is reused while its
 //! program reports exactly that version and the lockfile it was made from
 //! is the repository's; otherwise it is made anew. A version with no
 //! lockfile (`--host-version NAME=latest`, or one not pinned) is
@@ -29,7 +33,7 @@ use serde_json::json;
 use super::host::{Host, HostVersion};
 use crate::e2e::release::pins_dir;
 
-/// How long `npm ci` or `npm install` of one host may take.
+/// How long `npm install` of one host may take.
 const INSTALL_LIMIT: Duration = Duration::from_secs(300);
 /// How long asking the registry, or a host's `--version`, may take.
 const QUERY_LIMIT: Duration = Duration::from_secs(60);
@@ -131,8 +135,8 @@ impl Npm {
         })
     }
 
-    /// Installs into `dir`, made anew: `npm ci` from `lock`, or `npm
-    /// install` of the version without one.
+    /// Installs into `dir`, made anew: from `lock`, or the version alone
+    /// without one.
     fn install(
         &self,
         host: Host,
@@ -146,13 +150,16 @@ impl Npm {
         let mut npm = match lock {
             Some(lock) => {
                 write(&dir.join("package-lock.json"), lock)?;
-                self.command(&["ci", "--loglevel=error"])
+                self.command(&["install", "--loglevel=error"])
             }
             None => self.command(&["install", "--loglevel=error", "--no-package-lock"]),
         };
         npm.current_dir(dir);
         let what = if lock.is_some() {
-            format!("npm ci of {spec} (kits/pins/npm/{}-{version})", host.name())
+            format!(
+                "npm install of {spec} from kits/pins/npm/{}-{version}",
+                host.name()
+            )
         } else {
             format!("npm install {spec}")
         };

@@ -95,9 +95,12 @@ impl Tap {
     pub fn pause(&mut self) {
         if let Some(listening) = self.listening.take() {
             listening.stop.store(true, Ordering::SeqCst);
-            // Wake the accepting thread so that it sees the flag.
-            let _ = UnixStream::connect(&self.path);
-            let _ = listening.thread.join();
+            // Wake the accepting thread so that it sees the flag; should
+            // the socket be gone, the thread is left waiting on a
+            // listener no one can reach.
+            if UnixStream::connect(&self.path).is_ok() {
+                let _ = listening.thread.join();
+            }
         }
         let _ = std::fs::remove_file(&self.path);
         for stream in lock(&self.shared.streams).drain(..) {

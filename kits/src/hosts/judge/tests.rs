@@ -314,6 +314,18 @@ fn every_tool_fails_on_an_unanswered_tool_a_missing_refusal_or_a_bad_end() {
 }
 
 #[test]
+fn a_call_reaches_the_daemon_with_its_numbers_written_another_way() {
+    // A host in JavaScript passes `confidence_min: 0.0` on as `0`.
+    for host in Host::ALL {
+        let mut t = passing(host);
+        let schema = t.exchanges.iter_mut().find(|e| e.method == "schema_list");
+        schema.unwrap().params = json!({"confidence_min": 0});
+        let rows = judge(host, &script(), &t);
+        assert_eq!(rows[3].verdict, Verdict::Pass, "{host}: {}", rows[3].detail);
+    }
+}
+
+#[test]
 fn startup_fails_without_a_model_request() {
     fails_everywhere(STARTUP, "never called the stand-in", |t| {
         t.first_turn = None;
@@ -327,8 +339,15 @@ fn json_is_found_inside_words_and_compared_as_values() {
     assert!(carries(text, &json!({"a": "é", "b": [1, 2]})));
     assert!(!carries(text, &json!({"a": "e", "b": [1, 2]})));
     assert!(carries("[3]", &json!([3])));
+    // Written back by JavaScript: 1.0 is 1, and still the same number.
+    assert!(carries(r#"{"cos": 1}"#, &json!({"cos": 1.0})));
+    assert!(!carries(r#"{"cos": 1}"#, &json!({"cos": 1.5})));
     assert!(carries("{\"value\": 3}", &json!(3)));
     assert!(json_values_in("no json { here").is_empty());
+    // The whole tool result passed on, the daemon's answer as its text.
+    let passed_on = json!({"content": [{"type": "text", "text": "{\"n\": 1}"}]}).to_string();
+    assert!(carries(&passed_on, &json!({"n": 1})));
+    assert!(!carries(&passed_on, &json!({"n": 2})));
 }
 
 #[test]
