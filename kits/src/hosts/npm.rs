@@ -12,8 +12,9 @@
 //! program reports exactly that version and the lockfile it was made from
 //! is the repository's; otherwise it is made anew. A version with no
 //! lockfile (`--host-version NAME=latest`, or one not pinned) is
-//! installed with `npm install`, its tree resolved that day, and the
-//! report says so. [`refresh_lock`] writes a pinned version's lockfile.
+//! installed with `npm install` into `NAME-VERSION-unlocked/`, its tree
+//! resolved that day, and the report says so. [`Npm::refresh_lock`]
+//! writes a pinned version's lockfile.
 //!
 //! npm runs with a cleared environment (the dev kit's
 //! [`CleanEnv::for_install`]): its `HOME`, cache, logs and temporary files
@@ -98,9 +99,14 @@ impl Npm {
             HostVersion::Exact(v) => v.clone(),
             HostVersion::Latest => self.latest(host)?,
         };
-        let dir = self.root.join(format!("{}-{version}", host.name()));
-        let program = dir.join("node_modules/.bin").join(host.program());
         let lock = read_lock(host, &version);
+        // An install without the lockfile has a directory of its own, so
+        // that trying `latest` does not undo the pinned install.
+        let unlocked = if lock.is_some() { "" } else { "-unlocked" };
+        let dir = self
+            .root
+            .join(format!("{}-{version}{unlocked}", host.name()));
+        let program = dir.join("node_modules/.bin").join(host.program());
         let installed_from = std::fs::read_to_string(dir.join(INSTALLED_LOCK)).ok();
         let current = self
             .version_of(&program)
