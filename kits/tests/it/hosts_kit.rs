@@ -3,8 +3,11 @@
 //! that go wrong (a host that never calls the model, one whose command
 //! line changed, one that leaves a process behind outside its group)
 //! ending within their bound with a named failure and nothing left
-//! running.
+//! running; the broken wrappers through real pipes; and the server
+//! counted as the process tree the host started for its command, a
+//! launcher once.
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
@@ -13,11 +16,14 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use devkit::bins::{SUBREAPER, locate};
+use devkit::process::{CapturedOutput, GroupGuard};
+use devkit::reap::Reaped;
 use harness::footprint::has_ended;
 use kits::hosts::converse::Limits;
 use kits::hosts::host::Host;
 use kits::hosts::npm::Installed;
 use kits::hosts::script::Script;
+use kits::hosts::servers::ServerCommand;
 use kits::hosts::session::{self, Role, RunSetup, Subject};
 use kits::hosts::standin::{ModelTool, Reply, StandIn};
 use kits::hosts::transcript::{Restarted, Transcript};
@@ -394,21 +400,29 @@ fn each_broken_wrapper_spoils_what_it_says_through_real_pipes() {
         })
         .collect();
     let through = |name: &str| -> Vec<Value> {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_broken-wrapper"))
-            .args([name, "--", "cat"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                child
-                    .stdin
-                    .take()
-                    .expect("piped")
-                    .write_all(calls.as_bytes())?;
-                child.wait_with_output()
-            })
-            .expect("the broken wrapper ran");
-        String::from_utf8_lossy(&out.stdout)
+        // In a group of its own with the `cat` it starts, both killed and
+        // reaped on every path.
+        let mut wrapper = GroupGuard::spawn(
+            std::process::Command::new(env!("CARGO_BIN_EXE_broken-wrapper"))
+                .args([name, "--", "cat"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped()),
+        )
+        .expect("the broken wrapper started");
+        let leader = wrapper.leader().child_mut();
+        let out = CapturedOutput::spawn(leader.stdout.take().expect("piped"), "broken-out");
+        // Closing its input once the calls are in ends the conversation.
+        leader
+            .stdin
+            .take()
+            .expect("piped")
+            .write_all(calls.as_bytes())
+            .expect("the calls sent");
+        // The bounds only keep a broken filter from holding the test.
+        let status = wrapper.leader().wait_exit(Duration::from_secs(60));
+        assert!(status.expect("the broken wrapper ended").success());
+        assert!(out.wait_eof(Duration::from_secs(60)), "its output closed");
+        out.text()
             .lines()
             .map(|l| serde_json::from_str(l).expect("JSON lines"))
             .collect()
@@ -431,4 +445,124 @@ fn each_broken_wrapper_spoils_what_it_says_through_real_pipes() {
     assert_eq!(errors[0]["method"], "tools/call");
     assert_eq!(errors[1]["result"]["isError"], true);
     assert_eq!(errors[2]["result"]["isError"], true);
+}
+
+/// A launcher as a host is configured to start it, which starts the
+/// server below it as a shim or `uv run` does: here itself again, with the
+/// same command line, the inner copy starting `sleep` (the wrapper's
+/// stand-in) and then saying `ready`.
+const LAUNCHER: &str = "#!/bin/sh\n\
+    if [ -z \"$INNER\" ]; then INNER=1 /bin/sh \"$0\" & wait\n\
+    else sleep 600 & echo ready; wait; fi\n";
+
+/// A fake host (a shell under the subreaper) that starts the launcher
+/// `launches` times, each in the background, saying each one's pid.
+struct LaunchingHost {
+    host: Reaped,
+    server: ServerCommand,
+    launchers: Vec<u32>,
+    lines: std::thread::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl LaunchingHost {
+    /// Starts the host and returns once every launcher's server runs.
+    fn start(launches: usize) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let launcher = dir.path().join("launcher");
+        std::fs::write(&launcher, LAUNCHER).expect("write the launcher");
+        let command = vec![OsString::from("/bin/sh"), launcher.clone().into()];
+        let start_one = format!("/bin/sh '{}' & echo \"launched $!\"; ", launcher.display());
+        let mut host = Reaped::command(&locate(&SUBREAPER).expect("the subreaper"), "/bin/sh");
+        host.args(["-c", &format!("{}wait", start_one.repeat(launches))])
+            .env_remove("INNER")
+            .stdout(std::process::Stdio::piped());
+        let mut host = Reaped::spawn(&mut host).expect("the host");
+        let out = host.child_mut().stdout.take().expect("piped");
+        let (tx, said) = mpsc::channel();
+        let lines = std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(out)).map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        // Each launcher's pid, and a `ready` from each server; the bound
+        // only keeps a broken script from holding the test.
+        let (mut launchers, mut ready) = (Vec::new(), 0);
+        while launchers.len() < launches || ready < launches {
+            let line = said
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the launchers and their servers started");
+            match line.strip_prefix("launched ") {
+                Some(pid) => launchers.push(pid.parse().expect("a pid")),
+                None => {
+                    assert_eq!(line, "ready");
+                    ready += 1;
+                }
+            }
+        }
+        launchers.sort_unstable();
+        LaunchingHost {
+            host,
+            server: ServerCommand::new(command),
+            launchers,
+            lines,
+            _dir: dir,
+        }
+    }
+
+    /// How many processes under the host have the configured command line.
+    fn with_the_command_line(&self) -> usize {
+        devkit::reap::descendants(self.host.pid())
+            .into_iter()
+            .filter(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let words: Vec<OsString> = cmdline
+                    .split(|b| *b == 0)
+                    .filter(|w| !w.is_empty())
+                    .map(|w| OsString::from(String::from_utf8_lossy(w).into_owned()))
+                    .collect();
+                self.server.runs(&words, None)
+            })
+            .count()
+    }
+
+    /// Ends the host through the subreaper; asserts that every process
+    /// that ran under it is gone.
+    fn stop(mut self) {
+        let below = devkit::reap::descendants(self.host.pid());
+        assert!(self.host.stop(), "the subreaper finished its work");
+        for pid in below {
+            assert!(has_ended(pid), "{pid} outlived the host");
+        }
+        self.lines.join().expect("the reader of the host's output");
+    }
+}
+
+#[test]
+fn a_server_started_through_a_launcher_counts_once() {
+    let host = LaunchingHost::start(1);
+    assert!(
+        host.with_the_command_line() >= 2,
+        "the launcher and the copy it started both carry the command line"
+    );
+    let servers = host.server.servers_under(host.host.pid());
+    let pids: Vec<u32> = servers.iter().map(|s| s.pid).collect();
+    assert_eq!(pids, host.launchers, "{servers:?}");
+    host.stop();
+}
+
+#[test]
+fn two_servers_started_by_one_host_count_twice() {
+    let host = LaunchingHost::start(2);
+    assert!(host.with_the_command_line() >= 4);
+    let mut pids: Vec<u32> = host
+        .server
+        .servers_under(host.host.pid())
+        .iter()
+        .map(|s| s.pid)
+        .collect();
+    pids.sort_unstable();
+    assert_eq!(pids, host.launchers);
+    host.stop();
 }
