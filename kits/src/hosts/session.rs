@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use devkit::cleanenv::CleanEnv;
 use devkit::format::last_lines;
 use devkit::process::CapturedOutput;
 use devkit::reap::Reaped;
@@ -136,9 +137,15 @@ fn prepare_home(setup: &RunSetup<'_>) -> Result<(), HarnessError> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| HarnessError::io(format!("creating {}", dir.display()), e))?;
     }
+    // In a cleared environment too: no configuration of the user's
+    // (templates, hooks) reaches the host's repository.
+    let mut env = CleanEnv::with_path();
+    env.set("HOME", &setup.home);
+    env.set("GIT_CONFIG_NOSYSTEM", "1");
     let mut init = Command::new("git");
     init.args(["init", "--quiet"])
         .current_dir(setup.home.join("work"));
+    env.apply(&mut init);
     devkit::command::run_within(&mut init, "git init", CONFIGURE_LIMIT)?;
     Ok(())
 }
