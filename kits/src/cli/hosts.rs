@@ -9,7 +9,7 @@ use devkit::bins;
 use devkit::rows::verdict_code;
 use kits::e2e::{Deps, E2eConfig, Release};
 use kits::hosts::host::{Host, HostPin};
-use kits::hosts::{HostsConfig, run_hosts};
+use kits::hosts::{HostsConfig, refresh_pins, run_hosts};
 
 /// Claude Code, Codex CLI and opencode, each installed from the npm
 /// registry at its pinned version and driven offline against a stand-in
@@ -39,6 +39,16 @@ pub struct HostsArgs {
     /// The Node.js binary that runs the release's own wrapper.
     #[arg(long, default_value = "node")]
     node: PathBuf,
+    /// Also run the wrappers broken on purpose (capture-offline,
+    /// mute-third-call, errors-after-first) in front of this wrapper; the
+    /// run fails unless each fails at least one check in every host.
+    #[arg(long)]
+    broken_wrappers: bool,
+    /// Write the pins afresh and run nothing else: each host's npm
+    /// lockfile at its pinned version (kits/pins/npm/) and the constraints
+    /// of each constrained iai-pme release (kits/pins/), resolved today.
+    #[arg(long)]
+    refresh_pins: bool,
 }
 
 /// Runs the hosts and prints the table; exit 0 only if no check of this
@@ -59,7 +69,14 @@ pub fn hosts(args: &HostsArgs) -> Result<ExitCode> {
         only: args.host.clone(),
         wrapper_cmds: args.wrapper_cmd.clone(),
         release_wrapper: args.release_wrapper,
+        broken_wrappers: args.broken_wrappers,
     };
+    if args.refresh_pins {
+        for file in refresh_pins(&cfg).context("refreshing the pins")? {
+            println!("wrote {}", file.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let report = run_hosts(&cfg).context("the hosts kit could not run")?;
     println!("{report}");
     println!("report: {}", cfg.work_dir.join("report.json").display());

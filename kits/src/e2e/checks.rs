@@ -2,10 +2,11 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use devkit::bins::error_chain;
+use devkit::command::output_within;
 use devkit::format::last_lines;
 use devkit::rows::Row;
 use harness::error::HarnessError;
@@ -28,6 +29,11 @@ use super::wait::poll;
 const REPLY: Duration = Duration::from_secs(60);
 
 const SDK_CHECK: &str = include_str!("../../e2e/sdk_check.py");
+/// How long `iai-mcp-wrapper --check` may take.
+const CHECK_LIMIT: Duration = Duration::from_secs(60);
+/// How long one run of `sdk_check.py` may take (21 calls, a CLI fallback
+/// among them, each bounded by the SDK's own wait).
+const SDK_LIMIT: Duration = Duration::from_secs(300);
 
 /// What the restart check measured.
 #[derive(Debug, Clone, Copy)]
@@ -185,12 +191,10 @@ impl Kit<'_> {
 
     /// `--check` against the live daemon.
     pub fn check_flag(&self, real: &RealDaemon) -> Row {
-        let output = Command::new(self.wrapper)
-            .arg("--check")
-            .envs(real.wrapper_env(self.py))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| HarnessError::io("running --check", e));
+        let mut check = Command::new(self.wrapper);
+        check.arg("--check").envs(real.wrapper_env(self.py));
+        let output = output_within(&mut check, "`iai-mcp-wrapper --check`", CHECK_LIMIT)
+            .map_err(HarnessError::from);
         // The release installed beside the wrapper is the one served and
         // the one whose daemon runs: both named, neither a warning.
         let release = format!("[ok] daemon release {} ", self.release);
@@ -200,7 +204,7 @@ impl Kit<'_> {
             self.py.root.display()
         );
         Row::outcome("--check against the live daemon", output, |out| {
-            let text = String::from_utf8_lossy(&out.stdout);
+            let text = &out.stdout;
             let ok = out.status.success()
                 && text.contains("[ok] daemon at")
                 && text.contains(&release)
@@ -281,16 +285,11 @@ impl Kit<'_> {
         let script = real.scratch().join("sdk_check.py");
         std::fs::write(&script, SDK_CHECK)
             .map_err(|e| HarnessError::io("writing sdk_check.py", e))?;
-        let output = Command::new(self.py.program("python"))
-            .arg(&script)
-            .arg(mode)
-            .args(argv)
-            .envs(env)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| HarnessError::io("running sdk_check.py", e))?;
+        let mut sdk = Command::new(self.py.program("python"));
+        sdk.arg(&script).arg(mode).args(argv).envs(env);
+        let output = output_within(&mut sdk, &format!("sdk_check.py {mode}"), SDK_LIMIT)?;
         let mut calls = Vec::new();
-        for line in String::from_utf8_lossy(&output.stdout).lines() {
+        for line in output.stdout.lines() {
             match serde_json::from_str(line) {
                 Ok(SdkLine::Summary { tools }) => return Ok((calls, tools)),
                 Ok(SdkLine::Call(call)) => calls.push(call),
@@ -310,7 +309,7 @@ impl Kit<'_> {
         Err(HarnessError::Scenario(format!(
             "the SDK run did not finish ({}): {}",
             output.status,
-            last_lines(&String::from_utf8_lossy(&output.stderr), 8, " / ")
+            last_lines(&output.stderr, 8, " / ")
         )))
     }
 

@@ -39,7 +39,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use devkit::bins::WHEEL_ENV;
-use devkit::pyenv::{install_wheel, run};
+use devkit::command::run_within;
+use devkit::pyenv::install_wheel;
 use devkit::rows::{Row, Verdict, write_rows};
 
 use pyenv::Contents;
@@ -169,8 +170,12 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
         match cfg.deps {
             Deps::Own => py.installed(Contents::Kit),
             Deps::Pinned => format!(
-                "{}, its dependencies and the SDK {}'s",
-                py.installed(Contents::ReleaseOnly),
+                "{} alone {}; its dependencies and the SDK from {}'s environment",
+                py.release.requirement(),
+                py.installed_in.map_or("reused".to_owned(), |d| format!(
+                    "installed in {:.0} s",
+                    d.as_secs_f64()
+                )),
                 release::PINNED
             ),
         },
@@ -220,6 +225,9 @@ pub struct Tested {
     pub line: String,
 }
 
+/// How long the wrapper's `--version` may take.
+const VERSION_LIMIT: Duration = Duration::from_secs(30);
+
 /// The wheel [`WHEEL_ENV`] names, installed into the environment, or else
 /// the configured binary. The hosts kit tests the same binary.
 pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
@@ -233,9 +241,10 @@ pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError
         ),
         None => (cfg.wrapper.clone(), "not from a wheel".to_owned()),
     };
-    let version = run(
+    let version = run_within(
         std::process::Command::new(&binary).arg("--version"),
         &format!("`{} --version`", binary.display()),
+        VERSION_LIMIT,
     )?;
     let line = format!(
         "wrapper: {} ({}), {origin}",
