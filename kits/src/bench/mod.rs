@@ -31,6 +31,7 @@ mod outage;
 pub(crate) mod results;
 mod runner;
 mod scenarios;
+pub mod session_start;
 mod stats;
 mod subject;
 mod transport;

@@ -1,7 +1,7 @@
 //! The maintainers' tools beside the scenarios: the benchmarks and the
 //! end-to-end kit against the real iai-mcp daemon.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -46,6 +46,20 @@ pub struct BenchArgs {
     /// data, not pass/fail).
     #[arg(long)]
     strict: bool,
+    /// Session starts per wrapper against one run of the real daemon, with
+    /// the release of the end-to-end kit's environment (target/e2e/venv,
+    /// made by `cargo xtask e2e`) beside the wrapper and the release's own
+    /// Node wrapper measured the same way; 0 skips the phase, as does a
+    /// missing environment.
+    #[arg(long, default_value_t = bench::session_start::DEFAULT_SESSION_STARTS)]
+    session_starts: usize,
+    /// Only the session-start phase (none of the fake daemon's).
+    #[arg(long)]
+    session_starts_only: bool,
+    /// The Node.js binary that runs the release's own wrapper in the
+    /// session-start phase.
+    #[arg(long, default_value = "node")]
+    node: PathBuf,
 }
 
 /// Measures, prints the Markdown table and writes `target/bench/`.
@@ -69,14 +83,50 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     for compare in &args.compare {
         config.compare.push(BenchConfig::parse_compare(compare)?);
     }
-    let report = bench::run(&config).context("running the benchmarks")?;
     let out_dir = bins::target_dir().join("bench");
+    if args.session_starts_only {
+        std::fs::create_dir_all(&out_dir)
+            .with_context(|| format!("creating {}", out_dir.display()))?;
+        session_starts(args, &config.wrapper, &out_dir)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report = bench::run(&config).context("running the benchmarks")?;
     report.write_files(&out_dir)?;
     println!("{}", report.to_markdown());
     println!("report: {}", out_dir.join("bench.md").display());
+    session_starts(args, &config.wrapper, &out_dir)?;
     Ok(verdict_code(
         !args.strict || report.all_targets_pass(&["wrapper"]),
     ))
+}
+
+/// The session-start phase, when asked for and the end-to-end kit's
+/// environment is there: its table printed and written to
+/// `session-starts.md` in `out_dir`.
+fn session_starts(args: &BenchArgs, wrapper: &WrapperCommand, out_dir: &Path) -> Result<()> {
+    if args.session_starts == 0 {
+        return Ok(());
+    }
+    let work_dir = bins::target_dir().join("e2e");
+    let release = Release::pinned();
+    let root = release.e2e_venv(&work_dir);
+    if !root.join("bin/python").is_file() {
+        println!(
+            "session starts: skipped (no {}; `cargo xtask e2e` makes it)",
+            root.display()
+        );
+        return Ok(());
+    }
+    let py = kits::e2e::pyenv::ensure(&root, None, &release, kits::e2e::pyenv::Contents::Kit)
+        .context("the end-to-end kit's environment")?;
+    let subjects = bench::session_start::subjects(&py, wrapper, Some(&args.node))?;
+    let series = bench::session_start::measure(&py, &subjects, args.session_starts);
+    let table = bench::session_start::to_markdown(&series, release.as_str());
+    println!("{table}");
+    let file = out_dir.join("session-starts.md");
+    std::fs::write(&file, &table).with_context(|| format!("writing {}", file.display()))?;
+    println!("report: {}", file.display());
+    Ok(())
 }
 
 /// Check the wrapper against the real iai-mcp daemon (3.3.0, or the

@@ -32,6 +32,7 @@ pub mod listing;
 pub mod proxy;
 pub mod pyenv;
 pub mod release;
+pub mod upgrade;
 mod wait;
 
 use std::fmt;
@@ -206,6 +207,13 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     rows.extend(kit.degraded(&mut real));
     real.ensure_running()?;
     rows.push(kit.heal(&mut real));
+    drop(real);
+    // An upgrade from an older release to the pinned one, in a scratch
+    // environment on the pinned release's dependencies: once, with the
+    // pinned release's run.
+    if cfg.release.is_pinned() && cfg.deps == Deps::Own {
+        rows.push(upgrade::check(cfg, &py));
+    }
     Ok(E2eReport {
         release: cfg.release.clone(),
         rows,
