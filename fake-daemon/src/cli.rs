@@ -1,16 +1,18 @@
 //! Command-line arguments, `--help` and `--version`.
 //!
-//! Hand-rolled: one positional argument and two options do not need a
-//! parser library, and the help text is generated from the command table in
-//! [`crate::commands`], so it documents exactly what the parser accepts.
+//! Hand-rolled: one positional argument and a few options do not need a
+//! parser library, and the help text is generated from the command table
+//! (`fake_daemon_control::spec::COMMANDS`), so it documents exactly what the
+//! parser accepts.
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use fake_daemon_control::BOUND;
+use fake_daemon_control::spec::COMMANDS;
 use thiserror::Error;
 
-use crate::commands::COMMANDS;
 use crate::journal::DEFAULT_JOURNAL_BYTES;
 use crate::listener::{MAX_SOCKET_PATH_BYTES, SocketPathError, check_socket_path};
 use crate::server::{Config, DEFAULT_MAX_LINE_BYTES, DEFAULT_RELEASE};
@@ -161,7 +163,19 @@ pub fn version_text() -> String {
 /// The `--help` text: usage, wire behaviour, options, every stdin command
 /// with its acknowledgement, and exit statuses.
 pub fn help_text() -> String {
-    let mut text = format!(
+    [
+        about_text(),
+        options_text(),
+        commands_text(),
+        acknowledgements_text(),
+        exit_status_text(),
+    ]
+    .concat()
+}
+
+/// What the daemon is and does on the wire.
+fn about_text() -> String {
+    format!(
         "{version}
 Stand-in for the iai-mcp daemon in tests, the race kit, benchmarks and soaks.
 
@@ -169,7 +183,7 @@ USAGE:
     fake-daemon [OPTIONS] <socket-path>
 
 Binds a Unix socket at <socket-path> (a stale socket file there is removed
-first; the new socket gets mode 0600), prints BOUND on stdout once listening,
+first; the new socket gets mode 0600), prints {BOUND} on stdout once listening,
 and answers every newline-delimited JSON-RPC 2.0 request
     {{\"jsonrpc\":\"2.0\",\"id\":<id>,\"method\":<method>,\"params\":<params>}}
 with
@@ -192,7 +206,15 @@ are no Unix sockets: an ephemeral port (kept across DOWN/UP), written to
 (mode 0600) at every bind. Every connection must send the token as its first
 line; others are closed (STATS counts them as refused).
 
-OPTIONS:
+",
+        version = version_text(),
+    )
+}
+
+/// The options.
+fn options_text() -> String {
+    format!(
+        "OPTIONS:
     --tcp                 listen on loopback TCP with a token (see above)
     --release <VERSION>   the release status reports [default: {release}]
     --no-release          status replies carry no version member (a daemon
@@ -205,28 +227,34 @@ OPTIONS:
     -h, --help            print this help
     -V, --version         print the version
 
-COMMANDS (on stdin, one per line, command word case-insensitive):
 ",
-        version = version_text(),
         max_line = DEFAULT_MAX_LINE_BYTES,
         journal = DEFAULT_JOURNAL_BYTES,
         release = DEFAULT_RELEASE,
-    );
+    )
+}
+
+/// Every stdin command with what it does and its answer, from the table.
+fn commands_text() -> String {
+    let mut text = "COMMANDS (on stdin, one per line, command word case-insensitive):\n".to_owned();
     for spec in COMMANDS {
-        let usage = match spec.argument {
-            Some(argument) => format!("{} {argument}", spec.name),
-            None => spec.name.to_owned(),
-        };
-        let mut lead = format!("{usage:<17}");
+        let mut lead = format!("{:<17}", spec.usage());
         for line in wrap(spec.effect, 56) {
             let _ = writeln!(text, "    {lead} {line}");
             lead = " ".repeat(17);
         }
-        let _ = writeln!(text, "    {lead} -> {}", spec.ack);
+        let mut arrow = "->";
+        for line in wrap(&spec.answer_text(), 53) {
+            let _ = writeln!(text, "    {lead} {arrow} {line}");
+            arrow = "  ";
+        }
     }
-    let _ = write!(
-        text,
-        "
+    text
+}
+
+/// How commands are acknowledged and refused, and how faults combine.
+fn acknowledgements_text() -> String {
+    "
 Every command except QUIT is acknowledged by exactly one line on stdout,
 printed once its effect has taken place (after DROPPED every connection is
 closed; after OK GARBAGE the lines are written). A refused command gets
@@ -237,14 +265,20 @@ to the next success reply; HANG and DELAY apply to every reply, while
 GARBAGE and STRAY lines are written at once regardless. End of stdin
 stops command reading only: the daemon serves until QUIT, SIGTERM or SIGINT,
 which close everything, remove the socket file and exit 0.
+"
+    .to_owned()
+}
 
+/// The exit statuses.
+fn exit_status_text() -> String {
+    format!(
+        "
 EXIT STATUS:
     0  after QUIT, SIGTERM or SIGINT (or --help, --version)
     1  the socket (or TCP port) could not be bound
     2  bad arguments, including a socket path longer than {MAX_SOCKET_PATH_BYTES} bytes
 "
-    );
-    text
+    )
 }
 
 /// Splits `text` into lines of at most `width` characters at spaces (a
@@ -359,10 +393,12 @@ mod tests {
 
     #[test]
     fn help_documents_every_command() {
-        let help = help_text();
+        // Wrapped lines read as one: every run of white space as one space.
+        let squeeze = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let help = squeeze(&help_text());
         for spec in COMMANDS {
             assert!(
-                help.contains(spec.name) && help.contains(spec.ack),
+                help.contains(&spec.usage()) && help.contains(&squeeze(&spec.answer_text())),
                 "{}",
                 spec.name
             );

@@ -11,19 +11,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_daemon_control::{Ack, Command, StatsSnapshot};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::commands::Command;
 use crate::connection::{self, Socket};
 use crate::faults::OneShots;
 use crate::journal::DEFAULT_JOURNAL_BYTES;
 use crate::listener::{self, Accepted, BindError, Bound, Listener};
 use crate::protocol;
 use crate::shared::{ConnCommand, Shared};
-use crate::stats::StatsSnapshot;
 use crate::sync::lock;
 
 /// Default longest request line (16 MiB); longer lines get an error reply
@@ -80,8 +79,8 @@ impl Config {
 /// What executing a command produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// The acknowledgement line to print (without newline).
-    Ack(String),
+    /// The acknowledgement to print.
+    Ack(Ack),
     /// `QUIT`: everything is closed and the socket file removed; the caller
     /// should exit.
     Quit,
@@ -210,30 +209,31 @@ impl FakeDaemon {
     /// the effect has taken place.
     pub async fn execute(&mut self, command: Command) -> Outcome {
         let faults = &self.shared.faults;
+        let carried_out = Ack::carried_out(command);
         let ack = match command {
             Command::Drop => {
                 self.drop_connections().await;
-                "DROPPED".to_owned()
+                carried_out
             }
             Command::Quit => {
                 self.shutdown().await;
                 return Outcome::Quit;
             }
-            Command::Stats => self.stats().to_string(),
-            Command::Accepts => self.shared.counters.accepts_line(),
-            Command::Seen => lock(&self.shared.journal).seen_line(),
-            Command::Log => lock(&self.shared.journal).log_line(),
+            Command::Stats => Ack::Stats(self.stats()),
+            Command::Accepts => Ack::Report(self.shared.counters.accepts_line()),
+            Command::Seen => Ack::Report(lock(&self.shared.journal).seen_line()),
+            Command::Log => Ack::Report(lock(&self.shared.journal).log_line()),
             Command::Down => {
                 self.down().await;
-                "OK DOWN".to_owned()
+                carried_out
             }
             Command::Up => match self.up() {
-                Ok(()) => "OK UP".to_owned(),
-                Err(err) => format!("ERR {err}"),
+                Ok(()) => carried_out,
+                Err(err) => Ack::Refused(err.to_string()),
             },
             Command::Hang => {
                 faults.set_hang(true);
-                "OK HANG".to_owned()
+                carried_out
             }
             Command::Resume => {
                 // Clear the flag first: a connection then either sees it
@@ -242,44 +242,44 @@ impl FakeDaemon {
                 self.shared
                     .broadcast(|done| ConnCommand::Resume { done })
                     .await;
-                "OK RESUME".to_owned()
+                carried_out
             }
             Command::Delay { ms } => {
                 faults.set_delay_ms(ms);
-                format!("OK DELAY {ms}")
+                carried_out
             }
             Command::Garbage { lines } => {
                 self.inject(protocol::garbage_lines(lines)).await;
-                format!("OK GARBAGE {lines}")
+                carried_out
             }
             Command::Slice { bytes } => {
                 faults.set_slice(bytes);
-                format!("OK SLICE {bytes}")
+                carried_out
             }
             Command::Cut => {
                 faults.arm(OneShots {
                     cut: true,
                     ..OneShots::default()
                 });
-                "OK CUT".to_owned()
+                carried_out
             }
             Command::Oversize { bytes } => {
                 faults.arm(OneShots {
                     oversize: Some(bytes),
                     ..OneShots::default()
                 });
-                format!("OK OVERSIZE {bytes}")
+                carried_out
             }
             Command::Duplicate => {
                 faults.arm(OneShots {
                     duplicate: true,
                     ..OneShots::default()
                 });
-                "OK DUPLICATE".to_owned()
+                carried_out
             }
             Command::Stray => {
                 self.inject(protocol::STRAY_LINE.as_bytes().to_vec()).await;
-                "OK STRAY".to_owned()
+                carried_out
             }
         };
         Outcome::Ack(ack)

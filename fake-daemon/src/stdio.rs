@@ -8,11 +8,11 @@
 
 use std::io::{BufRead, Write};
 
+use fake_daemon_control::{Ack, BOUND, Command};
 use thiserror::Error;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::commands::Command;
 use crate::listener::BindError;
 use crate::server::{Config, FakeDaemon, Outcome};
 
@@ -49,7 +49,7 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     tokio::pin!(stop);
 
     let mut daemon = FakeDaemon::bind(config).await?;
-    print_line("BOUND");
+    print_line(BOUND);
     let mut commands = Some(read_stdin_lines());
     loop {
         let line = tokio::select! {
@@ -66,10 +66,10 @@ pub async fn run(config: Config) -> Result<(), RunError> {
                 () = &mut stop => break,
                 outcome = daemon.execute(command) => outcome,
             },
-            Err(err) => Outcome::Ack(format!("ERR {err}")),
+            Err(err) => Outcome::Ack(Ack::Refused(err.to_string())),
         };
         match outcome {
-            Outcome::Ack(ack) => print_line(&ack),
+            Outcome::Ack(ack) => print_line(&ack.to_string()),
             Outcome::Quit => return Ok(()),
         }
     }

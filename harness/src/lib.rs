@@ -35,7 +35,7 @@ pub mod score;
 pub mod wrapper;
 
 pub use client::{ClientError, McpClient};
-pub use daemon::{DaemonEndpoint, DaemonStats, FakeDaemon, Transport};
+pub use daemon::{DaemonEndpoint, FakeDaemon, StatsSnapshot, Transport};
 pub use devkit::process::Signal;
 pub use error::HarnessError;
 pub use scenario::down_up::{DownUpConfig, DownUpReport, run_down_up};

@@ -878,6 +878,7 @@ mod tests {
         let logged = |params: Value| LoggedRequest {
             method: "m".to_owned(),
             params,
+            id: None,
         };
         let mut rng = Rng::new(3);
         let mut writes = 0;

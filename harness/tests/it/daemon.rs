@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 
 use devkit::tempdir::{short_tempdir, socket_path_in};
+use harness::daemon::Command;
 use harness::{FakeDaemon, HarnessError};
 use nix::errno::Errno;
 use nix::sys::signal::kill;
@@ -104,8 +105,13 @@ fn unknown_commands_are_reported_not_fatal() {
         daemon.command("FROBNICATE").unwrap(),
         "ERR unknown command: FROBNICATE"
     );
+    // A value out of range: refused, and the handle says so rather than
+    // taking the refusal for the acknowledgement.
+    let too_large = Command::Slice {
+        bytes: fake_daemon_control::MAX_BYTES_ARGUMENT + 1,
+    };
     assert!(matches!(
-        daemon.expect_ack("FROBNICATE", "OK"),
+        daemon.carry_out(too_large),
         Err(HarnessError::UnexpectedAck { .. })
     ));
     assert!(matches!(
@@ -125,7 +131,7 @@ fn quit_exits_cleanly_and_removes_the_socket() {
     assert!(status.success(), "{status}");
     assert!(!socket.exists());
     assert!(matches!(
-        daemon.command("STATS"),
+        daemon.send(Command::Stats),
         Err(HarnessError::DaemonExited { .. })
     ));
 }
