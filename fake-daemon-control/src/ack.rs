@@ -125,7 +125,7 @@ mod tests {
         for ack in [
             Ack::Dropped,
             Ack::Done(Command::Delay { ms: 20 }),
-            Ack::Done(Command::Up),
+            Ack::Done(Command::Up { order: None }),
             Ack::Stats(StatsSnapshot {
                 conns: 1,
                 accepted: 2,

@@ -10,6 +10,7 @@ use std::str::FromStr;
 use thiserror::Error;
 
 use crate::spec::{self, Argument};
+use crate::start_up::{StartupOrder, StartupOrderError};
 
 /// Largest accepted `DELAY`: one day, in milliseconds.
 pub const MAX_DELAY_MS: u64 = 86_400_000;
@@ -36,8 +37,11 @@ pub enum Command {
     Log,
     /// Close and unlink the listener and close every connection.
     Down,
-    /// Bind the socket path again after [`Command::Down`].
-    Up,
+    /// Bind again after [`Command::Down`].
+    Up {
+        /// This start's order; `None`: the one the daemon was started with.
+        order: Option<StartupOrder>,
+    },
     /// Stop answering; keep reading and holding requests.
     Hang,
     /// Answer again; held requests are answered at once.
@@ -111,6 +115,9 @@ pub enum CommandError {
         /// The largest accepted value.
         max: u64,
     },
+    /// The argument is not a start-up order.
+    #[error(transparent)]
+    StartupOrder(#[from] StartupOrderError),
 }
 
 impl Command {
@@ -124,7 +131,7 @@ impl Command {
             Command::Seen => "SEEN",
             Command::Log => "LOG",
             Command::Down => "DOWN",
-            Command::Up => "UP",
+            Command::Up { .. } => "UP",
             Command::Hang => "HANG",
             Command::Resume => "RESUME",
             Command::Delay { .. } => "DELAY",
@@ -140,6 +147,7 @@ impl Command {
     /// The argument as written after the word, if the command has one.
     fn argument(&self) -> Option<String> {
         match self {
+            Command::Up { order } => order.map(|order| order.to_string()),
             Command::Delay { ms } => Some(ms.to_string()),
             Command::Garbage { lines } => Some(lines.to_string()),
             Command::Slice { bytes } | Command::Oversize { bytes } => Some(bytes.to_string()),
@@ -171,7 +179,9 @@ impl Command {
             "SEEN" => Ok(Command::Seen),
             "LOG" => Ok(Command::Log),
             "DOWN" => Ok(Command::Down),
-            "UP" => Ok(Command::Up),
+            "UP" => Ok(Command::Up {
+                order: argument.map(str::parse).transpose()?,
+            }),
             "HANG" => Ok(Command::Hang),
             "RESUME" => Ok(Command::Resume),
             "DELAY" => Ok(Command::Delay {
@@ -231,6 +241,8 @@ impl FromStr for Command {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::spec::COMMANDS;
 
@@ -247,7 +259,15 @@ mod tests {
         assert_eq!(parse("accepts"), Ok(Command::Accepts));
         assert_eq!(parse("LOG"), Ok(Command::Log));
         assert_eq!(parse("DOWN"), Ok(Command::Down));
-        assert_eq!(parse("UP"), Ok(Command::Up));
+        assert_eq!(parse("UP"), Ok(Command::Up { order: None }));
+        assert_eq!(
+            parse("up listen-after=50"),
+            Ok(Command::Up {
+                order: Some(StartupOrder::ListenAfter {
+                    gap: Duration::from_millis(50)
+                })
+            })
+        );
         assert_eq!(parse("HANG"), Ok(Command::Hang));
         assert_eq!(parse("RESUME"), Ok(Command::Resume));
         assert_eq!(parse("DELAY 250"), Ok(Command::Delay { ms: 250 }));
@@ -264,9 +284,10 @@ mod tests {
 
     /// A line for `spec` with a sample argument where it takes one.
     fn sample_line(name: &str, argument: Argument) -> String {
-        match argument {
-            Argument::None => name.to_owned(),
-            Argument::Required(_) | Argument::Optional(_) => format!("{name} 1"),
+        match (name, argument) {
+            ("UP", _) => "UP token-then-port=5".to_owned(),
+            (_, Argument::None) => name.to_owned(),
+            (_, Argument::Required(_) | Argument::Optional(_)) => format!("{name} 1"),
         }
     }
 
@@ -302,6 +323,10 @@ mod tests {
         assert_eq!(
             reason("SLICE x"),
             "SLICE needs a whole number from 0 to 1073741824, not 'x'"
+        );
+        assert_eq!(
+            reason("UP sideways"),
+            "unknown start-up order 'sideways' (at-once, listen-after=<ms> or token-then-port=<ms>)"
         );
     }
 }

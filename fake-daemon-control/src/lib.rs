@@ -6,6 +6,8 @@
 //! - [`Ack`]: its one-line answer on stdout, written by the daemon and read
 //!   by the harness, with the counters ([`StatsSnapshot`]) and the JSON
 //!   reports ([`reports`]);
+//! - [`StartupOrder`]: how the daemon binds, listens and publishes its
+//!   endpoint, at start and at each `UP`, and the [`StartupStep`]s it logs;
 //! - [`spec::COMMANDS`]: every command described for people, from which
 //!   `fake-daemon --help` and the table of `docs/fake-daemon.md` are made.
 //!
@@ -17,8 +19,10 @@ mod ack;
 mod command;
 pub mod reports;
 pub mod spec;
+mod start_up;
 mod stats;
 
 pub use ack::{Ack, AckError, BOUND};
 pub use command::{Command, CommandError, MAX_BYTES_ARGUMENT, MAX_DELAY_MS, MAX_GARBAGE_LINES};
+pub use start_up::{MAX_PAUSE_MS, START_UP_OPTION, StartupOrder, StartupOrderError, StartupStep};
 pub use stats::{STATS_FORM, StatsError, StatsSnapshot};

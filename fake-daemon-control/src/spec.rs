@@ -123,8 +123,8 @@ pub const COMMANDS: &[CommandSpec] = &[
     },
     CommandSpec {
         name: "UP",
-        argument: Argument::None,
-        effect: "bind the socket path again after DOWN; no-op when already up; ERR <reason> when it cannot bind",
+        argument: Argument::Optional("<order>"),
+        effect: "bind again after DOWN, in the start-up order <order> (at-once, listen-after=<ms>, token-then-port=<ms>), else in --start-up's; no-op when already up; ERR <reason> when it cannot bind",
         answer: Answer::Done,
     },
     CommandSpec {
@@ -241,8 +241,8 @@ mod tests {
     fn words_are_found_in_any_case() {
         assert_eq!(find("delay").map(|s| s.name), Some("DELAY"));
         assert_eq!(
-            find("Delay").map(CommandSpec::usage).as_deref(),
-            Some("DELAY <ms>")
+            find("Up").map(CommandSpec::usage).as_deref(),
+            Some("UP [<order>]")
         );
         assert_eq!(find("DELAYS"), None);
     }

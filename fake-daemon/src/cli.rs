@@ -9,8 +9,8 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use fake_daemon_control::BOUND;
 use fake_daemon_control::spec::COMMANDS;
+use fake_daemon_control::{BOUND, START_UP_OPTION, StartupOrder, StartupOrderError, StartupStep};
 use thiserror::Error;
 
 use crate::journal::DEFAULT_JOURNAL_BYTES;
@@ -56,6 +56,12 @@ pub enum CliError {
     /// The socket path cannot work.
     #[error(transparent)]
     SocketPath(#[from] SocketPathError),
+    /// The `--start-up` value is no start-up order.
+    #[error("invalid value for {START_UP_OPTION}: {0}")]
+    StartupOrder(#[from] StartupOrderError),
+    /// A TCP-only start-up order without `--tcp`.
+    #[error("the start-up order {0} is for TCP (--tcp) only")]
+    TcpOnlyOrder(StartupOrder),
 }
 
 /// Parses the arguments after the program name.
@@ -69,6 +75,7 @@ where
     let mut journal_bytes = DEFAULT_JOURNAL_BYTES;
     let mut tcp = false;
     let mut release = Some(DEFAULT_RELEASE.to_owned());
+    let mut start_up = StartupOrder::AtOnce;
     let mut options_done = false;
     while let Some(arg) = args.next() {
         let text = arg.to_string_lossy();
@@ -84,6 +91,9 @@ where
                 "--tcp" if inline.is_none() => tcp = true,
                 "--no-release" if inline.is_none() => release = None,
                 "--release" => release = Some(text_value("--release", inline, &mut args)?),
+                START_UP_OPTION => {
+                    start_up = text_value(START_UP_OPTION, inline, &mut args)?.parse()?;
+                }
                 "--max-line-bytes" => {
                     max_line_bytes = byte_count("--max-line-bytes", inline, &mut args, 1)?;
                 }
@@ -101,12 +111,16 @@ where
     }
     let socket_path = PathBuf::from(socket_path.ok_or(CliError::MissingSocketPath)?);
     check_socket_path(&socket_path)?;
+    if start_up.tcp_only() && !tcp {
+        return Err(CliError::TcpOnlyOrder(start_up));
+    }
     Ok(Invocation::Run(Config {
         socket_path,
         tcp,
         max_line_bytes,
         journal_bytes,
         release,
+        start_up,
     }))
 }
 
@@ -161,13 +175,14 @@ pub fn version_text() -> String {
 }
 
 /// The `--help` text: usage, wire behaviour, options, every stdin command
-/// with its acknowledgement, and exit statuses.
+/// with its acknowledgement, the start-up orders, and exit statuses.
 pub fn help_text() -> String {
     [
         about_text(),
         options_text(),
         commands_text(),
         acknowledgements_text(),
+        start_up_text(),
         exit_status_text(),
     ]
     .concat()
@@ -224,6 +239,9 @@ fn options_text() -> String {
                           entries are forgotten and both reports add
                           \"dropped\":<count>; 0 records nothing (fastest)
                           [default: {journal}]
+    {START_UP_OPTION} <ORDER>    the order of every start: at-once, listen-after=<ms>
+                          or token-then-port=<ms> (see START-UP ORDERS)
+                          [default: at-once]
     -h, --help            print this help
     -V, --version         print the version
 
@@ -267,6 +285,35 @@ stops command reading only: the daemon serves until QUIT, SIGTERM or SIGINT,
 which close everything, remove the socket file and exit 0.
 "
     .to_owned()
+}
+
+/// The start-up orders, at start and at UP.
+fn start_up_text() -> String {
+    format!(
+        "
+START-UP ORDERS ({START_UP_OPTION} ORDER for every start, UP ORDER for one):
+    at-once               bind and listen in one step; on TCP then write the
+                          token file, then the port file, each whole
+    listen-after=<ms>     bind (on TCP and write both files), wait <ms>,
+                          then listen: a dial in between is refused
+    token-then-port=<ms>  iai-mcp 3.3.0's order, TCP only: the token file
+                          written empty, the token written into it, bind and
+                          listen, the port file emptied, the port written
+                          into it, <ms> between each step and the next
+Each step of the last two is logged on stderr once taken, before its
+pause, as \"fake-daemon: start-up: <step>\", <step> being in turn
+    listen-after:         {bound} | {listening}
+    token-then-port:      {token_empty} | {token} | {listening} |
+                          {port_empty} | {port}
+{BOUND} (at start) and OK UP (at UP) come once the whole start-up is done.
+",
+        bound = StartupStep::Bound.words(),
+        listening = StartupStep::Listening.words(),
+        token_empty = StartupStep::TokenFileEmpty.words(),
+        token = StartupStep::TokenWritten.words(),
+        port_empty = StartupStep::PortFileEmpty.words(),
+        port = StartupStep::PortWritten.words(),
+    )
 }
 
 /// The exit statuses.
@@ -345,6 +392,36 @@ mod tests {
     }
 
     #[test]
+    fn start_up_orders() {
+        let order = |args: &[&str]| match parse(args) {
+            Ok(Invocation::Run(config)) => Ok(config.start_up),
+            Ok(other) => panic!("expected a run, not {other:?}"),
+            Err(err) => Err(err.to_string()),
+        };
+        assert_eq!(order(&["s"]), Ok(StartupOrder::AtOnce));
+        assert_eq!(
+            order(&["--start-up", "listen-after=50", "s"]),
+            Ok(StartupOrder::ListenAfter {
+                gap: std::time::Duration::from_millis(50)
+            })
+        );
+        assert_eq!(
+            order(&["--tcp", "--start-up=token-then-port=5", "s"]),
+            Ok(StartupOrder::TokenThenPort {
+                pause: std::time::Duration::from_millis(5)
+            })
+        );
+        assert_eq!(
+            order(&["--start-up=token-then-port=5", "s"]),
+            Err("the start-up order token-then-port=5 is for TCP (--tcp) only".to_owned())
+        );
+        assert_eq!(
+            order(&["--start-up", "later", "s"]),
+            Err("invalid value for --start-up: unknown start-up order 'later' (at-once, listen-after=<ms> or token-then-port=<ms>)".to_owned())
+        );
+    }
+
+    #[test]
     fn help_and_version_win() {
         assert_eq!(parse(&["/tmp/x", "--help"]).unwrap(), Invocation::Help);
         assert_eq!(parse(&["-V"]).unwrap(), Invocation::Version);
@@ -392,10 +469,13 @@ mod tests {
     }
 
     #[test]
-    fn help_documents_every_command() {
+    fn help_documents_every_command_and_start_up_step() {
         // Wrapped lines read as one: every run of white space as one space.
         let squeeze = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
         let help = squeeze(&help_text());
+        for step in StartupStep::ALL {
+            assert!(help.contains(step.words()), "{step}");
+        }
         for spec in COMMANDS {
             assert!(
                 help.contains(&spec.usage()) && help.contains(&squeeze(&spec.answer_text())),

@@ -18,6 +18,7 @@
 
 pub mod cli;
 mod connection;
+mod endpoint;
 pub mod fake_cli;
 mod faults;
 mod journal;
@@ -29,7 +30,7 @@ mod stats;
 pub mod stdio;
 mod sync;
 
-pub use fake_daemon_control::{Ack, Command, CommandError, StatsSnapshot};
+pub use fake_daemon_control::{Ack, Command, CommandError, StartupOrder, StatsSnapshot};
 pub use journal::DEFAULT_JOURNAL_BYTES;
 pub use listener::{BindError, MAX_SOCKET_PATH_BYTES, SocketPathError};
 pub use protocol::STRAY_ID;

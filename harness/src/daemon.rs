@@ -20,7 +20,7 @@ use devkit::process::{CapturedOutput, ChildGuard, Signal};
 use devkit::sync::lock;
 use fake_daemon_control::reports::{AcceptTimes, SeenReport};
 pub use fake_daemon_control::reports::{LoggedRequest, RequestLog};
-pub use fake_daemon_control::{Ack, BOUND, Command, StatsSnapshot};
+pub use fake_daemon_control::{Ack, BOUND, Command, StartupOrder, StatsSnapshot};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -398,9 +398,16 @@ impl FakeDaemon {
         self.carry_out(Command::Down)
     }
 
-    /// `UP`: accept connections again.
+    /// `UP`: accept connections again, in the start-up order the daemon was
+    /// started with.
     pub fn up(&self) -> Result<(), HarnessError> {
-        self.carry_out(Command::Up)
+        self.carry_out(Command::Up { order: None })
+    }
+
+    /// `UP <order>`: accept connections again, coming up in `order` this
+    /// time.
+    pub fn up_in(&self, order: StartupOrder) -> Result<(), HarnessError> {
+        self.carry_out(Command::Up { order: Some(order) })
     }
 
     /// `UP`, timed. The acknowledgement can be read some milliseconds

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 
 use devkit::tempdir::{short_tempdir, socket_path_in};
-use harness::daemon::Command;
+use harness::daemon::{Command, StartupOrder};
 use harness::{FakeDaemon, HarnessError};
 use nix::errno::Errno;
 use nix::sys::signal::kill;
@@ -105,15 +105,19 @@ fn unknown_commands_are_reported_not_fatal() {
         daemon.command("FROBNICATE").unwrap(),
         "ERR unknown command: FROBNICATE"
     );
-    // A value out of range: refused, and the handle says so rather than
-    // taking the refusal for the acknowledgement.
-    let too_large = Command::Slice {
-        bytes: fake_daemon_control::MAX_BYTES_ARGUMENT + 1,
+    // An order of TCP only, on a Unix socket: refused, and the handle says
+    // so rather than taking the refusal for the acknowledgement.
+    let tcp_only = Command::Up {
+        order: Some(StartupOrder::TokenThenPort {
+            pause: std::time::Duration::ZERO,
+        }),
     };
+    daemon.down().unwrap();
     assert!(matches!(
-        daemon.carry_out(too_large),
+        daemon.carry_out(tcp_only),
         Err(HarnessError::UnexpectedAck { .. })
     ));
+    daemon.up().unwrap();
     assert!(matches!(
         daemon.command("TWO\nLINES"),
         Err(HarnessError::InvalidCommand(_))

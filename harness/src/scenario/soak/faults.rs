@@ -240,7 +240,7 @@ impl Schedule {
             },
             FaultKind::Hang => Command::Resume,
             FaultKind::Slice => Command::Slice { bytes: 0 },
-            FaultKind::DownUp => Command::Up,
+            FaultKind::DownUp => Command::Up { order: None },
             _ => return Ok(()),
         };
         self.send(daemon, command)
