@@ -13,6 +13,7 @@ use devkit::format::{format_ms, serialize_ms, serialize_opt_ms};
 use serde::Serialize;
 use serde_json::json;
 
+use super::declaration::{Scenario, Scoring};
 use super::live::{
     LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, env_ms, or_na, problems_text,
 };
@@ -73,6 +74,33 @@ pub struct DownUpConfig {
 impl Default for DownUpConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The daemon down, then up.
+#[derive(Debug, Clone, Copy)]
+pub struct DownUp;
+
+impl Scenario for DownUp {
+    const NAME: &'static str = "down-up";
+    const ABOUT: &'static str = "The daemon goes down and comes back: calls fail cleanly at the connect deadline, reconnect attempts stay bounded, the next call after the daemon is back succeeds";
+    type Config = DownUpConfig;
+    type Args = DownUpConfig;
+    type Report = DownUpReport;
+
+    fn setup(cfg: &mut DownUpConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpReport, HarnessError> {
+        run_down_up(cmd, cfg)
+    }
+
+    fn scored(scoring: &Scoring) -> Vec<DownUpConfig> {
+        vec![DownUpConfig {
+            recovery_timeout: scoring.recovery_timeout,
+            ..DownUpConfig::default()
+        }]
     }
 }
 

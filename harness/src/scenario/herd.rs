@@ -31,6 +31,7 @@ use devkit::sync::lock;
 use serde::Serialize;
 use serde_json::json;
 
+use super::declaration::{Scenario, Scoring};
 use super::live::{
     PROBE_TOOL, STDERR_TAIL_BYTES, collect_unsolicited, is_response, or_na, spawn_wrapper,
     start_daemon, write_serde_name,
@@ -96,6 +97,33 @@ pub struct HerdConfig {
 impl Default for HerdConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// Many wrappers on one daemon.
+#[derive(Debug, Clone, Copy)]
+pub struct Herd;
+
+impl Scenario for Herd {
+    const NAME: &'static str = "herd";
+    const ABOUT: &'static str = "Many wrappers (50 by default) on one daemon: it drops every connection at once, then goes down and comes back; every call answered once, every wrapper back on one connection, reconnects spread out, the peak accept rate and the time to recover";
+    type Config = HerdConfig;
+    type Args = HerdConfig;
+    type Report = HerdReport;
+
+    fn setup(cfg: &mut HerdConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &HerdConfig) -> Result<HerdReport, HarnessError> {
+        run_herd(cmd, cfg)
+    }
+
+    fn scored(scoring: &Scoring) -> Vec<HerdConfig> {
+        vec![HerdConfig {
+            recovery_timeout: scoring.recovery_timeout,
+            ..HerdConfig::default()
+        }]
     }
 }
 
@@ -512,7 +540,7 @@ pub(crate) fn herd_on(
     }
     let accepts = daemon.accept_times()?;
     let logs = members.finish();
-    let herd = Herd {
+    let herd = Crowd {
         wrappers: n,
         others,
     };
@@ -544,14 +572,20 @@ impl Drop for Members {
 
 /// Who was on the daemon: the herd, and other clients beside it.
 #[derive(Debug, Clone, Copy)]
-struct Herd {
+struct Crowd {
     wrappers: usize,
     others: u32,
 }
 
 /// The report of `herd`, from the faults made, the daemon's accept times
 /// and what each wrapper did.
-fn judge(cfg: &HerdConfig, herd: Herd, made: &[Made], accepts: &[u64], logs: &[Log]) -> HerdReport {
+fn judge(
+    cfg: &HerdConfig,
+    herd: Crowd,
+    made: &[Made],
+    accepts: &[u64],
+    logs: &[Log],
+) -> HerdReport {
     let faults = made
         .iter()
         .map(|m| fault_report(m, herd.wrappers, accepts, logs, cfg.window))
@@ -851,7 +885,7 @@ mod tests {
         };
         let accepts = [101_500, 102_000, 141_000, 301_000, 302_000, 303_000]
             .map(|us| micros(wall + Duration::from_micros(us)));
-        let herd = Herd {
+        let herd = Crowd {
             wrappers: 2,
             others: 1,
         };

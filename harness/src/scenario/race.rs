@@ -26,6 +26,7 @@ use devkit::format::{format_ms, serialize_ms, serialize_opt_ms};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::declaration::{RaceTiming, Scenario, Scoring};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::settings;
@@ -73,6 +74,46 @@ pub struct RaceConfig {
 impl Default for RaceConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The V3-05 race.
+#[derive(Debug, Clone, Copy)]
+pub struct Race;
+
+impl Scenario for Race {
+    const NAME: &'static str = "race";
+    const ABOUT: &'static str = "The V3-05 disconnect race: drop the wrapper's daemon connection, then call a tool while the wrapper waits to reconnect. Without --mode or --wrapper-cmd, both modes: prefix must fail with daemon_unreachable every time, fixed must answer every time holding one connection";
+    /// The race has a command of its own: runs per mode, both modes side by
+    /// side, the scorecard of both (`harness race`).
+    const COMMAND: bool = false;
+    type Config = RaceConfig;
+    type Args = RaceConfig;
+    type Report = RaceReport;
+
+    fn setup(cfg: &mut RaceConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &RaceConfig) -> Result<RaceReport, HarnessError> {
+        run_race(cmd, cfg)
+    }
+
+    /// `race_runs` runs, each with a second drop.
+    fn scored(scoring: &Scoring) -> Vec<RaceConfig> {
+        let defaults = RaceConfig::default();
+        let timing = scoring.race_timing.unwrap_or(RaceTiming {
+            delay_ms: defaults.delay_ms,
+            offset_ms: defaults.offset_ms,
+        });
+        let cfg = RaceConfig {
+            delay_ms: timing.delay_ms,
+            offset_ms: timing.offset_ms,
+            recovery_timeout: scoring.recovery_timeout,
+            second_drop: true,
+            ..defaults
+        };
+        vec![cfg; scoring.race_runs as usize]
     }
 }
 

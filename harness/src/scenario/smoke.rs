@@ -31,6 +31,7 @@ use devkit::tempdir::short_tempdir;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::declaration::{Scenario, Scoring};
 use super::live::{LiveSession, PROBE_TOOL, WrapperOutput, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -70,6 +71,32 @@ pub struct SmokeConfig {
 impl Default for SmokeConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The smoke run any build must pass.
+#[derive(Debug, Clone, Copy)]
+pub struct Smoke;
+
+impl Scenario for Smoke {
+    const NAME: &'static str = "smoke";
+    const ABOUT: &'static str = "The smoke run any build must pass, on any machine or emulator: --version, the handshake, tools/list (15 tools), a tool call, a DROP and the next call on one connection, exit on stdin EOF. Put an emulator first in --wrapper-cmd to run a cross-built binary";
+    type Config = SmokeConfig;
+    type Args = SmokeConfig;
+    type Report = SmokeReport;
+
+    fn setup(cfg: &mut SmokeConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &SmokeConfig) -> Result<SmokeReport, HarnessError> {
+        run_smoke(cmd, cfg)
+    }
+
+    /// Not scored: it checks a build, not a wrapper's behaviour under
+    /// faults.
+    fn scored(_: &Scoring) -> Vec<SmokeConfig> {
+        Vec::new()
     }
 }
 
