@@ -1,16 +1,11 @@
-//! The maintainers' tools beside the scenarios: the benchmarks and the
-//! end-to-end kit against the real iai-mcp daemon.
+//! The benchmarks' and the end-to-end kit's commands.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-use anyhow::{Context, Result};
 use clap::Args;
-use devkit::bins::{self, Profile};
-use devkit::rows::verdict_code;
-use harness::WrapperCommand;
-use kits::bench::{self, BenchConfig};
-use kits::e2e::{E2eConfig, Release, run_e2e};
+
+use crate::bench;
+use crate::e2e::Release;
 
 /// Measure the wrapper against the floor of talking to the fake daemon
 /// directly.
@@ -18,65 +13,34 @@ use kits::e2e::{E2eConfig, Release, run_e2e};
 pub struct BenchArgs {
     /// Sequential calls measured per subject.
     #[arg(long, default_value_t = bench::DEFAULT_CALLS)]
-    calls: usize,
+    pub calls: usize,
     /// Cold starts per wrapper.
     #[arg(long, default_value_t = bench::DEFAULT_COLD_STARTS)]
-    cold_starts: usize,
+    pub cold_starts: usize,
     /// Recovery measurements per wrapper.
     #[arg(long, default_value_t = bench::DEFAULT_RECOVERIES)]
-    recoveries: usize,
+    pub recoveries: usize,
     /// Outages per wrapper in the outage phase: each round one with a call
     /// sent 100 ms after the rebind, one with a call waiting through it
     /// (0 skips the phase, its away window included).
     #[arg(long, default_value_t = bench::DEFAULT_OUTAGES)]
-    outages: usize,
+    pub outages: usize,
     /// Seconds the daemon stays away in the outage phase's window, where
     /// each wrapper's dials, wake-ups and CPU are counted (per minute).
     #[arg(long, default_value_t = bench::DEFAULT_AWAY.as_secs_f64())]
-    away_secs: f64,
+    pub away_secs: f64,
     /// Herd sizes, comma-separated: that many wrappers of each kind wait
     /// through one outage on one daemon (`--herds` with no sizes: none).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = bench::DEFAULT_HERDS)]
-    herds: Vec<usize>,
+    pub herds: Vec<usize>,
     /// Another wrapper to measure the same way, as NAME=CMD (repeatable),
     /// e.g. --compare "node=node /path/to/mcp-wrapper/dist/index.js".
     #[arg(long, value_name = "NAME=CMD")]
-    compare: Vec<String>,
+    pub compare: Vec<String>,
     /// Exit non-zero when a target is missed (off by default: figures are
     /// data, not pass/fail).
     #[arg(long)]
-    strict: bool,
-}
-
-/// Measures, prints the Markdown table and writes `target/bench/`.
-pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
-    if Profile::of_current_exe() != Profile::Release {
-        eprintln!(
-            "bench: not a release build; run it as `cargo xtask bench` for figures that mean something"
-        );
-    }
-    let mut config = BenchConfig::new(
-        WrapperCommand::try_this_workspace()?,
-        bins::try_fake_daemon_bin()?,
-    );
-    config.amounts.calls = args.calls;
-    config.amounts.cold_starts = args.cold_starts;
-    config.amounts.recoveries = args.recoveries;
-    config.amounts.outages = args.outages;
-    config.amounts.away_ms = (args.away_secs.max(0.0) * 1000.0).round() as u64;
-    config.amounts.herds = args.herds.clone();
-    config.progress = true;
-    for compare in &args.compare {
-        config.compare.push(BenchConfig::parse_compare(compare)?);
-    }
-    let report = bench::run(&config).context("running the benchmarks")?;
-    let out_dir = bins::target_dir().join("bench");
-    report.write_files(&out_dir)?;
-    println!("{}", report.to_markdown());
-    println!("report: {}", out_dir.join("bench.md").display());
-    Ok(verdict_code(
-        !args.strict || report.all_targets_pass(&["wrapper"]),
-    ))
+    pub strict: bool,
 }
 
 /// Check the wrapper against the real iai-mcp daemon (3.3.0, or the
@@ -88,33 +52,13 @@ pub struct E2eArgs {
     /// target/e2e/VERSION/venv, and where it differs from the tool table
     /// the checks say so ("known") instead of failing.
     #[arg(long, value_name = "VERSION", default_value_t = Release::pinned())]
-    iai_pme: Release,
+    pub iai_pme: Release,
     /// The Python 3.11 or 3.12 interpreter to build the environment with
     /// (default: the first on PATH).
     #[arg(long)]
-    python: Option<PathBuf>,
+    pub python: Option<PathBuf>,
     /// The Node.js binary that runs the release's own wrapper for
     /// comparison.
     #[arg(long, default_value = "node")]
-    node: PathBuf,
-}
-
-/// Runs every check and prints the table; exit 0 only if none failed.
-pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
-    let cfg = E2eConfig {
-        work_dir: bins::target_dir().join("e2e"),
-        release: args.iai_pme.clone(),
-        wrapper: bins::try_wrapper_bin()?,
-        python: args.python.clone(),
-        node: args.node.clone(),
-    };
-    eprintln!(
-        "e2e: {} against iai-mcp {} (environment in {})",
-        cfg.wrapper.display(),
-        cfg.release,
-        cfg.release.e2e_venv(&cfg.work_dir).display()
-    );
-    let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
-    println!("{report}");
-    Ok(verdict_code(report.passed()))
+    pub node: PathBuf,
 }

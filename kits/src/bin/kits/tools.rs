@@ -1,0 +1,63 @@
+//! The maintainers' tools beside the scenarios: the benchmarks and the
+//! end-to-end kit against the real iai-mcp daemon.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use devkit::bins::{self, Profile};
+use devkit::rows::verdict_code;
+use harness::WrapperCommand;
+use kits::bench::{self, BenchConfig};
+use kits::cli::tools::{BenchArgs, E2eArgs};
+use kits::e2e::{E2eConfig, run_e2e};
+
+/// Measures, prints the Markdown table and writes `target/bench/`.
+pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
+    if Profile::of_current_exe() != Profile::Release {
+        eprintln!(
+            "bench: not a release build; run it as `cargo xtask bench` for figures that mean something"
+        );
+    }
+    let mut config = BenchConfig::new(
+        WrapperCommand::try_this_workspace()?,
+        bins::try_fake_daemon_bin()?,
+    );
+    config.amounts.calls = args.calls;
+    config.amounts.cold_starts = args.cold_starts;
+    config.amounts.recoveries = args.recoveries;
+    config.amounts.outages = args.outages;
+    config.amounts.away_ms = (args.away_secs.max(0.0) * 1000.0).round() as u64;
+    config.amounts.herds = args.herds.clone();
+    config.progress = true;
+    for compare in &args.compare {
+        config.compare.push(BenchConfig::parse_compare(compare)?);
+    }
+    let report = bench::run(&config).context("running the benchmarks")?;
+    let out_dir = bins::target_dir().join("bench");
+    report.write_files(&out_dir)?;
+    println!("{}", report.to_markdown());
+    println!("report: {}", out_dir.join("bench.md").display());
+    Ok(verdict_code(
+        !args.strict || report.all_targets_pass(&["wrapper"]),
+    ))
+}
+
+/// Runs every check and prints the table; exit 0 only if none failed.
+pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
+    let cfg = E2eConfig {
+        work_dir: bins::target_dir().join("e2e"),
+        release: args.iai_pme.clone(),
+        wrapper: bins::try_wrapper_bin()?,
+        python: args.python.clone(),
+        node: args.node.clone(),
+    };
+    eprintln!(
+        "e2e: {} against iai-mcp {} (environment in {})",
+        cfg.wrapper.display(),
+        cfg.release,
+        cfg.release.e2e_venv(&cfg.work_dir).display()
+    );
+    let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
+    println!("{report}");
+    Ok(verdict_code(report.passed()))
+}
