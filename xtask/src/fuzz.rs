@@ -14,12 +14,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use clap::Parser;
+use clap::Args;
 use thiserror::Error;
 
 /// Run the fuzz targets (nightly toolchain and cargo-fuzz needed).
-#[derive(Debug, Parser)]
-#[command(name = "cargo xtask fuzz", bin_name = "cargo xtask fuzz")]
+#[derive(Debug, Args)]
 pub struct FuzzArgs {
     /// Run only this target (default: every target in fuzz/).
     #[arg(long, value_name = "NAME")]
