@@ -14,7 +14,10 @@
 //!   framing into the bridge, against calls in flight.
 //! - [`host_config`]: a host's configuration file through `install` and
 //!   `uninstall`, in each of the three formats.
+//! - [`bundle`]: an installed release's bundled Node wrapper, through the
+//!   reader of its tool surface.
 
+pub mod bundle;
 pub mod daemon_replies;
 pub mod host_config;
 pub mod jsonrpc;
@@ -31,7 +34,7 @@ pub struct Target {
 }
 
 /// Every target.
-pub const TARGETS: [Target; 5] = [
+pub const TARGETS: [Target; 6] = [
     Target {
         name: "mcp_stream",
         check: mcp_stream::check,
@@ -51,5 +54,9 @@ pub const TARGETS: [Target; 5] = [
     Target {
         name: "config_toml",
         check: host_config::check_toml,
+    },
+    Target {
+        name: "bundle",
+        check: bundle::check,
     },
 ];

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use iai_mcp_wrapper::bridge::{
-    self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings, WatchSettings,
+    self, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Timings, WatchSettings, report,
 };
 use iai_mcp_wrapper::call::Caller;
 use iai_mcp_wrapper::codec::{Frame, LineCodec};
@@ -152,11 +152,14 @@ fn assert_owed(line: &[u8], owed: &Expect, answer: &Inbound) {
         (Expect::Exactly(id), Inbound::ToolCall(call)) => {
             assert_eq!(&call.id, id, "the call {shown} is answered with its id");
         }
+        (Expect::Exactly(id), Inbound::Listen(stream)) => {
+            assert_eq!(&stream.id, id, "the stream {shown} is answered with its id");
+        }
         (Expect::Exactly(id), other) => {
             panic!("{shown} carries the id {id} and gets no answer: {other:?}")
         }
-        (Expect::AtMostOnce(_), Inbound::ToolCall(_)) => {
-            panic!("the client response {shown} was taken for a tool call")
+        (Expect::AtMostOnce(_), Inbound::ToolCall(_) | Inbound::Listen(_)) => {
+            panic!("the client response {shown} was taken for a request")
         }
         (Expect::NoId, Inbound::Reply(reply)) => {
             assert_eq!(
@@ -169,6 +172,12 @@ fn assert_owed(line: &[u8], owed: &Expect, answer: &Inbound) {
             panic!(
                 "{shown} has no usable id but became a call with {}",
                 call.id
+            )
+        }
+        (Expect::NoId, Inbound::Listen(stream)) => {
+            panic!(
+                "{shown} has no usable id but opened a stream with {}",
+                stream.id
             )
         }
         (_, Inbound::Cancel(_) | Inbound::Initialized | Inbound::Ignore) => {}
@@ -218,7 +227,8 @@ fn assert_parse_error_agrees(line: &[u8], answer: &Inbound) {
 struct Owed {
     /// Per id (as JSON text): answers owed, and answers allowed beyond.
     ids: HashMap<String, (usize, usize)>,
-    /// Tool calls by id, not yet cancelled by a later line.
+    /// Tool calls and notification streams by id, not yet cancelled by a
+    /// later line.
     calls: HashMap<String, usize>,
     /// Lines that may be answered with `id: null`.
     anonymous: usize,
@@ -227,7 +237,7 @@ struct Owed {
 impl Owed {
     fn add(&mut self, expect: &Expect, answer: &Inbound) {
         match (expect, answer) {
-            (Expect::Exactly(id), Inbound::ToolCall(_)) => {
+            (Expect::Exactly(id), Inbound::ToolCall(_) | Inbound::Listen(_)) => {
                 *self.calls.entry(id.to_string()).or_default() += 1;
                 self.ids.entry(id.to_string()).or_default().0 += 1;
             }
@@ -249,7 +259,7 @@ impl Owed {
     fn assert_met(&self, output: &[Vec<u8>]) {
         let mut got: HashMap<String, usize> = HashMap::new();
         let mut nulls = 0;
-        for line in output {
+        for line in output.iter().filter(|line| !is_notification(line)) {
             match assert_response(line) {
                 Value::Null => nulls += 1,
                 id => *got.entry(id.to_string()).or_default() += 1,
@@ -274,6 +284,13 @@ impl Owed {
             self.anonymous
         );
     }
+}
+
+/// Whether an output line is a notification (a stream's acknowledgement,
+/// say) rather than a response: a `method` and no `id`.
+fn is_notification(line: &[u8]) -> bool {
+    Members::of(line.strip_suffix(b"\n").unwrap_or(line))
+        .is_some_and(|m| m.count("method") == 1 && m.count("id") == 0)
 }
 
 /// The input through the real stdio loop; what it wrote, line by line
@@ -302,6 +319,7 @@ fn served(stream: &[u8]) -> Vec<Vec<u8>> {
                 probe_timeout: Duration::from_secs(1),
                 max_line_bytes: MAX_LINE,
                 watch: WatchSettings::default(),
+                reporter: report::unlogged,
             },
         );
         let degraded = Degraded::new(

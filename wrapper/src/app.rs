@@ -12,8 +12,9 @@ use crate::call::Caller;
 use crate::config::Config;
 use crate::degraded::Degraded;
 use crate::lifecycle::wake::{self, WakeSettings};
-use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, warmup};
-use crate::logging::event;
+use crate::lifecycle::{doctor, heartbeat::Heartbeat, upgrade, warmup};
+use crate::log_names as event;
+use crate::logging;
 use crate::mcp::server::{self, ServerConfig, Serving, StopReason};
 use crate::stdio;
 use crate::surface::{self, Finder};
@@ -42,7 +43,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     );
     let served = finder.load();
     surface::log(&served);
-    let (_surface_tx, surface_rx) = watch::channel(Arc::new(served));
+    let (surface_tx, surface_rx) = watch::channel(Arc::new(served));
 
     let heartbeat = Heartbeat::new(&config.daemon.state_dir, pid, session);
     heartbeat.write();
@@ -65,6 +66,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             probe_timeout: PROBE_TIMEOUT,
             max_line_bytes: config.session.max_line_bytes,
             watch: config.bridge.watch,
+            reporter: logging::bridge::report,
         },
     );
     let waker = tokio::spawn(wake::wake_when_down(
@@ -84,12 +86,21 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
             bridge.status(),
         ))
     });
-    let release_watch = tokio::spawn(release::watch(bridge.answers(), surface_rx.clone()));
+    let upgrades = tokio::spawn(upgrade::follow(
+        finder,
+        surface_tx,
+        bridge.answers(),
+        bridge.status(),
+    ));
     let trigger = warmup::spawn(
         bridge.clone(),
         config.daemon.endpoint.clone(),
         session,
         &doctor_config,
+        warmup::DoctorPlaces {
+            state_dir: config.daemon.state_dir.clone(),
+            store: config.cli.store.clone(),
+        },
     );
 
     // The loop runs as a task of its own rather than as the runtime's root
@@ -127,7 +138,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
 
     refresher.abort();
     waker.abort();
-    release_watch.abort();
+    upgrades.abort();
     if let Some(healer) = healer {
         healer.abort();
     }

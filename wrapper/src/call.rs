@@ -60,7 +60,7 @@ impl fmt::Display for DaemonFailure {
         {
             return write!(
                 f,
-                "{error}; this daemon does not know the tool (it needs iai-mcp 3.3 or newer)"
+                "{error}; this daemon does not know the tool (it runs an older iai-mcp release than the one whose tools are served: restart it from the release installed)"
             );
         }
         let unknown = self.access == Access::Write
@@ -199,7 +199,7 @@ mod tests {
             message: "unknown method 'memory_search'".into(),
         };
         let text = daemon_failure(old, true, Access::Read);
-        assert!(text.contains("needs iai-mcp 3.3 or newer"), "{text}");
+        assert!(text.contains("an older iai-mcp release"), "{text}");
     }
 
     #[test]

@@ -78,6 +78,57 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     written
 }
 
+/// A file open for reading and writing and held exclusively until dropped
+/// (Unix: an `flock`; Windows: the file opened with no sharing).
+#[cfg(unix)]
+pub type LockedFile = nix::fcntl::Flock<std::fs::File>;
+/// A file open for reading and writing and held exclusively until dropped
+/// (Unix: an `flock`; Windows: the file opened with no sharing).
+#[cfg(windows)]
+pub type LockedFile = std::fs::File;
+
+/// Opens `path` (creating it, private) for reading and writing under an
+/// exclusive lock, without waiting: `None` when another process holds it.
+/// A process that dies holding it lets it go.
+#[cfg(unix)]
+pub fn try_lock_exclusive(path: &Path) -> std::io::Result<Option<LockedFile>> {
+    use nix::fcntl::{Flock, FlockArg};
+    let file = private_file_options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => Ok(Some(locked)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, e)) => Err(e.into()),
+    }
+}
+
+/// Opens `path` (creating it) for reading and writing under an exclusive
+/// lock, without waiting: `None` when another process holds it. The file
+/// is opened with no sharing, so every other open fails with a sharing
+/// violation while it is held.
+#[cfg(windows)]
+pub fn try_lock_exclusive(path: &Path) -> std::io::Result<Option<LockedFile>> {
+    use std::os::windows::fs::OpenOptionsExt;
+    /// `ERROR_SHARING_VIOLATION`: another process has the file open.
+    const SHARING_VIOLATION: i32 = 32;
+    let opened = private_file_options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .share_mode(0)
+        .open(path);
+    match opened {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.raw_os_error() == Some(SHARING_VIOLATION) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,26 +24,28 @@
 
 #![deny(clippy::print_stdout)]
 
-pub mod app;
+mod app;
 pub mod bridge;
 pub mod call;
-pub mod check;
+mod check;
 pub mod codec;
 pub mod config;
 pub mod degraded;
-pub mod dir_watch;
-pub mod endpoint_watch;
-pub mod files;
+mod dir_watch;
+mod endpoint_watch;
+pub mod entry;
+mod files;
 pub mod install;
-pub mod json;
+mod json;
 pub mod lifecycle;
-pub mod logging;
+mod log_names;
+mod logging;
 pub mod mcp;
 pub mod platform;
-pub mod process;
+mod process;
 pub mod programs;
-pub mod real_path;
-pub mod stdio;
+mod real_path;
+mod stdio;
 pub mod surface;
-pub mod tools;
+mod tools;
 pub mod transport;

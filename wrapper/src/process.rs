@@ -114,12 +114,17 @@ pub enum Console {
 }
 
 /// `CREATE_NO_WINDOW`, a process creation flag of Windows.
+#[cfg(any(windows, test))]
 pub const CREATE_NO_WINDOW: u32 = 0x0800_0000;
 /// `DETACHED_PROCESS`, a process creation flag of Windows.
+#[cfg(any(windows, test))]
 pub const DETACHED_PROCESS: u32 = 0x0000_0008;
 /// `CREATE_NEW_PROCESS_GROUP`, a process creation flag of Windows.
+#[cfg(any(windows, test))]
 pub const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
 
+// Used where children are started on Windows, and tested everywhere.
+#[cfg(any(windows, test))]
 impl Console {
     /// The process creation flags that give a child this standing on
     /// Windows.

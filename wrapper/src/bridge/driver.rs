@@ -34,13 +34,14 @@ use tokio::task::JoinHandle;
 use tokio_util::codec::FramedRead;
 
 use super::core::{
-    Action, Bridge, CallId, ConnId, ConnectFailure, Event, Failure, LinkStatus, Request, Watch,
+    Action, Bridge, CallId, ConnId, ConnectFailure, Failure, LinkStatus, Request, Watch,
 };
 use super::error::BridgeError;
+use super::report::{Report, Reporter};
 use super::wire::{DaemonResult, DaemonStatus, StatusError};
 use crate::codec::{Frame, LineCodec};
 use crate::endpoint_watch::{EndpointWatch, Notice, WatchError};
-use crate::logging::{event, millis};
+use crate::transport::stream;
 use crate::transport::{ConnectError, DaemonReader, DaemonStream, DaemonWriter, Endpoint};
 
 /// I/O settings of the driver (the decisions live in the policy).
@@ -57,6 +58,8 @@ pub struct DriverConfig {
     pub max_line_bytes: usize,
     /// Whether, and how, the endpoint is watched while the daemon is away.
     pub watch: WatchSettings,
+    /// Where what the bridge does is reported (the log).
+    pub reporter: Reporter,
 }
 
 /// How the endpoint is watched while the daemon is away.
@@ -402,26 +405,15 @@ impl Driver {
     }
 
     fn on_watch(&mut self, notice: Option<Notice>) {
-        let endpoint = &self.config.endpoint;
         match notice {
             Some(Notice::Armed { directories }) => {
-                tracing::info!(
-                    event = event::ENDPOINT_WATCHED,
-                    %endpoint,
-                    directories = ?directories,
-                    "watching the daemon's endpoint for its return"
-                );
+                self.report(&Report::Watched {
+                    directories: &directories,
+                });
                 self.core.watch(Watch::Armed, now());
             }
             Some(Notice::Appeared) => self.core.endpoint_appeared(now()),
-            Some(Notice::Looked(look)) => tracing::debug!(
-                event = event::ENDPOINT_LOOKED,
-                %endpoint,
-                why = look.why.as_str(),
-                ready = look.ready,
-                news = look.news,
-                "looked at the daemon's endpoint"
-            ),
+            Some(Notice::Looked(look)) => self.report(&Report::Looked(look)),
             // A file already there when the watch was set is news only to
             // a bridge that may have missed its creation: one awaiting the
             // endpoint, or one whose attempt under way began before it. A
@@ -433,22 +425,16 @@ impl Driver {
                 }
             }
             Some(Notice::Unavailable(error)) => {
-                tracing::warn!(
-                    event = event::ENDPOINT_WATCH_UNAVAILABLE,
-                    %endpoint,
-                    %error,
-                    "cannot watch the daemon's endpoint: dialling on the backoff"
-                );
+                self.report(&Report::WatchUnavailable {
+                    error: error.to_string(),
+                });
                 self.watch = WatchSlot::Failed;
                 self.core.watch(Watch::Unavailable, now());
             }
             None => {
-                tracing::warn!(
-                    event = event::ENDPOINT_WATCH_UNAVAILABLE,
-                    %endpoint,
-                    error = "the watch ended",
-                    "cannot watch the daemon's endpoint: dialling on the backoff"
-                );
+                self.report(&Report::WatchUnavailable {
+                    error: "the watch ended".to_owned(),
+                });
                 self.watch = WatchSlot::Failed;
                 self.core.watch(Watch::Unavailable, now());
             }
@@ -490,7 +476,7 @@ impl Driver {
         }
         match outcome {
             Ok(stream) => {
-                let (reader, writer) = stream.into_split();
+                let (reader, writer) = stream::split(stream);
                 self.connection = Some(Connection {
                     conn,
                     lines: FramedRead::new(reader, LineCodec::new(self.config.max_line_bytes)),
@@ -534,7 +520,10 @@ impl Driver {
                     .oversized_line(conn, id, self.config.max_line_bytes);
             }
             Some(Err(error)) => {
-                tracing::debug!(conn = conn.0, %error, "daemon connection read failed");
+                self.report(&Report::ReadFailed {
+                    conn,
+                    error: &error,
+                });
                 self.lose(conn);
             }
             None => self.lose(conn),
@@ -600,7 +589,7 @@ impl Driver {
                 };
                 self.published.answers.send_replace(Some(answer));
             }
-            Action::Report(what) => self.report(what),
+            Action::Report(what) => self.report(&Report::Core(&what)),
         }
     }
 
@@ -620,7 +609,7 @@ impl Driver {
             return;
         };
         while !queued.is_empty() {
-            let error = match writer.try_write(queued) {
+            let error = match stream::try_write(writer, queued) {
                 Ok(0) => std::io::Error::from(std::io::ErrorKind::WriteZero),
                 Ok(written) => {
                     queued.drain(..written);
@@ -630,10 +619,18 @@ impl Driver {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => e,
             };
-            tracing::debug!(conn = conn.0, %error, "daemon connection write failed");
+            let failed = Report::WriteFailed {
+                conn: *conn,
+                error: &error,
+            };
+            (self.config.reporter)(&self.config.endpoint, &failed);
             *outgoing = Outgoing::Broken;
             return;
         }
+    }
+
+    fn report(&self, report: &Report<'_>) {
+        (self.config.reporter)(&self.config.endpoint, report);
     }
 
     fn dial(&mut self, conn: ConnId) {
@@ -643,106 +640,17 @@ impl Driver {
         } else {
             self.config.connect_timeout
         };
-        tracing::info!(
-            event = event::CONNECT_ATTEMPT,
-            conn = conn.0,
-            endpoint = %self.config.endpoint,
-            attempt = self.dials,
-            timeout_ms = millis(limit),
-            "dialling the daemon"
-        );
+        self.report(&Report::Dialling {
+            conn,
+            attempt: self.dials,
+            timeout: limit,
+        });
         let endpoint = self.config.endpoint.clone();
         // A new attempt replaces any other: the bridge never holds two.
         self.dialing = Some(Dialing {
             conn,
             connect: Box::pin(async move { endpoint.connect(limit).await }),
         });
-    }
-
-    fn report(&self, what: Event) {
-        let endpoint = &self.config.endpoint;
-        match what {
-            Event::Appeared { dial_in } => tracing::info!(
-                event = event::ENDPOINT_APPEARED,
-                %endpoint,
-                dial_in_ms = millis(dial_in),
-                "the daemon's endpoint appeared: dialling"
-            ),
-            Event::Awaiting { failures } => tracing::info!(
-                event = event::ENDPOINT_AWAITED,
-                %endpoint,
-                failures,
-                "no further connect attempt until the endpoint appears or a call arrives"
-            ),
-            Event::Connected { conn, reconnect } => tracing::info!(
-                event = event::CONNECTED,
-                conn = conn.0,
-                %endpoint,
-                reconnect,
-                "connected to the daemon"
-            ),
-            Event::ConnectionLost {
-                conn,
-                replayed,
-                failed,
-                reconnecting,
-            } => tracing::warn!(
-                event = event::CONNECTION_LOST,
-                conn = conn.0,
-                %endpoint,
-                replayed,
-                failed,
-                reconnecting,
-                "daemon connection closed"
-            ),
-            Event::ConnectFailed {
-                conn,
-                failures,
-                error,
-                retry_in,
-            } => tracing::info!(
-                event = event::CONNECT_FAILED,
-                conn = conn.0,
-                %endpoint,
-                %error,
-                failures,
-                retry_in_ms = retry_in.map(millis),
-                "daemon connect failed"
-            ),
-            Event::CallReplayed {
-                call,
-                method,
-                sends,
-            } => tracing::info!(
-                event = event::CALL_REPLAYED,
-                call = call.0,
-                %method,
-                sends,
-                "a read lost with its connection was sent again"
-            ),
-            Event::ParseStreak { lines, call } => tracing::warn!(
-                event = event::PARSE_ERROR_STREAK,
-                lines,
-                failed_call = call.0,
-                "the daemon sent lines that are not JSON; the oldest call failed"
-            ),
-            Event::Hurried { earlier_by } => tracing::info!(
-                event = event::CONNECT_HURRIED,
-                earlier_by_ms = millis(earlier_by),
-                "a call brought the next daemon connect attempt forward"
-            ),
-            Event::Silent { conn } => tracing::warn!(
-                event = event::DAEMON_SILENT,
-                conn = conn.0,
-                %endpoint,
-                "the daemon sent nothing for a whole call timeout: reconnecting"
-            ),
-            Event::Unmatched { id } => tracing::debug!(
-                event = event::UNMATCHED_REPLY,
-                id = id.map(|id| id.to_string()),
-                "ignored a daemon line with no pending request"
-            ),
-        }
     }
 }
 
@@ -777,7 +685,7 @@ async fn dialled(dialing: &mut Option<Dialing>) -> Result<DaemonStream, ConnectE
 async fn room(writer: Option<&DaemonWriter>) {
     match writer {
         Some(writer) => {
-            let _ = writer.writable().await;
+            let _ = stream::writable(writer).await;
         }
         None => std::future::pending().await,
     }

@@ -5,6 +5,7 @@ pub mod core;
 pub mod driver;
 pub mod error;
 pub mod policy;
+pub mod report;
 pub mod wire;
 
 pub use self::core::{

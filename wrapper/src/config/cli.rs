@@ -11,6 +11,7 @@ use super::values::{EmptyIsDefault, Millis, Switch, any_text};
 use crate::bridge::BridgeMode;
 use crate::degraded::{self, DegradedConfig};
 use crate::lifecycle::doctor::{self, DoctorConfig};
+use crate::lifecycle::verdict;
 use crate::programs::Installation;
 use crate::surface::Choice;
 
@@ -65,6 +66,13 @@ pub struct CliArgs {
     #[arg(long, env = "IAI_MCP_HEAL_AFTER_MS", value_name = "MS",
         default_value_t = Millis(doctor::DEFAULT_HEAL_AFTER), value_parser = EmptyIsDefault::<Millis>::new())]
     pub heal_after_ms: Millis,
+
+    /// How long the doctor's verdict on a run of the daemon stands for
+    /// later sessions of that run, in ms (within it they show the warning
+    /// it calls for without running the doctor again).
+    #[arg(long, env = "IAI_MCP_DOCTOR_VERDICT_MAX_AGE_MS", value_name = "MS",
+        default_value_t = Millis(verdict::DEFAULT_MAX_AGE), value_parser = EmptyIsDefault::<Millis>::new())]
+    pub doctor_verdict_max_age_ms: Millis,
 
     /// Whose tools and instructions to serve: `auto`, those of the iai-mcp
     /// release installed beside this binary (or beside IAI_MCP_PYTHON, or
@@ -130,6 +138,7 @@ impl CliArgs {
             enabled: self.doctor.0,
             admin_cli: self.admin_cli.into(),
             heal_after: self.heal_after_ms.0,
+            verdict_max_age: self.doctor_verdict_max_age_ms.0,
             env: child_env,
         };
         Ok(CliSettings {

@@ -26,7 +26,7 @@ use tokio::sync::Semaphore;
 
 pub use plan::{Plan, Shape, Step, plan, serves as has_plan_for};
 
-use crate::logging::{event, millis};
+use crate::log_names::{self as event, millis};
 use crate::process::{self, RunError};
 use crate::programs::Installation;
 

@@ -2,8 +2,8 @@
 //! daemon that may be back.
 //!
 //! The daemon's own order decides what counts. On a Unix socket it binds
-//! and listens in one call: a socket file that was not there, or is
-//! another file than before, is news. On TCP (3.3.0's `_ipc.py`) it
+//! and listens in one call: a socket that was not there, or is another
+//! socket than before, is news (a regular file at its path is none). On TCP (3.3.0's `_ipc.py`) it
 //! writes its token file (first empty, then the token), binds and
 //! listens, and only then writes the port file (truncated first): so news
 //! is a port file that holds a port and was not seen so before, with a
@@ -36,13 +36,34 @@ impl FileId {
     /// The identity of whatever is at `path` (a link is not followed), if
     /// anything is.
     fn of(path: &Path) -> Option<FileId> {
+        path.symlink_metadata().ok().map(|m| FileId::from(&m))
+    }
+
+    /// The identity of the socket at `path`, if a socket is there: a
+    /// regular file or anything else at a socket's path is not one (on
+    /// Unix; elsewhere, whatever is there).
+    fn of_socket(path: &Path) -> Option<FileId> {
         let metadata = path.symlink_metadata().ok()?;
-        Some(FileId {
+        is_socket(&metadata).then(|| FileId::from(&metadata))
+    }
+
+    fn from(metadata: &std::fs::Metadata) -> FileId {
+        FileId {
             len: metadata.len(),
             modified: metadata.modified().ok(),
-            inode: inode(&metadata),
-        })
+            inode: inode(metadata),
+        }
     }
+}
+
+#[cfg(unix)]
+fn is_socket(metadata: &std::fs::Metadata) -> bool {
+    std::os::unix::fs::FileTypeExt::is_socket(&metadata.file_type())
+}
+
+#[cfg(not(unix))]
+fn is_socket(_: &std::fs::Metadata) -> bool {
+    true
 }
 
 #[cfg(unix)]
@@ -58,7 +79,7 @@ fn inode(_: &std::fs::Metadata) -> u64 {
 /// What one look at the endpoint found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sighting {
-    /// A Unix socket: whatever is at its path, if anything.
+    /// A Unix socket: the socket at its path, if one is there.
     Socket(Option<FileId>),
     /// TCP, the port read from a file: the port and that file's identity
     /// when the file holds one, and whether the token file holds a token.
@@ -77,7 +98,7 @@ impl Sighting {
     /// Looks at `endpoint`'s files now.
     pub fn of(endpoint: &Endpoint) -> Sighting {
         match endpoint {
-            Endpoint::Unix(path) => Sighting::Socket(FileId::of(path)),
+            Endpoint::Unix(path) => Sighting::Socket(FileId::of_socket(path)),
             Endpoint::Tcp {
                 port: Port::File(port),
                 token,
@@ -216,21 +237,27 @@ mod tests {
         step(&|| write(&token, "t"), false, "a token, the same port");
     }
 
+    #[cfg(unix)]
     #[test]
-    fn on_a_socket_a_new_file_is_news_and_its_loss_is_not() {
+    fn on_a_socket_a_new_socket_is_news_and_its_loss_or_a_file_is_not() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path: PathBuf = dir.path().join("d.sock");
         let endpoint = Endpoint::Unix(path.clone());
         let absent = Sighting::of(&endpoint);
         assert!(!absent.is_ready());
-        std::fs::write(&path, "").expect("create");
+        std::fs::write(&path, "").expect("a regular file");
+        let file = Sighting::of(&endpoint);
+        assert!(!file.is_ready() && !file.is_news_after(&absent));
+        std::fs::remove_file(&path).expect("rm");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
         let present = Sighting::of(&endpoint);
         assert!(present.is_news_after(&absent));
         assert!(!present.is_news_after(&present.clone()), "nothing changed");
+        drop(listener);
         std::fs::remove_file(&path).expect("rm");
         let gone = Sighting::of(&endpoint);
         assert!(!gone.is_news_after(&present));
-        std::fs::write(&path, "").expect("recreate");
+        let _again = std::os::unix::net::UnixListener::bind(&path).expect("bind again");
         assert!(Sighting::of(&endpoint).is_news_after(&gone));
     }
 

@@ -20,10 +20,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::watch;
 
+use super::daemon_state::DaemonRun;
+use super::verdict::{self, Verdict, Verdicts};
 use super::wake::{ProbeRule, daemon_answers};
 use crate::bridge::LinkStatus;
-use crate::files;
-use crate::logging::{event, millis};
+use crate::files::{self, LockedFile};
+use crate::log_names::{self as event, millis};
 use crate::process::{self, CliCommand, RunError};
 use crate::programs::Installation;
 use crate::transport::Endpoint;
@@ -56,6 +58,9 @@ pub struct DoctorConfig {
     pub admin_cli: OsString,
     /// How long the daemon must stay unreachable before a heal.
     pub heal_after: Duration,
+    /// How long the probe's verdict stands for later sessions of the same
+    /// daemon run.
+    pub verdict_max_age: Duration,
     /// Variables set for the commands (store and socket, when configured).
     pub env: Vec<(OsString, OsString)>,
 }
@@ -84,46 +89,248 @@ pub fn stamp_path(state_dir: &Path) -> PathBuf {
     state_dir.join("doctor-auto.stamp")
 }
 
-/// Run `iai-mcp doctor` once; on a failing verdict, write one warning line
-/// to stderr. A missing program or a run past the limit is only logged.
-pub async fn probe(config: &DoctorConfig) {
+/// How long a session waits for another wrapper's doctor run before it
+/// runs its own: that run is bounded by [`PROBE_LIMIT`].
+const TURN_WAIT: Duration = Duration::from_secs(6);
+
+/// How often a session waiting for another wrapper's doctor run looks
+/// whether its turn has come.
+const TURN_POLL: Duration = Duration::from_millis(50);
+
+/// What one doctor probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Probe {
+    /// It exited 0.
+    Healthy {
+        /// How long it ran.
+        elapsed: Duration,
+    },
+    /// It exited with another code, or without one.
+    Problem {
+        /// The code, or how it ended.
+        exit: String,
+        /// The code, when it had one (what a verdict keeps).
+        code: Option<i32>,
+        /// How long it ran.
+        elapsed: Duration,
+    },
+    /// The program is not installed.
+    Skipped(String),
+    /// It did not complete (killed at its limit, could not start).
+    Failed(String),
+}
+
+/// Where a session's verdict came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The doctor ran for this session.
+    Ran,
+    /// Another session of the same daemon run reached it.
+    Kept,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::Ran => "ran",
+            Source::Kept => "kept",
+        }
+    }
+}
+
+/// The doctor's verdict for a session that has just started: the one kept
+/// for the daemon's current run when it stands, else `iai-mcp doctor` run
+/// (by one session per run, the others waiting for its verdict) and its
+/// verdict kept. On a failing verdict one warning line goes to stderr,
+/// whichever session reached it. With no daemon run recorded in `store`'s
+/// state file, or a state directory that cannot be written, the doctor
+/// runs for this session, as iai-mcp's own wrapper does.
+pub async fn probe_for_session(config: &DoctorConfig, state_dir: &Path, store: Option<&Path>) {
+    let run = match store {
+        Some(store) => {
+            let store = store.to_path_buf();
+            tokio::task::spawn_blocking(move || verdict::current_run(&store))
+                .await
+                .ok()
+                .flatten()
+        }
+        None => None,
+    };
+    let Some(run) = run else {
+        report(config, &run_probe(config).await, Source::Ran);
+        return;
+    };
+    let verdicts = Verdicts::in_state_dir(state_dir);
+    let give_up = tokio::time::Instant::now() + TURN_WAIT;
+    loop {
+        let turn = {
+            let verdicts = verdicts.clone();
+            let run = run.clone();
+            let max_age = config.verdict_max_age;
+            tokio::task::spawn_blocking(move || take_turn(&verdicts, &run, max_age))
+                .await
+                .unwrap_or_else(|e| Turn::Unusable(e.to_string()))
+        };
+        match turn {
+            Turn::Kept(verdict) => {
+                report(config, &kept_probe(&verdict), Source::Kept);
+                return;
+            }
+            Turn::Ours(lock) => {
+                let probe = run_probe(config).await;
+                // Kept before it is told, so that a session that has told
+                // its verdict has left it for the next one.
+                keep(&verdicts, &run, &probe).await;
+                drop(lock);
+                report(config, &probe, Source::Ran);
+                return;
+            }
+            Turn::Unusable(why) => {
+                tracing::debug!(reason = %why, "doctor verdicts unusable; running the doctor");
+                report(config, &run_probe(config).await, Source::Ran);
+                return;
+            }
+            Turn::Taken if tokio::time::Instant::now() >= give_up => {
+                report(config, &run_probe(config).await, Source::Ran);
+                return;
+            }
+            Turn::Taken => tokio::time::sleep(TURN_POLL).await,
+        }
+    }
+}
+
+/// What a session finds when it looks for a verdict.
+enum Turn {
+    /// A verdict that stands for the run.
+    Kept(Verdict),
+    /// No such verdict, and the right to run the doctor (held until
+    /// dropped).
+    Ours(LockedFile),
+    /// Another wrapper is running the doctor.
+    Taken,
+    /// The verdicts' directory cannot be used.
+    Unusable(String),
+}
+
+/// Looks for a verdict that stands for `run`, else takes the turn to reach
+/// one (looking again once it is held: the wrapper that had it may have
+/// just kept one).
+fn take_turn(verdicts: &Verdicts, run: &DaemonRun, max_age: Duration) -> Turn {
+    let standing = |verdicts: &Verdicts| {
+        verdicts
+            .kept()
+            .filter(|v| v.stands_for(run, SystemTime::now(), max_age))
+    };
+    if let Some(verdict) = standing(verdicts) {
+        return Turn::Kept(verdict);
+    }
+    match verdicts.try_turn() {
+        Ok(Some(lock)) => match standing(verdicts) {
+            Some(verdict) => Turn::Kept(verdict),
+            None => Turn::Ours(lock),
+        },
+        Ok(None) => Turn::Taken,
+        Err(e) => Turn::Unusable(e.to_string()),
+    }
+}
+
+/// Keeps what `probe` found for `run`, when it is a verdict (the doctor
+/// exited with a code); a run that did not complete leaves the next
+/// session to try again.
+async fn keep(verdicts: &Verdicts, run: &DaemonRun, probe: &Probe) {
+    let exit = match probe {
+        Probe::Healthy { .. } => 0,
+        Probe::Problem {
+            code: Some(code), ..
+        } => *code,
+        Probe::Problem { code: None, .. } | Probe::Skipped(_) | Probe::Failed(_) => return,
+    };
+    let verdict = Verdict {
+        run: run.clone(),
+        exit,
+        checked_at: verdict::seconds(SystemTime::now()),
+    };
+    let verdicts = verdicts.clone();
+    let kept = tokio::task::spawn_blocking(move || verdicts.keep(&verdict)).await;
+    if let Ok(Err(e)) | Err(e) = kept.map_err(std::io::Error::other) {
+        tracing::debug!(error = %e, "the doctor's verdict could not be kept");
+    }
+}
+
+/// What a kept verdict says, as a probe.
+fn kept_probe(verdict: &Verdict) -> Probe {
+    if verdict.exit == 0 {
+        Probe::Healthy {
+            elapsed: Duration::ZERO,
+        }
+    } else {
+        Probe::Problem {
+            exit: verdict.exit.to_string(),
+            code: Some(verdict.exit),
+            elapsed: Duration::ZERO,
+        }
+    }
+}
+
+/// Runs `iai-mcp doctor` once, killed at [`PROBE_LIMIT`].
+async fn run_probe(config: &DoctorConfig) -> Probe {
     let command = config.command(&["doctor"], PROBE_LIMIT);
-    let shown = command.display();
     match process::run(&command).await {
-        Ok(out) if out.status.success() => tracing::info!(
+        Ok(out) if out.status.success() => Probe::Healthy {
+            elapsed: out.elapsed,
+        },
+        Ok(out) => Probe::Problem {
+            exit: exit_text(out.status),
+            code: out.status.code(),
+            elapsed: out.elapsed,
+        },
+        Err(e @ RunError::NotFound(_)) => Probe::Skipped(e.to_string()),
+        Err(e) => Probe::Failed(e.to_string()),
+    }
+}
+
+/// Logs what the probe found (`doctor_run`, mode `probe`): a warning line
+/// for a failing verdict, whether this session ran the doctor or another
+/// session of the same daemon run did.
+fn report(config: &DoctorConfig, probe: &Probe, source: Source) {
+    let verdict = source.as_str();
+    let shown = config.command(&["doctor"], PROBE_LIMIT).display();
+    match probe {
+        Probe::Healthy { elapsed } => tracing::info!(
             event = event::DOCTOR_RUN,
             mode = "probe",
             outcome = "healthy",
+            verdict,
             command = %shown,
-            elapsed_ms = millis(out.elapsed),
+            elapsed_ms = millis(*elapsed),
             "`{shown}`: healthy"
         ),
-        Ok(out) => {
-            let code = exit_text(out.status);
-            tracing::warn!(
-                event = event::DOCTOR_RUN,
-                mode = "probe",
-                outcome = "problem",
-                command = %shown,
-                exit = %code,
-                elapsed_ms = millis(out.elapsed),
-                "`{shown}` reports a problem (exit {code}); run it for details. Memory tools may answer in degraded mode."
-            );
-        }
-        Err(e @ RunError::NotFound(_)) => tracing::info!(
+        Probe::Problem { exit, elapsed, .. } => tracing::warn!(
+            event = event::DOCTOR_RUN,
+            mode = "probe",
+            outcome = "problem",
+            verdict,
+            command = %shown,
+            exit = %exit,
+            elapsed_ms = millis(*elapsed),
+            "`{shown}` reports a problem (exit {exit}); run it for details. Memory tools may answer in degraded mode."
+        ),
+        Probe::Skipped(reason) => tracing::info!(
             event = event::DOCTOR_RUN,
             mode = "probe",
             outcome = "skipped",
+            verdict,
             command = %shown,
-            reason = %e,
+            reason = %reason,
             "doctor probe skipped"
         ),
-        Err(e) => tracing::warn!(
+        Probe::Failed(reason) => tracing::warn!(
             event = event::DOCTOR_RUN,
             mode = "probe",
             outcome = "failed",
+            verdict,
             command = %shown,
-            reason = %e,
+            reason = %reason,
             "doctor probe did not complete"
         ),
     }
@@ -278,7 +485,7 @@ pub fn claim(stamp: &Path, cooldown: Duration, now: SystemTime) -> std::io::Resu
     if let Some(dir) = stamp.parent() {
         files::create_private_dir(dir)?;
     }
-    let Some(mut file) = lock_stamp(stamp)? else {
+    let Some(mut file) = files::try_lock_exclusive(stamp)? else {
         return Ok(false);
     };
     let mut text = String::new();
@@ -295,55 +502,6 @@ pub fn claim(stamp: &Path, cooldown: Duration, now: SystemTime) -> std::io::Resu
     writeln!(file, "{}", secs(now))?;
     file.sync_data()?;
     Ok(true)
-}
-
-/// The stamp file, open for reading and writing and held exclusively
-/// until dropped.
-#[cfg(unix)]
-type LockedStamp = nix::fcntl::Flock<std::fs::File>;
-/// The stamp file, open for reading and writing and held exclusively
-/// until dropped.
-#[cfg(windows)]
-type LockedStamp = std::fs::File;
-
-/// Open the stamp (creating it) under an exclusive lock: `None` when
-/// another process holds it. Unix: a non-blocking `flock`.
-#[cfg(unix)]
-fn lock_stamp(stamp: &Path) -> std::io::Result<Option<LockedStamp>> {
-    use nix::fcntl::{Flock, FlockArg};
-    let file = files::private_file_options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(stamp)?;
-    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-        Ok(locked) => Ok(Some(locked)),
-        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
-        Err((_, e)) => Err(e.into()),
-    }
-}
-
-/// Open the stamp (creating it) under an exclusive lock: `None` when
-/// another process holds it. Windows: the file opened with no sharing, so
-/// every other open fails with a sharing violation while it is held.
-#[cfg(windows)]
-fn lock_stamp(stamp: &Path) -> std::io::Result<Option<LockedStamp>> {
-    use std::os::windows::fs::OpenOptionsExt;
-    /// `ERROR_SHARING_VIOLATION`: another process has the file open.
-    const SHARING_VIOLATION: i32 = 32;
-    let opened = files::private_file_options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .share_mode(0)
-        .open(stamp);
-    match opened {
-        Ok(file) => Ok(Some(file)),
-        Err(e) if e.raw_os_error() == Some(SHARING_VIOLATION) => Ok(None),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]

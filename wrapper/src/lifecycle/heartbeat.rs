@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::now_iso8601;
 use crate::files;
-use crate::logging::event;
+use crate::log_names as event;
 
 /// How often the heartbeat file is refreshed by default (the daemon's
 /// lifecycle machinery treats a file older than a few intervals as a wrapper
@@ -49,11 +49,6 @@ impl Heartbeat {
     /// Where the heartbeat of `pid`/`uuid` lives.
     pub fn path_for(state_dir: &Path, pid: u32, uuid: Uuid) -> PathBuf {
         Self::dir(state_dir).join(format!("heartbeat-{pid}-{uuid}.json"))
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Write (or refresh) the file now.

@@ -7,8 +7,9 @@
 //! that are not. The bridge
 //! asks the daemon which release it is with the `status` control message
 //! as the first line of every connection it makes (docs/CONTRACT.md
-//! section 4), so the question costs no connection of its own; [`watch`]
-//! logs each answer and warns once per differing release
+//! section 4), so the question costs no connection of its own; each answer
+//! is logged ([`log`], from the upgrade follower that weighs it first) and
+//! a differing release warned about once
 //! (docs/upgrading.md says what to do). `--check` and `iai-mcp-wrapper
 //! status` ask the same question on a connection of their own with
 //! [`query`].
@@ -17,15 +18,11 @@
 //! time limit and a line-length limit, a failure is logged at debug level
 //! only, and nothing here touches the path of an MCP answer.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
-
 use crate::bridge::wire::STATUS_REQUEST;
-use crate::bridge::{DaemonStatus, StatusAnswer, StatusError};
-use crate::logging::event;
-use crate::surface::Surface;
+use crate::bridge::{DaemonStatus, StatusError};
+use crate::log_names as event;
 use crate::transport::{Endpoint, OneShot, OneShotError};
 
 /// How long one status exchange (connect, ask, answer) may take in all.
@@ -161,30 +158,6 @@ pub fn log(outcome: &Result<String, QueryError>, served: &str, warned: &mut Warn
             reason = %e,
             "the daemon's release is unknown: {e}"
         ),
-    }
-}
-
-/// Logs the daemon's release after every connection the bridge makes (the
-/// first, and each reconnect: a restarted daemon may be another release),
-/// from the answer to the status question the connection began with,
-/// beside the release whose tools `surface` serves ([`log`]). Runs until
-/// the bridge is gone.
-pub async fn watch(
-    mut answers: watch::Receiver<Option<StatusAnswer>>,
-    surface: watch::Receiver<Arc<Surface>>,
-) {
-    let mut warned = Warned::default();
-    while answers.changed().await.is_ok() {
-        let outcome = match answers.borrow_and_update().as_ref() {
-            Some(answer) => answer
-                .status
-                .clone()
-                .and_then(|status| status.release().map(str::to_owned))
-                .map_err(QueryError::from),
-            None => continue,
-        };
-        let served = surface.borrow().version().to_owned();
-        log(&outcome, &served, &mut warned);
     }
 }
 

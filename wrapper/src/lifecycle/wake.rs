@@ -24,10 +24,11 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::daemon_process::{self, DaemonProcess, NotRunning};
+use super::daemon_state;
 use super::now_iso8601;
 use crate::bridge::LinkStatus;
 use crate::files;
-use crate::logging::event;
+use crate::log_names as event;
 use crate::platform::Platform;
 use crate::process::{self, CliCommand};
 use crate::transport::Endpoint;
@@ -319,9 +320,6 @@ async fn inspect_daemon_process(settings: &WakeSettings) -> DaemonProcess {
     }
 }
 
-/// Largest state file read; the daemon's holds a few kilobytes.
-const MAX_STATE_FILE: u64 = 1024 * 1024;
-
 /// What is read from the store before `ps` is asked.
 struct StoreFiles {
     /// The state file's text.
@@ -337,7 +335,7 @@ async fn read_store(store: &Path) -> StoreFiles {
     let store = store.to_owned();
     let fallback = store.clone();
     tokio::task::spawn_blocking(move || {
-        let state = read_state_file(&daemon_process::state_file(&store));
+        let state = daemon_state::read(&daemon_process::state_file(&store));
         let resolved = std::fs::canonicalize(&store).unwrap_or(store);
         StoreFiles { state, resolved }
     })
@@ -346,21 +344,6 @@ async fn read_store(store: &Path) -> StoreFiles {
         state: Err(std::io::Error::other(e)),
         resolved: fallback,
     })
-}
-
-/// The state file's text, at most [`MAX_STATE_FILE`] bytes of it. Only a
-/// regular file is opened: opening a FIFO put at its path would wait for
-/// a writer, and the wake-up with it.
-fn read_state_file(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::other("not a regular file"));
-    }
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(MAX_STATE_FILE)
-        .read_to_string(&mut text)?;
-    Ok(text)
 }
 
 /// `launchctl kickstart gui/<uid>/com.iai-mcp.daemon`, bounded.

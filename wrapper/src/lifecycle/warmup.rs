@@ -4,6 +4,7 @@
 //! MCP session is initialized; and, once initialized, the `iai-mcp doctor`
 //! probe. All best effort, none on the path of an MCP answer.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
@@ -30,6 +31,16 @@ impl WarmupTrigger for Initialized {
     }
 }
 
+/// Where the doctor's verdicts are kept, and the daemon's store whose
+/// state file says which run of the daemon a verdict is about.
+#[derive(Debug, Clone)]
+pub struct DoctorPlaces {
+    /// The wrapper's state directory.
+    pub state_dir: PathBuf,
+    /// The daemon's store.
+    pub store: Option<PathBuf>,
+}
+
 /// Start the warm-up tasks (and the doctor probe, when `doctor` is on);
 /// returns the trigger the MCP loop calls.
 pub fn spawn(
@@ -37,6 +48,7 @@ pub fn spawn(
     endpoint: Endpoint,
     session: Uuid,
     doctor: &DoctorConfig,
+    places: DoctorPlaces,
 ) -> Initialized {
     let (tx, rx) = watch::channel(false);
     if doctor.enabled {
@@ -44,7 +56,8 @@ pub fn spawn(
         let mut initialized = rx.clone();
         tokio::spawn(async move {
             if initialized.wait_for(|done| *done).await.is_ok() {
-                doctor::probe(&doctor).await;
+                doctor::probe_for_session(&doctor, &places.state_dir, places.store.as_deref())
+                    .await;
             }
         });
     }

@@ -11,8 +11,8 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::message::{
-    self, CallParams, CancelParams, Envelope, Id, InitializeParams, Line, ParamsError, PlainParams,
-    RequestMeta,
+    self, CallParams, CancelParams, Envelope, Id, InitializeParams, Line, ListenParams,
+    ParamsError, PlainParams, RequestMeta,
 };
 use super::protocol::{
     DEFAULT_LEGACY_VERSION, Era, INVALID_PARAMS, INVALID_REQUEST, LEGACY_VERSIONS,
@@ -32,6 +32,9 @@ pub enum Inbound {
     ToolCall(ToolCall),
     /// The client cancelled the request with this id: answer it no more.
     Cancel(Value),
+    /// A modern client opened a notification stream (`subscriptions/listen`):
+    /// acknowledge it, notify it, and answer it when the server ends.
+    Listen(Subscription),
     /// The legacy handshake finished (`notifications/initialized`).
     Initialized,
     /// Nothing to do (unknown notification, a response from the client, a
@@ -62,6 +65,16 @@ impl PartialEq for ToolCall {
             && self.tool.name == other.tool.name
             && self.arguments == other.arguments
     }
+}
+
+/// A notification stream a modern client opened with
+/// `subscriptions/listen`: its request id is the subscription's id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subscription {
+    /// The `subscriptions/listen` request's id.
+    pub id: Value,
+    /// The client asked for `notifications/tools/list_changed`.
+    pub tools_list_changed: bool,
 }
 
 /// The outcome of [`classify`]: the action, and the era of the request when
@@ -174,6 +187,7 @@ fn request(id: Value, method: &str, params: Option<&RawValue>, surface: &Surface
     match method {
         "initialize" => initialize(id, params, surface),
         "tools/call" => tool_call(id, params, surface),
+        "subscriptions/listen" => listen(id, params),
         _ => {
             let plain = match message::params::<PlainParams>(params) {
                 Ok(plain) => plain,
@@ -259,6 +273,38 @@ fn tool_call(id: Value, params: Option<&RawValue>, surface: &Surface) -> Classif
             reply::tool_error(&id, era, &server, &format!("unknown tool {name}")),
             era,
         ),
+    }
+}
+
+/// `subscriptions/listen`, a modern method: the stream is opened (and
+/// answered when it ends); in the legacy era it does not exist.
+fn listen(id: Value, params: Option<&RawValue>) -> Classified {
+    let params = match message::params::<ListenParams>(params) {
+        Ok(params) => params,
+        Err(e) => return Classified::reply(invalid_params(&id, &e)),
+    };
+    let era = match era_of(params.meta.as_ref()) {
+        Ok(era) => era,
+        Err(refused) => return refused.answer(&id),
+    };
+    if era == Era::Legacy {
+        let line = reply::error(
+            &id,
+            METHOD_NOT_FOUND,
+            "method not found: subscriptions/listen",
+        );
+        return Classified::answered(line, era);
+    }
+    let tools_list_changed = params
+        .notifications
+        .and_then(|filter| filter.tools_list_changed)
+        .unwrap_or(false);
+    Classified {
+        inbound: Inbound::Listen(Subscription {
+            id,
+            tools_list_changed,
+        }),
+        era: Some(era),
     }
 }
 

@@ -189,6 +189,27 @@ pub struct PlainParams {
     pub meta: Option<RequestMeta>,
 }
 
+/// The params of `subscriptions/listen` (2026-07-28): which notifications
+/// the client wants on the stream it opens.
+#[derive(Debug, Default, Deserialize)]
+pub struct ListenParams {
+    /// `_meta`.
+    #[serde(rename = "_meta", default, deserialize_with = "object")]
+    pub meta: Option<RequestMeta>,
+    /// The notification filter.
+    #[serde(default, deserialize_with = "object")]
+    pub notifications: Option<NotificationFilter>,
+}
+
+/// What a `subscriptions/listen` asks to hear of; only the tool list's
+/// changes are read (the wrapper has no prompts or resources).
+#[derive(Debug, Default, Deserialize)]
+pub struct NotificationFilter {
+    /// `toolsListChanged`.
+    #[serde(rename = "toolsListChanged", default)]
+    pub tools_list_changed: Option<bool>,
+}
+
 /// The params of `initialize`.
 #[derive(Debug, Default, Deserialize)]
 pub struct InitializeParams {
@@ -238,7 +259,7 @@ mod tests {
     fn the_meta_key_is_the_protocol_constant() {
         let line = format!(
             r#"{{"_meta":{{"{}":"2026-07-28"}}}}"#,
-            super::super::protocol::PROTOCOL_VERSION_KEY
+            "io.modelcontextprotocol/protocolVersion"
         );
         let raw: Box<RawValue> = serde_json::from_str(&line).expect("json");
         let plain: PlainParams = params(Some(&raw)).expect("params");

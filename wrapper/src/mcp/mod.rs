@@ -2,7 +2,7 @@
 //! rules, the replies, and the stdio loop.
 
 pub mod dispatch;
-pub mod message;
-pub mod protocol;
-pub mod reply;
+pub(crate) mod message;
+pub(crate) mod protocol;
+pub(crate) mod reply;
 pub mod server;

@@ -14,12 +14,6 @@ pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26"
 /// does not know.
 pub const DEFAULT_LEGACY_VERSION: &str = "2025-11-25";
 
-/// `_meta` key carrying a modern request's protocol version.
-pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-
-/// `_meta` key carrying the server identity in modern results.
-pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-
 /// Name the wrapper reports to clients (the original wrapper's name, so
 /// configurations and logs keep matching).
 pub const SERVER_NAME: &str = "iai-mcp";

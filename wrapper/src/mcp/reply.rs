@@ -265,20 +265,100 @@ pub fn tools_list(id: &Value, era: Era, surface: &Surface) -> Line {
     )
 }
 
-/// The notification that the tool list changed (legacy era: to the
-/// session), with no params.
+/// The notification that the tool list changed, to a legacy session (no
+/// params).
 pub fn tools_list_changed() -> Line {
     encode(&Notification {
         jsonrpc: "2.0",
         method: "notifications/tools/list_changed",
+        params: None::<Empty>,
     })
 }
 
-/// A notification without params.
+/// The notification that the tool list changed, on the modern stream
+/// `subscription` (the `subscriptions/listen` request's id).
+pub fn tools_list_changed_on(subscription: &Value) -> Line {
+    encode(&Notification {
+        jsonrpc: "2.0",
+        method: "notifications/tools/list_changed",
+        params: Some(OnStream {
+            meta: StreamMeta { subscription },
+        }),
+    })
+}
+
+/// The acknowledgement that opens the stream `subscription`, naming the
+/// notifications it will carry: the tool list's changes when asked for
+/// (the wrapper has nothing else to tell).
+pub fn subscription_acknowledged(subscription: &Value, tools_list_changed: bool) -> Line {
+    encode(&Notification {
+        jsonrpc: "2.0",
+        method: "notifications/subscriptions/acknowledged",
+        params: Some(Acknowledged {
+            meta: StreamMeta { subscription },
+            notifications: Honored {
+                tools_list_changed: tools_list_changed.then_some(true),
+            },
+        }),
+    })
+}
+
+/// The response that ends the stream `subscription` gracefully (the
+/// server is stopping).
+pub fn subscription_ended(subscription: &Value) -> Line {
+    respond(
+        subscription,
+        StreamEnd {
+            result_type: "complete",
+            meta: StreamMeta { subscription },
+        },
+    )
+}
+
+/// A notification.
 #[derive(Serialize)]
-struct Notification {
+struct Notification<P> {
     jsonrpc: &'static str,
     method: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<P>,
+}
+
+/// The `_meta` of everything on a modern notification stream.
+#[derive(Serialize)]
+struct StreamMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/subscriptionId")]
+    subscription: &'a Value,
+}
+
+/// The params of a notification on a stream.
+#[derive(Serialize)]
+struct OnStream<'a> {
+    #[serde(rename = "_meta")]
+    meta: StreamMeta<'a>,
+}
+
+#[derive(Serialize)]
+struct Acknowledged<'a> {
+    #[serde(rename = "_meta")]
+    meta: StreamMeta<'a>,
+    notifications: Honored,
+}
+
+/// The notifications a stream will carry.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Honored {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools_list_changed: Option<bool>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StreamEnd<'a> {
+    result_type: &'static str,
+    #[serde(rename = "_meta")]
+    meta: StreamMeta<'a>,
 }
 
 /// The result of a legacy `ping`: `{}`.
@@ -385,7 +465,7 @@ mod tests {
         assert_eq!(r["result"]["structuredContent"], json!({"value": [1, 2]}));
         assert_eq!(r["result"]["resultType"], "complete");
         assert_eq!(
-            r["result"]["_meta"][protocol::SERVER_INFO_KEY]["name"],
+            r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
             "iai-mcp"
         );
         let keys: Vec<&str> = r["result"]

@@ -16,7 +16,7 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio::task::{AbortHandle, JoinError, JoinHandle, JoinSet};
 use tokio_util::codec::FramedRead;
 
-use super::dispatch::{self, Classified, Inbound, ToolCall};
+use super::dispatch::{self, Classified, Inbound, Subscription, ToolCall};
 use super::protocol::{self, Era};
 use super::reply::{self, ServerInfo};
 use crate::bridge::{Access, BridgeError};
@@ -119,6 +119,7 @@ where
     let mut session = Session::new(input, out, serving, config);
     let reason = session.read_until_stopped(stop, &mut writer).await;
     session.answer_calls_in_flight().await;
+    session.end_subscriptions();
     // Closing the queue lets the writer end once it has written it out;
     // the rest of the session (the caller among it) lives until return.
     let Session { out, .. } = session;
@@ -143,6 +144,8 @@ struct Session<R, T> {
     /// The client finished the legacy handshake: notifications may be
     /// sent to it.
     initialized: bool,
+    /// The modern notification streams open, in the order opened.
+    subscriptions: Vec<Subscription>,
     config: ServerConfig,
 }
 
@@ -169,6 +172,7 @@ where
             caller,
             warmup,
             initialized: false,
+            subscriptions: Vec::new(),
             config,
         }
     }
@@ -235,6 +239,7 @@ where
             Inbound::Reply(line) => self.out.send(line),
             Inbound::ToolCall(call) => self.start_call(call),
             Inbound::Cancel(id) => self.cancel(&id),
+            Inbound::Listen(subscription) => self.listen(subscription),
             Inbound::Initialized => {
                 self.initialized = true;
                 self.warmup.initialized();
@@ -244,11 +249,37 @@ where
     }
 
     /// The surface changed: a client that finished the handshake is told
-    /// to list the tools again (one that has not will list them anyway).
+    /// to list the tools again (one that has not will list them anyway),
+    /// and so is every modern stream that asked to hear of it.
     fn on_surface_changed(&mut self) {
         self.surface.mark_unchanged();
         if self.initialized {
             self.out.send(reply::tools_list_changed());
+        }
+        for subscription in &self.subscriptions {
+            if subscription.tools_list_changed {
+                self.out
+                    .send(reply::tools_list_changed_on(&subscription.id));
+            }
+        }
+    }
+
+    /// A modern client opened a notification stream: acknowledged at
+    /// once, answered when the server ends (or never, if the client
+    /// cancels it).
+    fn listen(&mut self, subscription: Subscription) {
+        self.out.send(reply::subscription_acknowledged(
+            &subscription.id,
+            subscription.tools_list_changed,
+        ));
+        self.subscriptions.push(subscription);
+    }
+
+    /// The server is ending: every stream still open is answered, so that
+    /// its request, like every other, gets its one response.
+    fn end_subscriptions(&mut self) {
+        for subscription in std::mem::take(&mut self.subscriptions) {
+            self.out.send(reply::subscription_ended(&subscription.id));
         }
     }
 
@@ -274,8 +305,10 @@ where
     }
 
     /// The client cancelled request `id`: its call is stopped and never
-    /// answered.
+    /// answered, or its notification stream closed without an answer.
     fn cancel(&mut self, id: &Value) {
+        self.subscriptions
+            .retain(|subscription| subscription.id != *id);
         self.live.retain(|_, call| {
             let cancelled = call.id == *id;
             if cancelled {

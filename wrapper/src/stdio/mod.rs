@@ -9,93 +9,46 @@
 //! Windows, whose anonymous pipes the reactor cannot watch) keeps tokio's
 //! portable blocking implementation.
 
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+#[cfg(unix)]
+use tokio_util::either::Either;
 
 #[cfg(unix)]
 pub mod polled;
 
-/// The process's standard input: reactor-driven when possible.
-#[derive(Debug)]
-pub enum Input {
-    /// A pipe or socket, read on the runtime thread.
-    #[cfg(unix)]
-    Polled(polled::PolledInput),
-    /// Anything else, through tokio's blocking-pool reader.
-    Blocking(tokio::io::Stdin),
-}
+/// The process's standard input: on Unix reactor-driven when it is a pipe
+/// or socket (left), tokio's blocking-pool reader otherwise (right).
+#[cfg(unix)]
+pub type Input = Either<polled::PolledInput, tokio::io::Stdin>;
+/// The process's standard input, through tokio's blocking-pool reader.
+#[cfg(not(unix))]
+pub type Input = tokio::io::Stdin;
 
-/// The process's standard output: reactor-driven when possible.
-#[derive(Debug)]
-pub enum Output {
-    /// A pipe or socket, written on the runtime thread.
-    #[cfg(unix)]
-    Polled(polled::PolledOutput),
-    /// Anything else, through tokio's blocking-pool writer.
-    Blocking(tokio::io::Stdout),
-}
+/// The process's standard output: on Unix reactor-driven when it is a
+/// pipe or socket (left), tokio's blocking-pool writer otherwise (right).
+#[cfg(unix)]
+pub type Output = Either<polled::PolledOutput, tokio::io::Stdout>;
+/// The process's standard output, through tokio's blocking-pool writer.
+#[cfg(not(unix))]
+pub type Output = tokio::io::Stdout;
 
 /// Standard input as an async stream (call inside the runtime).
 pub fn input() -> Input {
     #[cfg(unix)]
-    if let Some(polled) = polled::input() {
-        return Input::Polled(polled);
-    }
-    Input::Blocking(tokio::io::stdin())
+    return match polled::input() {
+        Some(polled) => Either::Left(polled),
+        None => Either::Right(tokio::io::stdin()),
+    };
+    #[cfg(not(unix))]
+    return tokio::io::stdin();
 }
 
 /// Standard output as an async stream (call inside the runtime).
 pub fn output() -> Output {
     #[cfg(unix)]
-    if let Some(polled) = polled::output() {
-        return Output::Polled(polled);
-    }
-    Output::Blocking(tokio::io::stdout())
-}
-
-impl AsyncRead for Input {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            #[cfg(unix)]
-            Input::Polled(s) => Pin::new(s).poll_read(cx, buf),
-            Input::Blocking(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for Output {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            #[cfg(unix)]
-            Output::Polled(s) => Pin::new(s).poll_write(cx, buf),
-            Output::Blocking(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            #[cfg(unix)]
-            Output::Polled(s) => Pin::new(s).poll_flush(cx),
-            Output::Blocking(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            #[cfg(unix)]
-            Output::Polled(s) => Pin::new(s).poll_shutdown(cx),
-            Output::Blocking(s) => Pin::new(s).poll_shutdown(cx),
-        }
-    }
+    return match polled::output() {
+        Some(polled) => Either::Left(polled),
+        None => Either::Right(tokio::io::stdout()),
+    };
+    #[cfg(not(unix))]
+    return tokio::io::stdout();
 }

@@ -17,6 +17,7 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::UnixStream;
 use tokio::net::unix::pipe;
+use tokio_util::either::Either;
 
 /// Puts a standard descriptor's file status flags back as they were when
 /// the stream that made it non-blocking is dropped.
@@ -57,48 +58,48 @@ fn socket(fd: OwnedFd) -> Option<UnixStream> {
     UnixStream::from_std(std).ok()
 }
 
-/// Standard input as a pipe or socket the reactor drives, if it is one.
+/// Standard input as a pipe or socket the reactor drives, if it is one:
+/// the stream, and the guard that restores the descriptor's flags.
 #[derive(Debug)]
-pub enum PolledInput {
-    /// A pipe, read on the runtime thread.
-    Pipe(pipe::Receiver, RestoreFlags),
-    /// A socket (pair), read on the runtime thread.
-    Socket(UnixStream, RestoreFlags),
+pub struct PolledInput {
+    stream: Either<pipe::Receiver, UnixStream>,
+    _restore: RestoreFlags,
 }
 
-/// Standard output as a pipe or socket the reactor drives, if it is one.
+/// Standard output as a pipe or socket the reactor drives, if it is one:
+/// the stream, and the guard that restores the descriptor's flags.
 #[derive(Debug)]
-pub enum PolledOutput {
-    /// A pipe, written on the runtime thread.
-    Pipe(pipe::Sender, RestoreFlags),
-    /// A socket (pair), written on the runtime thread.
-    Socket(UnixStream, RestoreFlags),
+pub struct PolledOutput {
+    stream: Either<pipe::Sender, UnixStream>,
+    _restore: RestoreFlags,
 }
 
 /// Standard input, when it is a pipe or a socket (call inside the runtime).
 pub fn input() -> Option<PolledInput> {
-    pollable(io::stdin()).and_then(|(fd, is_socket, guard)| {
-        if is_socket {
-            socket(fd).map(|s| PolledInput::Socket(s, guard))
-        } else {
-            pipe::Receiver::from_owned_fd(fd)
-                .ok()
-                .map(|p| PolledInput::Pipe(p, guard))
-        }
+    let (fd, is_socket, guard) = pollable(io::stdin())?;
+    let stream = if is_socket {
+        Either::Right(socket(fd)?)
+    } else {
+        Either::Left(pipe::Receiver::from_owned_fd(fd).ok()?)
+    };
+    Some(PolledInput {
+        stream,
+        _restore: guard,
     })
 }
 
 /// Standard output, when it is a pipe or a socket (call inside the
 /// runtime).
 pub fn output() -> Option<PolledOutput> {
-    pollable(io::stdout()).and_then(|(fd, is_socket, guard)| {
-        if is_socket {
-            socket(fd).map(|s| PolledOutput::Socket(s, guard))
-        } else {
-            pipe::Sender::from_owned_fd(fd)
-                .ok()
-                .map(|p| PolledOutput::Pipe(p, guard))
-        }
+    let (fd, is_socket, guard) = pollable(io::stdout())?;
+    let stream = if is_socket {
+        Either::Right(socket(fd)?)
+    } else {
+        Either::Left(pipe::Sender::from_owned_fd(fd).ok()?)
+    };
+    Some(PolledOutput {
+        stream,
+        _restore: guard,
     })
 }
 
@@ -108,10 +109,7 @@ impl AsyncRead for PolledInput {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            PolledInput::Pipe(s, _) => Pin::new(s).poll_read(cx, buf),
-            PolledInput::Socket(s, _) => Pin::new(s).poll_read(cx, buf),
-        }
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
     }
 }
 
@@ -121,23 +119,14 @@ impl AsyncWrite for PolledOutput {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            PolledOutput::Pipe(s, _) => Pin::new(s).poll_write(cx, buf),
-            PolledOutput::Socket(s, _) => Pin::new(s).poll_write(cx, buf),
-        }
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            PolledOutput::Pipe(s, _) => Pin::new(s).poll_flush(cx),
-            PolledOutput::Socket(s, _) => Pin::new(s).poll_flush(cx),
-        }
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            PolledOutput::Pipe(s, _) => Pin::new(s).poll_shutdown(cx),
-            PolledOutput::Socket(s, _) => Pin::new(s).poll_shutdown(cx),
-        }
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
     }
 }

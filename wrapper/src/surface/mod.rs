@@ -17,8 +17,8 @@
 //! words) and says why, once, in the log and in `--check`.
 
 pub mod bundle;
-pub mod extend;
-pub mod literal;
+pub(crate) mod extend;
+pub(crate) mod literal;
 pub mod locate;
 pub mod release;
 
@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use self::locate::Search;
 use self::release::Release;
-use crate::logging::event;
+use crate::log_names as event;
 use crate::platform::Platform;
 use crate::programs::Installation;
 use crate::tools::{self, Tool};

@@ -181,3 +181,174 @@ fn doctor_off_runs_neither_probe_nor_heal() {
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(runs(&log).is_empty(), "{:?}", runs(&log));
 }
+
+/// A store whose state file records one run of the daemon (as the daemon
+/// writes it at boot), under `dir`.
+fn store_with_run(dir: &Path, pid: u32, started_at: &str) -> PathBuf {
+    let store = dir.join("store");
+    std::fs::create_dir_all(&store).expect("mkdir");
+    record_run(&store, pid, started_at);
+    store
+}
+
+/// The daemon's boot: its state file rewritten with a run.
+fn record_run(store: &Path, pid: u32, started_at: &str) {
+    let state = json!({"daemon_pid": pid, "daemon_started_at": started_at, "fsm_state": "WAKE"});
+    std::fs::write(store.join(".daemon-state.json"), state.to_string()).expect("write");
+}
+
+/// A session started on `store`, sharing `state`, whose doctor is
+/// `fake-iai`: returns once its probe is logged (ran or kept).
+fn session(dir: &Path, log: &Path, store: &Path, state: &Path, env: &[(&str, &str)]) -> Value {
+    let mut opts = absent(dir).env("IAI_MCP_STORE", store);
+    opts.state_dir = Some(state.to_path_buf());
+    let env: Vec<(&str, &str)> = env
+        .iter()
+        .copied()
+        .chain([("IAI_MCP_HEAL_AFTER_MS", "600000")])
+        .collect();
+    let mut w = wrapper(opts, log, &env);
+    let probe = eventually("the session's doctor verdict", || {
+        events_named(&w, "doctor_run")
+            .into_iter()
+            .find(|e| e["mode"] == "probe")
+    });
+    w.close_stdin();
+    assert_eq!(w.wait_exit(REPLY).expect("exit").code(), Some(0));
+    probe
+}
+
+#[test]
+fn ten_sessions_of_one_daemon_run_run_the_doctor_once_and_a_restart_runs_it_again() {
+    let dir = short_tempdir().expect("tempdir");
+    let log = dir.path().join("cli.log");
+    let state = dir.path().join("state");
+    let store = store_with_run(dir.path(), 4242, "2026-12-06T01:00:00+00:00");
+    let verdicts: Vec<String> = (0..10)
+        .map(|_| session(dir.path(), &log, &store, &state, &[]))
+        .map(|probe| {
+            assert_eq!(probe["outcome"], "healthy", "{probe}");
+            probe["verdict"].as_str().expect("verdict").to_owned()
+        })
+        .collect();
+    assert_eq!(count(&log, &["doctor"]), 1, "{:?}", runs(&log));
+    assert_eq!(verdicts[0], "ran");
+    assert!(verdicts[1..].iter().all(|v| v == "kept"), "{verdicts:?}");
+    assert!(
+        state.join("iai-mcp-wrapper/doctor/verdict.json").is_file(),
+        "kept in the wrapper's own directory"
+    );
+
+    // The daemon restarts: a new run, a new verdict.
+    record_run(&store, 4343, "2026-12-06T02:00:00+00:00");
+    let probe = session(dir.path(), &log, &store, &state, &[]);
+    assert_eq!(probe["verdict"], "ran", "{probe}");
+    assert_eq!(count(&log, &["doctor"]), 2);
+    // A verdict older than the bound is reached again.
+    let probe = session(
+        dir.path(),
+        &log,
+        &store,
+        &state,
+        &[("IAI_MCP_DOCTOR_VERDICT_MAX_AGE_MS", "1")],
+    );
+    assert_eq!(probe["verdict"], "ran", "{probe}");
+    assert_eq!(count(&log, &["doctor"]), 3);
+}
+
+#[test]
+fn a_sick_verdict_warns_every_session_of_the_run() {
+    let dir = short_tempdir().expect("tempdir");
+    let log = dir.path().join("cli.log");
+    let state = dir.path().join("state");
+    let store = store_with_run(dir.path(), 4242, "2026-12-06T01:00:00+00:00");
+    for _ in 0..3 {
+        let probe = session(
+            dir.path(),
+            &log,
+            &store,
+            &state,
+            &[("FAKE_IAI_FAIL", "doctor")],
+        );
+        assert_eq!(
+            (&probe["outcome"], &probe["level"], &probe["exit"]),
+            (&json!("problem"), &json!("WARN"), &json!("1")),
+            "{probe}"
+        );
+    }
+    assert_eq!(count(&log, &["doctor"]), 1, "{:?}", runs(&log));
+}
+
+#[test]
+fn sessions_starting_at_once_run_the_doctor_once() {
+    let dir = short_tempdir().expect("tempdir");
+    let log = dir.path().join("cli.log");
+    let state = dir.path().join("state");
+    let store = store_with_run(dir.path(), 4242, "2026-12-06T01:00:00+00:00");
+    let probes: Vec<Value> = std::thread::scope(|scope| {
+        let starts: Vec<_> = (0..8)
+            .map(|_| scope.spawn(|| session(dir.path(), &log, &store, &state, &[])))
+            .collect();
+        starts
+            .into_iter()
+            .map(|s| s.join().expect("a session"))
+            .collect()
+    });
+    assert!(
+        probes.iter().all(|p| p["outcome"] == "healthy"),
+        "{probes:?}"
+    );
+    assert_eq!(count(&log, &["doctor"]), 1, "{:?}", runs(&log));
+    assert_eq!(probes.iter().filter(|p| p["verdict"] == "ran").count(), 1);
+}
+
+#[test]
+fn a_hung_doctor_is_killed_and_the_next_session_runs_it_again() {
+    let dir = short_tempdir().expect("tempdir");
+    let log = dir.path().join("cli.log");
+    let state = dir.path().join("state");
+    let store = store_with_run(dir.path(), 4242, "2026-12-06T01:00:00+00:00");
+    let hung = session(
+        dir.path(),
+        &log,
+        &store,
+        &state,
+        &[("FAKE_IAI_HANG", "doctor")],
+    );
+    assert_eq!(hung["outcome"], "failed", "{hung}");
+    // No verdict was reached: the next session runs the doctor itself.
+    let next = session(dir.path(), &log, &store, &state, &[]);
+    assert_eq!(
+        (&next["outcome"], &next["verdict"]),
+        (&json!("healthy"), &json!("ran")),
+        "{next}"
+    );
+    assert_eq!(count(&log, &["doctor"]), 2, "{:?}", runs(&log));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_state_directory_that_cannot_be_written_still_warns() {
+    let dir = short_tempdir().expect("tempdir");
+    let log = dir.path().join("cli.log");
+    let store = store_with_run(dir.path(), 4242, "2026-12-06T01:00:00+00:00");
+    // A file where the wrapper's own directory should be.
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).expect("mkdir");
+    std::fs::write(state.join("iai-mcp-wrapper"), "in the way").expect("write");
+    for _ in 0..2 {
+        let probe = session(
+            dir.path(),
+            &log,
+            &store,
+            &state,
+            &[("FAKE_IAI_FAIL", "doctor")],
+        );
+        assert_eq!(probe["outcome"], "problem", "{probe}");
+    }
+    assert_eq!(
+        count(&log, &["doctor"]),
+        2,
+        "run for each session, as before"
+    );
+}

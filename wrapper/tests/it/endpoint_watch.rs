@@ -1,14 +1,17 @@
 //! The endpoint watch through the real binaries: while the daemon is away
 //! the wrapper watches where it will listen and dials when it returns, not
-//! on a timer. Faults on the watched path (its directory deleted and
-//! recreated, the socket replaced by a regular file, a socket that appears
-//! but refuses, a port file rewritten with garbage) cost a bounded number
-//! of dials, lose no call, and leave the wrapper able to reconnect when the
-//! real daemon returns.
+//! on a timer. Each fault on the watched path costs exactly what the design
+//! says: nothing for the directory deleted and recreated, a regular file at
+//! the socket's path, a port file rewritten with garbage, writes among the
+//! many other files of the daemon's store; one attempt and its quick
+//! retries for a socket that appears but never listens. None loses a call,
+//! and the wrapper reconnects when the real daemon returns, the dial
+//! brought by its appearance.
 //!
-//! "Bounded" is counted, never timed: the wrapper logs `endpoint_awaited`
-//! when it stops dialling, and every dial as `connect_attempt`; between an
-//! `endpoint_awaited` and the next fault there must be none.
+//! Counted, never timed: the wrapper logs every dial (`connect_attempt`),
+//! every look the watch takes (`endpoint_looked`, at debug level), when it
+//! stops dialling (`endpoint_awaited`) and the appearance that brings a
+//! dial (`endpoint_appeared`).
 
 use devkit::tempdir::short_tempdir;
 use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
@@ -20,26 +23,32 @@ use crate::common;
 use crate::common::{
     JSON_LOG, REPLY, events, events_named, eventually, ok_method, send_call, topology,
 };
+use iai_mcp_wrapper::bridge::core::REFUSED_RETRIES;
 use iai_mcp_wrapper::bridge::{
     self, Access, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Request, Timings,
-    WatchSettings,
+    WatchSettings, report,
 };
 use iai_mcp_wrapper::transport::{Endpoint, Port};
-use serde_json::json;
+use serde_json::{Value, json};
 
-/// Most dials one fault may cost: the quick retries after each
-/// appearance the fault's file-system events announce (creating and
-/// writing a file is up to three events).
-const DIALS_PER_FAULT: usize = 3 * iai_mcp_wrapper::bridge::core::WATCHED_RETRIES as usize;
-
-/// A fake daemon at `socket` and a wrapper (JSON log) connected to it.
-fn connected(socket: &Path) -> (FakeDaemon, WrapperProcess) {
+/// A fake daemon at `socket` and a wrapper (JSON log at debug level, so
+/// that the watch's looks are seen) connected to it, with `env` set.
+fn connected_with(socket: &Path, env: &[(&str, &str)]) -> (FakeDaemon, WrapperProcess) {
     let daemon = FakeDaemon::spawn(socket).expect("fake daemon");
-    let opts = WrapperOptions::new(socket).env(JSON_LOG.0, JSON_LOG.1);
+    let opts = env.iter().fold(
+        WrapperOptions::new(socket)
+            .env(JSON_LOG.0, JSON_LOG.1)
+            .env("IAI_MCP_LOG", "info,iai_mcp_wrapper::logging::bridge=debug"),
+        |opts, (k, v)| opts.env(k, v),
+    );
     let mut wrapper = WrapperProcess::spawn(&common::wrapper_cmd(), &opts).expect("spawn wrapper");
     wrapper.initialize("2025-06-18").expect("initialize");
     assert_eq!(ok_method(&topology(&mut wrapper)), "topology");
     (daemon, wrapper)
+}
+
+fn connected(socket: &Path) -> (FakeDaemon, WrapperProcess) {
+    connected_with(socket, &[])
 }
 
 /// The position in the log of the `n`-th event called `name` (1-based),
@@ -55,27 +64,61 @@ fn nth_event(w: &WrapperProcess, name: &str, n: usize) -> usize {
     })
 }
 
-/// Dials logged from position `from` on.
-fn dials_since(w: &WrapperProcess, from: usize) -> usize {
+/// The position of the first event called `name` from position `from` on
+/// that `matches`, once it has been logged.
+fn next_event(
+    w: &WrapperProcess,
+    name: &str,
+    from: usize,
+    matches: impl Fn(&Value) -> bool,
+) -> usize {
+    eventually(&format!("{name} after #{from}"), || {
+        events(w)
+            .iter()
+            .enumerate()
+            .skip(from)
+            .find(|(_, e)| e["event"] == name && matches(e))
+            .map(|(i, _)| i)
+    })
+}
+
+/// Dials logged from position `from` up to (not including) `to`.
+fn dials_between(w: &WrapperProcess, from: usize, to: usize) -> usize {
     events(w)
         .iter()
+        .take(to)
         .skip(from)
         .filter(|e| e["event"] == "connect_attempt")
         .count()
+}
+
+/// Dials logged from position `from` on.
+fn dials_since(w: &WrapperProcess, from: usize) -> usize {
+    dials_between(w, from, usize::MAX)
 }
 
 /// Waits for an `endpoint_watched` event, from position `from` on, whose
 /// one directory is `dir`.
 fn watched(w: &WrapperProcess, dir: &Path, from: usize) -> usize {
     let expected = format!("{:?}", vec![dir.to_path_buf()]);
-    eventually(&format!("endpoint_watched on {expected}"), || {
-        events(w)
-            .iter()
-            .enumerate()
-            .skip(from)
-            .find(|(_, e)| e["event"] == "endpoint_watched" && e["directories"] == *expected)
-            .map(|(i, _)| i)
+    next_event(w, "endpoint_watched", from, |e| {
+        e["directories"] == *expected
     })
+}
+
+/// Brings the daemon back and checks that the dial that reconnects is the
+/// one its appearance brought, and that nothing was dialled between `from`
+/// and that appearance.
+fn back_with_no_dial_since(daemon: &FakeDaemon, w: &mut WrapperProcess, from: usize) {
+    daemon.up().expect("up");
+    let appeared = next_event(w, "endpoint_appeared", from, |_| true);
+    next_event(w, "connected", appeared, |e| e["reconnect"] == true);
+    assert_eq!(
+        dials_between(w, from, appeared),
+        0,
+        "no dial between the fault and the daemon's return"
+    );
+    assert_eq!(ok_method(&topology(w)), "topology");
 }
 
 fn finish(mut w: WrapperProcess) {
@@ -96,11 +139,21 @@ fn a_call_waiting_through_an_outage_is_answered_when_the_socket_appears() {
     eventually("the call's own dial failed", || {
         (events_named(&w, "connect_failed").len() >= 2).then_some(())
     });
+    let before_up = events(&w).len();
     daemon.up().expect("up");
     let r = w.wait_response(&json!("waits"), REPLY).expect("answered");
     assert_eq!(ok_method(&r), "topology");
-    let appeared = nth_event(&w, "endpoint_appeared", 1);
-    assert!(appeared > lost, "the appearance brought the dial");
+    let appeared = next_event(&w, "endpoint_appeared", before_up, |_| true);
+    let reconnected = next_event(&w, "connected", before_up, |e| e["reconnect"] == true);
+    assert!(
+        appeared > lost && appeared < reconnected,
+        "the appearance brought the dial"
+    );
+    assert_eq!(
+        dials_between(&w, appeared, reconnected),
+        1,
+        "one dial after the appearance"
+    );
     finish(w);
 }
 
@@ -116,67 +169,144 @@ fn the_socket_directory_deleted_and_recreated_is_followed_without_a_dial() {
     let up_there = watched(&w, dir.path(), quiet);
     std::fs::create_dir(&run).expect("mkdir again");
     let back_down = watched(&w, &run, up_there + 1);
-    assert_eq!(
-        dials_since(&w, quiet),
-        0,
-        "no dial while the watch moved up and back down"
-    );
     assert!(back_down > up_there);
-    daemon.up().expect("up");
-    eventually("reconnected", || {
-        events_named(&w, "connected")
-            .iter()
-            .any(|e| e["reconnect"] == true)
-            .then_some(())
-    });
-    assert_eq!(ok_method(&topology(&mut w)), "topology");
+    back_with_no_dial_since(&daemon, &mut w, quiet);
     finish(w);
 }
 
 #[test]
-fn a_socket_replaced_by_a_regular_file_costs_a_few_dials_and_no_call() {
+fn a_regular_file_at_the_socket_path_dials_nothing() {
     let dir = short_tempdir().expect("tempdir");
     let socket = dir.path().join("d.sock");
     let (daemon, mut w) = connected(&socket);
     daemon.down().expect("down");
     let quiet = nth_event(&w, "endpoint_awaited", 1);
     std::fs::write(&socket, b"not a socket\n").expect("write a regular file");
-    let quiet_again = nth_event(&w, "endpoint_awaited", 2);
-    let dials = dials_since(&w, quiet);
-    assert!(
-        (1..=DIALS_PER_FAULT).contains(&dials),
-        "{dials} dials for one regular file"
-    );
-    // A call meanwhile is not lost: it waits for the daemon.
-    send_call(&mut w, "waits", "topology", json!({}));
-    eventually("the call's dial failed", || {
-        (dials_since(&w, quiet_again) >= 1).then_some(())
-    });
+    next_event(&w, "endpoint_looked", quiet, |e| e["ready"] == false);
     std::fs::remove_file(&socket).expect("rm");
-    daemon.up().expect("up");
-    let r = w.wait_response(&json!("waits"), REPLY).expect("answered");
-    assert_eq!(ok_method(&r), "topology");
+    back_with_no_dial_since(&daemon, &mut w, quiet);
     finish(w);
 }
 
 #[test]
-fn a_socket_that_appears_but_refuses_costs_a_few_dials() {
+fn a_socket_of_the_wrong_kind_costs_one_attempt() {
     let dir = short_tempdir().expect("tempdir");
     let path = dir.path().join("d.sock");
     let (daemon, mut w) = connected(&path);
     daemon.down().expect("down");
     let quiet = nth_event(&w, "endpoint_awaited", 1);
-    // A socket of the wrong kind: it exists, and every stream connect to
-    // it fails.
+    // A datagram socket: it exists, and a stream connect to it fails (not
+    // refused: nothing will ever listen there).
     let deaf = std::os::unix::net::UnixDatagram::bind(&path).expect("bind");
-    nth_event(&w, "endpoint_awaited", 2);
-    let dials = dials_since(&w, quiet);
-    assert!(
-        (1..=DIALS_PER_FAULT).contains(&dials),
-        "{dials} dials for one deaf socket"
-    );
+    let appeared = next_event(&w, "endpoint_appeared", quiet, |_| true);
+    let quiet_again = next_event(&w, "endpoint_awaited", appeared, |_| true);
+    assert_eq!(dials_between(&w, quiet, quiet_again), 1);
     drop(deaf);
     std::fs::remove_file(&path).expect("rm");
+    back_with_no_dial_since(&daemon, &mut w, quiet_again);
+    finish(w);
+}
+
+#[test]
+fn a_socket_bound_that_never_listens_costs_one_attempt_and_its_quick_retries() {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, bind, socket};
+    let dir = short_tempdir().expect("tempdir");
+    let path = dir.path().join("d.sock");
+    let (daemon, mut w) = connected(&path);
+    daemon.down().expect("down");
+    let quiet = nth_event(&w, "endpoint_awaited", 1);
+    // Bound, never listened on: every connect is refused, as in the
+    // moment between a daemon's bind and its listen.
+    let bound = socket(
+        AddressFamily::Unix,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )
+    .expect("socket");
+    bind(
+        std::os::fd::AsRawFd::as_raw_fd(&bound),
+        &UnixAddr::new(&path).expect("address"),
+    )
+    .expect("bind");
+    let appeared = next_event(&w, "endpoint_appeared", quiet, |_| true);
+    let quiet_again = next_event(&w, "endpoint_awaited", appeared, |_| true);
+    assert_eq!(
+        dials_between(&w, quiet, quiet_again),
+        1 + REFUSED_RETRIES as usize,
+        "the attempt the appearance brought, and its retries while refused"
+    );
+    drop(bound);
+    std::fs::remove_file(&path).expect("rm");
+    back_with_no_dial_since(&daemon, &mut w, quiet_again);
+    finish(w);
+}
+
+#[test]
+fn writes_among_the_many_files_of_the_daemons_store_dial_nothing() {
+    // The socket's directory as the real ~/.iai-mcp is: many files and
+    // directories, written to while the daemon is away.
+    let dir = short_tempdir().expect("tempdir");
+    let store = dir.path().join("store");
+    for n in 0..20 {
+        let sub = store.join(format!("sub{n}"));
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        for m in 0..10 {
+            std::fs::write(sub.join(format!("f{m}")), "x").expect("write");
+        }
+        std::fs::write(store.join(format!("file{n}.json")), "{}").expect("write");
+    }
+    let (daemon, mut w) = connected(&store.join(".daemon.sock"));
+    daemon.down().expect("down");
+    let quiet = nth_event(&w, "endpoint_awaited", 1);
+    std::fs::write(store.join("file3.json"), "{\"changed\": 1}").expect("write");
+    std::fs::write(store.join("new.json"), "{}").expect("write");
+    std::fs::create_dir(store.join("newdir")).expect("mkdir");
+    std::fs::write(store.join("sub4/f2"), "y").expect("write");
+    std::fs::remove_file(store.join("file5.json")).expect("rm");
+    // Every write was looked at, none was news.
+    let mut from = quiet;
+    for _ in 0..3 {
+        from = next_event(&w, "endpoint_looked", from, |e| e["news"] == false) + 1;
+    }
+    back_with_no_dial_since(&daemon, &mut w, quiet);
+    finish(w);
+}
+
+#[test]
+fn the_floor_looks_while_away_and_dials_nothing() {
+    let dir = short_tempdir().expect("tempdir");
+    let (daemon, mut w) = connected_with(
+        &dir.path().join("d.sock"),
+        &[("IAI_MCP_ENDPOINT_FLOOR_MS", "100")],
+    );
+    daemon.down().expect("down");
+    let quiet = nth_event(&w, "endpoint_awaited", 1);
+    let mut from = quiet;
+    for _ in 0..3 {
+        from = next_event(&w, "endpoint_looked", from, |e| e["why"] == "floor") + 1;
+    }
+    back_with_no_dial_since(&daemon, &mut w, quiet);
+    finish(w);
+}
+
+#[test]
+fn with_the_watch_off_the_wrapper_dials_on_its_backoff_and_says_so() {
+    let dir = short_tempdir().expect("tempdir");
+    let (daemon, mut w) = connected_with(
+        &dir.path().join("d.sock"),
+        &[("IAI_MCP_ENDPOINT_WATCH", "off")],
+    );
+    daemon.down().expect("down");
+    let off = nth_event(&w, "endpoint_watch_unavailable", 1);
+    let said = &events(&w)[off];
+    assert_eq!(said["error"], "the endpoint watch is turned off", "{said}");
+    // No watch: it dials on the backoff without a call, and never awaits.
+    eventually("dials on the backoff", || {
+        (dials_since(&w, off) >= 4).then_some(())
+    });
+    assert!(events_named(&w, "endpoint_watched").is_empty());
+    assert!(events_named(&w, "endpoint_awaited").is_empty());
     daemon.up().expect("up");
     eventually("reconnected", || {
         events_named(&w, "connected")
@@ -224,6 +354,7 @@ fn a_port_file_rewritten_with_garbage_dials_nothing_and_the_daemon_is_found_agai
                 probe_timeout: Duration::from_secs(1),
                 max_line_bytes: 1 << 20,
                 watch: WatchSettings::default(),
+                reporter: report::unlogged,
             },
         );
         let read = || Request {

@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{JSON_LOG, REPLY, events_named, wrapper_cmd, wrapper_process};
+use crate::common::{JSON_LOG, REPLY, events_named, eventually, wrapper_cmd, wrapper_process};
 use devkit::tempdir::short_tempdir;
-use harness::{FakeDaemon, WrapperOptions, WrapperProcess};
+use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
 use serde_json::{Value, json};
 
 /// This repository's synthetic bundle, of the releases' shape.
@@ -208,4 +208,163 @@ fn check_names_the_release_served_and_its_file_and_builtin_can_be_chosen() {
         text.contains("[warn] tools and instructions served: the built-in table (iai-mcp 3.3.0's tools, in this wrapper's words)\n"),
         "{text}"
     );
+}
+
+/// A fake daemon at `socket` that says it is release `release`.
+fn daemon_of(socket: &Path, release: &str) -> FakeDaemon {
+    let program = devkit::bins::try_fake_daemon_bin().expect("fake-daemon binary");
+    FakeDaemon::spawn_with(&program, socket, Transport::Unix, &["--release", release])
+        .expect("spawn fake daemon")
+}
+
+/// Upgrades the release in `env` to `version` as an installer does: a
+/// bundle that lists one more tool, then the metadata directory of the new
+/// version in place of the old one's.
+fn upgrade(env: &Path, from: &str, to: &str) {
+    let site_packages = env.join("lib/python3.11/site-packages");
+    let bundle = BUNDLE
+        .replace(
+            "\"beta_write\"\n];",
+            "\"beta_write\",\n  \"gamma_new\"\n];",
+        )
+        .replace(
+            "var toolSchemas = {\n",
+            "var toolSchemas = {\n  gamma_new: {\n    name: \"gamma_new\",\n    description: \"Comes with the upgrade.\",\n    inputSchema: { type: \"object\", properties: {} }\n  },\n",
+        );
+    std::fs::write(site_packages.join("iai_mcp/_wrapper/index.js"), bundle).expect("write");
+    let old = site_packages.join(format!("iai_pme-{from}.dist-info"));
+    let new = site_packages.join(format!("iai_pme-{to}.dist-info"));
+    std::fs::rename(&old, &new).expect("rename");
+    std::fs::write(
+        new.join("METADATA"),
+        format!("Metadata-Version: 2.4\nName: iai-pme\nVersion: {to}\n"),
+    )
+    .expect("write");
+}
+
+/// The next message that is a notification, keeping what else arrives.
+fn next_notification(w: &mut WrapperProcess) -> Value {
+    loop {
+        let message = w.recv_any(REPLY).expect("a message");
+        if message.get("method").is_some() && message.get("id").is_none() {
+            return message;
+        }
+    }
+}
+
+fn tool_names(w: &mut WrapperProcess) -> Vec<String> {
+    let list = w
+        .request("tools/list", json!({}), REPLY)
+        .expect("tools/list");
+    list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn an_upgrade_is_served_once_the_daemon_runs_it_and_every_client_is_told() {
+    let dir = short_tempdir().expect("tempdir");
+    let env = environment(dir.path(), "9.8.7");
+    let socket = dir.path().join("d.sock");
+    let old_daemon = daemon_of(&socket, "9.8.7");
+    let python = env.join("bin/python");
+    let python = python.to_str().expect("utf-8 path");
+    let mut w = start(&socket, &[JSON_LOG, ("IAI_MCP_PYTHON", python)]);
+    w.initialize("2025-06-18").expect("initialize");
+    // A modern client's stream, asking to hear of the tool list.
+    let listen = json!({
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+        "notifications": {"toolsListChanged": true}
+    });
+    w.send_request_with_id(json!("stream"), "subscriptions/listen", listen)
+        .expect("listen");
+    let ack = next_notification(&mut w);
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "stream"
+    );
+    assert_eq!(ack["params"]["notifications"]["toolsListChanged"], true);
+    eventually("the daemon's release logged", || {
+        (!events_named(&w, "daemon_release").is_empty()).then_some(())
+    });
+
+    upgrade(&env, "9.8.7", "9.9.0");
+    // The daemon still runs the old release: the old tools stay.
+    let pending = eventually("the upgrade seen", || {
+        events_named(&w, "surface_pending").into_iter().next()
+    });
+    assert_eq!(
+        (&pending["installed"], &pending["daemon"], &pending["level"]),
+        (&json!("9.9.0"), &json!("9.8.7"), &json!("WARN")),
+        "{pending}"
+    );
+    assert_eq!(tool_names(&mut w), ["alpha_read", "beta_write"]);
+
+    // The daemon restarts as the new release: the client is told, and
+    // served the new release's tools.
+    old_daemon.quit().expect("quit");
+    let _new_daemon = daemon_of(&socket, "9.9.0");
+    let mut told = [next_notification(&mut w), next_notification(&mut w)];
+    told.sort_by_key(|n| n["params"].is_object());
+    assert_eq!(
+        told[0],
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+    );
+    assert_eq!(
+        told[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "stream"
+    );
+    assert_eq!(
+        tool_names(&mut w),
+        ["alpha_read", "beta_write", "gamma_new"]
+    );
+    let init = w.initialize("2025-06-18").expect("initialize again");
+    assert_eq!(init["result"]["serverInfo"]["version"], "9.9.0");
+    let changed = events_named(&w, "surface_changed");
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert_eq!(
+        (&changed[0]["from"], &changed[0]["to"]),
+        (&json!("9.8.7"), &json!("9.9.0"))
+    );
+    assert!(
+        events_named(&w, "daemon_release")
+            .iter()
+            .all(|e| e["level"] == "INFO"),
+        "the daemon always ran the release served: no warning"
+    );
+
+    // The stream, like every request, is answered when the server ends.
+    w.close_stdin();
+    let end = w
+        .wait_response(&json!("stream"), REPLY)
+        .expect("the stream ends");
+    assert_eq!(end["result"]["resultType"], "complete");
+    assert_eq!(w.wait_exit(REPLY).expect("exit").code(), Some(0));
+}
+
+#[test]
+fn with_no_daemon_running_an_upgrade_is_served_at_once() {
+    let dir = short_tempdir().expect("tempdir");
+    let env = environment(dir.path(), "9.8.7");
+    let python = env.join("bin/python");
+    let python = python.to_str().expect("utf-8 path");
+    let mut w = start(
+        &dir.path().join("absent.sock"),
+        &[JSON_LOG, ("IAI_MCP_PYTHON", python)],
+    );
+    w.initialize("2025-06-18").expect("initialize");
+    upgrade(&env, "9.8.7", "9.9.0");
+    let told = next_notification(&mut w);
+    assert_eq!(told["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        tool_names(&mut w),
+        ["alpha_read", "beta_write", "gamma_new"]
+    );
+    assert!(events_named(&w, "surface_pending").is_empty());
+    w.close_stdin();
+    assert_eq!(w.wait_exit(REPLY).expect("exit").code(), Some(0));
 }

@@ -14,18 +14,18 @@
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::platform::{Platform, Transport};
 
 pub mod one_shot;
+pub mod stream;
 
 pub use one_shot::{OneShot, OneShotError};
+pub use stream::{DaemonReader, DaemonStream, DaemonWriter};
 
 /// File name of the daemon's socket under its base directory.
 pub const SOCKET_FILE: &str = ".daemon.sock";
@@ -282,7 +282,7 @@ impl Endpoint {
                 let mut line = token.into_bytes();
                 line.push(b'\n');
                 stream.write_all(&line).await?;
-                Ok(DaemonStream::Tcp(stream))
+                Ok(stream::tcp(stream))
             }
         }
     }
@@ -380,7 +380,7 @@ async fn connect_unix(path: &Path) -> Result<DaemonStream, ConnectError> {
             own,
         });
     }
-    Ok(DaemonStream::Unix(stream))
+    Ok(stream::unix(stream))
 }
 
 #[cfg(not(unix))]
@@ -392,137 +392,6 @@ async fn connect_unix(path: &Path) -> Result<DaemonStream, ConnectError> {
             path.display()
         ),
     )))
-}
-
-/// One connection to the daemon, over either transport.
-#[derive(Debug)]
-pub enum DaemonStream {
-    /// A Unix socket connection.
-    #[cfg(unix)]
-    Unix(tokio::net::UnixStream),
-    /// A TCP connection (token already sent).
-    Tcp(TcpStream),
-}
-
-impl DaemonStream {
-    /// Splits the connection into the half the bridge reads replies from
-    /// and the half it writes requests to; the connection closes when both
-    /// are dropped.
-    pub fn into_split(self) -> (DaemonReader, DaemonWriter) {
-        match self {
-            #[cfg(unix)]
-            DaemonStream::Unix(stream) => {
-                let (read, write) = stream.into_split();
-                (DaemonReader::Unix(read), DaemonWriter::Unix(write))
-            }
-            DaemonStream::Tcp(stream) => {
-                let (read, write) = stream.into_split();
-                (DaemonReader::Tcp(read), DaemonWriter::Tcp(write))
-            }
-        }
-    }
-}
-
-/// The reading half of a daemon connection.
-#[derive(Debug)]
-pub enum DaemonReader {
-    /// Of a Unix socket connection.
-    #[cfg(unix)]
-    Unix(tokio::net::unix::OwnedReadHalf),
-    /// Of a TCP connection.
-    Tcp(tokio::net::tcp::OwnedReadHalf),
-}
-
-impl AsyncRead for DaemonReader {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            #[cfg(unix)]
-            DaemonReader::Unix(half) => Pin::new(half).poll_read(cx, buf),
-            DaemonReader::Tcp(half) => Pin::new(half).poll_read(cx, buf),
-        }
-    }
-}
-
-/// The writing half of a daemon connection, written without waiting: the
-/// bridge's driver writes what the socket takes now and waits for room
-/// only when it is full.
-#[derive(Debug)]
-pub enum DaemonWriter {
-    /// Of a Unix socket connection.
-    #[cfg(unix)]
-    Unix(tokio::net::unix::OwnedWriteHalf),
-    /// Of a TCP connection.
-    Tcp(tokio::net::tcp::OwnedWriteHalf),
-}
-
-impl DaemonWriter {
-    /// Writes as much of `bytes` as the socket takes now; `WouldBlock`
-    /// when it takes nothing (then [`DaemonWriter::writable`] says when
-    /// to try again).
-    pub fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
-        match self {
-            #[cfg(unix)]
-            DaemonWriter::Unix(half) => half.try_write(bytes),
-            DaemonWriter::Tcp(half) => half.try_write(bytes),
-        }
-    }
-
-    /// Completes when the socket may take more.
-    pub async fn writable(&self) -> io::Result<()> {
-        match self {
-            #[cfg(unix)]
-            DaemonWriter::Unix(half) => half.writable().await,
-            DaemonWriter::Tcp(half) => half.writable().await,
-        }
-    }
-}
-
-impl AsyncRead for DaemonStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            #[cfg(unix)]
-            DaemonStream::Unix(s) => Pin::new(s).poll_read(cx, buf),
-            DaemonStream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for DaemonStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            #[cfg(unix)]
-            DaemonStream::Unix(s) => Pin::new(s).poll_write(cx, buf),
-            DaemonStream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            #[cfg(unix)]
-            DaemonStream::Unix(s) => Pin::new(s).poll_flush(cx),
-            DaemonStream::Tcp(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            #[cfg(unix)]
-            DaemonStream::Unix(s) => Pin::new(s).poll_shutdown(cx),
-            DaemonStream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-        }
-    }
 }
 
 #[cfg(test)]
