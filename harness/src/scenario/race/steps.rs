@@ -13,9 +13,8 @@ use devkit::bins::error_chain;
 use devkit::tempdir::{short_tempdir, socket_path_in};
 use serde_json::{Value, json};
 
-use super::{
-    PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, SchemaCheck, SecondDrop, TOOL, classify,
-};
+use super::config::{EOF_EXIT_BOUND, PROTOCOL_VERSION, RaceConfig, TOOL};
+use super::report::{RaceOutcome, RaceReport, SchemaCheck, SecondDrop, classify};
 use crate::client::{ClientError, DEFAULT_TIMEOUT, initialize_params};
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
@@ -246,10 +245,6 @@ fn race(
         wrapper_stderr_tail,
     })
 }
-
-/// How long a wrapper may take to exit once its stdin closed before the
-/// run records that it did not.
-pub const EOF_EXIT_BOUND: Duration = Duration::from_secs(3);
 
 /// One drop and what followed it.
 struct Round {
