@@ -174,7 +174,7 @@ fn annotations_are_booleans(entry: &Map<String, Value>) -> bool {
 /// `name: "iai-mcp"` in the first object after `new Server(`.
 fn server_version(text: &str) -> Option<String> {
     let start = text.find("new Server(")? + "new Server(".len();
-    let window = &text[start..text.len().min(start + 512)];
+    let window = prefix_within(&text[start..], 512);
     let after = &window[window.find("version:")? + "version:".len()..];
     let quoted = after.trim_start().strip_prefix('"')?;
     let version = &quoted[..quoted.find('"')?];
@@ -184,6 +184,17 @@ fn server_version(text: &str) -> Option<String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
     plausible.then(|| version.to_owned())
+}
+
+/// The longest start of `text` no longer than `max_bytes` that ends on a
+/// character boundary (a bundle is any text: a byte count may fall inside
+/// a character).
+fn prefix_within(text: &str, max_bytes: usize) -> &str {
+    let mut end = max_bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 fn shape(what: &str) -> BundleError {
@@ -259,5 +270,20 @@ mod tests {
             let error = read(&bundle).expect_err(reason).to_string();
             assert!(error.contains(reason), "{error:?} does not name {reason:?}");
         }
+    }
+
+    #[test]
+    fn a_server_version_window_ending_inside_a_character_is_cut_before_it() {
+        // 510 bytes after `new Server(`, then a three-byte character
+        // across the 512-byte window's end.
+        let text = format!("new Server({}\u{2014}x", " ".repeat(510));
+        assert_eq!(server_version(&text), None);
+        let named = format!(
+            "new Server({{ version: \"1.2.3\" }}{}\u{2014}",
+            " ".repeat(500)
+        );
+        assert_eq!(server_version(&named).as_deref(), Some("1.2.3"));
+        assert_eq!(prefix_within("a\u{2014}", 2), "a");
+        assert_eq!(prefix_within("ab", 5), "ab");
     }
 }
