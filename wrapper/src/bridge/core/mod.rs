@@ -24,6 +24,8 @@
 //!   transitions that need the bridge (a fresh connection id, the
 //!   backoff's jitter, the calls waiting). Each takes the state out,
 //!   matches on it by value and puts back the state it builds;
+//! - `state`: what the bridge holds, how one is made, and the one place a
+//!   call is answered;
 //! - `routing`: where a call goes when it arrives, and which call a line
 //!   from the daemon answers;
 //! - `calls`: the table of calls not yet answered, and how each waits.
@@ -42,49 +44,28 @@
 mod calls;
 mod link;
 mod routing;
+mod state;
 #[cfg(test)]
 mod tests;
 mod types;
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use self::calls::{Call, Calls, Phase, Wait};
+use self::calls::{Call, Phase, Wait};
 use self::link::{
     Appearance, Attempt, Awaiting, Connected, Connecting, Link, Outage, Pause, Proof, Retrying,
     Stop,
 };
 use self::routing::Route;
+pub use self::state::Bridge;
 use super::error::BridgeError;
-use super::policy::Policy;
-use super::wire::{self, DaemonResult};
+use super::wire;
 
 pub use self::types::{
     APPEARED_SPREAD, Access, Action, CallId, ConnId, ConnectFailure, Event, Failure, LinkStatus,
     PARSE_STREAK_LIMIT, PROVEN_AFTER, REFUSED_PAUSE, REFUSED_RETRIES, Request,
     WAITING_BACKOFF_STEPS, WATCHED_RETRIES, Watch,
 };
-
-/// The sans-IO bridge state machine. See the module documentation.
-#[derive(Debug, Clone)]
-pub struct Bridge {
-    policy: Policy,
-    endpoint: String,
-    link: Link,
-    next_conn: u64,
-    /// Connections established so far.
-    connects: u64,
-    /// Connect attempts that failed so far.
-    failed_attempts: u64,
-    /// Reconnects scheduled after lost connections (the pre-fix policy
-    /// allows one).
-    reconnects: u32,
-    calls: Calls,
-    rng: fastrand::Rng,
-    /// Whether the endpoint is watched.
-    watch: Watch,
-    actions: VecDeque<Action>,
-}
 
 /// How many calls a lost connection's loss settled, each way.
 struct Settled {
@@ -113,25 +94,6 @@ enum Lost {
 }
 
 impl Bridge {
-    /// A bridge following `policy`, dialling the daemon at `endpoint` (a
-    /// socket path or TCP address, used in error messages). `seed` drives
-    /// the backoff jitter, so a test can replay a run exactly.
-    pub fn new(policy: Policy, endpoint: impl Into<String>, seed: u64) -> Self {
-        Bridge {
-            policy,
-            endpoint: endpoint.into(),
-            link: Link::Idle,
-            next_conn: 0,
-            connects: 0,
-            failed_attempts: 0,
-            reconnects: 0,
-            calls: Calls::default(),
-            rng: fastrand::Rng::with_seed(seed),
-            watch: Watch::Unavailable,
-            actions: VecDeque::new(),
-        }
-    }
-
     /// Begin the first connect attempt (the boot probe).
     pub fn start(&mut self) {
         if matches!(self.link, Link::Idle) {
@@ -823,33 +785,6 @@ impl Bridge {
         for id in self.calls.waiting() {
             self.finish(id, Err(error.clone()));
         }
-    }
-
-    /// Answer call `id` (if still pending) with `outcome`, stating on a
-    /// failure whether it was ever sent and whether the caller may answer
-    /// it another way. This is the one place that decides the write rule:
-    /// a write that reached a daemon connection is never handed on.
-    fn finish(&mut self, id: CallId, outcome: Result<DaemonResult, BridgeError>) {
-        let Some(call) = self.calls.remove(id) else {
-            return;
-        };
-        let outcome = outcome.map_err(|error| {
-            let sent = call.sends > 0;
-            let unreachable = match error {
-                BridgeError::Shutdown => false,
-                BridgeError::Timeout(_) => call.request.access == Access::Read,
-                ref e => e.is_unreachable(),
-            };
-            let fallback = call.request.fallback
-                && unreachable
-                && (call.request.access == Access::Read || !sent);
-            Failure {
-                error,
-                sent,
-                fallback,
-            }
-        });
-        self.actions.push_back(Action::Reply(id, outcome));
     }
 
     /// The earliest instant a call could bring the next attempt forward
