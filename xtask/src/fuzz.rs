@@ -96,6 +96,7 @@ pub enum Outcome {
 pub fn run(args: &FuzzArgs, root: &Path) -> Result<Vec<Outcome>, FuzzError> {
     let fuzz_dir = root.join("fuzz");
     available()?;
+    lockfile_current(&fuzz_dir)?;
     let targets = match &args.target {
         Some(name) => vec![name.clone()],
         None => list(&fuzz_dir)?,
@@ -139,6 +140,31 @@ pub fn available() -> Result<(), FuzzError> {
         ));
     }
     Ok(())
+}
+
+/// `fuzz/Cargo.lock` resolves the fuzz crate as it stands: `cargo fuzz run`
+/// takes no `--locked` and would rewrite a stale one, so it is checked
+/// first, as cargo's `--locked` would.
+fn lockfile_current(fuzz_dir: &Path) -> Result<(), FuzzError> {
+    let out = Command::new("cargo")
+        .args([
+            "metadata",
+            "--locked",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(fuzz_dir.join("Cargo.toml"))
+        .stdout(Stdio::null())
+        .output()
+        .map_err(|e| FuzzError::Command(format!("cargo metadata --locked: {e}")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(FuzzError::Command(format!(
+        "fuzz/Cargo.lock is not current (`cargo metadata --manifest-path fuzz/Cargo.toml` brings it up to date; commit it): {}",
+        String::from_utf8_lossy(&out.stderr).trim_end()
+    )))
 }
 
 fn list(fuzz_dir: &Path) -> Result<Vec<String>, FuzzError> {
