@@ -309,6 +309,15 @@ impl BenchReport {
     /// each herd's.
     fn outage_rows(&self) -> Vec<Vec<String>> {
         let mut rows = vec![self.row("outage".to_owned(), |s| Some(cell_text(&s.name)))];
+        rows.extend(self.outage_call_rows());
+        rows.extend(self.away_rows());
+        rows.extend(self.herd_rows());
+        rows
+    }
+
+    /// The outage phase's calls: the normal call, the call after the
+    /// rebind, the waiting call; each with the calls that failed.
+    fn outage_call_rows(&self) -> Vec<Vec<String>> {
         let after_rebind = |o: &OutageStats| o.after_rebind_failures;
         let waited = |o: &OutageStats| o.waited_failures;
         let summaries: [OutageFigure; 6] = [
@@ -348,22 +357,30 @@ impl BenchReport {
                 failures: waited,
             },
         ];
-        for OutageFigure {
-            label,
-            figure,
-            failures,
-        } in summaries
-        {
-            rows.push(self.row(label.to_owned(), |s| {
-                let o = s.outage.as_ref()?;
-                let mut cell = figure(o).unwrap_or(DASH.into());
-                let failures = failures(o);
-                if failures > 0 {
-                    let _ = write!(cell, "; {failures}/{} failed", o.outages);
-                }
-                Some(cell)
-            }));
-        }
+        summaries
+            .into_iter()
+            .map(
+                |OutageFigure {
+                     label,
+                     figure,
+                     failures,
+                 }| {
+                    self.row(label.to_owned(), |s| {
+                        let o = s.outage.as_ref()?;
+                        let mut cell = figure(o).unwrap_or(DASH.into());
+                        let failures = failures(o);
+                        if failures > 0 {
+                            let _ = write!(cell, "; {failures}/{} failed", o.outages);
+                        }
+                        Some(cell)
+                    })
+                },
+            )
+            .collect()
+    }
+
+    /// The away window's figures: dials, wake-ups and CPU time per minute.
+    fn away_rows(&self) -> Vec<Vec<String>> {
         let away: [Labelled<AwayStats, Option<String>>; 3] = [
             Labelled {
                 label: "while away: dials per minute",
@@ -378,12 +395,20 @@ impl BenchReport {
                 figure: |a| a.cpu_ns_per_min.map(|c| format_ns(c.round() as u64)),
             },
         ];
-        for Labelled { label, figure } in away {
-            rows.push(self.row(label.to_owned(), |s| {
-                let away = s.outage.as_ref()?.away.as_ref()?;
-                Some(figure(away).unwrap_or("n/a".to_owned()))
-            }));
-        }
+        away.into_iter()
+            .map(|Labelled { label, figure }| {
+                self.row(label.to_owned(), |s| {
+                    let away = s.outage.as_ref()?.away.as_ref()?;
+                    Some(figure(away).unwrap_or("n/a".to_owned()))
+                })
+            })
+            .collect()
+    }
+
+    /// Each herd's figures: when the last wrapper was answered, the
+    /// connects refused and the calls failed.
+    fn herd_rows(&self) -> Vec<Vec<String>> {
+        let mut rows = Vec::new();
         for &size in &self.settings.amounts.herds {
             let herd = |s: &SubjectReport| s.herds.iter().find(|h| h.wrappers == size).cloned();
             rows.push(self.row(
@@ -667,6 +692,31 @@ mod tests {
             "| failed calls (sequential + pipelined)                    |               0 |                       0 |                      1 |\n",
         );
         assert_eq!(text, expected, "{text}");
+    }
+
+    /// The outage table of the sample report (the calls after the rebind,
+    /// the waiting call, the away window, the herds), byte for byte.
+    #[test]
+    fn outage_table_renders_every_figure() {
+        let mut text = String::new();
+        write_table(&mut text, sample_report().outage_rows());
+        assert_eq!(
+            text,
+            r#"| outage                                              | floor |                wrapper |       node\|js |
+| --------------------------------------------------- | ----: | ---------------------: | -------------: |
+| normal call, 100 ms after the previous, median      |     – |                20.0 µs |       200.0 µs |
+| call sent 100 ms after the rebind, median           |     – | 30.0 µs (1.50× normal) |  –; 2/2 failed |
+| call sent 100 ms after the rebind, max              |     – |                50.0 µs |  –; 2/2 failed |
+| waiting call answered after the rebind, median      |     – |                1.20 ms |  –; 2/2 failed |
+| waiting call answered after the rebind, max         |     – |                2.50 ms |  –; 2/2 failed |
+| waiting call answered after UP sent, median         |     – |                1.40 ms |  –; 2/2 failed |
+| while away: dials per minute                        |     – |                    0.0 |            n/a |
+| while away: wake-ups (context switches) per minute  |     – |                    3.0 |          120.0 |
+| while away: CPU time per minute                     |     – |               150.0 µs |        5.00 ms |
+| herd of 50 waiting: all answered after the rebind   |     – |               12.00 ms | 12/50 answered |
+| herd of 50 waiting: refused connects / failed calls |     – |                  0 / 0 |      n/a / 300 |
+"#
+        );
     }
 
     #[test]

@@ -206,16 +206,11 @@ impl Bridge {
             }
         };
         self.failed_attempts += 1;
-        let Connecting {
-            attempt,
-            outage,
-            appeared,
-        } = connecting;
         let error = failure.message().to_owned();
         // Refused just after the endpoint appeared: a daemon between its
         // bind and its listen. Made again in a few milliseconds, and not
         // counted as a failure, a few times.
-        let refused_again = match (&failure, attempt.answers) {
+        let refused_again = match (&failure, connecting.attempt.answers) {
             (ConnectFailure::Refused(_), Some(appearance))
                 if appearance.refusals < REFUSED_RETRIES =>
             {
@@ -223,25 +218,57 @@ impl Bridge {
             }
             _ => None,
         };
-        if let Some(appearance) = refused_again {
-            let pause = REFUSED_PAUSE * 2u32.pow(appearance.refusals);
-            self.actions.push_back(Action::Report(Event::ConnectFailed {
-                conn,
-                failures: outage.failures,
-                error,
-                retry_in: Some(pause),
-            }));
-            self.link = Link::Retrying(Retrying {
-                at: now + pause,
-                pause: Pause::Appeared {
-                    appearance: Appearance {
-                        refusals: appearance.refusals + 1,
-                    },
-                },
-                outage,
-            });
-            return;
+        match refused_again {
+            Some(appearance) => self.retry_refusal(connecting.outage, appearance, conn, error, now),
+            None => self.after_connect_failure(connecting, conn, error, now),
         }
+    }
+
+    /// An attempt answering `appearance` was refused: made again after
+    /// [`REFUSED_PAUSE`], doubled at each refusal, without counting as a
+    /// failure of `outage`.
+    fn retry_refusal(
+        &mut self,
+        outage: Outage,
+        appearance: Appearance,
+        conn: ConnId,
+        error: String,
+        now: Instant,
+    ) {
+        let pause = REFUSED_PAUSE * 2u32.pow(appearance.refusals);
+        self.actions.push_back(Action::Report(Event::ConnectFailed {
+            conn,
+            failures: outage.failures,
+            error,
+            retry_in: Some(pause),
+        }));
+        self.link = Link::Retrying(Retrying {
+            at: now + pause,
+            pause: Pause::Appeared {
+                appearance: Appearance {
+                    refusals: appearance.refusals + 1,
+                },
+            },
+            outage,
+        });
+    }
+
+    /// An attempt failed and counts as a failure: the pre-fix bridge gives
+    /// up; an attempt that may have raced the daemon's bind is made again
+    /// within the spread; any other waits its backoff or the endpoint.
+    /// Calls that waited only for this attempt are answered another way.
+    fn after_connect_failure(
+        &mut self,
+        connecting: Connecting,
+        conn: ConnId,
+        error: String,
+        now: Instant,
+    ) {
+        let Connecting {
+            attempt,
+            outage,
+            appeared,
+        } = connecting;
         let outage = outage.after_failed_attempt(error.clone());
         let failures = outage.failures;
         // The pre-fix bridge made one reconnect attempt and gave up.
@@ -277,12 +304,17 @@ impl Bridge {
             Link::Awaiting(awaiting) => self.await_endpoint(awaiting),
             next => self.link = next,
         }
-        // Calls that only waited for this attempt are answered another way.
+        self.fail_calls_waiting_for_attempt(&error, now);
+    }
+
+    /// Calls that only waited for the attempt that just failed with
+    /// `error` are answered another way.
+    fn fail_calls_waiting_for_attempt(&mut self, error: &str, now: Instant) {
         for (id, since) in self.calls.waiting_for_next_attempt() {
             let error = BridgeError::ConnectWait {
                 endpoint: self.endpoint.clone(),
                 waited: now.saturating_duration_since(since),
-                last_error: Some(error.clone()),
+                last_error: Some(error.to_owned()),
             };
             self.finish(id, Err(error));
         }
