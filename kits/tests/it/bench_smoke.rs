@@ -90,7 +90,7 @@ fn a_tiny_bench_fills_every_figure() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("bench.json")).unwrap()).unwrap();
     assert_eq!(json["subjects"][1]["name"], "wrapper");
-    assert_eq!(json["targets"].as_array().unwrap().len(), 9);
+    assert_eq!(json["targets"].as_array().unwrap().len(), 7);
     let work = wrapper
         .own_work(Some(8))
         .expect("work per call at 8 in flight");
