@@ -416,6 +416,14 @@ impl FakeDaemon {
     /// for the socket file, which the daemon creates as it binds and
     /// listens: [`Rebind::bound`] is the earlier of the two.
     pub fn up_timed(&self) -> Result<Rebind, HarnessError> {
+        self.up_timed_in(None)
+    }
+
+    /// Like [`up_timed`](Self::up_timed), coming up in `order` this time
+    /// (`None`: the order the daemon was started with). The socket file
+    /// appears at the bind, so with `listen-after` [`Rebind::bound`] is the
+    /// bind, not the listen.
+    pub fn up_timed_in(&self, order: Option<StartupOrder>) -> Result<Rebind, HarnessError> {
         let socket = match &self.endpoint {
             DaemonEndpoint::Unix(socket) => Some(socket.as_path()),
             DaemonEndpoint::Tcp { .. } => None,
@@ -426,7 +434,9 @@ impl FakeDaemon {
                 let give_up = sent + COMMAND_TIMEOUT;
                 scope.spawn(move || first_seen(path, give_up))
             });
-            let acknowledged = self.up().map(|()| Instant::now());
+            let acknowledged = self
+                .carry_out(Command::Up { order })
+                .map(|()| Instant::now());
             let appeared = appeared.and_then(|watch| watch.join().ok().flatten());
             (acknowledged, appeared)
         });

@@ -29,10 +29,19 @@ pub struct BenchArgs {
     /// each wrapper's dials, wake-ups and CPU are counted (per minute).
     #[arg(long, default_value_t = bench::DEFAULT_AWAY.as_secs_f64())]
     pub away_secs: f64,
-    /// Herd sizes, comma-separated: that many wrappers of each kind wait
-    /// through one outage on one daemon (`--herds` with no sizes: none).
+    /// Herd sizes, comma-separated: that many wrappers of each kind on one
+    /// daemon, restarted in the usual start-up order and in one that binds
+    /// 50 ms before it listens, every wrapper's call waiting (`--herds`
+    /// with no sizes: none).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = bench::DEFAULT_HERDS)]
     pub herds: Vec<usize>,
+    /// Restarts of each herd's daemon in each start-up order.
+    #[arg(long, default_value_t = bench::DEFAULT_HERD_ROUNDS)]
+    pub herd_rounds: usize,
+    /// Seconds of each herd restart in which the wrappers' own wake-ups
+    /// are counted (the daemon away, after a two-second settling pause).
+    #[arg(long, default_value_t = bench::DEFAULT_HERD_AWAY.as_secs_f64())]
+    pub herd_away_secs: f64,
     /// Another wrapper to measure the same way, as NAME=CMD (repeatable),
     /// e.g. --compare "node=node /path/to/mcp-wrapper/dist/index.js".
     #[arg(long, value_name = "NAME=CMD")]

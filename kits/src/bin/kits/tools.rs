@@ -28,6 +28,8 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
     config.amounts.outages = args.outages;
     config.amounts.away_ms = (args.away_secs.max(0.0) * 1000.0).round() as u64;
     config.amounts.herds = args.herds.clone();
+    config.amounts.herd_rounds = args.herd_rounds;
+    config.amounts.herd_away_ms = (args.herd_away_secs.max(0.0) * 1000.0).round() as u64;
     config.progress = true;
     for compare in &args.compare {
         config.compare.push(BenchConfig::parse_compare(compare)?);
