@@ -34,4 +34,14 @@ pub struct HostsArgs {
     /// The Node.js binary that runs the release's own wrapper.
     #[arg(long, default_value = "node")]
     pub node: PathBuf,
+    /// Also run the wrappers broken on purpose (capture-offline,
+    /// mute-third-call, errors-after-first) in front of this wrapper; the
+    /// run fails unless each fails at least one check in every host.
+    #[arg(long)]
+    pub broken_wrappers: bool,
+    /// Write the pins afresh and run nothing else: each host's npm
+    /// lockfile at its pinned version (kits/pins/npm/) and the constraints
+    /// of each constrained iai-pme release (kits/pins/), resolved today.
+    #[arg(long)]
+    pub refresh_pins: bool,
 }

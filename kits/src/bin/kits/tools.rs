@@ -9,7 +9,7 @@ use devkit::rows::verdict_code;
 use harness::WrapperCommand;
 use kits::bench::{self, BenchConfig};
 use kits::cli::tools::{BenchArgs, E2eArgs};
-use kits::e2e::{E2eConfig, run_e2e};
+use kits::e2e::{Deps, E2eConfig, run_e2e};
 
 /// Measures, prints the Markdown table and writes `target/bench/`.
 pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
@@ -52,12 +52,17 @@ pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
         wrapper: bins::try_wrapper_bin()?,
         python: args.python.clone(),
         node: args.node.clone(),
+        deps: if args.on_pinned_deps {
+            Deps::Pinned
+        } else {
+            Deps::Own
+        },
     };
     eprintln!(
         "e2e: {} against iai-mcp {} (environment in {})",
         cfg.wrapper.display(),
         cfg.release,
-        cfg.release.e2e_venv(&cfg.work_dir).display()
+        cfg.venv().display()
     );
     let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
     println!("{report}");

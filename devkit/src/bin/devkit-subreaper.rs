@@ -1,0 +1,11 @@
+//! `devkit-subreaper PROGRAM [ARG]...`: runs the program as a child
+//! subreaper's child, and when it exits, or when standard input closes,
+//! kills and reaps every process below, then exits with the program's
+//! code ([`devkit::reap`]).
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<_> = std::env::args_os().skip(1).collect();
+    devkit::reap::serve(&args)
+}
