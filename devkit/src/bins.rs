@@ -263,6 +263,9 @@ pub fn cargo_build(
     let mut command = Command::new(&cargo);
     command
         .arg("build")
+        // The lockfile as committed: whoever started this (cargo test,
+        // cargo xtask) has already written it if it needed writing.
+        .arg("--locked")
         .arg("--manifest-path")
         .arg(workspace_manifest())
         .arg("--message-format=json-render-diagnostics")

@@ -9,6 +9,8 @@
 //! - [`mod@bench`]: latency, throughput, cold start, memory, recovery and
 //!   outage figures, side by side with the floor.
 //! - [`report`]: how the bench's results read for people, and their files.
+//! - [`cli`]: the `kits` binary's command line, declared here so that
+//!   `cargo xtask` lists its commands from the same declaration.
 //!
 //! They drive the wrapper and the fake daemon through the harness (its
 //! processes, client and herd scenario), and return its error,
@@ -16,6 +18,7 @@
 //! xtask e2e`, `hosts` and `bench` run the `kits` binary.
 
 pub mod bench;
+pub mod cli;
 pub mod e2e;
 pub mod hosts;
 pub mod report;

@@ -2,6 +2,8 @@
 
 use std::ffi::OsString;
 
+use clap::Parser;
+
 use super::daemon::check_socket_path;
 use super::*;
 use crate::bridge::{BridgeMode, PolicyError, Timings};

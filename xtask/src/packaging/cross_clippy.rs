@@ -18,6 +18,7 @@ use super::toolchain;
 /// for `platform`, every warning an error.
 pub fn clippy_args(platform: Platform) -> Vec<&'static str> {
     let mut args = vec![
+        "--locked",
         "-p",
         "iai-mcp-wrapper",
         "--lib",
@@ -72,7 +73,7 @@ mod tests {
         let args = clippy_args(Platform::WindowsX86_64);
         assert_eq!(
             args.join(" "),
-            "-p iai-mcp-wrapper --lib --bins --target x86_64-pc-windows-gnu -Z build-std=std,panic_abort -- -D warnings"
+            "--locked -p iai-mcp-wrapper --lib --bins --target x86_64-pc-windows-gnu -Z build-std=std,panic_abort -- -D warnings"
         );
     }
 }
