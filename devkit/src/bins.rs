@@ -3,8 +3,8 @@
 //! Lookup order for each binary, done at most once per process:
 //!
 //! 1. an explicit path in an environment variable (`IAI_WRAPPER_BIN`,
-//!    `FAKE_DAEMON_BIN`, `FAKE_IAI_BIN`), so a caller that has just built
-//!    the binaries decides exactly what runs;
+//!    `FAKE_DAEMON_BIN`, `FAKE_IAI_BIN`, `DEVKIT_SUBREAPER_BIN`), so a
+//!    caller that has just built the binaries decides exactly what runs;
 //! 2. the target directory of the current executable, where
 //!    `cargo test --workspace` has built every binary before any test runs
 //!    (after editing the wrapper, run `cargo build --workspace` before a
@@ -19,9 +19,16 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
+use crate::command::OUTPUT_GRACE;
 use crate::error::DevkitError;
+use crate::process::{CapturedOutput, ChildGuard};
 use crate::sync::lock;
+
+/// How long one `cargo build` may take (a release build of the wrapper
+/// from nothing takes minutes on two cores).
+const CARGO_BUILD_LIMIT: Duration = Duration::from_secs(2700);
 
 /// A binary target of this workspace, and the environment variable that may
 /// override where it is found.
@@ -82,6 +89,14 @@ pub const KITS: WorkspaceBin = WorkspaceBin {
     package: "kits",
     bin: "kits",
     env_override: "KITS_BIN",
+};
+
+/// The child subreaper the hosts kit runs every host command under
+/// ([`crate::reap`]).
+pub const SUBREAPER: WorkspaceBin = WorkspaceBin {
+    package: "devkit",
+    bin: "devkit-subreaper",
+    env_override: "DEVKIT_SUBREAPER_BIN",
 };
 
 /// A cargo build profile.
@@ -248,6 +263,9 @@ pub fn cargo_build(
     let mut command = Command::new(&cargo);
     command
         .arg("build")
+        // The lockfile as committed: whoever started this (cargo test,
+        // cargo xtask) has already written it if it needed writing.
+        .arg("--locked")
         .arg("--manifest-path")
         .arg(workspace_manifest())
         .arg("--message-format=json-render-diagnostics")
@@ -262,21 +280,38 @@ pub fn cargo_build(
     for bin in bins {
         command.args(["-p", bin.package, "--bin", bin.bin]);
     }
-    let output = command.output().map_err(|source| DevkitError::Spawn {
-        program: cargo.to_string_lossy().into_owned(),
-        source,
-    })?;
-    if !output.status.success() {
+    // In the caller's process group, so that Ctrl-C at a terminal
+    // reaches cargo too.
+    let mut build = ChildGuard::spawn(&mut command)?;
+    let leader = build.child_mut();
+    let stdout = CapturedOutput::spawn(leader.stdout.take().expect("piped"), "cargo-stdout");
+    let stderr = leader
+        .stderr
+        .take()
+        .map(|pipe| CapturedOutput::spawn(pipe, "cargo-stderr"));
+    let what = format!("cargo build of {packages}");
+    let Some(status) = build.wait_timeout(CARGO_BUILD_LIMIT)? else {
+        let _ = build.kill();
+        return Err(DevkitError::TimedOut {
+            what,
+            limit: CARGO_BUILD_LIMIT,
+            tail: stderr.map(|e| e.tail(2000)).unwrap_or_default(),
+        });
+    };
+    stdout.wait_eof(OUTPUT_GRACE);
+    if !status.success() {
+        let said = stderr
+            .map(|e| {
+                e.wait_eof(OUTPUT_GRACE);
+                e.text()
+            })
+            .unwrap_or_default();
         return Err(DevkitError::Build {
             package: packages,
-            detail: format!(
-                "cargo exited with {}; {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim_end()
-            ),
+            detail: format!("cargo exited with {status}; {}", said.trim_end()),
         });
     }
-    let executables = executables_in_cargo_messages(&String::from_utf8_lossy(&output.stdout));
+    let executables = executables_in_cargo_messages(&stdout.text());
     bins.iter()
         .map(|bin| {
             executables

@@ -77,11 +77,31 @@ pub enum DevkitError {
         /// How long the kit waited.
         timeout: Duration,
     },
+    /// A command did not finish within its time limit and was killed with
+    /// everything it started; `what` says which command.
+    #[error("{what} did not finish within {} s (killed){}", limit.as_secs(), tail_after(tail))]
+    TimedOut {
+        /// The command, as its caller names it.
+        what: String,
+        /// Its time limit.
+        limit: Duration,
+        /// The end of its standard error, possibly empty.
+        tail: String,
+    },
     /// A step that what follows depends on failed (a command, a Python
     /// environment, an install), so nothing measured after it would mean
     /// anything; the text says which step and why.
     #[error("scenario precondition failed: {0}")]
     Precondition(String),
+}
+
+/// `; its stderr ends:` and `tail` on lines of its own, or nothing.
+fn tail_after(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("; its stderr ends:\n{tail}")
+    }
 }
 
 impl DevkitError {

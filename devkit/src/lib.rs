@@ -6,8 +6,14 @@
 //!
 //! - [`bins`]: finding or building the workspace's binaries, the target
 //!   directory, the workspace's root.
-//! - [`process`]: kill-on-drop child ownership, signals, timed waits,
-//!   output capture.
+//! - [`process`]: kill-on-drop child ownership (of a child, or of a
+//!   process group), signals, timed waits, output capture.
+//! - [`command`]: a command run to completion within a time limit, named
+//!   when it runs out of it.
+//! - [`cleanenv`]: the explicit environment of an install or a host: what
+//!   the registries' clients need of this machine, nothing else.
+//! - [`reap`]: a child subreaper, so that every process a command started
+//!   is gone when it ends, those that left its process group included.
 //! - [`pyenv`]: Python virtual environments, a wheel installed into one,
 //!   and a command run to completion with its output or why it failed.
 //! - [`shell`]: command lines split into words as a shell splits them.
@@ -18,10 +24,15 @@
 //! - [`error`]: what can go wrong in all of these.
 
 pub mod bins;
+pub mod cleanenv;
+pub mod command;
 pub mod error;
 pub mod format;
 pub mod process;
 pub mod pyenv;
+// A child subreaper: prctl, waitpid and /proc, Unix only.
+#[cfg(unix)]
+pub mod reap;
 pub mod rows;
 pub mod shell;
 pub mod sync;

@@ -4,17 +4,21 @@
 //! [`ChildGuard`] kills and reaps its child when dropped, on every path
 //! including a panic, and refuses to signal a pid it has already reaped
 //! (that pid may belong to an unrelated process by then).
+//! [`GroupGuard`] does the same for a child that leads a process group of
+//! its own, killing the whole group first.
 //! [`CapturedOutput`] drains a pipe on a thread into a buffer, so a child that
 //! logs a lot never stalls on a full stderr pipe.
 
 use std::io::{self, Read, Write};
+#[cfg(unix)]
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 #[cfg(unix)]
-use nix::sys::signal::kill;
+use nix::sys::signal::{kill, killpg};
 #[cfg(unix)]
 use nix::unistd::Pid;
 
@@ -134,6 +138,63 @@ impl Drop for ChildGuard {
             let _ = self.child.kill();
         }
         let _ = self.child.wait();
+    }
+}
+
+/// A child started as the leader of a process group of its own: the whole
+/// group is killed (SIGKILL) when the guard drops, panics included, then
+/// the leader is reaped.
+#[derive(Debug)]
+pub struct GroupGuard {
+    child: ChildGuard,
+}
+
+impl GroupGuard {
+    /// Starts `command` as the leader of a new process group (on Windows,
+    /// which has none of this kind, as a plain child).
+    pub fn spawn(command: &mut Command) -> Result<Self, DevkitError> {
+        #[cfg(unix)]
+        command.process_group(0);
+        Ok(GroupGuard {
+            child: ChildGuard::spawn(command)?,
+        })
+    }
+
+    /// The leader's pid (also the group's id).
+    pub fn pid(&self) -> u32 {
+        self.child.pid()
+    }
+
+    /// The guarded leader.
+    pub fn leader(&mut self) -> &mut ChildGuard {
+        &mut self.child
+    }
+
+    /// Kills every process of the group and reaps the leader.
+    pub fn kill(&mut self) -> Result<ExitStatus, DevkitError> {
+        self.kill_group();
+        self.child.kill()
+    }
+
+    /// SIGKILL to the group. While any process is in the group its id
+    /// is not given to another process, so this reaches only what the
+    /// leader started, even once the leader itself has been reaped.
+    #[cfg(unix)]
+    fn kill_group(&mut self) {
+        if let Ok(pgid) = i32::try_from(self.child.pid()) {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
+    }
+
+    /// Windows: no group to kill; the leader is killed by [`ChildGuard`].
+    #[cfg(not(unix))]
+    fn kill_group(&mut self) {}
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill_group();
+        let _ = self.child.kill();
     }
 }
 

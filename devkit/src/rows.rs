@@ -18,10 +18,6 @@ pub enum Verdict {
     Fail,
     /// A reference figure (the release's own wrapper), judged by no one.
     Info,
-    /// It did not, but only where the release under test is known to
-    /// differ from the tool table (a tool or parameter it lacks): what the
-    /// release does differently, not a failure of the wrapper.
-    Known,
 }
 
 impl fmt::Display for Verdict {
@@ -30,7 +26,6 @@ impl fmt::Display for Verdict {
             Verdict::Pass => "pass",
             Verdict::Fail => "FAIL",
             Verdict::Info => "info",
-            Verdict::Known => "known",
         })
     }
 }
@@ -72,15 +67,6 @@ impl Row {
         Row {
             check: check.into(),
             verdict: Verdict::Info,
-            detail: detail.into(),
-        }
-    }
-
-    /// A check judged against the release's known differences.
-    pub fn known(check: impl Into<String>, detail: impl Into<String>) -> Self {
-        Row {
-            check: check.into(),
-            verdict: Verdict::Known,
             detail: detail.into(),
         }
     }

@@ -1,16 +1,18 @@
 //! Command-line arguments, `--help` and `--version`.
 //!
-//! Hand-rolled: one positional argument and two options do not need a
-//! parser library, and the help text is generated from the command table in
-//! [`crate::commands`], so it documents exactly what the parser accepts.
+//! Hand-rolled: one positional argument and a few options do not need a
+//! parser library, and the help text is generated from the command table
+//! (`fake_daemon_control::spec::COMMANDS`), so it documents exactly what the
+//! parser accepts.
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use fake_daemon_control::spec::COMMANDS;
+use fake_daemon_control::{BOUND, START_UP_OPTION, StartupOrder, StartupOrderError, StartupStep};
 use thiserror::Error;
 
-use crate::commands::COMMANDS;
 use crate::journal::DEFAULT_JOURNAL_BYTES;
 use crate::listener::{MAX_SOCKET_PATH_BYTES, SocketPathError, check_socket_path};
 use crate::server::{Config, DEFAULT_MAX_LINE_BYTES, DEFAULT_RELEASE};
@@ -54,6 +56,12 @@ pub enum CliError {
     /// The socket path cannot work.
     #[error(transparent)]
     SocketPath(#[from] SocketPathError),
+    /// The `--start-up` value is no start-up order.
+    #[error("invalid value for {START_UP_OPTION}: {0}")]
+    StartupOrder(#[from] StartupOrderError),
+    /// A TCP-only start-up order without `--tcp`.
+    #[error("the start-up order {0} is for TCP (--tcp) only")]
+    TcpOnlyOrder(StartupOrder),
 }
 
 /// Parses the arguments after the program name.
@@ -67,6 +75,7 @@ where
     let mut journal_bytes = DEFAULT_JOURNAL_BYTES;
     let mut tcp = false;
     let mut release = Some(DEFAULT_RELEASE.to_owned());
+    let mut start_up = StartupOrder::AtOnce;
     let mut options_done = false;
     while let Some(arg) = args.next() {
         let text = arg.to_string_lossy();
@@ -82,6 +91,9 @@ where
                 "--tcp" if inline.is_none() => tcp = true,
                 "--no-release" if inline.is_none() => release = None,
                 "--release" => release = Some(text_value("--release", inline, &mut args)?),
+                START_UP_OPTION => {
+                    start_up = text_value(START_UP_OPTION, inline, &mut args)?.parse()?;
+                }
                 "--max-line-bytes" => {
                     max_line_bytes = byte_count("--max-line-bytes", inline, &mut args, 1)?;
                 }
@@ -99,12 +111,16 @@ where
     }
     let socket_path = PathBuf::from(socket_path.ok_or(CliError::MissingSocketPath)?);
     check_socket_path(&socket_path)?;
+    if start_up.tcp_only() && !tcp {
+        return Err(CliError::TcpOnlyOrder(start_up));
+    }
     Ok(Invocation::Run(Config {
         socket_path,
         tcp,
         max_line_bytes,
         journal_bytes,
         release,
+        start_up,
     }))
 }
 
@@ -159,9 +175,22 @@ pub fn version_text() -> String {
 }
 
 /// The `--help` text: usage, wire behaviour, options, every stdin command
-/// with its acknowledgement, and exit statuses.
+/// with its acknowledgement, the start-up orders, and exit statuses.
 pub fn help_text() -> String {
-    let mut text = format!(
+    [
+        about_text(),
+        options_text(),
+        commands_text(),
+        acknowledgements_text(),
+        start_up_text(),
+        exit_status_text(),
+    ]
+    .concat()
+}
+
+/// What the daemon is and does on the wire.
+fn about_text() -> String {
+    format!(
         "{version}
 Stand-in for the iai-mcp daemon in tests, the race kit, benchmarks and soaks.
 
@@ -169,7 +198,7 @@ USAGE:
     fake-daemon [OPTIONS] <socket-path>
 
 Binds a Unix socket at <socket-path> (a stale socket file there is removed
-first; the new socket gets mode 0600), prints BOUND on stdout once listening,
+first; the new socket gets mode 0600), prints {BOUND} on stdout once listening,
 and answers every newline-delimited JSON-RPC 2.0 request
     {{\"jsonrpc\":\"2.0\",\"id\":<id>,\"method\":<method>,\"params\":<params>}}
 with
@@ -192,7 +221,15 @@ are no Unix sockets: an ephemeral port (kept across DOWN/UP), written to
 (mode 0600) at every bind. Every connection must send the token as its first
 line; others are closed (STATS counts them as refused).
 
-OPTIONS:
+",
+        version = version_text(),
+    )
+}
+
+/// The options.
+fn options_text() -> String {
+    format!(
+        "OPTIONS:
     --tcp                 listen on loopback TCP with a token (see above)
     --release <VERSION>   the release status reports [default: {release}]
     --no-release          status replies carry no version member (a daemon
@@ -202,31 +239,40 @@ OPTIONS:
                           entries are forgotten and both reports add
                           \"dropped\":<count>; 0 records nothing (fastest)
                           [default: {journal}]
+    {START_UP_OPTION} <ORDER>    the order of every start: at-once, listen-after=<ms>
+                          or token-then-port=<ms> (see START-UP ORDERS)
+                          [default: at-once]
     -h, --help            print this help
     -V, --version         print the version
 
-COMMANDS (on stdin, one per line, command word case-insensitive):
 ",
-        version = version_text(),
         max_line = DEFAULT_MAX_LINE_BYTES,
         journal = DEFAULT_JOURNAL_BYTES,
         release = DEFAULT_RELEASE,
-    );
+    )
+}
+
+/// Every stdin command with what it does and its answer, from the table.
+fn commands_text() -> String {
+    let mut text = "COMMANDS (on stdin, one per line, command word case-insensitive):\n".to_owned();
     for spec in COMMANDS {
-        let usage = match spec.argument {
-            Some(argument) => format!("{} {argument}", spec.name),
-            None => spec.name.to_owned(),
-        };
-        let mut lead = format!("{usage:<17}");
+        let mut lead = format!("{:<17}", spec.usage());
         for line in wrap(spec.effect, 56) {
             let _ = writeln!(text, "    {lead} {line}");
             lead = " ".repeat(17);
         }
-        let _ = writeln!(text, "    {lead} -> {}", spec.ack);
+        let mut arrow = "->";
+        for line in wrap(&spec.answer_text(), 53) {
+            let _ = writeln!(text, "    {lead} {arrow} {line}");
+            arrow = "  ";
+        }
     }
-    let _ = write!(
-        text,
-        "
+    text
+}
+
+/// How commands are acknowledged and refused, and how faults combine.
+fn acknowledgements_text() -> String {
+    "
 Every command except QUIT is acknowledged by exactly one line on stdout,
 printed once its effect has taken place (after DROPPED every connection is
 closed; after OK GARBAGE the lines are written). A refused command gets
@@ -237,14 +283,49 @@ to the next success reply; HANG and DELAY apply to every reply, while
 GARBAGE and STRAY lines are written at once regardless. End of stdin
 stops command reading only: the daemon serves until QUIT, SIGTERM or SIGINT,
 which close everything, remove the socket file and exit 0.
+"
+    .to_owned()
+}
 
+/// The start-up orders, at start and at UP.
+fn start_up_text() -> String {
+    format!(
+        "
+START-UP ORDERS ({START_UP_OPTION} ORDER for every start, UP ORDER for one):
+    at-once               bind and listen in one step; on TCP then write the
+                          token file, then the port file, each whole
+    listen-after=<ms>     bind (on TCP and write both files), wait <ms>,
+                          then listen: a dial in between is refused
+    token-then-port=<ms>  iai-mcp 3.3.0's order, TCP only: the token file
+                          written empty, the token written into it, bind and
+                          listen, the port file emptied, the port written
+                          into it, <ms> between each step and the next
+Each step of the last two is logged on stderr once taken, before its
+pause, as \"fake-daemon: start-up: <step>\", <step> being in turn
+    listen-after:         {bound} | {listening}
+    token-then-port:      {token_empty} | {token} | {listening} |
+                          {port_empty} | {port}
+{BOUND} (at start) and OK UP (at UP) come once the whole start-up is done.
+",
+        bound = StartupStep::Bound.words(),
+        listening = StartupStep::Listening.words(),
+        token_empty = StartupStep::TokenFileEmpty.words(),
+        token = StartupStep::TokenWritten.words(),
+        port_empty = StartupStep::PortFileEmpty.words(),
+        port = StartupStep::PortWritten.words(),
+    )
+}
+
+/// The exit statuses.
+fn exit_status_text() -> String {
+    format!(
+        "
 EXIT STATUS:
     0  after QUIT, SIGTERM or SIGINT (or --help, --version)
     1  the socket (or TCP port) could not be bound
     2  bad arguments, including a socket path longer than {MAX_SOCKET_PATH_BYTES} bytes
 "
-    );
-    text
+    )
 }
 
 /// Splits `text` into lines of at most `width` characters at spaces (a
@@ -311,6 +392,36 @@ mod tests {
     }
 
     #[test]
+    fn start_up_orders() {
+        let order = |args: &[&str]| match parse(args) {
+            Ok(Invocation::Run(config)) => Ok(config.start_up),
+            Ok(other) => panic!("expected a run, not {other:?}"),
+            Err(err) => Err(err.to_string()),
+        };
+        assert_eq!(order(&["s"]), Ok(StartupOrder::AtOnce));
+        assert_eq!(
+            order(&["--start-up", "listen-after=50", "s"]),
+            Ok(StartupOrder::ListenAfter {
+                gap: std::time::Duration::from_millis(50)
+            })
+        );
+        assert_eq!(
+            order(&["--tcp", "--start-up=token-then-port=5", "s"]),
+            Ok(StartupOrder::TokenThenPort {
+                pause: std::time::Duration::from_millis(5)
+            })
+        );
+        assert_eq!(
+            order(&["--start-up=token-then-port=5", "s"]),
+            Err("the start-up order token-then-port=5 is for TCP (--tcp) only".to_owned())
+        );
+        assert_eq!(
+            order(&["--start-up", "later", "s"]),
+            Err("invalid value for --start-up: unknown start-up order 'later' (at-once, listen-after=<ms> or token-then-port=<ms>)".to_owned())
+        );
+    }
+
+    #[test]
     fn help_and_version_win() {
         assert_eq!(parse(&["/tmp/x", "--help"]).unwrap(), Invocation::Help);
         assert_eq!(parse(&["-V"]).unwrap(), Invocation::Version);
@@ -358,11 +469,16 @@ mod tests {
     }
 
     #[test]
-    fn help_documents_every_command() {
-        let help = help_text();
+    fn help_documents_every_command_and_start_up_step() {
+        // Wrapped lines read as one: every run of white space as one space.
+        let squeeze = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let help = squeeze(&help_text());
+        for step in StartupStep::ALL {
+            assert!(help.contains(step.words()), "{step}");
+        }
         for spec in COMMANDS {
             assert!(
-                help.contains(spec.name) && help.contains(spec.ack),
+                help.contains(&spec.usage()) && help.contains(&squeeze(&spec.answer_text())),
                 "{}",
                 spec.name
             );

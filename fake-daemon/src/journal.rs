@@ -157,8 +157,10 @@ impl Journal {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use fake_daemon_control::reports::{RequestLog, SeenReport};
     use serde_json::{Value, json};
+
+    use super::*;
 
     fn request<'a>(id: Option<&'a str>, method: &'a str, params: Option<&'a str>) -> Request<'a> {
         Request { id, method, params }
@@ -189,6 +191,21 @@ mod tests {
                 {"method": "topology", "params": null},
             ]})
         );
+    }
+
+    #[test]
+    fn reports_read_as_the_control_language_types() {
+        let mut journal = Journal::new(DEFAULT_JOURNAL_BYTES);
+        journal.record_control("\"status\"");
+        journal.record_request(&request(Some("\"a\""), "\"topology\"", Some("{\"x\":1}")));
+        let seen: SeenReport = serde_json::from_str(&journal.seen_line()).unwrap();
+        assert_eq!(seen.seen, [json!("status"), json!("topology")]);
+        let log: RequestLog = serde_json::from_str(&journal.log_line()).unwrap();
+        assert_eq!(log.requests.len(), 1);
+        assert_eq!(log.requests[0].method, "topology");
+        assert_eq!(log.requests[0].params, json!({"x": 1}));
+        assert_eq!(log.requests[0].id, Some(json!("a")));
+        assert_eq!(log.dropped, 0);
     }
 
     #[test]

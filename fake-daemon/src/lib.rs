@@ -7,7 +7,9 @@
 //! faults a real daemon connection can show: dropped connections, a stopped
 //! or hung daemon, slow, sliced, cut, oversized, duplicated and stray
 //! replies, and garbage lines. [`run`] is the whole `fake-daemon` binary
-//! (commands on stdin, acknowledgements on stdout).
+//! (commands on stdin, acknowledgements on stdout). The command language
+//! itself (commands, acknowledgements, counters, start-up orders) is the
+//! `fake-daemon-control` crate's, which the harness uses too.
 //!
 //! Being the floor of the latency and throughput benchmarks, it is built to
 //! be fast: one task per connection, big reads, every reply produced by one
@@ -15,8 +17,8 @@
 //! request text without building JSON values.
 
 pub mod cli;
-pub mod commands;
 mod connection;
+mod endpoint;
 pub mod fake_cli;
 mod faults;
 mod journal;
@@ -24,14 +26,13 @@ pub mod listener;
 mod protocol;
 pub mod server;
 mod shared;
-pub mod stats;
+mod stats;
 pub mod stdio;
 mod sync;
 
-pub use commands::{Command, CommandError};
+pub use fake_daemon_control::{Ack, Command, CommandError, StartupOrder, StatsSnapshot};
 pub use journal::DEFAULT_JOURNAL_BYTES;
 pub use listener::{BindError, MAX_SOCKET_PATH_BYTES, SocketPathError};
 pub use protocol::STRAY_ID;
 pub use server::{Config, DEFAULT_MAX_LINE_BYTES, FakeDaemon, Outcome};
-pub use stats::StatsSnapshot;
 pub use stdio::{RunError, run};

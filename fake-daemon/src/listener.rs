@@ -12,6 +12,9 @@
 //! Windows has no Unix sockets in tokio: there only TCP binds (`--tcp`), as
 //! iai-mcp's daemon does there, and asking for a Unix socket fails with
 //! [`BindError::NoUnixSockets`].
+//!
+//! Binding and listening are separate steps here, so that a start-up order
+//! can pause between them ([`crate::endpoint`]).
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
@@ -19,10 +22,16 @@ use std::net::SocketAddr;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use fake_daemon_control::StartupOrder;
 use thiserror::Error;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 #[cfg(unix)]
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::{UnixListener, UnixSocket, UnixStream};
+
+/// How many connections may wait to be accepted when the daemon listens
+/// after a pause (a herd of wrappers dials at once); the system caps it at
+/// its own limit.
+const BACKLOG: u32 = 1024;
 
 /// Longest socket path the system accepts, in bytes: `sun_path` holds 108
 /// bytes on Linux and 104 on the BSDs and macOS, including the final NUL.
@@ -75,18 +84,22 @@ pub enum BindError {
         /// The cause.
         source: io::Error,
     },
-    /// The port or token file could not be written.
-    #[error("cannot write {}: {source}", path.display())]
-    WriteFile {
-        /// The file.
+    /// `listen` failed after a pause.
+    #[error("cannot listen on {}: {source}", path.display())]
+    Listen {
+        /// The socket path.
         path: PathBuf,
         /// The cause.
         source: io::Error,
     },
-    /// The socket's mode could not be set to 0600.
-    #[error("cannot set mode 0600 on {}: {source}", path.display())]
-    Chmod {
-        /// The socket path.
+    /// The order exists only on TCP, and the daemon listens on a Unix
+    /// socket.
+    #[error("the start-up order {0} is for TCP (--tcp) only")]
+    TcpOnly(StartupOrder),
+    /// The port or token file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    WriteFile {
+        /// The file.
         path: PathBuf,
         /// The cause.
         source: io::Error,
@@ -97,6 +110,14 @@ pub enum BindError {
         .0.display()
     )]
     NoUnixSockets(PathBuf),
+    /// The socket's mode could not be set to 0600.
+    #[error("cannot set mode 0600 on {}: {source}", path.display())]
+    Chmod {
+        /// The socket path.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
 }
 
 /// Checks that `path` can name a Unix socket.
@@ -140,24 +161,46 @@ impl BoundSocket {
     }
 }
 
-/// Binds a Unix socket at `path` ([`bind`]), as a listener and what to
-/// remove on the way out. Must run inside a Tokio runtime.
-#[cfg(unix)]
-pub(crate) fn bind_unix(path: &Path) -> Result<(Listener, Bound), BindError> {
-    let (listener, socket) = bind(path)?;
-    Ok((Listener::Unix(listener), Bound::Unix(socket)))
-}
-
-/// Where there are no Unix sockets: always [`BindError::NoUnixSockets`].
-#[cfg(not(unix))]
-pub(crate) fn bind_unix(path: &Path) -> Result<(Listener, Bound), BindError> {
-    Err(BindError::NoUnixSockets(path.to_owned()))
-}
-
-/// Binds `path`: removes a stale socket there, binds and listens, and sets
-/// mode 0600 like the real daemon. Must run inside a Tokio runtime.
+/// Binds `path` and listens: removes a stale socket there, binds and
+/// listens in one step, and sets mode 0600 like the real daemon. Must run
+/// inside a Tokio runtime.
 #[cfg(unix)]
 pub(crate) fn bind(path: &Path) -> Result<(UnixListener, BoundSocket), BindError> {
+    clear_the_way(path)?;
+    let listener = UnixListener::bind(path).map_err(|source| BindError::Bind {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok((listener, claim(path)?))
+}
+
+/// Binds `path` without listening (a dial now is refused), like [`bind`]
+/// otherwise; [`listen_unix`] listens. Must run inside a Tokio runtime.
+#[cfg(unix)]
+pub(crate) fn bind_unlistened(path: &Path) -> Result<(UnixSocket, BoundSocket), BindError> {
+    clear_the_way(path)?;
+    let bind_err = |source| BindError::Bind {
+        path: path.to_owned(),
+        source,
+    };
+    let socket = UnixSocket::new_stream().map_err(bind_err)?;
+    socket.bind(path).map_err(bind_err)?;
+    Ok((socket, claim(path)?))
+}
+
+/// Listens on a socket [`bind_unlistened`] bound at `path`.
+#[cfg(unix)]
+pub(crate) fn listen_unix(socket: UnixSocket, path: &Path) -> Result<UnixListener, BindError> {
+    socket.listen(BACKLOG).map_err(|source| BindError::Listen {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Checks `path` and removes a stale socket there; anything else in the
+/// way is refused.
+#[cfg(unix)]
+fn clear_the_way(path: &Path) -> Result<(), BindError> {
     check_socket_path(path)?;
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)
@@ -165,14 +208,16 @@ pub(crate) fn bind(path: &Path) -> Result<(UnixListener, BoundSocket), BindError
             .map_err(|source| BindError::RemoveStale {
                 path: path.to_owned(),
                 source,
-            })?,
-        Ok(_) => return Err(BindError::NotASocket(path.to_owned())),
-        Err(_) => {}
+            }),
+        Ok(_) => Err(BindError::NotASocket(path.to_owned())),
+        Err(_) => Ok(()),
     }
-    let listener = UnixListener::bind(path).map_err(|source| BindError::Bind {
-        path: path.to_owned(),
-        source,
-    })?;
+}
+
+/// Takes the socket file just bound at `path` as this process's, and sets
+/// its mode to 0600.
+#[cfg(unix)]
+fn claim(path: &Path) -> Result<BoundSocket, BindError> {
     let identity = std::fs::symlink_metadata(path)
         .ok()
         .map(|meta| (meta.dev(), meta.ino()));
@@ -187,7 +232,7 @@ pub(crate) fn bind(path: &Path) -> Result<(UnixListener, BoundSocket), BindError
             source,
         });
     }
-    Ok((listener, bound))
+    Ok(bound)
 }
 
 /// A bound listener of either kind.
@@ -224,14 +269,41 @@ impl Listener {
     }
 }
 
-/// The files a TCP listener published.
-#[derive(Debug)]
+/// The files a TCP listener publishes: its port and its token.
+#[derive(Debug, Clone)]
 pub(crate) struct TcpFiles {
     port_file: PathBuf,
     token_file: PathBuf,
 }
 
 impl TcpFiles {
+    /// The files beside `base`: `<base>.port` and `<base>.token`.
+    pub(crate) fn beside(base: &Path) -> Self {
+        TcpFiles {
+            port_file: with_suffix(base, ".port"),
+            token_file: with_suffix(base, ".token"),
+        }
+    }
+
+    /// Writes the token, then the port, each whole (a temporary file
+    /// renamed over it), so a reader never sees half of either.
+    pub(crate) fn publish(&self, token: &str, port: u16) -> Result<(), BindError> {
+        write_whole(&self.token_file, token)?;
+        write_whole(&self.port_file, &port.to_string())
+    }
+
+    /// Writes `text` into the token file itself (created, or emptied
+    /// first), as iai-mcp 3.3.0 writes it.
+    pub(crate) fn write_token_in_place(&self, text: &str) -> Result<(), BindError> {
+        write_in_place(&self.token_file, text)
+    }
+
+    /// Writes `text` into the port file itself (created, or emptied first),
+    /// as iai-mcp 3.3.0 writes it.
+    pub(crate) fn write_port_in_place(&self, text: &str) -> Result<(), BindError> {
+        write_in_place(&self.port_file, text)
+    }
+
     /// Removes the port and token files.
     pub(crate) fn unlink(&self) {
         for path in [&self.port_file, &self.token_file] {
@@ -270,49 +342,89 @@ pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Binds loopback TCP on `port` (0: any free port), writes `<base>.port`
-/// and a fresh token to `<base>.token`; returns the listener, its address,
-/// the files and the token. Must run inside a Tokio runtime.
-pub(crate) fn bind_tcp(
-    base: &Path,
-    port: u16,
-) -> Result<(TcpListener, SocketAddr, TcpFiles, String), BindError> {
+/// A fresh token: 32 random bytes in hex.
+pub(crate) fn new_token() -> String {
+    (0..32)
+        .map(|_| format!("{:02x}", fastrand::u8(..)))
+        .collect()
+}
+
+/// Binds loopback TCP on `port` (0: any free port) and listens; `base`
+/// names the endpoint in errors. Must run inside a Tokio runtime.
+pub(crate) fn listen_tcp(base: &Path, port: u16) -> Result<TcpListener, BindError> {
     let bind_err = |source| BindError::Bind {
         path: base.to_owned(),
         source,
     };
     let std_listener = std::net::TcpListener::bind(("127.0.0.1", port)).map_err(bind_err)?;
     std_listener.set_nonblocking(true).map_err(bind_err)?;
-    let listener = TcpListener::from_std(std_listener).map_err(bind_err)?;
-    let addr = listener.local_addr().map_err(bind_err)?;
-    let token: String = (0..32)
-        .map(|_| format!("{:02x}", fastrand::u8(..)))
-        .collect();
-    let files = TcpFiles {
-        port_file: with_suffix(base, ".port"),
-        token_file: with_suffix(base, ".token"),
-    };
-    write_private(&files.token_file, &token)?;
-    write_private(&files.port_file, &addr.port().to_string())?;
-    Ok((listener, addr, files, token))
+    TcpListener::from_std(std_listener).map_err(bind_err)
 }
 
-/// Writes `text` to `path` with mode 0600 (on Windows, which has no mode
-/// bits, as the directory's access allows), replacing it whole.
-fn write_private(path: &Path, text: &str) -> Result<(), BindError> {
+/// Binds loopback TCP on `port` (0: any free port) without listening (a
+/// dial now is refused), reusing the address as [`listen_tcp`] does; `base`
+/// names the endpoint in errors. Must run inside a Tokio runtime.
+pub(crate) fn bind_tcp_unlistened(base: &Path, port: u16) -> Result<TcpSocket, BindError> {
+    let bind_err = |source| BindError::Bind {
+        path: base.to_owned(),
+        source,
+    };
+    let socket = TcpSocket::new_v4().map_err(bind_err)?;
+    socket.set_reuseaddr(true).map_err(bind_err)?;
+    socket
+        .bind(SocketAddr::from(([127, 0, 0, 1], port)))
+        .map_err(bind_err)?;
+    Ok(socket)
+}
+
+/// Listens on a socket [`bind_tcp_unlistened`] bound for `base`.
+pub(crate) fn listen_tcp_socket(socket: TcpSocket, base: &Path) -> Result<TcpListener, BindError> {
+    socket.listen(BACKLOG).map_err(|source| BindError::Listen {
+        path: base.to_owned(),
+        source,
+    })
+}
+
+/// The port a TCP listener or socket is bound to; `base` names the
+/// endpoint in errors.
+pub(crate) fn port_of(address: io::Result<SocketAddr>, base: &Path) -> Result<u16, BindError> {
+    address
+        .map(|address| address.port())
+        .map_err(|source| BindError::Bind {
+            path: base.to_owned(),
+            source,
+        })
+}
+
+/// Writes `text` to `path` with mode 0600, replacing it whole.
+fn write_whole(path: &Path, text: &str) -> Result<(), BindError> {
     let tmp = with_suffix(path, ".tmp");
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    options.mode(0o600);
-    let written = options
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .and_then(|()| std::fs::rename(&tmp, path));
+    let written = write_private(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
     written.map_err(|source| BindError::WriteFile {
         path: path.to_owned(),
         source,
     })
+}
+
+/// Writes `text` into `path` itself with mode 0600: the file is created, or
+/// emptied, and then written, so a reader may find it empty between the two.
+fn write_in_place(path: &Path, text: &str) -> Result<(), BindError> {
+    write_private(path, text).map_err(|source| BindError::WriteFile {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Opens `path` for writing (created with mode 0600, or emptied) and writes
+/// `text`. Windows has no mode bits: there the directory's access decides.
+fn write_private(path: &Path, text: &str) -> io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    options
+        .open(path)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
 }
 
 fn ignore_not_found(err: io::Error) -> io::Result<()> {

@@ -1,10 +1,11 @@
 //! Counters behind the `STATS` command.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use fake_daemon_control::StatsSnapshot;
 
 use crate::sync::lock;
 
@@ -61,11 +62,12 @@ impl Counters {
         self.controls.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The counters together with the current number of live connections.
+    /// The counters together with the current number of live connections
+    /// and of TCP connections still to send their token.
     pub(crate) fn snapshot(&self, conns: usize, pending: usize) -> StatsSnapshot {
         StatsSnapshot {
-            conns,
-            pending,
+            conns: u32::try_from(conns).unwrap_or(u32::MAX),
+            pending: u32::try_from(pending).unwrap_or(u32::MAX),
             accepted: self.accepted.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
             requests: self.requests.load(Ordering::Relaxed),
@@ -74,43 +76,14 @@ impl Counters {
     }
 }
 
-/// The daemon's counters at one moment; displays as the `STATS` reply
-/// `STATS conns=<n> accepted=<n> requests=<n> controls=<n> refused=<n>
-/// pending=<n>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StatsSnapshot {
-    /// Accepted connections that are still open.
-    pub conns: usize,
-    /// TCP connections accepted and still to send their token.
-    pub pending: usize,
-    /// Connections accepted since start (on TCP: that sent the token).
-    pub accepted: u64,
-    /// TCP connections closed for a missing or wrong token.
-    pub refused: u64,
-    /// JSON-RPC requests answered with a result (counted when the answer is
-    /// queued for writing, so held or delayed requests count once released;
-    /// error replies do not count).
-    pub requests: u64,
-    /// Control messages received.
-    pub controls: u64,
-}
-
-impl fmt::Display for StatsSnapshot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "STATS conns={} accepted={} requests={} controls={} refused={} pending={}",
-            self.conns, self.accepted, self.requests, self.controls, self.refused, self.pending
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use fake_daemon_control::reports::AcceptTimes;
+
     use super::*;
 
     #[test]
-    fn displays_as_the_stats_reply() {
+    fn snapshots_display_as_the_stats_reply() {
         let counters = Counters::default();
         counters.connection_accepted();
         counters.connection_accepted();
@@ -128,9 +101,9 @@ mod tests {
         for _ in 0..ACCEPT_TIMES_KEPT + 3 {
             counters.connection_accepted();
         }
-        let reply: serde_json::Value = serde_json::from_str(&counters.accepts_line()).unwrap();
-        let times = reply["accepted_at_us"].as_array().unwrap();
+        let reply: AcceptTimes = serde_json::from_str(&counters.accepts_line()).unwrap();
+        let times = reply.accepted_at_us;
         assert_eq!(times.len(), ACCEPT_TIMES_KEPT);
-        assert!(times.windows(2).all(|w| w[0].as_u64() <= w[1].as_u64()));
+        assert!(times.windows(2).all(|w| w[0] <= w[1]));
     }
 }

@@ -10,10 +10,10 @@
 use std::future::Future;
 use std::io::{BufRead, Write};
 
+use fake_daemon_control::{Ack, BOUND, Command};
 use thiserror::Error;
 use tokio::sync::mpsc;
 
-use crate::commands::Command;
 use crate::listener::BindError;
 use crate::server::{Config, FakeDaemon, Outcome};
 
@@ -33,17 +33,21 @@ pub enum RunError {
     },
 }
 
-/// Runs the daemon as the `fake-daemon` binary does: binds, prints `BOUND`,
-/// executes stdin commands and prints their acknowledgements, and returns
-/// after `QUIT`, SIGTERM or SIGINT with the listener and every connection
-/// closed and the socket file removed.
+/// Runs the daemon as the `fake-daemon` binary does: comes up in its
+/// start-up order, prints `BOUND`, executes stdin commands and prints their
+/// acknowledgements, and returns after `QUIT`, SIGTERM or SIGINT with the
+/// listener and every connection closed and the socket file removed (a
+/// signal during the start-up stops it there, as cleanly).
 pub async fn run(config: Config) -> Result<(), RunError> {
     // Handlers first, so a signal sent as soon as BOUND appears is handled.
     let stop = stop_signals()?;
     tokio::pin!(stop);
 
-    let mut daemon = FakeDaemon::bind(config).await?;
-    print_line("BOUND");
+    let mut daemon = tokio::select! {
+        () = &mut stop => return Ok(()),
+        daemon = FakeDaemon::bind(config) => daemon?,
+    };
+    print_line(BOUND);
     let mut commands = Some(read_stdin_lines());
     loop {
         let line = tokio::select! {
@@ -60,10 +64,10 @@ pub async fn run(config: Config) -> Result<(), RunError> {
                 () = &mut stop => break,
                 outcome = daemon.execute(command) => outcome,
             },
-            Err(err) => Outcome::Ack(format!("ERR {err}")),
+            Err(err) => Outcome::Ack(Ack::Refused(err.to_string())),
         };
         match outcome {
-            Outcome::Ack(ack) => print_line(&ack),
+            Outcome::Ack(ack) => print_line(&ack.to_string()),
             Outcome::Quit => return Ok(()),
         }
     }

@@ -21,6 +21,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
+use fake_daemon_control::StartupStep;
 use predicates::prelude::*;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -53,9 +54,27 @@ fn reply(id: u64, method: &str) -> String {
 struct Daemon {
     child: Child,
     stdin: Option<ChildStdin>,
+    /// Its stdout: `BOUND`, then acknowledgements.
     lines: mpsc::Receiver<String>,
+    /// Its stderr: diagnostics and start-up steps.
+    log: mpsc::Receiver<String>,
     path: PathBuf,
     _dir: TempDir,
+}
+
+/// Forwards each line `source` yields to the returned channel, from a
+/// thread of its own.
+fn forward_lines(source: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (sender, lines) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(source).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }
 
 impl Daemon {
@@ -68,34 +87,33 @@ impl Daemon {
     }
 
     fn start_at(dir: TempDir, options: &[&str]) -> Self {
+        let daemon = Self::spawn_at(dir, options);
+        assert_eq!(daemon.next_line(), "BOUND");
+        daemon
+    }
+
+    /// Starts the daemon without waiting for `BOUND`.
+    fn spawn_at(dir: TempDir, options: &[&str]) -> Self {
         let path = dir.path().join("d.sock");
         let mut child = std::process::Command::new(BIN)
             .args(options)
             .arg(&path)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("spawn fake-daemon");
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (sender, lines) = mpsc::channel();
-        thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let daemon = Daemon {
+        let lines = forward_lines(child.stdout.take().expect("piped stdout"));
+        let log = forward_lines(child.stderr.take().expect("piped stderr"));
+        Daemon {
             child,
             stdin,
             lines,
+            log,
             path,
             _dir: dir,
-        };
-        assert_eq!(daemon.next_line(), "BOUND");
-        daemon
+        }
     }
 
     fn next_line(&self) -> String {
@@ -104,11 +122,29 @@ impl Daemon {
             .expect("a line from the daemon's stdout")
     }
 
-    /// Sends one command and returns its acknowledgement.
-    fn cmd(&mut self, command: &str) -> String {
+    /// The next start-up step the daemon logs (other stderr lines skipped).
+    fn next_step(&self) -> StartupStep {
+        loop {
+            let line = self
+                .log
+                .recv_timeout(PATIENCE)
+                .expect("a line from the daemon's stderr");
+            if let Some(step) = StartupStep::from_log_line(&line) {
+                return step;
+            }
+        }
+    }
+
+    /// Sends one command without waiting for its acknowledgement.
+    fn send_command(&mut self, command: &str) {
         let stdin = self.stdin.as_mut().expect("stdin still open");
         writeln!(stdin, "{command}").expect("write command");
         stdin.flush().expect("flush command");
+    }
+
+    /// Sends one command and returns its acknowledgement.
+    fn cmd(&mut self, command: &str) -> String {
+        self.send_command(command);
         self.next_line()
     }
 
@@ -911,4 +947,196 @@ fn a_tcp_connection_still_checking_its_token_is_dropped_too() {
         daemon.stats(),
         "STATS conns=0 accepted=0 requests=0 controls=0 refused=0 pending=0"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Start-up orders
+//
+// The daemon logs each step of a start-up once taken and only then pauses,
+// so a test reads the step, then looks at the endpoint while the pause
+// holds the next step off. The pauses below are far longer than that look.
+// ---------------------------------------------------------------------------
+
+/// Between a bind and its listen in these tests.
+const GAP: &str = "listen-after=2000";
+
+/// Between two steps of 3.3.0's order in these tests.
+const PAUSED_TOKEN_THEN_PORT: &str = "token-then-port=700";
+
+/// Asserts that a dial to the Unix socket at `path` is refused.
+fn assert_unix_dial_refused(path: &Path) {
+    assert!(path.exists(), "bound: the socket file is there");
+    let error = UnixStream::connect(path).expect_err("nothing listens yet");
+    assert_eq!(error.kind(), ErrorKind::ConnectionRefused, "{error}");
+}
+
+/// Asserts that a dial to loopback TCP `port` is refused.
+fn assert_tcp_dial_refused(port: u16) {
+    let error = std::net::TcpStream::connect(("127.0.0.1", port)).expect_err("nothing listens yet");
+    assert_eq!(error.kind(), ErrorKind::ConnectionRefused, "{error}");
+}
+
+/// Sends a request over TCP (token first) and checks the exact reply.
+fn tcp_round_trip(port: u16, token: &str, id: u64) {
+    let mut stream = tcp_client(port, token);
+    stream
+        .write_all(request(id, "topology").as_bytes())
+        .expect("write");
+    let mut line = String::new();
+    BufReader::new(&stream).read_line(&mut line).expect("reply");
+    assert_eq!(line, reply(id, "topology"));
+}
+
+#[test]
+fn listen_after_refuses_a_dial_between_bind_and_listen_at_start_and_at_up() {
+    let mut daemon = Daemon::spawn_at(socket_dir(), &["--start-up", GAP]);
+    assert_eq!(daemon.next_step(), StartupStep::Bound);
+    assert_unix_dial_refused(&daemon.path);
+    assert_eq!(daemon.next_step(), StartupStep::Listening);
+    assert_eq!(daemon.next_line(), "BOUND");
+    daemon.connect().round_trip(1, "topology");
+
+    // UP without an order comes up in the order of --start-up.
+    assert_eq!(daemon.cmd("DOWN"), "OK DOWN");
+    daemon.send_command("UP");
+    assert_eq!(daemon.next_step(), StartupStep::Bound);
+    assert_unix_dial_refused(&daemon.path);
+    assert_eq!(daemon.next_step(), StartupStep::Listening);
+    assert_eq!(daemon.next_line(), "OK UP");
+    daemon.connect().round_trip(2, "topology");
+
+    // UP with an order comes up in that one, this time only.
+    assert_eq!(daemon.cmd("DOWN"), "OK DOWN");
+    assert_eq!(daemon.cmd("UP at-once"), "OK UP at-once");
+    assert!(daemon.log.try_recv().is_err(), "at-once logs no step");
+    daemon.connect().round_trip(3, "topology");
+}
+
+#[test]
+fn listen_after_on_tcp_publishes_the_port_before_it_listens() {
+    let mut daemon = Daemon::start_with(&["--tcp"]);
+    let port: u16 = read_file(&daemon.path.with_file_name("d.sock.port"))
+        .parse()
+        .expect("a port");
+    assert_eq!(daemon.cmd("DOWN"), "OK DOWN");
+    daemon.send_command(&format!("UP {GAP}"));
+    assert_eq!(daemon.next_step(), StartupStep::Bound);
+    assert_eq!(
+        read_file(&daemon.path.with_file_name("d.sock.port")),
+        port.to_string(),
+        "the same port, published before the listen"
+    );
+    let token = read_file(&daemon.path.with_file_name("d.sock.token"));
+    assert_tcp_dial_refused(port);
+    assert_eq!(daemon.next_step(), StartupStep::Listening);
+    assert_eq!(daemon.next_line(), format!("OK UP {GAP}"));
+    tcp_round_trip(port, &token, 1);
+}
+
+/// What a file holds, for the order of 3.3.0's writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Held {
+    Absent,
+    Empty,
+    Written,
+}
+
+/// What the token file and the port file beside `path` hold now.
+fn held_beside(path: &Path) -> [Held; 2] {
+    ["d.sock.token", "d.sock.port"].map(|name| {
+        match std::fs::read_to_string(path.with_file_name(name)) {
+            Err(error) if error.kind() == ErrorKind::NotFound => Held::Absent,
+            Err(error) => panic!("cannot read {name}: {error}"),
+            Ok(text) if text.is_empty() => Held::Empty,
+            Ok(_) => Held::Written,
+        }
+    })
+}
+
+/// Each step of 3.3.0's order the daemon logs, with what the token and port
+/// files held just after it.
+fn token_then_port_steps(daemon: &Daemon) -> Vec<(StartupStep, [Held; 2])> {
+    (0..5)
+        .map(|_| {
+            let step = daemon.next_step();
+            (step, held_beside(&daemon.path))
+        })
+        .collect()
+}
+
+/// 3.3.0's order, step by step: the token file empty, then written, with
+/// no port file; the listen; the port file empty, then written.
+const TOKEN_THEN_PORT: [(StartupStep, [Held; 2]); 5] = [
+    (StartupStep::TokenFileEmpty, [Held::Empty, Held::Absent]),
+    (StartupStep::TokenWritten, [Held::Written, Held::Absent]),
+    (StartupStep::Listening, [Held::Written, Held::Absent]),
+    (StartupStep::PortFileEmpty, [Held::Written, Held::Empty]),
+    (StartupStep::PortWritten, [Held::Written, Held::Written]),
+];
+
+#[test]
+fn token_then_port_writes_the_files_in_3_3_0_order_at_start_and_at_up() {
+    let mut daemon = Daemon::spawn_at(
+        socket_dir(),
+        &["--tcp", "--start-up", PAUSED_TOKEN_THEN_PORT],
+    );
+    assert_eq!(token_then_port_steps(&daemon), TOKEN_THEN_PORT);
+    assert_eq!(daemon.next_line(), "BOUND");
+    let port: u16 = read_file(&daemon.path.with_file_name("d.sock.port"))
+        .parse()
+        .expect("a port");
+    let token = read_file(&daemon.path.with_file_name("d.sock.token"));
+    assert_eq!(token.len(), 64, "{token}");
+    tcp_round_trip(port, &token, 1);
+
+    assert_eq!(daemon.cmd("DOWN"), "OK DOWN");
+    assert_eq!(held_beside(&daemon.path), [Held::Absent, Held::Absent]);
+    daemon.send_command("UP");
+    let mut steps = Vec::new();
+    for _ in 0..TOKEN_THEN_PORT.len() {
+        let step = daemon.next_step();
+        steps.push((step, held_beside(&daemon.path)));
+        if step == StartupStep::Listening {
+            // Listening and answering before the port file says where.
+            let renewed = read_file(&daemon.path.with_file_name("d.sock.token"));
+            assert_ne!(renewed, token, "a fresh token at every start");
+            tcp_round_trip(port, &renewed, 2);
+        }
+    }
+    assert_eq!(steps, TOKEN_THEN_PORT);
+    assert_eq!(daemon.next_line(), "OK UP");
+    assert_eq!(
+        read_file(&daemon.path.with_file_name("d.sock.port")),
+        port.to_string()
+    );
+}
+
+#[test]
+fn token_then_port_is_for_tcp_only() {
+    Command::cargo_bin("fake-daemon")
+        .unwrap()
+        .args(["--start-up", "token-then-port=5", "/tmp/x.sock"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "the start-up order token-then-port=5 is for TCP (--tcp) only",
+        ));
+    let mut daemon = Daemon::start();
+    assert_eq!(daemon.cmd("DOWN"), "OK DOWN");
+    assert_eq!(
+        daemon.cmd("UP token-then-port=5"),
+        "ERR the start-up order token-then-port=5 is for TCP (--tcp) only"
+    );
+    assert!(!daemon.path.exists());
+    assert_eq!(daemon.cmd("UP"), "OK UP");
+    daemon.connect().round_trip(1, "topology");
+}
+
+#[test]
+fn a_signal_during_a_start_up_leaves_nothing_behind() {
+    let mut daemon = Daemon::spawn_at(socket_dir(), &["--start-up", GAP]);
+    assert_eq!(daemon.next_step(), StartupStep::Bound);
+    daemon.signal("TERM");
+    assert!(daemon.wait_exit().success());
+    assert!(!daemon.path.exists(), "the bound socket file is removed");
 }

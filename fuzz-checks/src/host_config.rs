@@ -101,23 +101,14 @@ fn check(host: Host, data: &[u8]) -> Reached {
     };
     let format = host.format();
     let installed = change(host, text, None, Change::Install);
-    match (&installed, reference(format, text)) {
-        (Err(refused), Judged::Reads) => {
-            panic!("{format:?}: refused ({refused}) what the reference reads: {text:?}")
-        }
-        (Ok(_), Judged::Refuses(why)) => {
-            panic!("{format:?}: the reference refuses ({why}) what install took: {text:?}")
-        }
-        _ => {}
-    }
+    agrees_with_reference(format, text, &installed);
     let Ok(outcome) = installed else {
         return Reached::Refused;
     };
     let before = format.parse(text).expect("install read it");
     let entries = entry::find(&before, host.server_maps());
-    let exe_text = exe().to_string_lossy().into_owned();
     let this = Runs::Wrapper {
-        program: exe_text.clone(),
+        program: exe().to_string_lossy().into_owned(),
     };
     let Some(Rewrite {
         text: written,
@@ -134,8 +125,41 @@ fn check(host: Host, data: &[u8]) -> Reached {
         }
         return Reached::Unchanged;
     };
+    install_switched_only_its_entries(host, text, &entries, &written, &this);
+    let backup = backup.expect("install writes a backup with the file");
+    let wrapper_before = entries
+        .iter()
+        .any(|e| matches!(e.runs(), Runs::Wrapper { .. }));
+    round_trip(host, text, &written, &backup, wrapper_before)
+}
+
+/// Install refuses a text exactly when the reference parser of `format`
+/// refuses it.
+fn agrees_with_reference(format: Format, text: &str, installed: &Result<Outcome, String>) {
+    match (installed, reference(format, text)) {
+        (Err(refused), Judged::Reads) => {
+            panic!("{format:?}: refused ({refused}) what the reference reads: {text:?}")
+        }
+        (Ok(_), Judged::Refuses(why)) => {
+            panic!("{format:?}: the reference refuses ({why}) what install took: {text:?}")
+        }
+        _ => {}
+    }
+}
+
+/// Install turned `text` into `written`: it parses, every entry stays
+/// where it was, the switched ones (the iai-mcp entries of `entries`)
+/// start `this`, and nothing else changed.
+fn install_switched_only_its_entries(
+    host: Host,
+    text: &str,
+    entries: &[entry::Entry<'_>],
+    written: &str,
+    this: &Runs,
+) {
+    let format = host.format();
     let after = format
-        .parse(&written)
+        .parse(written)
         .unwrap_or_else(|e| panic!("install wrote text that does not parse ({e}): {written:?}"));
     let switched: Vec<_> = entries
         .iter()
@@ -150,30 +174,37 @@ fn check(host: Host, data: &[u8]) -> Reached {
     for found in &after_entries {
         if switched.iter().any(|e| e.path == found.path) {
             assert_eq!(
-                found.runs(),
+                &found.runs(),
                 this,
                 "{} starts the wrapper: {written:?}",
                 found.dotted()
             );
         }
     }
-    assert_bytes_outside(text, &switched, &written, &after_entries);
+    assert_bytes_outside(text, &switched, written, &after_entries);
     let paths: Vec<Vec<String>> = switched.iter().map(|e| e.path.clone()).collect();
-    assert_same_outside(format, text, &written, &paths);
+    assert_same_outside(format, text, written, &paths);
+}
 
-    let backup = backup.expect("install writes a backup with the file");
-    let again = change(host, &written, Some(&backup), Change::Install)
-        .expect("install reads what it wrote");
+/// A second install of `written` changes nothing, and uninstall gives
+/// `text` back byte for byte from `backup` (when `text` ran no wrapper
+/// already: one that did is restored only as far as it parses).
+fn round_trip(
+    host: Host,
+    text: &str,
+    written: &str,
+    backup: &str,
+    wrapper_before: bool,
+) -> Reached {
+    let again =
+        change(host, written, Some(backup), Change::Install).expect("install reads what it wrote");
     assert_eq!(again.rewrite, None, "a second install changes nothing");
 
-    let uninstalled = change(host, &written, Some(&backup), Change::Uninstall)
+    let uninstalled = change(host, written, Some(backup), Change::Uninstall)
         .expect("uninstall reads what install wrote");
-    let wrapper_before = entries
-        .iter()
-        .any(|e| matches!(e.runs(), Runs::Wrapper { .. }));
     if wrapper_before {
         if let Some(restored) = uninstalled.rewrite {
-            format
+            host.format()
                 .parse(&restored.text)
                 .expect("uninstall writes text that parses");
         }

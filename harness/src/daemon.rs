@@ -3,14 +3,13 @@
 //!
 //! The fake daemon reads one command per line on stdin and acknowledges each
 //! with exactly one line on stdout (except `QUIT`, which exits). The handle
-//! sends a command and returns the next acknowledgement, so every method
-//! returns only once the daemon has acted: no sleeping needed.
+//! sends a [`Command`] and reads the next line as its [`Ack`], both in the
+//! types of `fake-daemon-control`, which the daemon speaks too; so every
+//! method returns only once the daemon has acted: no sleeping needed.
 
-use std::collections::HashMap;
-use std::fmt;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{ChildStdin, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
@@ -21,7 +20,11 @@ use devkit::bins;
 use devkit::process::Signal;
 use devkit::process::{CapturedOutput, ChildGuard};
 use devkit::sync::lock;
-use serde::{Deserialize, Serialize};
+use fake_daemon_control::reports::{AcceptTimes, SeenReport};
+pub use fake_daemon_control::reports::{LoggedRequest, RequestLog};
+pub use fake_daemon_control::{Ack, BOUND, Command, StartupOrder, StatsSnapshot};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::HarnessError;
@@ -117,66 +120,6 @@ impl Default for DaemonEndpoint {
     }
 }
 
-/// The counters reported by the `STATS` command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct DaemonStats {
-    /// Client connections open right now.
-    pub conns: u32,
-    /// Connections accepted since start (on TCP: that sent the token).
-    pub accepted: u64,
-    /// TCP connections closed for a missing or wrong token (0 when the
-    /// daemon does not report it).
-    pub refused: u64,
-    /// JSON-RPC requests the daemon has answered with a result since start
-    /// (error replies and requests still held by HANG or DELAY not counted).
-    pub requests: u64,
-    /// Control messages (no `jsonrpc` field, a `type`) received since start.
-    pub controls: u64,
-}
-
-impl DaemonStats {
-    /// Parses `STATS conns=<n> accepted=<n> requests=<n> controls=<n>`
-    /// (`refused=<n>` optional); unknown extra fields are ignored, missing
-    /// ones are an error.
-    pub fn parse(line: &str) -> Option<Self> {
-        let fields: HashMap<&str, &str> = line
-            .strip_prefix("STATS")?
-            .split_whitespace()
-            .map(|field| field.split_once('='))
-            .collect::<Option<_>>()?;
-        let get = |key| fields.get(key).copied();
-        Some(Self {
-            conns: get("conns")?.parse().ok()?,
-            accepted: get("accepted")?.parse().ok()?,
-            refused: get("refused").map_or(Some(0), |v| v.parse().ok())?,
-            requests: get("requests")?.parse().ok()?,
-            controls: get("controls")?.parse().ok()?,
-        })
-    }
-}
-
-/// What the daemon's `LOG` reports: the JSON-RPC requests it received,
-/// oldest first, as far as its bounded journal holds them.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-pub struct RequestLog {
-    /// The requests the journal still holds.
-    pub requests: Vec<LoggedRequest>,
-    /// How many older requests the journal forgot to stay within its
-    /// memory budget (the daemon leaves the field out when none).
-    #[serde(default)]
-    pub dropped: u64,
-}
-
-/// One request in the daemon's [`RequestLog`].
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct LoggedRequest {
-    /// Its method.
-    pub method: String,
-    /// Its params (`null` when it had none).
-    #[serde(default)]
-    pub params: Value,
-}
-
 /// The command channel: the daemon's stdin, and its stdout lines.
 #[derive(Debug)]
 struct Control {
@@ -264,7 +207,7 @@ impl FakeDaemon {
         transport: Transport,
         options: &[&str],
     ) -> Result<Self, HarnessError> {
-        let mut command = Command::new(program);
+        let mut command = std::process::Command::new(program);
         if transport == Transport::Tcp {
             command.arg("--tcp");
         }
@@ -304,8 +247,8 @@ impl FakeDaemon {
             child: Mutex::new(guard),
             stderr,
         };
-        let first = daemon.next_line(&mut lock(&daemon.control), "BOUND", BIND_TIMEOUT)?;
-        if first.trim() != "BOUND" {
+        let first = daemon.next_line(&mut lock(&daemon.control), BOUND, BIND_TIMEOUT)?;
+        if first.trim() != BOUND {
             return Err(HarnessError::UnexpectedAck {
                 command: "(start)".to_owned(),
                 ack: first,
@@ -350,123 +293,146 @@ impl FakeDaemon {
         self.stderr.text()
     }
 
-    /// Sends one command line and returns the daemon's acknowledgement line,
-    /// waiting at most [`COMMAND_TIMEOUT`].
-    pub fn command(&self, command: &str) -> Result<String, HarnessError> {
-        self.command_timeout(command, COMMAND_TIMEOUT)
+    /// Sends `command` and reads its acknowledgement, waiting at most
+    /// [`COMMAND_TIMEOUT`]; a line that is no acknowledgement is a
+    /// [`HarnessError::DaemonOutput`].
+    pub fn send(&self, command: Command) -> Result<Ack, HarnessError> {
+        self.send_timeout(command, COMMAND_TIMEOUT)
     }
 
-    /// Like [`command`](Self::command) with an explicit timeout.
-    pub fn command_timeout(
-        &self,
-        command: &str,
-        timeout: Duration,
-    ) -> Result<String, HarnessError> {
-        if command.contains(['\n', '\r']) {
-            return Err(HarnessError::InvalidCommand(command.to_owned()));
-        }
-        let mut control = lock(&self.control);
-        self.write_command(&mut control, command)?;
-        // Acks owed, this command's included; on a timeout below the count
-        // stays, so the late ones are skipped by the next command.
-        control.late_acks += 1;
-        loop {
-            let line = self.next_line(&mut control, command, timeout)?;
-            control.late_acks -= 1;
-            if control.late_acks == 0 {
-                return Ok(line);
-            }
-        }
+    /// Like [`send`](Self::send) with an explicit timeout.
+    pub fn send_timeout(&self, command: Command, timeout: Duration) -> Result<Ack, HarnessError> {
+        let wire = command.to_string();
+        let line = self.command_timeout(&wire, timeout)?;
+        line.parse().map_err(|_| HarnessError::DaemonOutput {
+            command: wire,
+            line,
+        })
     }
 
-    /// Sends `command` and checks that the acknowledgement is exactly
-    /// `expected`.
-    pub fn expect_ack(&self, command: &str, expected: &str) -> Result<(), HarnessError> {
-        let ack = self.command(command)?;
-        if ack.trim_end() == expected {
+    /// Sends `command`, one that changes something, and checks that the
+    /// daemon carried it out (`DROPPED` for `DROP`, else `OK <command>`).
+    pub fn carry_out(&self, command: Command) -> Result<(), HarnessError> {
+        let ack = self.send(command)?;
+        if ack == Ack::carried_out(command) {
             Ok(())
         } else {
             Err(HarnessError::UnexpectedAck {
-                command: command.to_owned(),
-                ack,
+                command: command.to_string(),
+                ack: ack.to_string(),
             })
         }
     }
 
-    /// `STATS`: the daemon's connection and request counters.
-    pub fn stats(&self) -> Result<DaemonStats, HarnessError> {
-        self.parsed("STATS", |line| DaemonStats::parse(line.trim()))
+    /// Sends one line as it is written and returns the daemon's answer line,
+    /// waiting at most [`COMMAND_TIMEOUT`]: for tests of what the daemon
+    /// refuses. Everything else sends a [`Command`].
+    pub fn command(&self, line: &str) -> Result<String, HarnessError> {
+        self.command_timeout(line, COMMAND_TIMEOUT)
     }
 
-    /// `SEEN`: the list the daemon reports as `{"seen": [...]}`; items that
-    /// are not strings are returned as their JSON text.
+    /// Like [`command`](Self::command) with an explicit timeout.
+    fn command_timeout(&self, line: &str, timeout: Duration) -> Result<String, HarnessError> {
+        if line.contains(['\n', '\r']) {
+            return Err(HarnessError::InvalidCommand(line.to_owned()));
+        }
+        let mut control = lock(&self.control);
+        self.write_command(&mut control, line)?;
+        // Acks owed, this command's included; on a timeout below the count
+        // stays, so the late ones are skipped by the next command.
+        control.late_acks += 1;
+        loop {
+            let answer = self.next_line(&mut control, line, timeout)?;
+            control.late_acks -= 1;
+            if control.late_acks == 0 {
+                return Ok(answer);
+            }
+        }
+    }
+
+    /// `STATS`: the daemon's connection and request counters.
+    pub fn stats(&self) -> Result<StatsSnapshot, HarnessError> {
+        match self.send(Command::Stats)? {
+            Ack::Stats(stats) => Ok(stats),
+            other => Err(unexpected(Command::Stats, &other)),
+        }
+    }
+
+    /// `SEEN`: the request methods and control types the daemon received,
+    /// in order; items that are not strings are returned as their JSON text.
     pub fn seen(&self) -> Result<Vec<String>, HarnessError> {
-        self.parsed("SEEN", |line| {
-            let items = json_field(line, "seen")?.as_array()?.clone();
-            let text = |item| match item {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            Some(items.into_iter().map(text).collect())
-        })
+        let report: SeenReport = self.report(Command::Seen, COMMAND_TIMEOUT)?;
+        let text = |item| match item {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        Ok(report.seen.into_iter().map(text).collect())
     }
 
     /// `ACCEPTS`: when the daemon accepted its most recent connections
     /// (up to 10,000), in microseconds since the Unix epoch, oldest first.
     pub fn accept_times(&self) -> Result<Vec<u64>, HarnessError> {
-        self.parsed("ACCEPTS", |line| {
-            let times = json_field(line, "accepted_at_us")?;
-            Some(times.as_array()?.iter().filter_map(Value::as_u64).collect())
-        })
+        let report: AcceptTimes = self.report(Command::Accepts, COMMAND_TIMEOUT)?;
+        Ok(report.accepted_at_us)
     }
 
     /// `LOG`: every JSON-RPC request the daemon received, as
-    /// `{"method": .., "params": ..}` objects, oldest first.
+    /// `{"method": .., "params": .., "id": ..}` objects, oldest first.
     pub fn request_log(&self) -> Result<Vec<Value>, HarnessError> {
-        self.parsed("LOG", |line| {
-            json_field(line, "requests")?.as_array().cloned()
-        })
+        #[derive(serde::Deserialize)]
+        struct Requests {
+            requests: Vec<Value>,
+        }
+        let report: Requests = self.report(Command::Log, COMMAND_TIMEOUT)?;
+        Ok(report.requests)
     }
 
     /// `LOG` read into its typed form, with the count of requests the
     /// journal forgot, waiting at most `timeout` (the log of a long run is
     /// tens of MiB).
     pub fn request_journal(&self, timeout: Duration) -> Result<RequestLog, HarnessError> {
-        let line = self.command_timeout("LOG", timeout)?;
-        serde_json::from_str(&line).map_err(|_| HarnessError::DaemonOutput {
-            command: "LOG".to_owned(),
-            line,
-        })
+        self.report(Command::Log, timeout)
     }
 
-    /// Sends `command` and reads its acknowledgement with `parse`; a line it
-    /// cannot read is a [`HarnessError::DaemonOutput`].
-    fn parsed<T>(
+    /// Sends `command`, which the daemon answers with a JSON report, and
+    /// reads the report as a `T`.
+    fn report<T: DeserializeOwned>(
         &self,
-        command: &str,
-        parse: impl FnOnce(&str) -> Option<T>,
+        command: Command,
+        timeout: Duration,
     ) -> Result<T, HarnessError> {
-        let line = self.command(command)?;
-        parse(&line).ok_or_else(|| HarnessError::DaemonOutput {
-            command: command.to_owned(),
-            line,
-        })
+        match self.send_timeout(command, timeout)? {
+            Ack::Report(json) => {
+                serde_json::from_str(&json).map_err(|_| HarnessError::DaemonOutput {
+                    command: command.to_string(),
+                    line: json,
+                })
+            }
+            other => Err(unexpected(command, &other)),
+        }
     }
 
     /// `DROP`: closes every accepted connection (the listener stays bound)
     /// and returns once the daemon acknowledged `DROPPED`.
     pub fn drop_connections(&self) -> Result<(), HarnessError> {
-        self.expect_ack("DROP", "DROPPED")
+        self.carry_out(Command::Drop)
     }
 
     /// `DOWN`: stop accepting connections (simulates a stopped daemon).
     pub fn down(&self) -> Result<(), HarnessError> {
-        self.expect_ack("DOWN", "OK DOWN")
+        self.carry_out(Command::Down)
     }
 
-    /// `UP`: accept connections again.
+    /// `UP`: accept connections again, in the start-up order the daemon was
+    /// started with.
     pub fn up(&self) -> Result<(), HarnessError> {
-        self.expect_ack("UP", "OK UP")
+        self.carry_out(Command::Up { order: None })
+    }
+
+    /// `UP <order>`: accept connections again, coming up in `order` this
+    /// time.
+    pub fn up_in(&self, order: StartupOrder) -> Result<(), HarnessError> {
+        self.carry_out(Command::Up { order: Some(order) })
     }
 
     /// `UP`, timed. The acknowledgement can be read some milliseconds
@@ -475,6 +441,14 @@ impl FakeDaemon {
     /// for the socket file, which the daemon creates as it binds and
     /// listens: [`Rebind::bound`] is the earlier of the two.
     pub fn up_timed(&self) -> Result<Rebind, HarnessError> {
+        self.up_timed_in(None)
+    }
+
+    /// Like [`up_timed`](Self::up_timed), coming up in `order` this time
+    /// (`None`: the order the daemon was started with). The socket file
+    /// appears at the bind, so with `listen-after` [`Rebind::bound`] is the
+    /// bind, not the listen.
+    pub fn up_timed_in(&self, order: Option<StartupOrder>) -> Result<Rebind, HarnessError> {
         let socket = match &self.endpoint {
             DaemonEndpoint::Unix(socket) => Some(socket.as_path()),
             DaemonEndpoint::Tcp { .. } => None,
@@ -485,7 +459,9 @@ impl FakeDaemon {
                 let give_up = sent + COMMAND_TIMEOUT;
                 scope.spawn(move || first_seen(path, give_up))
             });
-            let acknowledged = self.up().map(|()| Instant::now());
+            let acknowledged = self
+                .carry_out(Command::Up { order })
+                .map(|()| Instant::now());
             let appeared = appeared.and_then(|watch| watch.join().ok().flatten());
             (acknowledged, appeared)
         });
@@ -499,54 +475,49 @@ impl FakeDaemon {
 
     /// `HANG`: keep connections open but stop answering.
     pub fn hang(&self) -> Result<(), HarnessError> {
-        self.expect_ack("HANG", "OK HANG")
+        self.carry_out(Command::Hang)
     }
 
     /// `RESUME`: answer again after [`hang`](Self::hang).
     pub fn resume(&self) -> Result<(), HarnessError> {
-        self.expect_ack("RESUME", "OK RESUME")
+        self.carry_out(Command::Resume)
     }
 
     /// `CUT`: cut the connection in the middle of the next answer.
     pub fn cut(&self) -> Result<(), HarnessError> {
-        self.expect_ack("CUT", "OK CUT")
+        self.carry_out(Command::Cut)
     }
 
     /// `DUPLICATE`: send the next answer twice.
     pub fn duplicate(&self) -> Result<(), HarnessError> {
-        self.expect_ack("DUPLICATE", "OK DUPLICATE")
+        self.carry_out(Command::Duplicate)
     }
 
     /// `STRAY`: send an answer whose id matches no request.
     pub fn stray(&self) -> Result<(), HarnessError> {
-        self.expect_ack("STRAY", "OK STRAY")
+        self.carry_out(Command::Stray)
     }
 
     /// `DELAY <ms>`: delay every answer by `ms` milliseconds.
     pub fn delay(&self, ms: u64) -> Result<(), HarnessError> {
-        self.command_with_value("DELAY", ms)
+        self.carry_out(Command::Delay { ms })
     }
 
-    /// `GARBAGE <n>`: emit `lines` non-JSON lines before the next answer.
+    /// `GARBAGE <n>`: write `lines` non-JSON lines to every live connection
+    /// now.
     pub fn garbage(&self, lines: u32) -> Result<(), HarnessError> {
-        self.command_with_value("GARBAGE", lines)
+        self.carry_out(Command::Garbage { lines })
     }
 
-    /// `SLICE <b>`: write answers in slices of `bytes` bytes.
-    pub fn slice(&self, bytes: u64) -> Result<(), HarnessError> {
-        self.command_with_value("SLICE", bytes)
+    /// `SLICE <bytes>`: write answers in pieces of at most `bytes` bytes.
+    pub fn slice(&self, bytes: usize) -> Result<(), HarnessError> {
+        self.carry_out(Command::Slice { bytes })
     }
 
-    /// `OVERSIZE <b>`: make the next answer at least `bytes` bytes long.
-    pub fn oversize(&self, bytes: u64) -> Result<(), HarnessError> {
-        self.command_with_value("OVERSIZE", bytes)
-    }
-
-    /// Sends `<name> <value>` and expects `OK <name> <value>` back: how the
-    /// daemon acknowledges every command that takes a number.
-    fn command_with_value(&self, name: &str, value: impl fmt::Display) -> Result<(), HarnessError> {
-        let command = format!("{name} {value}");
-        self.expect_ack(&command, &format!("OK {command}"))
+    /// `OVERSIZE <bytes>`: make the next answer's line (newline excluded)
+    /// longer than `bytes`.
+    pub fn oversize(&self, bytes: usize) -> Result<(), HarnessError> {
+        self.carry_out(Command::Oversize { bytes })
     }
 
     /// `QUIT`: asks the daemon to exit (it removes its socket file) and waits
@@ -554,7 +525,7 @@ impl FakeDaemon {
     pub fn quit(&self) -> Result<ExitStatus, HarnessError> {
         {
             let mut control = lock(&self.control);
-            self.write_command(&mut control, "QUIT")?;
+            self.write_command(&mut control, &Command::Quit.to_string())?;
             control.stdin = None;
         }
         Ok(lock(&self.child).wait_exit(COMMAND_TIMEOUT)?)
@@ -624,49 +595,10 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Parses `line` as a JSON object and returns its field `key`.
-fn json_field(line: &str, key: &str) -> Option<Value> {
-    let mut value: Value = serde_json::from_str(line).ok()?;
-    value.get_mut(key).map(Value::take)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_the_request_log_with_and_without_forgotten_requests() {
-        let line = r#"{"requests":[{"method":"topology","params":{"x":1},"id":3},{"method":"notifications/initialized"}],"dropped":42}"#;
-        let log: RequestLog = serde_json::from_str(line).unwrap();
-        assert_eq!(log.dropped, 42);
-        assert_eq!(log.requests[0].method, "topology");
-        assert_eq!(log.requests[0].params, serde_json::json!({"x": 1}));
-        assert_eq!(log.requests[1].params, Value::Null);
-        let log: RequestLog = serde_json::from_str(r#"{"requests":[]}"#).unwrap();
-        assert_eq!(log, RequestLog::default());
-    }
-
-    #[test]
-    fn parses_stats() {
-        let stats = DaemonStats::parse("STATS conns=1 accepted=3 requests=7 controls=1").unwrap();
-        assert_eq!(
-            stats,
-            DaemonStats {
-                conns: 1,
-                accepted: 3,
-                refused: 0,
-                requests: 7,
-                controls: 1
-            }
-        );
-        assert!(DaemonStats::parse("STATS conns=1 accepted=3 requests=7").is_none());
-        assert!(DaemonStats::parse("STATS conns=x accepted=3 requests=7 controls=1").is_none());
-        assert!(DaemonStats::parse("ERR unknown command: STATS").is_none());
-        assert_eq!(
-            DaemonStats::parse("STATS conns=2 accepted=2 requests=0 controls=0 extra=9")
-                .unwrap()
-                .conns,
-            2
-        );
+/// The daemon answered `command` with `ack`, which is not how it answers it.
+fn unexpected(command: Command, ack: &Ack) -> HarnessError {
+    HarnessError::UnexpectedAck {
+        command: command.to_string(),
+        ack: ack.to_string(),
     }
 }

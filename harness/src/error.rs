@@ -68,6 +68,12 @@ pub enum HarnessError {
     /// (for example the baseline call before the race did not succeed).
     #[error("scenario precondition failed: {0}")]
     Scenario(String),
+    /// A scenario's settings could not be read from its command's matches.
+    #[error("invalid settings for {0}")]
+    Settings(String),
+    /// A report could not be written as JSON.
+    #[error("cannot write the report as JSON: {0}")]
+    ReportJson(#[source] serde_json::Error),
 }
 
 impl HarnessError {

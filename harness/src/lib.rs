@@ -9,6 +9,8 @@
 //! What it shares with the kits and xtask (processes, the binaries under
 //! test, temporary directories, figures and tables) is the `devkit` crate's.
 //!
+//! - [`cli`]: the `harness` binary's command line, declared here so that
+//!   `cargo xtask` lists its commands from the same declaration.
 //! - [`daemon`]: a handle on a running fake daemon.
 //! - [`client`]: an MCP client over a child's stdio that audits framing.
 //! - [`wrapper`]: starting a wrapper in an isolated environment.
@@ -23,6 +25,7 @@
 //! The long-running kits (the real daemon, real hosts, the benchmarks) are
 //! the `kits` crate's, built on this one.
 
+pub mod cli;
 pub mod client;
 pub mod daemon;
 pub mod error;
@@ -35,7 +38,7 @@ pub mod score;
 pub mod wrapper;
 
 pub use client::{ClientError, McpClient};
-pub use daemon::{DaemonEndpoint, DaemonStats, FakeDaemon, Transport};
+pub use daemon::{DaemonEndpoint, FakeDaemon, StatsSnapshot, Transport};
 #[cfg(unix)]
 pub use devkit::process::Signal;
 pub use error::HarnessError;

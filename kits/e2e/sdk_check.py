@@ -3,7 +3,9 @@
 Usage: sdk_check.py MODE WRAPPER [ARG...]
 
 MODE is `live` (the daemon is up: list the tools, then call every one with
-valid arguments), `degraded` (the daemon is down: call the five tools the
+valid arguments: the scripted calls below for the tools the release lists,
+then each listed tool not called yet with arguments made from its input
+schema's required properties), `degraded` (the daemon is down: call the five tools the
 CLI answers) or `list` (only start the server and list its tools). The wrapper is started by the SDK's stdio client with this
 process's environment. Every successful result is validated twice against
 the tool's outputSchema: by the SDK itself (ClientSession.call_tool raises
@@ -12,7 +14,8 @@ draft. One JSON object per call is printed on stdout, then a summary line:
 
   {"case": ..., "tool": ..., "ok": bool, "error": str|null,
    "source": str|null, "ms": float}
-  {"summary": true, "tools": [names in listed order], "failed": n}
+  {"summary": true, "tools": [names in listed order], "failed": n,
+   "skipped": [scripted tools the release does not list]}
 """
 
 import asyncio
@@ -31,14 +34,46 @@ def emit(obj):
     print(json.dumps(obj), flush=True)
 
 
+def example(schema):
+    """A value the property's schema accepts: its default, its first enum
+    value, else the simplest value of its (first) type."""
+    if "default" in schema:
+        return schema["default"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 1)
+    return {"string": "e2e", "boolean": False, "array": [], "object": {}}.get(kind)
+
+
 class Run:
-    def __init__(self, session, schemas):
+    def __init__(self, session, listed):
         self.session = session
-        self.schemas = schemas
+        self.schemas = {t.name: t.output_schema for t in listed}
+        self.inputs = {t.name: t.input_schema for t in listed}
+        self.called = set()
+        self.skipped = []
         self.failed = 0
         self.results = {}
 
+    async def call_the_rest(self):
+        """Every listed tool not called yet, with its required arguments."""
+        for tool, schema in self.inputs.items():
+            if tool in self.called:
+                continue
+            properties = schema.get("properties", {})
+            args = {name: example(properties.get(name, {})) for name in schema.get("required", [])}
+            await self.call(f"listed-{tool}", tool, args)
+
     async def call(self, case, tool, args):
+        if tool not in self.schemas:
+            # A scripted call of a tool this release does not list.
+            self.skipped.append(tool)
+            return {}
+        self.called.add(tool)
         t0 = time.monotonic()
         error = None
         structured = None
@@ -49,8 +84,10 @@ class Run:
                 raise RuntimeError(f"tool error: {text}")
             structured = result.structured_content
             schema = self.schemas[tool]
-            validator = validators.validator_for(schema)(schema)
-            problems = sorted(validator.iter_errors(structured), key=str)
+            problems = []
+            if schema is not None:
+                validator = validators.validator_for(schema)(schema)
+                problems = sorted(validator.iter_errors(structured), key=str)
             if problems:
                 raise RuntimeError(f"outputSchema mismatch: {problems[0].message}")
         except Exception as e:  # every failure is reported, none ends the run
@@ -113,6 +150,7 @@ async def live(run):
         "changed_since": "2000-01-01T00:00:00Z", "limit": 5,
     })
     await run.call("claim", "claim_check", {"cue": f"the billing service {tag} settles nightly"})
+    await run.call_the_rest()
 
 
 async def degraded(run):
@@ -135,12 +173,12 @@ async def main():
         async with ClientSession(read, write) as session:
             await session.initialize()
             listed = await session.list_tools()
-            schemas = {t.name: t.output_schema for t in listed.tools}
-            run = Run(session, schemas)
+            run = Run(session, listed.tools)
             calls = {"live": live, "degraded": degraded}.get(mode)
             if calls:
                 await calls(run)
-            emit({"summary": True, "tools": [t.name for t in listed.tools], "failed": run.failed})
+            emit({"summary": True, "tools": [t.name for t in listed.tools], "failed": run.failed,
+                  "skipped": run.skipped})
 
 
 if __name__ == "__main__":

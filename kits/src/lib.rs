@@ -9,6 +9,7 @@
 //! - [`mod@bench`]: latency, throughput, cold start, memory, recovery and
 //!   outage figures, side by side with the floor.
 //! - [`report`]: how the bench's results read for people, and their files.
+//! - [`cli`]: the `kits` binary's command line.
 //!
 //! They drive the wrapper and the fake daemon through the harness (its
 //! processes, client and herd scenario), and return its error,
@@ -22,6 +23,7 @@
 #![cfg(unix)]
 
 pub mod bench;
+pub mod cli;
 pub mod e2e;
 pub mod hosts;
 pub mod report;

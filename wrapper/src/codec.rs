@@ -184,39 +184,60 @@ impl IdScanner {
     }
 
     fn byte(&mut self, b: u8) {
-        if let Some(value) = self.value.as_mut() {
-            if value.len() >= MAX_ID_BYTES {
-                self.value = None;
-                self.ended = true;
-            } else if self.in_string || !matches!(b, b',' | b'}' | b'{' | b'[') {
-                value.push(b);
-            }
-        }
+        self.capture(b);
         if self.in_string {
-            if self.escaped {
-                self.escaped = false;
-            } else if b == b'\\' {
-                self.escaped = true;
-                // An escaped key is never the plain `"id"` the scan looks for.
-                if let Some(key) = self.key.as_mut() {
-                    key.push(b);
-                }
-                return;
-            } else if b == b'"' {
-                self.in_string = false;
-                if let Some(key) = self.key.take() {
-                    self.key_is_id = key == b"id";
-                    self.expect_key = false;
-                }
-                return;
-            }
-            if let Some(key) = self.key.as_mut()
-                && key.len() < 3
-            {
+            self.string_byte(b);
+        } else {
+            self.structure_byte(b);
+        }
+    }
+
+    /// Keeps `b` as part of the `"id"` value being captured, if one is: a
+    /// byte inside a string, or one that does not end or nest the value.
+    /// A value longer than [`MAX_ID_BYTES`] is no id, and ends the scan.
+    fn capture(&mut self, b: u8) {
+        let Some(value) = self.value.as_mut() else {
+            return;
+        };
+        if value.len() >= MAX_ID_BYTES {
+            self.value = None;
+            self.ended = true;
+        } else if self.in_string || !matches!(b, b',' | b'}' | b'{' | b'[') {
+            value.push(b);
+        }
+    }
+
+    /// A byte inside a string: an escape, the closing quote (which ends a
+    /// first-level key, telling whether it was `"id"`), or a byte of a key
+    /// being read.
+    fn string_byte(&mut self, b: u8) {
+        if self.escaped {
+            self.escaped = false;
+        } else if b == b'\\' {
+            self.escaped = true;
+            // An escaped key is never the plain `"id"` the scan looks for.
+            if let Some(key) = self.key.as_mut() {
                 key.push(b);
             }
             return;
+        } else if b == b'"' {
+            self.in_string = false;
+            if let Some(key) = self.key.take() {
+                self.key_is_id = key == b"id";
+                self.expect_key = false;
+            }
+            return;
         }
+        if let Some(key) = self.key.as_mut()
+            && key.len() < 3
+        {
+            key.push(b);
+        }
+    }
+
+    /// A byte outside strings: the line's opening, and then the structure
+    /// (strings begun, nesting, the first level's `:` and `,`).
+    fn structure_byte(&mut self, b: u8) {
         // The line must open with an object (whitespace aside): anything
         // else before it means there is no top-level id to find.
         if self.depth == 0 && !matches!(b, b'{' | b'[') {
@@ -236,29 +257,8 @@ impl IdScanner {
                     self.key = Some(Vec::new());
                 }
             }
-            b'{' | b'[' => {
-                if self.depth == 1 && self.value.take().is_some() {
-                    // The id is an object or array: not a request id.
-                    self.ended = true;
-                }
-                if self.depth == 1 {
-                    self.expect_key = false;
-                }
-                if self.depth == 0 {
-                    self.top_is_object = b == b'{';
-                    self.expect_key = true;
-                }
-                self.depth = self.depth.saturating_add(1);
-            }
-            b'}' | b']' => {
-                if self.depth == 1 {
-                    self.close_value();
-                    self.ended = true;
-                }
-                self.depth = self.depth.saturating_sub(1);
-                // A value just ended: a key may only follow a `,`.
-                self.expect_key = false;
-            }
+            b'{' | b'[' => self.open(b),
+            b'}' | b']' => self.close(),
             b':' if self.depth == 1 => {
                 self.expect_key = false;
                 if std::mem::take(&mut self.key_is_id) {
@@ -273,6 +273,33 @@ impl IdScanner {
             b if self.depth == 1 && !b.is_ascii_whitespace() => self.expect_key = false,
             _ => {}
         }
+    }
+
+    /// An object or array opens (`b` is `{` or `[`).
+    fn open(&mut self, b: u8) {
+        if self.depth == 1 && self.value.take().is_some() {
+            // The id is an object or array: not a request id.
+            self.ended = true;
+        }
+        if self.depth == 1 {
+            self.expect_key = false;
+        }
+        if self.depth == 0 {
+            self.top_is_object = b == b'{';
+            self.expect_key = true;
+        }
+        self.depth = self.depth.saturating_add(1);
+    }
+
+    /// An object or array closes.
+    fn close(&mut self) {
+        if self.depth == 1 {
+            self.close_value();
+            self.ended = true;
+        }
+        self.depth = self.depth.saturating_sub(1);
+        // A value just ended: a key may only follow a `,`.
+        self.expect_key = false;
     }
 
     /// The value of the first `"id"` is complete: it is the id if it is a

@@ -14,12 +14,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use clap::Parser;
+use clap::Args;
 use thiserror::Error;
 
 /// Run the fuzz targets (nightly toolchain and cargo-fuzz needed).
-#[derive(Debug, Parser)]
-#[command(name = "cargo xtask fuzz", bin_name = "cargo xtask fuzz")]
+#[derive(Debug, Args)]
 pub struct FuzzArgs {
     /// Run only this target (default: every target in fuzz/).
     #[arg(long, value_name = "NAME")]
@@ -97,6 +96,7 @@ pub enum Outcome {
 pub fn run(args: &FuzzArgs, root: &Path) -> Result<Vec<Outcome>, FuzzError> {
     let fuzz_dir = root.join("fuzz");
     available()?;
+    lockfile_current(&fuzz_dir)?;
     let targets = match &args.target {
         Some(name) => vec![name.clone()],
         None => list(&fuzz_dir)?,
@@ -142,6 +142,31 @@ pub fn available() -> Result<(), FuzzError> {
     Ok(())
 }
 
+/// `fuzz/Cargo.lock` resolves the fuzz crate as it stands: `cargo fuzz run`
+/// takes no `--locked` and would rewrite a stale one, so it is checked
+/// first, as cargo's `--locked` would.
+fn lockfile_current(fuzz_dir: &Path) -> Result<(), FuzzError> {
+    let out = Command::new("cargo")
+        .args([
+            "metadata",
+            "--locked",
+            "--format-version",
+            "1",
+            "--manifest-path",
+        ])
+        .arg(fuzz_dir.join("Cargo.toml"))
+        .stdout(Stdio::null())
+        .output()
+        .map_err(|e| FuzzError::Command(format!("cargo metadata --locked: {e}")))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(FuzzError::Command(format!(
+        "fuzz/Cargo.lock is not current (`cargo metadata --manifest-path fuzz/Cargo.toml` brings it up to date; commit it): {}",
+        String::from_utf8_lossy(&out.stderr).trim_end()
+    )))
+}
+
 fn list(fuzz_dir: &Path) -> Result<Vec<String>, FuzzError> {
     let out = Command::new("cargo")
         .args(["+nightly", "fuzz", "list", "--fuzz-dir"])
@@ -168,26 +193,82 @@ fn run_target(
     fuzz_dir: &Path,
     work: &Path,
 ) -> Result<TargetRun, FuzzError> {
-    let corpus = work.join("corpus").join(name);
-    let artifacts = work.join("artifacts").join(name);
-    let logs = work.join("logs");
-    for dir in [&corpus, &artifacts, &logs] {
-        fs::create_dir_all(dir)
-            .map_err(|e| FuzzError::Io(format!("creating {}", dir.display()), e))?;
+    let places = Places::prepare(name, work)?;
+    let log = fs::File::create(&places.log)
+        .map_err(|e| FuzzError::Io(format!("creating {}", places.log.display()), e))?;
+    let status = fuzz_command(name, seconds, fuzz_dir, &places)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .status()
+        .map_err(|e| FuzzError::Command(format!("cargo fuzz run {name}: {e}")))?;
+    let text = fs::read_to_string(&places.log)
+        .map_err(|e| FuzzError::Io(format!("reading {}", places.log.display()), e))?;
+    let mut run = read_log(name, &text);
+    if run.seconds == 0 {
+        // A crash ends the run without "Done ... in N second(s)"; its
+        // final stats still give the inputs run and the rate.
+        run.seconds = run.executions / run.per_second.max(1);
     }
-    let log_path = logs.join(format!("{name}.log"));
-    let log = fs::File::create(&log_path)
-        .map_err(|e| FuzzError::Io(format!("creating {}", log_path.display()), e))?;
-    // Whatever an earlier run left here is kept under fuzz/regressions/
-    // already: what is here after this run is this run's.
-    for old in files(&artifacts) {
-        fs::remove_file(&old)
-            .map_err(|e| FuzzError::Io(format!("removing {}", old.display()), e))?;
+    for found in &files(&places.artifacts) {
+        let kept = keep(name, fuzz_dir, found)?;
+        eprintln!(
+            "cargo xtask fuzz: {name} found an input that breaks an invariant; kept as {} (log: {})",
+            kept.display(),
+            places.log.display()
+        );
+        run.crashes.push(kept);
     }
+    if !status.success() && run.crashes.is_empty() {
+        return Err(FuzzError::Command(format!(
+            "cargo fuzz run {name} failed ({status}); see {}",
+            places.log.display()
+        )));
+    }
+    Ok(run)
+}
+
+/// Where one target's run keeps its corpus, its artifacts and its log,
+/// under `target/fuzz/`.
+struct Places {
+    corpus: PathBuf,
+    artifacts: PathBuf,
+    log: PathBuf,
+}
+
+impl Places {
+    /// The places of target `name` under `work`, made, with whatever an
+    /// earlier run left among the artifacts removed (it is kept under
+    /// `fuzz/regressions/` already: what is there after this run is this
+    /// run's).
+    fn prepare(name: &str, work: &Path) -> Result<Places, FuzzError> {
+        let corpus = work.join("corpus").join(name);
+        let artifacts = work.join("artifacts").join(name);
+        let logs = work.join("logs");
+        for dir in [&corpus, &artifacts, &logs] {
+            fs::create_dir_all(dir)
+                .map_err(|e| FuzzError::Io(format!("creating {}", dir.display()), e))?;
+        }
+        for old in files(&artifacts) {
+            fs::remove_file(&old)
+                .map_err(|e| FuzzError::Io(format!("removing {}", old.display()), e))?;
+        }
+        Ok(Places {
+            corpus,
+            artifacts,
+            log: logs.join(format!("{name}.log")),
+        })
+    }
+}
+
+/// `cargo fuzz run` of target `name` for `seconds`, from its corpus and
+/// its seeds, with its dictionary if it has one, its artifacts kept in
+/// `places`.
+fn fuzz_command(name: &str, seconds: u64, fuzz_dir: &Path, places: &Places) -> Command {
     let dict = fuzz_dir.join("dicts").join(format!("{name}.dict"));
-    let mut artifact_prefix = artifacts.clone().into_os_string();
+    let mut artifact_prefix = places.artifacts.clone().into_os_string();
     artifact_prefix.push("/");
-    let status = Command::new("cargo")
+    let mut command = Command::new("cargo");
+    command
         .args([
             "+nightly",
             "fuzz",
@@ -197,7 +278,7 @@ fn run_target(
         ])
         .arg(fuzz_dir)
         .arg(name)
-        .arg(&corpus)
+        .arg(&places.corpus)
         .arg(fuzz_dir.join("seeds").join(name))
         .arg("--")
         .arg(format!("-max_total_time={seconds}"))
@@ -214,35 +295,8 @@ fn run_target(
             let mut flag = std::ffi::OsString::from("-artifact_prefix=");
             flag.push(&artifact_prefix);
             flag
-        })
-        .stdout(Stdio::null())
-        .stderr(log)
-        .status()
-        .map_err(|e| FuzzError::Command(format!("cargo fuzz run {name}: {e}")))?;
-    let text = fs::read_to_string(&log_path)
-        .map_err(|e| FuzzError::Io(format!("reading {}", log_path.display()), e))?;
-    let mut run = read_log(name, &text);
-    if run.seconds == 0 {
-        // A crash ends the run without "Done ... in N second(s)"; its
-        // final stats still give the inputs run and the rate.
-        run.seconds = run.executions / run.per_second.max(1);
-    }
-    for found in &files(&artifacts) {
-        let kept = keep(name, fuzz_dir, found)?;
-        eprintln!(
-            "cargo xtask fuzz: {name} found an input that breaks an invariant; kept as {} (log: {})",
-            kept.display(),
-            log_path.display()
-        );
-        run.crashes.push(kept);
-    }
-    if !status.success() && run.crashes.is_empty() {
-        return Err(FuzzError::Command(format!(
-            "cargo fuzz run {name} failed ({status}); see {}",
-            log_path.display()
-        )));
-    }
-    Ok(run)
+        });
+    command
 }
 
 /// The files in `dir`.

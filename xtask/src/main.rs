@@ -1,15 +1,17 @@
 //! `cargo xtask`: builds the workspace's binaries, then runs the `harness`
-//! binary with the task's arguments (the `kits` binary for `e2e`, `hosts`
-//! and `bench`), so every option is declared once, by the binary that
-//! runs it (`cargo xtask race --help` prints its help).
+//! binary with the task's arguments (the `kits` binary for its tasks), so
+//! every option is declared once, by the binary that runs it (`cargo xtask
+//! race --help` prints its help). xtask's own tasks are declared in
+//! [`flags`], with which binary runs the others.
 //!
-//! `--release` (any task) builds and runs the release binaries; `bench`
-//! always does. Some tasks are xtask's own: `wheel` builds and checks the
-//! Python wheels and `cross-check` runs cross-built ones under an emulator
-//! (the [`packaging`] module), `fuzz` runs the fuzz targets, `surface`
-//! regenerates the tool table (the [`codegen`] module); `e2e` and `hosts`
-//! build this machine's wheel first and name it to the kits in
-//! [`WHEEL_ENV`], so both kits test the binary the wheel installs.
+//! `--release` (any task of the harness or the kits) builds and runs the
+//! release binaries; `bench` always does. Some tasks are xtask's own:
+//! `wheel` builds and checks the Python wheels and `cross-check` runs
+//! cross-built ones under an emulator (the [`packaging`] module), `fuzz`
+//! runs the fuzz targets, `surface` regenerates the tool table (the
+//! [`codegen`] module); `e2e` and `hosts` build this machine's wheel first
+//! and name it to the kits in [`WHEEL_ENV`], so both kits test the binary
+//! the wheel installs.
 
 use std::ffi::OsString;
 #[cfg(unix)]
@@ -17,162 +19,48 @@ use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-use clap::Parser;
+use clap::FromArgMatches;
 use devkit::bins::{self, Profile, WHEEL_ENV, error_chain};
 
 // The code generation installs a release with the end-to-end kit's code,
 // which is Unix only (see the kits crate).
 #[cfg(unix)]
 mod codegen;
+mod flags;
 mod fuzz;
 mod packaging;
 
+use flags::{CrossCheckArgs, CrossClippyArgs, Runner, Task, WheelArgs, Xtask};
 use packaging::platform::platforms_of;
 
-/// The tasks the `kits` binary runs; the `harness` binary runs every other
-/// task that is not xtask's own.
-const KIT_TASKS: [&str; 3] = ["bench", "e2e", "hosts"];
-
-/// The main tasks, and what each is for (any harness command is accepted).
-const TASKS: [(&str, &str); 12] = [
-    (
-        "race",
-        "show the V3-05 race: prefix mode must fail, fixed mode must pass (--all: the scorecard of both)",
-    ),
-    (
-        "score",
-        "every scenario against each --wrapper-cmd (default: this wrapper in both modes)",
-    ),
-    ("sweep", "map the race window; writes target/race-report/"),
-    (
-        "soak",
-        "calls flowing while the fake daemon misbehaves on a seeded schedule",
-    ),
-    (
-        "bench",
-        "release builds, then figures next to the floor; writes target/bench/",
-    ),
-    (
-        "e2e",
-        "the wrapper's wheel against the real iai-mcp 3.3.0 daemon, or --iai-pme VERSION's (Python 3.11+, Node.js)",
-    ),
-    (
-        "hosts",
-        "Claude Code, Codex CLI and opencode start the wheel's wrapper on the real daemon, offline; writes target/hosts/",
-    ),
-    (
-        "surface",
-        "how release --iai-pme VERSION's tool surface differs from the wrapper's table; --write rewrites the table",
-    ),
-    (
-        "wheel",
-        "build and check the Python wheel: this machine's, or --target TRIPLE (repeatable) or all",
-    ),
-    (
-        "cross-check",
-        "run a cross-built wheel's binary here: arm64 Linux under qemu-user, Windows under Wine",
-    ),
-    (
-        "cross-clippy",
-        "clippy on every target of the workspace as compiled for --target TRIPLE (Debian's clippy for the cross compiler)",
-    ),
-    (
-        "fuzz",
-        "run the libFuzzer targets in fuzz/ (nightly toolchain and cargo-fuzz)",
-    ),
-];
-
-/// Build the Python wheels that carry the wrapper's binary, then check each
-/// as built (platform tags, files, the binary as its platform's loader
-/// reads it; on this machine's own platform `--version` from a fresh
-/// environment with no Rust on PATH).
-#[derive(Debug, Parser)]
-#[command(name = "cargo xtask wheel", bin_name = "cargo xtask wheel")]
-struct WheelArgs {
-    /// The Rust target to build for: x86_64-unknown-linux-gnu,
-    /// aarch64-unknown-linux-gnu, aarch64-apple-darwin, x86_64-apple-darwin,
-    /// x86_64-pc-windows-gnu, or all; repeatable (default: this machine's).
-    /// Another target than this machine's is built with a compiler
-    /// unpacked from Debian's rustc-web packages and rustup's nightly cargo.
-    #[arg(long, value_name = "TRIPLE")]
-    target: Vec<String>,
-    /// The Python interpreter for the build and check environments
-    /// (default: python3).
-    #[arg(long)]
-    python: Option<PathBuf>,
-}
-
-/// Run a cross-built wheel's binary on this machine: arm64 Linux under
-/// qemu-user (the smoke scenario, then the wrapper's tests), Windows under
-/// Wine (a std-only probe, the smoke scenario over TCP, then the wrapper's
-/// unit tests built for Windows).
-#[derive(Debug, Parser)]
-#[command(name = "cargo xtask cross-check", bin_name = "cargo xtask cross-check")]
-struct CrossCheckArgs {
-    /// aarch64-unknown-linux-gnu or x86_64-pc-windows-gnu (repeatable), or
-    /// all of those that can run here.
-    #[arg(long, value_name = "TRIPLE", required = true)]
-    target: Vec<String>,
-    /// Windows: only build and run the std-only probe (the toolchain, the
-    /// linker, Wine and the test-only DLL), not the wrapper.
-    #[arg(long)]
-    probe_only: bool,
-    /// The smoke run only, not the wrapper's tests (arm64 Linux) or unit
-    /// tests (Windows).
-    #[arg(long)]
-    no_tests: bool,
-    /// The Python interpreter for the build tools (default: python3).
-    #[arg(long)]
-    python: Option<PathBuf>,
-}
-
-/// Run clippy, every warning an error, on every target of the workspace
-/// (libraries, binaries, tests) as compiled for another target (its `cfg`
-/// lines for that platform included), with the cross compiler and
-/// Debian's clippy for it.
-#[derive(Debug, Parser)]
-#[command(
-    name = "cargo xtask cross-clippy",
-    bin_name = "cargo xtask cross-clippy"
-)]
-struct CrossClippyArgs {
-    /// Any target `wheel` builds but this machine's (repeatable), or all.
-    #[arg(long, value_name = "TRIPLE", required = true)]
-    target: Vec<String>,
-    /// The Python interpreter for the build tools (default: python3).
-    #[arg(long)]
-    python: Option<PathBuf>,
-}
-
 fn main() -> ExitCode {
-    let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let Some(task) = args.first().and_then(|t| t.to_str()).map(str::to_owned) else {
-        return usage();
+    let matches = flags::command().get_matches();
+    let xtask = match Xtask::from_arg_matches(&matches) {
+        Ok(xtask) => xtask,
+        Err(e) => e.exit(),
     };
-    if task.starts_with('-') {
-        return usage();
-    }
-    if task == "wheel" {
-        return wheel_task(WheelArgs::parse_from(&args));
-    }
-    if task == "cross-check" {
-        return cross_check_task(CrossCheckArgs::parse_from(&args));
-    }
-    if task == "cross-clippy" {
-        return cross_clippy_task(CrossClippyArgs::parse_from(&args));
-    }
-    if task == "fuzz" {
-        return fuzz_task(fuzz::FuzzArgs::parse_from(&args));
-    }
-    if task == "surface" {
+    match xtask.task {
+        Task::Wheel(args) => wheel_task(args),
+        Task::CrossCheck(args) => cross_check_task(args),
+        Task::CrossClippy(args) => cross_clippy_task(args),
+        Task::Fuzz(args) => fuzz_task(args),
         #[cfg(unix)]
-        return codegen::surface_task(codegen::SurfaceArgs::parse_from(&args));
-        #[cfg(not(unix))]
-        {
-            eprintln!("cargo xtask surface: Unix only, as the end-to-end kit it uses is");
-            return ExitCode::FAILURE;
-        }
+        Task::Surface(args) => codegen::surface_task(args),
+        Task::Elsewhere(args) => run_elsewhere(args),
     }
+}
+
+/// A task of the harness or the kits: builds the binaries (release ones
+/// for `bench` or with `--release`, which is not passed on), then runs the
+/// task's binary in place of this process with the other arguments; `e2e`
+/// and `hosts` first build this machine's wheel and name it in
+/// [`WHEEL_ENV`].
+fn run_elsewhere(mut args: Vec<OsString>) -> ExitCode {
+    let task = args
+        .first()
+        .map(|task| task.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let runner = Runner::of(&task);
     let release = task == "bench" || args.iter().any(|a| a == "--release");
     args.retain(|a| a != "--release");
     let profile = if release {
@@ -180,26 +68,28 @@ fn main() -> ExitCode {
     } else {
         Profile::Dev
     };
-    let runner = if KIT_TASKS.contains(&task.as_str()) {
-        bins::KITS
-    } else {
-        bins::HARNESS
+    let built = match bins::cargo_build(
+        &[bins::WRAPPER, bins::FAKE_DAEMON, runner.bin],
+        &profile,
+        false,
+    ) {
+        Ok(built) => built,
+        Err(e) => {
+            eprintln!("cargo xtask: {e}");
+            return ExitCode::FAILURE;
+        }
     };
-    let built =
-        match bins::cargo_build(&[bins::WRAPPER, bins::FAKE_DAEMON, runner], &profile, false) {
-            Ok(built) => built,
-            Err(e) => {
-                eprintln!("cargo xtask: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-    let mut runner = Command::new(&built[2]);
-    runner.args(&args);
+    let Some(program) = built.last() else {
+        eprintln!("cargo xtask: cargo built no {}", runner.bin.bin);
+        return ExitCode::FAILURE;
+    };
+    let mut command = Command::new(program);
+    command.args(&args);
     if task == "e2e" || task == "hosts" {
         match host_wheel() {
             Ok(built) => {
                 eprintln!("cargo xtask: {built}");
-                runner.env(WHEEL_ENV, &built.path);
+                command.env(WHEEL_ENV, &built.path);
             }
             Err(e) => {
                 eprintln!("cargo xtask: building the wheel: {}", error_chain(&e));
@@ -207,7 +97,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    hand_over(runner, &built[2])
+    hand_over(command, program)
 }
 
 /// Becomes `runner` (`exec`), so that signals and the exit status are its
@@ -390,15 +280,4 @@ fn fuzz_task(args: fuzz::FuzzArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn usage() -> ExitCode {
-    eprintln!("usage: cargo xtask TASK [--release] [OPTIONS]\n\ntasks:");
-    for (name, what) in TASKS {
-        eprintln!("  {name:<10} {what}");
-    }
-    eprintln!(
-        "  (any other harness command: storm, down-up, hang, herd, hostile, smoke)\n\nOPTIONS are the harness's (the kits' for bench, e2e and hosts): cargo xtask TASK --help"
-    );
-    ExitCode::from(2)
 }

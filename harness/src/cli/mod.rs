@@ -1,107 +1,47 @@
-//! The `harness` command line: one module per family of commands, each
-//! printing a verdict line. A scenario's settings are declared once, on its
-//! configuration in the library, and [`scenario`] runs any scenario from
-//! them; `cargo xtask` builds the binaries and runs this one, so nothing
-//! here is declared twice.
+//! The `harness` binary's command line: the race's commands ([`race`]),
+//! the scorecard's ([`score`]), and one per scenario ([`scenario`], made
+//! from each scenario's declaration). The binary runs what it parses;
+//! `cargo xtask` passes every task that is not its own or the kits' on to
+//! it (`cargo xtask help` prints this list).
 
 pub mod race;
 pub mod scenario;
 pub mod score;
+pub mod target;
 
-use std::process::ExitCode;
+use clap::{Parser, Subcommand};
 
-use anyhow::{Context, Result};
-use clap::Args;
-use devkit::rows::verdict_code;
-use harness::scenario::Setup;
-use harness::{BridgeMode, Judged, Transport, WrapperCommand};
-use serde::Serialize;
+use crate::scenario::Scenario as _;
+use crate::scenario::race::Race;
 
-/// Which wrapper to test, and how to report.
-#[derive(Debug, Clone, Args)]
-pub struct Target {
-    /// Wrapper command line to test, e.g. "node /path/dist/index.js"
-    /// (default: this workspace's iai-mcp-wrapper). Split like a shell
-    /// would, without expansions; leading NAME=value words set environment
-    /// variables. Another wrapper is reported on, not judged: exit code 0.
-    #[arg(long, value_name = "CMD")]
-    pub wrapper_cmd: Option<String>,
-    /// Bridge mode to set through IAI_MCP_BRIDGE_MODE (unset: the wrapper's
-    /// default).
-    #[arg(long, value_name = "fixed|prefix")]
-    pub mode: Option<BridgeMode>,
-    /// How the fake daemon listens: a Unix socket, or loopback TCP with a
-    /// token (as iai-mcp does where there are no Unix sockets).
-    #[arg(long, default_value = "unix", value_name = "unix|tcp")]
-    pub transport: Transport,
-    /// Print the report as one JSON document instead of text.
-    #[arg(long)]
-    pub json: bool,
+/// Runs scripted scenarios against an MCP wrapper and the fake iai-mcp
+/// daemon and prints what happened and a verdict. Exit code: 0 when this
+/// workspace's wrapper passed (another wrapper is reported on, not judged),
+/// 1 when it failed, 2 on a usage error or when the harness itself failed.
+#[derive(Debug, Parser)]
+#[command(name = "harness", version)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub task: Task,
 }
 
-impl Target {
-    /// The wrapper to start.
-    pub fn command(&self) -> Result<WrapperCommand> {
-        match &self.wrapper_cmd {
-            Some(line) => Ok(WrapperCommand::parse_shell_words(line)?),
-            None => {
-                WrapperCommand::try_this_workspace().context("locating this workspace's wrapper")
-            }
-        }
-    }
-
-    /// The scenario setup these options ask for.
-    pub fn setup(&self) -> Setup {
-        Setup {
-            mode: self.mode,
-            transport: self.transport,
-            fake_daemon_bin: None,
-        }
-    }
-
-    /// The exit code of a run: a verdict for this workspace's wrapper, 0
-    /// for another one (reported on, not judged).
-    pub fn exit_code(&self, passed: bool) -> ExitCode {
-        verdict_code(passed || self.wrapper_cmd.is_some())
-    }
-}
-
-/// The `--json` output of a scenario.
-#[derive(Debug, Serialize)]
-struct Output<'a, R> {
-    scenario: &'static str,
-    wrapper: String,
-    mode: Option<BridgeMode>,
-    passed: bool,
-    checks: Vec<harness::Check>,
-    report: &'a R,
-}
-
-/// Prints a judged report (text and its verdict line, or JSON) and returns
-/// the exit code.
-pub fn print_judged<R: Judged + Serialize + std::fmt::Display>(
-    scenario: &'static str,
-    cmd: &WrapperCommand,
-    target: &Target,
-    report: &R,
-) -> Result<ExitCode> {
-    if target.json {
-        let output = Output {
-            scenario,
-            wrapper: cmd.display(),
-            mode: target.mode,
-            passed: report.passed(),
-            checks: report.checks(),
-            report,
-        };
-        println!("{}", serde_json::to_string_pretty(&output)?);
-    } else {
-        println!(
-            "{scenario} (wrapper: {}, mode {}): {report}",
-            cmd.display(),
-            harness::wrapper::mode_label(target.mode)
-        );
-        println!("{}", report.verdict_line());
-    }
-    Ok(target.exit_code(report.passed()))
+/// What the harness can do.
+#[derive(Debug, Subcommand)]
+pub enum Task {
+    /// The race, in both modes or one.
+    #[command(about = Race::ABOUT)]
+    Race(race::RaceArgs),
+    /// Every scenario against each wrapper: one table of properties
+    /// (contract, then this wrapper's policy) by wrapper, each failure with
+    /// its cause; writes score.json and a self-contained score.html.
+    Score(score::ScoreArgs),
+    /// A scenario of its own command.
+    #[command(flatten)]
+    Scenario(scenario::ScenarioTask),
+    /// Map the race window: the race for each mode (or wrapper command) at
+    /// every offset of a range and without the widener; writes sweep.json
+    /// and sweep.svg. Ctrl-C stops it and still writes the partial report
+    /// (exit code 130).
+    Sweep(race::SweepArgs),
 }

@@ -1,175 +1,32 @@
-//! The V3-05 race: single runs, both modes side by side, the scorecard of
-//! this wrapper (`--all`), and the sweep over the race's timing.
+//! The race's commands: `race` (single runs, both modes side by side, the
+//! scorecard of both with `--all`) and `sweep` (the race over its timing).
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-use anyhow::{Context, Result};
 use clap::Args;
-use devkit::format::format_ms;
-use devkit::table::{Align, table_lines};
-use harness::report::sweep::default_out_dir;
-use harness::scenario::race::{RaceConfig, RaceReport, RaceSummary, run_race};
-use harness::scenario::sweep::{self, SweepConfig};
-use harness::wrapper::{Subject, mode_label};
-use harness::{BridgeMode, Check, Judged, Prop, WrapperCommand};
 
-use super::Target;
+use super::target::Target;
+use crate::scenario::race::RaceConfig;
+use crate::scenario::sweep;
+use crate::wrapper::BridgeMode;
 
 /// The race: drop the wrapper's daemon connection, then call a tool while
 /// the wrapper reconnects.
 #[derive(Debug, Args)]
 pub struct RaceArgs {
+    /// Which wrapper, and how to report.
     #[command(flatten)]
-    target: Target,
+    pub target: Target,
     /// Runs per mode.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
+    pub runs: u32,
     /// The race's timing (`--delay-ms`, `--offset-ms`).
     #[command(flatten)]
-    timing: RaceConfig,
+    pub timing: RaceConfig,
     /// Run the whole scorecard instead (every scenario; this workspace's
     /// wrapper in both modes, or the --wrapper-cmd), as `score` does.
     #[arg(long)]
-    all: bool,
-}
-
-/// Runs the race as `args` say and prints the table and the verdict.
-pub fn race(args: &RaceArgs) -> Result<ExitCode> {
-    let base = RaceConfig {
-        setup: args.target.setup(),
-        ..args.timing.clone()
-    };
-    let cmd = args.target.command()?;
-    if args.all {
-        return super::score::score_subjects(subjects(&args.target, &cmd), base, None);
-    }
-    let mut summaries = Vec::new();
-    let mut all_runs = Vec::new();
-    for subject in subjects(&args.target, &cmd) {
-        let mut cfg = base.clone();
-        cfg.setup.mode = subject.mode;
-        let mut reports = Vec::new();
-        for run in 1..=args.runs {
-            let report = run_race(&cmd, &cfg)?;
-            if !args.target.json {
-                let mode = mode_label(subject.mode);
-                eprintln!("{mode}: run {run}/{}: {report}", args.runs);
-            }
-            reports.push(report);
-        }
-        let summary = RaceSummary::from_runs(subject.mode, reports.iter().map(Some));
-        summaries.push(summary);
-        all_runs.push(reports);
-    }
-    if args.target.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "wrapper": cmd.display(),
-                "delay_ms": base.delay_ms,
-                "offset_ms": base.offset_ms,
-                "summaries": summaries,
-                "runs": all_runs,
-            }))?
-        );
-    } else {
-        print_table(&summaries, &cmd.display());
-    }
-    let verdict = verdict(&args.target, &summaries, &all_runs);
-    println!("{}", verdict.line);
-    Ok(args.target.exit_code(verdict.passed))
-}
-
-/// The subjects: this wrapper in both modes, or the command in its mode.
-fn subjects(target: &Target, cmd: &WrapperCommand) -> Vec<Subject> {
-    match (&target.wrapper_cmd, target.mode) {
-        (None, None) => Subject::modes(cmd, &[BridgeMode::Prefix, BridgeMode::Fixed]),
-        (_, mode) => vec![Subject::command(cmd.clone(), mode)],
-    }
-}
-
-/// The verdict of a race command: its line, and whether it passed.
-struct Verdict {
-    line: String,
-    passed: bool,
-}
-
-/// The verdict: in both modes, prefix must show V3-05 in every run and
-/// fixed must pass every run; otherwise the runs' own checks decide.
-fn verdict(target: &Target, summaries: &[RaceSummary], runs: &[Vec<RaceReport>]) -> Verdict {
-    if let [prefix, fixed] = summaries
-        && target.wrapper_cmd.is_none()
-        && target.mode.is_none()
-    {
-        let passed = prefix.always_reproduced_bug() && fixed.always_fixed();
-        let line = format!(
-            "verdict: {}: prefix mode reproduced V3-05 in {}/{} runs; fixed mode answered {}/{} racing calls holding {} daemon connection(s) after recovery",
-            if passed { "PASS" } else { "FAIL" },
-            prefix.tally.daemon_unreachable,
-            prefix.runs,
-            fixed.tally.ok,
-            fixed.runs,
-            fixed.conns_after
-        );
-        return Verdict { line, passed };
-    }
-    let checks: Vec<Check> = runs.iter().flatten().flat_map(Judged::checks).collect();
-    let failed: Vec<&Check> = checks.iter().filter(|c| !c.held()).collect();
-    let shows = failed.iter().any(|c| c.prop == Prop::ReconnectCall);
-    let line = match failed.first() {
-        None => format!("verdict: PASS: every run held ({} checks)", checks.len()),
-        Some(first) => format!(
-            "verdict: FAIL{}: {} of {} checks failed, first: {first}",
-            if shows { " (shows the V3-05 bug)" } else { "" },
-            failed.len(),
-            checks.len()
-        ),
-    };
-    Verdict {
-        line,
-        passed: failed.is_empty(),
-    }
-}
-
-/// Prints the race table: a row per mode, and which modes saw stdout
-/// defects.
-fn print_table(summaries: &[RaceSummary], wrapper: &str) {
-    let header = [
-        "mode",
-        "runs",
-        "racing ok",
-        "daemon_unreachable",
-        "other failures",
-        "median racing latency",
-        "daemon conns after recovery",
-    ];
-    let rows: Vec<[String; 7]> = summaries
-        .iter()
-        .map(|s| {
-            [
-                mode_label(s.mode),
-                s.runs.to_string(),
-                s.tally.ok.to_string(),
-                s.tally.daemon_unreachable.to_string(),
-                s.other_failures().to_string(),
-                s.median_racing_latency
-                    .map_or_else(|| "n/a".to_owned(), format_ms),
-                s.conns_after.to_string(),
-            ]
-        })
-        .collect();
-    println!("\nwrapper: {wrapper}");
-    for line in table_lines(&header, &rows, Align::FirstLeft) {
-        println!("{line}");
-    }
-    for s in summaries.iter().filter(|s| s.runs_with_defects > 0) {
-        println!(
-            "{}: {} run(s) saw stdout framing defects",
-            mode_label(s.mode),
-            s.runs_with_defects
-        );
-    }
+    pub all: bool,
 }
 
 /// Map the race window: the race at every offset of a range, for each
@@ -181,108 +38,43 @@ pub struct SweepArgs {
     /// "node /path/dist/index.js". Default: this workspace's
     /// iai-mcp-wrapper in prefix and fixed mode.
     #[arg(long, value_name = "CMD")]
-    wrapper_cmd: Vec<String>,
+    pub wrapper_cmd: Vec<String>,
     /// Bridge mode to sweep (repeatable; default: prefix and fixed for this
     /// workspace's wrapper, unset for --wrapper-cmd).
     #[arg(long, value_name = "fixed|prefix")]
-    mode: Vec<BridgeMode>,
+    pub mode: Vec<BridgeMode>,
     /// Reconnect delay given to the wrapper: the width of the race window.
     #[arg(long, default_value_t = sweep::DEFAULT_DELAY_MS, value_name = "MS")]
-    delay_ms: u64,
+    pub delay_ms: u64,
     /// First offset of the racing call after the drop.
     #[arg(long, default_value_t = 0, value_name = "MS")]
-    from_ms: u64,
+    pub from_ms: u64,
     /// Last offset (default: the delay plus 200 ms).
     #[arg(long, value_name = "MS")]
-    to_ms: Option<u64>,
+    pub to_ms: Option<u64>,
     /// Step between offsets.
     #[arg(long, default_value_t = sweep::DEFAULT_STEP_MS, value_name = "MS",
           value_parser = clap::value_parser!(u64).range(1..))]
-    step_ms: u64,
+    pub step_ms: u64,
     /// Leave out the production point (delay 0, offset 0: no widener).
     #[arg(long)]
-    no_production: bool,
+    pub no_production: bool,
     /// Runs per subject and point.
     #[arg(long, default_value_t = sweep::DEFAULT_RUNS,
           value_parser = clap::value_parser!(u32).range(1..))]
-    runs: u32,
+    pub runs: u32,
     /// Runs at once (default: the available parallelism). Each run has its
     /// own socket and processes; results do not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    jobs: Option<u64>,
+    pub jobs: Option<u64>,
     /// Seed of the (shuffled, reproducible) order the runs start in.
     #[arg(long, default_value_t = sweep::DEFAULT_SEED)]
-    seed: u64,
+    pub seed: u64,
     /// Where to write sweep.json and sweep.svg (default:
     /// target/race-report in this workspace).
     #[arg(long, value_name = "DIR")]
-    out_dir: Option<PathBuf>,
+    pub out_dir: Option<PathBuf>,
     /// Print the JSON report on stdout instead of the table.
     #[arg(long)]
-    json: bool,
-}
-
-/// Exit code of a sweep stopped by a signal before it was done.
-const INTERRUPTED: u8 = 130;
-
-/// Runs the sweep, prints its table (or JSON) and where its files went.
-pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
-    let subjects = if args.wrapper_cmd.is_empty() {
-        let cmd =
-            WrapperCommand::try_this_workspace().context("locating this workspace's wrapper")?;
-        let modes = if args.mode.is_empty() {
-            vec![BridgeMode::Prefix, BridgeMode::Fixed]
-        } else {
-            args.mode.clone()
-        };
-        Subject::modes(&cmd, &modes)
-    } else {
-        let modes: Vec<Option<BridgeMode>> = if args.mode.is_empty() {
-            vec![None]
-        } else {
-            args.mode.iter().copied().map(Some).collect()
-        };
-        let mut subjects = Vec::new();
-        for line in &args.wrapper_cmd {
-            let cmd = WrapperCommand::parse_shell_words(line)?;
-            subjects.extend(modes.iter().map(|&m| Subject::command(cmd.clone(), m)));
-        }
-        subjects
-    };
-    let cfg = SweepConfig {
-        subjects,
-        delay_ms: args.delay_ms,
-        from_ms: args.from_ms,
-        to_ms: args.to_ms,
-        step_ms: args.step_ms,
-        production_point: !args.no_production,
-        runs: args.runs,
-        jobs: match args.jobs {
-            Some(jobs) => usize::try_from(jobs).context("--jobs")?,
-            None => sweep::default_jobs(),
-        },
-        seed: args.seed,
-        ..SweepConfig::default()
-    };
-    cfg.validate()?;
-    let stop = sweep::stop_on_signals().context("installing the SIGINT handler")?;
-    let report = sweep::run_sweep(&cfg, &stop, &mut sweep::TerminalProgress::new())?;
-    let out_dir = args.out_dir.clone().unwrap_or_else(default_out_dir);
-    let files = report
-        .write_files(&out_dir)
-        .with_context(|| format!("writing the report to {}", out_dir.display()))?;
-    if args.json {
-        println!("{}", report.to_json());
-        eprintln!("report: {}", files.json.display());
-        eprintln!("chart:  {}", files.svg.display());
-    } else {
-        print!("{}", report.table());
-        for line in report.subject_summaries() {
-            println!("{line}");
-        }
-        println!("report: {}", files.json.display());
-        println!("chart:  {}", files.svg.display());
-    }
-    let code = if report.partial { INTERRUPTED } else { 0 };
-    Ok(ExitCode::from(code))
+    pub json: bool,
 }

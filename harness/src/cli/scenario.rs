@@ -1,78 +1,73 @@
-//! Any scenario from the command line: the wrapper to test, the scenario's
-//! own settings (declared on its configuration, beside its run), one run,
-//! and its judged report. The soak adds what it is about to run and the
-//! command that replays it.
+//! The commands of the scenarios of [`scenario::ALL`]: one per scenario,
+//! named after it, with what it is for as its help, the options every
+//! scenario takes ([`Target`]) and its own settings, all from its
+//! declaration. None of them is written out here, so a new scenario needs
+//! no line in the command line.
 
-use std::process::ExitCode;
+use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
 
-use anyhow::{Context, Result};
-use clap::Args;
-use devkit::bins::Profile;
-use harness::Transport;
-use harness::scenario::soak::SoakConfig;
-use harness::scenario::{Scenario, Soak};
-use harness::wrapper::WrapperCommand;
+use super::target::Target;
+use crate::scenario::{self, Registered};
 
-use super::{Target, print_judged};
-
-/// A scenario's command: which wrapper to test and how to report, then the
-/// scenario's settings.
-#[derive(Debug, Args)]
-pub struct ScenarioArgs<S: Scenario> {
-    #[command(flatten)]
-    target: Target,
-    #[command(flatten)]
-    settings: S::Args,
+/// A scenario's command, as parsed: which scenario, which wrapper and how
+/// to report, and the scenario's own settings (read when it runs).
+#[derive(Debug, Clone)]
+pub struct ScenarioTask {
+    /// The scenario.
+    pub scenario: &'static Registered,
+    /// Which wrapper, and how to report.
+    pub target: Target,
+    /// The command's matches, from which the scenario reads its settings.
+    pub settings: ArgMatches,
 }
 
-/// Runs `S` as `args` say and prints its judged report; returns the exit
-/// code.
-pub fn run<S: Scenario>(args: ScenarioArgs<S>) -> Result<ExitCode> {
-    let cmd = args.target.command()?;
-    judged::<S>(&cmd, &args.target, args.settings.into())
+/// The command of `scenario`: its name and help, the target options and
+/// its settings.
+fn command(scenario: &Registered) -> clap::Command {
+    let command = Target::augment_args(clap::Command::new(scenario.name));
+    // After the settings, whose own doc comment would otherwise be the help.
+    (scenario.settings)(command)
+        .about(scenario.about)
+        .long_about(None)
 }
 
-/// Runs the soak as `args` say, saying first what it runs, and prints its
-/// judged report and the command that replays it.
-pub fn soak(args: ScenarioArgs<Soak>) -> Result<ExitCode> {
-    let cmd = args.target.command()?;
-    let cfg = SoakConfig::from(args.settings);
-    let seconds = cfg.duration.as_secs();
-    eprintln!(
-        "soak: {seconds} s against {} over {}, seed {}",
-        cmd.display(),
-        args.target.transport,
-        cfg.seed
-    );
-    let replay = replay_command(seconds, cfg.seed, args.target.transport);
-    let code = judged::<Soak>(&cmd, &args.target, cfg)?;
-    if !args.target.json {
-        println!("replay: {replay}");
+/// The scenarios that have a command of this kind.
+fn with_commands() -> impl Iterator<Item = &'static Registered> {
+    scenario::ALL.iter().filter(|scenario| scenario.command)
+}
+
+impl FromArgMatches for ScenarioTask {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let missing = || clap::Error::new(clap::error::ErrorKind::MissingSubcommand);
+        let (name, settings) = matches.subcommand().ok_or_else(missing)?;
+        let scenario = with_commands()
+            .find(|scenario| scenario.name == name)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        Ok(ScenarioTask {
+            scenario,
+            target: Target::from_arg_matches(settings)?,
+            settings: settings.clone(),
+        })
     }
-    Ok(code)
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
 }
 
-/// Runs `S` once with `cfg` and the target's setup, and prints its judged
-/// report.
-fn judged<S: Scenario>(
-    cmd: &WrapperCommand,
-    target: &Target,
-    mut cfg: S::Config,
-) -> Result<ExitCode> {
-    *S::setup(&mut cfg) = target.setup();
-    let report = S::run(cmd, &cfg).context(S::NAME)?;
-    print_judged(S::NAME, cmd, target, &report)
-}
+impl Subcommand for ScenarioTask {
+    fn augment_subcommands(commands: clap::Command) -> clap::Command {
+        with_commands().fold(commands, |commands, scenario| {
+            commands.subcommand(command(scenario))
+        })
+    }
 
-/// The command that repeats a soak: its length, its seed, its transport
-/// and this build's profile.
-fn replay_command(seconds: u64, seed: u64, transport: Transport) -> String {
-    let mut replay = format!("cargo xtask soak --seconds {seconds} --seed {seed}");
-    if transport == Transport::Tcp {
-        replay.push_str(" --transport tcp");
+    fn augment_subcommands_for_update(commands: clap::Command) -> clap::Command {
+        Self::augment_subcommands(commands)
     }
-    if Profile::of_current_exe() == Profile::Release {
-        replay.push_str(" --release");
+
+    fn has_subcommand(name: &str) -> bool {
+        with_commands().any(|scenario| scenario.name == name)
     }
-    replay
 }

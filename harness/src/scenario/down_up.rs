@@ -13,6 +13,7 @@ use devkit::format::{format_ms, serialize_ms, serialize_opt_ms};
 use serde::Serialize;
 use serde_json::json;
 
+use super::declaration::{Scenario, Scoring};
 use super::live::{
     LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, env_ms, or_na, problems_text,
 };
@@ -73,6 +74,33 @@ pub struct DownUpConfig {
 impl Default for DownUpConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The daemon down, then up.
+#[derive(Debug, Clone, Copy)]
+pub struct DownUp;
+
+impl Scenario for DownUp {
+    const NAME: &'static str = "down-up";
+    const ABOUT: &'static str = "The daemon goes down and comes back: calls fail cleanly at the connect deadline, reconnect attempts stay bounded, the next call after the daemon is back succeeds";
+    type Config = DownUpConfig;
+    type Args = DownUpConfig;
+    type Report = DownUpReport;
+
+    fn setup(cfg: &mut DownUpConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpReport, HarnessError> {
+        run_down_up(cmd, cfg)
+    }
+
+    fn scored(scoring: &Scoring) -> Vec<DownUpConfig> {
+        vec![DownUpConfig {
+            recovery_timeout: scoring.recovery_timeout,
+            ..DownUpConfig::default()
+        }]
     }
 }
 
@@ -237,6 +265,39 @@ fn median(mut values: Vec<Duration>) -> Option<Duration> {
 
 /// Runs the down-up scenario once against the wrapper started by `cmd`.
 pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpReport, HarnessError> {
+    let mut session = LiveSession::start(cmd, &cfg.setup, &wrapper_env(cfg))?;
+    let socket_path = session.daemon.endpoint().label();
+    let down = while_down(&mut session, cfg, &socket_path)?;
+    let up_at = Instant::now();
+    let (recovery_calls, up_to_success) = recover(&mut session, cfg, up_at);
+    // Late extra connections would show up here.
+    collect_unsolicited(&mut session.wrapper, cfg.settle);
+    let conns_after = session.daemon.stats()?.conns;
+
+    let attempts_while_down = Some(down.logged_at_end - down.before_down).filter(|&n| n > 0);
+    let attempts_in_window = attempts_while_down.map(|_| down.logged_at_end - down.logged_at_start);
+    let report = DownUpReport {
+        mode: cfg.setup.mode,
+        socket_path,
+        connect_wait: cfg.connect_wait,
+        down_calls: down.calls,
+        down_for: up_at - down.down_at,
+        attempts_while_down,
+        rate_window: down.rate_window,
+        attempts_in_window,
+        attempt_rate_per_s: attempts_in_window.map(|n| n as f64 / down.rate_window.as_secs_f64()),
+        max_attempt_rate: cfg.max_attempt_rate,
+        recovery_calls,
+        up_to_success,
+        conns_after,
+        output: WrapperOutput::default(),
+    };
+    Ok(session.conclude(report, |r| &mut r.output))
+}
+
+/// The wrapper's environment: its JSON log, its connect wait and the
+/// backoff the config sets.
+fn wrapper_env(cfg: &DownUpConfig) -> Vec<(&'static str, String)> {
     let mut env = vec![
         (JSON_EVENTS.0, JSON_EVENTS.1.to_owned()),
         env_ms("IAI_MCP_CONNECT_WAIT_MS", cfg.connect_wait),
@@ -247,40 +308,71 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
     if let Some(ms) = cfg.backoff_max_ms {
         env.push(("IAI_MCP_BACKOFF_MAX_MS", ms.to_string()));
     }
-    let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
-    let socket_path = session.daemon.endpoint().label();
+    env
+}
+
+/// What happened while the daemon was down: the calls made, and the
+/// connect failures the wrapper logged before, at the start and at the
+/// end of the rate window.
+struct Down {
+    down_at: Instant,
+    calls: Vec<DownCall>,
+    before_down: u64,
+    logged_at_start: u64,
+    logged_at_end: u64,
+    rate_window: Duration,
+}
+
+/// Takes the daemon down, makes the calls that fail meanwhile, counts the
+/// wrapper's connect attempts over the rate window, and brings the daemon
+/// back up.
+fn while_down(
+    session: &mut LiveSession,
+    cfg: &DownUpConfig,
+    socket_path: &str,
+) -> Result<Down, HarnessError> {
     let logged = |s: &LiveSession| connect_failures(&s.wrapper.stderr_text());
     let call_bound = cfg.connect_wait + cfg.call_grace;
-
-    let before_down = logged(&session);
+    let before_down = logged(session);
     session.daemon.down()?;
     let down_at = Instant::now();
-    let mut down_calls = Vec::new();
+    let mut calls = Vec::new();
     for _ in 0..cfg.down_calls {
         let call = session.call(PROBE_TOOL, json!({}), call_bound);
-        down_calls.push(DownCall {
-            names_socket: call.outcome.error_mentions(&socket_path),
+        calls.push(DownCall {
+            names_socket: call.outcome.error_mentions(socket_path),
             outcome: call.outcome,
             latency: call.latency,
         });
     }
     let window_start = Instant::now();
-    let logged_at_start = logged(&session);
+    let logged_at_start = logged(session);
     // The measuring period itself, not a synchronisation.
     thread::sleep(cfg.rate_window);
     let rate_window = window_start.elapsed();
-    let logged_at_end = logged(&session);
+    let logged_at_end = logged(session);
     session.daemon.up()?;
-    let up_at = Instant::now();
-    let down_for = up_at - down_at;
+    Ok(Down {
+        down_at,
+        calls,
+        before_down,
+        logged_at_start,
+        logged_at_end,
+        rate_window,
+    })
+}
 
-    let attempts_while_down = Some(logged_at_end - before_down).filter(|&n| n > 0);
-    let attempts_in_window = attempts_while_down.map(|_| logged_at_end - logged_at_start);
-    let attempt_rate_per_s = attempts_in_window.map(|n| n as f64 / rate_window.as_secs_f64());
-
+/// Calls until one succeeds after the daemon came back at `up_at` (every
+/// [`RECOVERY_RETRY_INTERVAL`], within the recovery timeout): how many
+/// calls it took, and how long after `up_at` the success came.
+fn recover(
+    session: &mut LiveSession,
+    cfg: &DownUpConfig,
+    up_at: Instant,
+) -> (u32, Option<Duration>) {
+    let call_bound = cfg.connect_wait + cfg.call_grace;
     let deadline = up_at + cfg.recovery_timeout;
     let mut recovery_calls = 0;
-    let mut up_to_success = None;
     loop {
         let started = Instant::now();
         let left = deadline.saturating_duration_since(started);
@@ -289,36 +381,14 @@ pub fn run_down_up(cmd: &WrapperCommand, cfg: &DownUpConfig) -> Result<DownUpRep
             .call(PROBE_TOOL, json!({}), call_bound.min(left))
             .outcome;
         if outcome.is_ok() {
-            up_to_success = Some(up_at.elapsed());
-            break;
+            return (recovery_calls, Some(up_at.elapsed()));
         }
         let next = started + RECOVERY_RETRY_INTERVAL;
         if matches!(outcome, CallOutcome::WrapperGone(_)) || next >= deadline {
-            break;
+            return (recovery_calls, None);
         }
         thread::sleep(next.saturating_duration_since(Instant::now()));
     }
-    // Late extra connections would show up here.
-    collect_unsolicited(&mut session.wrapper, cfg.settle);
-    let conns_after = session.daemon.stats()?.conns;
-
-    let report = DownUpReport {
-        mode: cfg.setup.mode,
-        socket_path,
-        connect_wait: cfg.connect_wait,
-        down_calls,
-        down_for,
-        attempts_while_down,
-        rate_window,
-        attempts_in_window,
-        attempt_rate_per_s,
-        max_attempt_rate: cfg.max_attempt_rate,
-        recovery_calls,
-        up_to_success,
-        conns_after,
-        output: WrapperOutput::default(),
-    };
-    Ok(session.conclude(report, |r| &mut r.output))
 }
 
 #[cfg(test)]

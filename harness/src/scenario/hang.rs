@@ -12,6 +12,7 @@ use devkit::format::{format_ms, serialize_ms};
 use serde::Serialize;
 use serde_json::json;
 
+use super::declaration::{Scenario, Scoring};
 use super::live::{
     LiveSession, PROBE_TOOL, WrapperOutput, collect_unsolicited, env_ms, is_response, problems_text,
 };
@@ -46,6 +47,30 @@ pub struct HangConfig {
 impl Default for HangConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The hung daemon.
+#[derive(Debug, Clone, Copy)]
+pub struct Hang;
+
+impl Scenario for Hang {
+    const NAME: &'static str = "hang";
+    const ABOUT: &'static str = "The daemon hangs: a call fails with daemon_timeout at its deadline, the silent connection is replaced, and after the daemon resumes the next call succeeds";
+    type Config = HangConfig;
+    type Args = HangConfig;
+    type Report = HangReport;
+
+    fn setup(cfg: &mut HangConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &HangConfig) -> Result<HangReport, HarnessError> {
+        run_hang(cmd, cfg)
+    }
+
+    fn scored(_: &Scoring) -> Vec<HangConfig> {
+        vec![HangConfig::default()]
     }
 }
 

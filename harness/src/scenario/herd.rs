@@ -31,6 +31,7 @@ use devkit::sync::lock;
 use serde::Serialize;
 use serde_json::json;
 
+use super::declaration::{Scenario, Scoring};
 use super::live::{
     PROBE_TOOL, STDERR_TAIL_BYTES, collect_unsolicited, is_response, or_na, spawn_wrapper,
     start_daemon, write_serde_name,
@@ -96,6 +97,33 @@ pub struct HerdConfig {
 impl Default for HerdConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// Many wrappers on one daemon.
+#[derive(Debug, Clone, Copy)]
+pub struct Herd;
+
+impl Scenario for Herd {
+    const NAME: &'static str = "herd";
+    const ABOUT: &'static str = "Many wrappers (50 by default) on one daemon: it drops every connection at once, then goes down and comes back; every call answered once, every wrapper back on one connection, reconnects spread out, the peak accept rate and the time to recover";
+    type Config = HerdConfig;
+    type Args = HerdConfig;
+    type Report = HerdReport;
+
+    fn setup(cfg: &mut HerdConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &HerdConfig) -> Result<HerdReport, HarnessError> {
+        run_herd(cmd, cfg)
+    }
+
+    fn scored(scoring: &Scoring) -> Vec<HerdConfig> {
+        vec![HerdConfig {
+            recovery_timeout: scoring.recovery_timeout,
+            ..HerdConfig::default()
+        }]
     }
 }
 
@@ -190,7 +218,6 @@ pub struct HerdReport {
 
 impl Judged for HerdReport {
     fn checks(&self) -> Vec<Check> {
-        let n = self.wrappers;
         let mut checks = Checks::default();
         checks.zero(
             Prop::AnsweredOnce,
@@ -204,55 +231,72 @@ impl Judged for HerdReport {
             Cause::AnsweredTwice,
             "answers to no call (a call answered twice)",
         );
-        for f in &self.faults {
-            let prop = match f.fault {
-                HerdFault::DropAll => Prop::ReconnectCall,
-                HerdFault::DownUp => Prop::ConnectWait,
-            };
-            checks.judge(
-                prop,
-                f.cause,
-                match &f.first_failure {
-                    None => format!(
-                        "{}: {} calls across {n} wrappers, none failed",
-                        f.fault, f.calls
-                    ),
-                    Some(first) => format!(
-                        "{}: {} of {} calls failed, first: {first}",
-                        f.fault, f.failed, f.calls
-                    ),
-                },
-            );
-            checks.expect(
-                Prop::Recovers,
-                f.recovered == n,
-                Cause::Died,
-                match f.all_recovered {
-                    Some(t) => format!(
-                        "{}: all {n} wrappers answered again within {}",
-                        f.fault,
-                        format_ms(t)
-                    ),
-                    None => format!(
-                        "{}: {} of {n} wrappers answered again",
-                        f.fault, f.recovered
-                    ),
-                },
-            );
-            checks.expect(
-                Prop::OneConnection,
-                f.conns_after as usize <= n + self.others as usize,
-                Cause::Leak,
-                format!(
-                    "{}: {} daemon connections for {n} wrappers and {} other clients",
-                    f.fault, f.conns_after, self.others
-                ),
-            );
+        for fault in &self.faults {
+            fault.checks(self.wrappers, self.others, &mut checks);
         }
         checks.stdout_clean(&self.defects);
-        if n < MIN_SPREAD_WRAPPERS {
-            return checks.into_vec();
+        if self.wrappers >= MIN_SPREAD_WRAPPERS {
+            self.spread_check(&mut checks);
         }
+        checks.into_vec()
+    }
+}
+
+impl FaultReport {
+    /// What the fault did to a herd of `n` beside `others` clients: no
+    /// call failed, every wrapper answered again, each on one connection.
+    fn checks(&self, n: usize, others: u32, checks: &mut Checks) {
+        let prop = match self.fault {
+            HerdFault::DropAll => Prop::ReconnectCall,
+            HerdFault::DownUp => Prop::ConnectWait,
+        };
+        checks.judge(
+            prop,
+            self.cause,
+            match &self.first_failure {
+                None => format!(
+                    "{}: {} calls across {n} wrappers, none failed",
+                    self.fault, self.calls
+                ),
+                Some(first) => format!(
+                    "{}: {} of {} calls failed, first: {first}",
+                    self.fault, self.failed, self.calls
+                ),
+            },
+        );
+        checks.expect(
+            Prop::Recovers,
+            self.recovered == n,
+            Cause::Died,
+            match self.all_recovered {
+                Some(t) => format!(
+                    "{}: all {n} wrappers answered again within {}",
+                    self.fault,
+                    format_ms(t)
+                ),
+                None => format!(
+                    "{}: {} of {n} wrappers answered again",
+                    self.fault, self.recovered
+                ),
+            },
+        );
+        checks.expect(
+            Prop::OneConnection,
+            self.conns_after as usize <= n + others as usize,
+            Cause::Leak,
+            format!(
+                "{}: {} daemon connections for {n} wrappers and {others} other clients",
+                self.fault, self.conns_after
+            ),
+        );
+    }
+}
+
+impl HerdReport {
+    /// The reconnect attempts while down: no more than the allowed share
+    /// of the herd within one window.
+    fn spread_check(&self, checks: &mut Checks) {
+        let n = self.wrappers;
         let limit = self.max_dial_fraction * n as f64;
         checks.expect(
             Prop::SpreadDials,
@@ -269,7 +313,6 @@ impl Judged for HerdReport {
                 ),
             },
         );
-        checks.into_vec()
     }
 }
 
@@ -446,15 +489,38 @@ pub(crate) fn herd_on(
         changed: Condvar::new(),
         stop: AtomicBool::new(false),
     });
-    // Started one by one and proven to answer, then handed to their
-    // threads; the guard stops every thread on any early return.
+    let mut members = start_members(cmd, daemon, cfg, env, &progress)?;
+    let made = cfg
+        .faults
+        .iter()
+        .map(|&fault| make_fault(fault, daemon, cfg, &progress))
+        .collect::<Result<Vec<_>, _>>()?;
+    let accepts = daemon.accept_times()?;
+    let logs = members.finish();
+    let herd = Crowd {
+        wrappers: n,
+        others,
+    };
+    Ok(judge(cfg, herd, &made, &accepts, &logs))
+}
+
+/// Starts the herd's wrappers one by one, each proven to answer, then
+/// handed to a thread of its own that calls until told to stop; the
+/// guard returned stops every thread, also on an early return.
+fn start_members(
+    cmd: &WrapperCommand,
+    daemon: &FakeDaemon,
+    cfg: &HerdConfig,
+    env: &[(&str, String)],
+    progress: &Arc<Progress>,
+) -> Result<Members, HarnessError> {
     let mut members = Members {
         handles: Vec::new(),
-        progress: Arc::clone(&progress),
+        progress: Arc::clone(progress),
     };
     let mut env = env.to_vec();
     env.insert(0, (JSON_EVENTS.0, JSON_EVENTS.1.to_owned()));
-    for index in 0..n {
+    for index in 0..cfg.wrappers.max(1) {
         let mut wrapper = spawn_wrapper(cmd, cfg.setup.mode, daemon, &env)?;
         let started = wrapper
             .initialize(PROTOCOL_VERSION)
@@ -466,7 +532,7 @@ pub(crate) fn herd_on(
                 wrapper.stderr_tail(STDERR_TAIL_BYTES).trim_end()
             )));
         }
-        let (progress, cfg) = (Arc::clone(&progress), cfg.clone());
+        let (progress, cfg) = (Arc::clone(progress), cfg.clone());
         members.handles.push(
             thread::Builder::new()
                 .name(format!("herd-{index}"))
@@ -474,49 +540,50 @@ pub(crate) fn herd_on(
                 .map_err(|e| HarnessError::Scenario(format!("cannot start a herd thread: {e}")))?,
         );
     }
+    Ok(members)
+}
 
-    let mut made = Vec::new();
-    for &fault in &cfg.faults {
-        // Calls flow before the fault.
-        let now = Instant::now();
-        progress.wait_all(now, now, now + cfg.recovery_timeout);
-        thread::sleep(cfg.settle);
-        let (began, began_wall) = (Instant::now(), SystemTime::now());
-        let ended = match fault {
-            HerdFault::DropAll => {
-                daemon.drop_connections()?;
-                Instant::now()
-            }
-            HerdFault::DownUp => {
-                daemon.down()?;
-                // The outage itself, not a synchronisation.
-                thread::sleep(cfg.down_for);
-                daemon.up_timed()?.bound
-            }
-        };
-        let ended_wall = SystemTime::now() - ended.elapsed();
-        progress.wait_all(began, ended, ended + cfg.recovery_timeout);
-        let (settled, settled_wall) = (Instant::now(), SystemTime::now());
-        // Late extra connections would show up here.
-        thread::sleep(cfg.settle);
-        made.push(Made {
-            fault,
-            began,
-            began_wall,
-            ended,
-            ended_wall,
-            settled,
-            settled_wall,
-            conns_after: daemon.stats()?.conns,
-        });
-    }
-    let accepts = daemon.accept_times()?;
-    let logs = members.finish();
-    let herd = Herd {
-        wrappers: n,
-        others,
+/// Makes `fault` once calls have flowed for a while, waits until every
+/// wrapper answered again (or the recovery timeout), lets late
+/// connections show, and counts the daemon's connections.
+fn make_fault(
+    fault: HerdFault,
+    daemon: &FakeDaemon,
+    cfg: &HerdConfig,
+    progress: &Progress,
+) -> Result<Made, HarnessError> {
+    // Calls flow before the fault.
+    let now = Instant::now();
+    progress.wait_all(now, now, now + cfg.recovery_timeout);
+    thread::sleep(cfg.settle);
+    let (began, began_wall) = (Instant::now(), SystemTime::now());
+    let ended = match fault {
+        HerdFault::DropAll => {
+            daemon.drop_connections()?;
+            Instant::now()
+        }
+        HerdFault::DownUp => {
+            daemon.down()?;
+            // The outage itself, not a synchronisation.
+            thread::sleep(cfg.down_for);
+            daemon.up_timed()?.bound
+        }
     };
-    Ok(judge(cfg, herd, &made, &accepts, &logs))
+    let ended_wall = SystemTime::now() - ended.elapsed();
+    progress.wait_all(began, ended, ended + cfg.recovery_timeout);
+    let (settled, settled_wall) = (Instant::now(), SystemTime::now());
+    // Late extra connections would show up here.
+    thread::sleep(cfg.settle);
+    Ok(Made {
+        fault,
+        began,
+        began_wall,
+        ended,
+        ended_wall,
+        settled,
+        settled_wall,
+        conns_after: daemon.stats()?.conns,
+    })
 }
 
 /// The member threads; stopped and joined when dropped.
@@ -544,14 +611,20 @@ impl Drop for Members {
 
 /// Who was on the daemon: the herd, and other clients beside it.
 #[derive(Debug, Clone, Copy)]
-struct Herd {
+struct Crowd {
     wrappers: usize,
     others: u32,
 }
 
 /// The report of `herd`, from the faults made, the daemon's accept times
 /// and what each wrapper did.
-fn judge(cfg: &HerdConfig, herd: Herd, made: &[Made], accepts: &[u64], logs: &[Log]) -> HerdReport {
+fn judge(
+    cfg: &HerdConfig,
+    herd: Crowd,
+    made: &[Made],
+    accepts: &[u64],
+    logs: &[Log],
+) -> HerdReport {
     let faults = made
         .iter()
         .map(|m| fault_report(m, herd.wrappers, accepts, logs, cfg.window))
@@ -776,6 +849,91 @@ mod tests {
         assert_eq!(spread(MIN_SPREAD_WRAPPERS - 1, 19), None);
     }
 
+    /// Every check of a herd of 20 through both faults, one line each, as
+    /// they read when all went well and when all went wrong.
+    #[test]
+    fn checks_read_the_same_whatever_held() {
+        let fault = |fault, failed: u64, recovered: Option<Duration>| FaultReport {
+            fault,
+            calls: 40,
+            failed,
+            first_failure: (failed > 0).then(|| "wrapper 3: no_response".to_owned()),
+            cause: (failed > 0).then_some(Cause::NoAnswer),
+            recovered: if recovered.is_some() { 20 } else { 17 },
+            all_recovered: recovered,
+            peak_accepts: 9,
+            refused_after: Some(0),
+            conns_after: if failed > 0 { 30 } else { 20 },
+        };
+        let report = |failing: bool| HerdReport {
+            wrappers: 20,
+            others: 1,
+            unanswered: u64::from(failing),
+            extra_answers: u64::from(failing) * 2,
+            faults: vec![
+                fault(HerdFault::DropAll, 0, Some(Duration::from_millis(12))),
+                fault(
+                    HerdFault::DownUp,
+                    u64::from(failing) * 3,
+                    (!failing).then(|| Duration::from_millis(7)),
+                ),
+            ],
+            peak_dials: (!failing).then_some(4),
+            window: Duration::from_millis(10),
+            max_dial_fraction: 0.5,
+            ..HerdReport::default()
+        };
+        let lines = |report: HerdReport| {
+            let lines = report
+                .checks()
+                .into_iter()
+                .map(|c| format!("{:?} {:?} {}", c.prop, c.failure, c.figure));
+            lines.collect::<Vec<_>>().join("\n")
+        };
+        assert_eq!(
+            lines(report(false)),
+            r#"AnsweredOnce None 0 calls never answered
+AnsweredOnce None 0 answers to no call (a call answered twice)
+ReconnectCall None drop-all: 40 calls across 20 wrappers, none failed
+Recovers None drop-all: all 20 wrappers answered again within 12 ms
+OneConnection None drop-all: 20 daemon connections for 20 wrappers and 1 other clients
+ConnectWait None down-up: 40 calls across 20 wrappers, none failed
+Recovers None down-up: all 20 wrappers answered again within 7.0 ms
+OneConnection None down-up: 20 daemon connections for 20 wrappers and 1 other clients
+StdoutJson None no stdout defects
+SpreadDials None at most 4 of 20 wrappers dialled within 10 ms while down (limit 50%)"#
+        );
+        assert_eq!(
+            lines(report(true)),
+            r#"AnsweredOnce Some(NoAnswer) 1 calls never answered
+AnsweredOnce Some(AnsweredTwice) 2 answers to no call (a call answered twice)
+ReconnectCall None drop-all: 40 calls across 20 wrappers, none failed
+Recovers None drop-all: all 20 wrappers answered again within 12 ms
+OneConnection None drop-all: 20 daemon connections for 20 wrappers and 1 other clients
+ConnectWait Some(NoAnswer) down-up: 3 of 40 calls failed, first: wrapper 3: no_response
+Recovers Some(Died) down-up: 17 of 20 wrappers answered again
+OneConnection Some(Leak) down-up: 30 daemon connections for 20 wrappers and 1 other clients
+StdoutJson None no stdout defects
+SpreadDials Some(Other) not measurable: no `connect_failed` events logged while the daemon was down"#
+        );
+        let small = HerdReport {
+            wrappers: 2,
+            ..report(false)
+        };
+        assert_eq!(
+            lines(small),
+            r#"AnsweredOnce None 0 calls never answered
+AnsweredOnce None 0 answers to no call (a call answered twice)
+ReconnectCall None drop-all: 40 calls across 2 wrappers, none failed
+Recovers Some(Died) drop-all: all 2 wrappers answered again within 12 ms
+OneConnection Some(Leak) drop-all: 20 daemon connections for 2 wrappers and 1 other clients
+ConnectWait None down-up: 40 calls across 2 wrappers, none failed
+Recovers Some(Died) down-up: all 2 wrappers answered again within 7.0 ms
+OneConnection Some(Leak) down-up: 20 daemon connections for 2 wrappers and 1 other clients
+StdoutJson None no stdout defects"#
+        );
+    }
+
     /// A wrapper's log event `event`, logged `at_ms` after `wall`.
     fn event(wall: SystemTime, at_ms: u64, event: &str, failures: u64) -> String {
         let at = humantime::format_rfc3339_micros(wall + Duration::from_millis(at_ms));
@@ -851,7 +1009,7 @@ mod tests {
         };
         let accepts = [101_500, 102_000, 141_000, 301_000, 302_000, 303_000]
             .map(|us| micros(wall + Duration::from_micros(us)));
-        let herd = Herd {
+        let herd = Crowd {
             wrappers: 2,
             others: 1,
         };

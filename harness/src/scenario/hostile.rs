@@ -28,6 +28,7 @@ use mcp_oracle::{Expect, expected_reply};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::declaration::{Scenario, Scoring};
 use super::live::{
     LiveSession, MAX_SAMPLES, WrapperOutput, collect_unsolicited, env_ms, or_na, problems_text,
 };
@@ -93,6 +94,33 @@ pub struct HostileConfig {
 impl Default for HostileConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The hostile client.
+#[derive(Debug, Clone, Copy)]
+pub struct Hostile;
+
+impl Scenario for Hostile {
+    const NAME: &'static str = "hostile";
+    const ABOUT: &'static str = "Hostile client: random and malformed lines (seeded) among valid requests; every request answered once, stdout only JSON-RPC, memory flat";
+    type Config = HostileConfig;
+    type Args = HostileConfig;
+    type Report = HostileReport;
+
+    fn setup(cfg: &mut HostileConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &HostileConfig) -> Result<HostileReport, HarnessError> {
+        run_hostile(cmd, cfg)
+    }
+
+    fn scored(scoring: &Scoring) -> Vec<HostileConfig> {
+        vec![HostileConfig {
+            lines: scoring.hostile_lines,
+            ..HostileConfig::default()
+        }]
     }
 }
 

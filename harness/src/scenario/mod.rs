@@ -1,14 +1,17 @@
 //! Scripted scenarios that drive a wrapper and the fake daemon together and
 //! report what happened as data.
 //!
-//! Each scenario is a [`Scenario`]: a configuration that declares its own
-//! command-line settings and their defaults ([`settings`]), whose
-//! [`Setup`] says how the wrapper and the fake daemon start, a run, and a
-//! report that judges itself ([`property::Judged`]). The command line
-//! runs any of them the same way, from its parsed [`Scenario::Args`]. The outcome is a measurement (the wrapper under
-//! test may well fail it); a `HarnessError` means the scenario itself
-//! could not be carried out.
+//! Each scenario is declared once, in its own module: a configuration that
+//! declares its own command-line settings and their defaults
+//! ([`settings`]), whose [`Setup`] says how the wrapper and the fake daemon
+//! start, a run, a report that judges itself ([`property::Judged`]), and
+//! its [`Scenario`] implementation: its name, what it is for, and its runs
+//! in the scorecard. [`ALL`] lists them; the command line and the
+//! scorecard go through that list. The outcome is a measurement (the
+//! wrapper under test may well fail it); a `HarnessError` means the
+//! scenario itself could not be carried out.
 
+pub mod declaration;
 pub mod down_up;
 pub mod hang;
 pub mod herd;
@@ -17,6 +20,7 @@ mod live;
 pub mod outcome;
 pub mod property;
 pub mod race;
+pub mod registry;
 pub mod settings;
 pub mod setup;
 pub mod smoke;
@@ -25,184 +29,27 @@ pub mod storm;
 pub mod sweep;
 pub mod wrapper_log;
 
-use std::fmt;
-
-use serde::Serialize;
-
-use crate::error::HarnessError;
-use crate::wrapper::WrapperCommand;
+pub use declaration::{RaceTiming, Scenario, Scoring};
 pub use live::WrapperOutput;
-use property::Judged;
+pub use registry::{Judgement, Registered};
 pub use setup::Setup;
 
-/// A scenario: its configuration, its run, and its self-judging report.
-pub trait Scenario {
-    /// Its name in tables and on the command line.
-    const NAME: &'static str;
-    /// What it can be told.
-    type Config: Default + Clone;
-    /// Its command's settings: the configuration itself, or a small
-    /// structure beside it where the command line's default differs from
-    /// the library's (the soak's seed).
-    type Args: clap::Args + fmt::Debug + Into<Self::Config>;
-    /// What it found.
-    type Report: Judged + Serialize + fmt::Display;
-    /// The configuration's [`Setup`].
-    fn setup(cfg: &mut Self::Config) -> &mut Setup;
-    /// Runs it once against the wrapper `cmd` starts.
-    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError>;
-}
+/// Every scenario, in the order the scorecard runs them and `harness
+/// --help` lists their commands.
+pub const ALL: [Registered; 8] = [
+    Registered::of::<race::Race>(),
+    Registered::of::<storm::Storm>(),
+    Registered::of::<down_up::DownUp>(),
+    Registered::of::<hang::Hang>(),
+    Registered::of::<herd::Herd>(),
+    Registered::of::<hostile::Hostile>(),
+    Registered::of::<soak::Soak>(),
+    Registered::of::<smoke::Smoke>(),
+];
 
-/// The V3-05 race ([`race`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Race;
-
-impl Scenario for Race {
-    const NAME: &'static str = "race";
-    type Config = race::RaceConfig;
-    type Args = race::RaceConfig;
-    type Report = race::RaceReport;
-
-    fn setup(cfg: &mut Self::Config) -> &mut Setup {
-        &mut cfg.setup
-    }
-
-    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
-        race::run_race(cmd, cfg)
-    }
-}
-
-/// The drop storm ([`storm`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Storm;
-
-impl Scenario for Storm {
-    const NAME: &'static str = "storm";
-    type Config = storm::StormConfig;
-    type Args = storm::StormConfig;
-    type Report = storm::StormReport;
-
-    fn setup(cfg: &mut Self::Config) -> &mut Setup {
-        &mut cfg.setup
-    }
-
-    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
-        storm::run_storm(cmd, cfg)
-    }
-}
-
-/// The daemon down, then up ([`down_up`]).
-#[derive(Debug, Clone, Copy)]
-pub struct DownUp;
-
-impl Scenario for DownUp {
-    const NAME: &'static str = "down-up";
-    type Config = down_up::DownUpConfig;
-    type Args = down_up::DownUpConfig;
-    type Report = down_up::DownUpReport;
-
-    fn setup(cfg: &mut Self::Config) -> &mut Setup {
-        &mut cfg.setup
-    }
-
-    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
-        down_up::run_down_up(cmd, cfg)
-    }
-}
-
-/// The hung daemon ([`hang`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Hang;
-
-impl Scenario for Hang {
-    const NAME: &'static str = "hang";
-    type Config = hang::HangConfig;
-    type Args = hang::HangConfig;
-    type Report = hang::HangReport;
-
-    fn setup(cfg: &mut Self::Config) -> &mut Setup {
-        &mut cfg.setup
-    }
-
-    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
-        hang::run_hang(cmd, cfg)
-    }
-}
-
-/// Many wrappers on one daemon ([`herd`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Herd;
-
-impl Scenario for Herd {
-    const NAME: &'static str = "herd";
-    type Config = herd::HerdConfig;
-    type Args = herd::HerdConfig;
-    type Report = herd::HerdReport;
-
-    fn setup(cfg: &mut Self::Config) -> &mut Setup {
-        &mut cfg.setup
-    }
-
-    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
-        herd::run_herd(cmd, cfg)
-    }
-}
-
-/// The hostile client ([`hostile`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Hostile;
-
-impl Scenario for Hostile {
-    const NAME: &'static str = "hostile";
-    type Config = hostile::HostileConfig;
-    type Args = hostile::HostileConfig;
-    type Report = hostile::HostileReport;
-
-    fn setup(cfg: &mut Self::Config) -> &mut Setup {
-        &mut cfg.setup
-    }
-
-    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
-        hostile::run_hostile(cmd, cfg)
-    }
-}
-
-/// The soak ([`soak`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Soak;
-
-impl Scenario for Soak {
-    const NAME: &'static str = "soak";
-    type Config = soak::SoakConfig;
-    type Args = soak::SoakArgs;
-    type Report = soak::SoakReport;
-
-    fn setup(cfg: &mut Self::Config) -> &mut Setup {
-        &mut cfg.setup
-    }
-
-    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
-        soak::run_soak(cmd, cfg)
-    }
-}
-
-/// The smoke run any build must pass ([`smoke`]).
-#[derive(Debug, Clone, Copy)]
-pub struct Smoke;
-
-impl Scenario for Smoke {
-    const NAME: &'static str = "smoke";
-    type Config = smoke::SmokeConfig;
-    type Args = smoke::SmokeConfig;
-    type Report = smoke::SmokeReport;
-
-    fn setup(cfg: &mut Self::Config) -> &mut Setup {
-        &mut cfg.setup
-    }
-
-    fn run(cmd: &WrapperCommand, cfg: &Self::Config) -> Result<Self::Report, HarnessError> {
-        smoke::run_smoke(cmd, cfg)
-    }
+/// The scenario named `name`.
+pub fn find(name: &str) -> Option<&'static Registered> {
+    ALL.iter().find(|scenario| scenario.name == name)
 }
 
 #[cfg(test)]
@@ -242,7 +89,7 @@ mod tests {
 
     #[test]
     fn flags_change_only_their_own_settings() {
-        let storm = parsed::<Storm>(&["--drop-interval-ms", "40", "--concurrency", "3"]);
+        let storm = parsed::<storm::Storm>(&["--drop-interval-ms", "40", "--concurrency", "3"]);
         assert_eq!(storm.drop_interval, std::time::Duration::from_millis(40));
         assert_eq!(storm.concurrency, 3);
         let defaults = storm::StormConfig::default();
@@ -252,12 +99,53 @@ mod tests {
 
     #[test]
     fn the_soak_keeps_a_given_seed_and_draws_one_otherwise() {
-        let given = parsed::<Soak>(&["--seed", "7", "--seconds", "3"]);
+        let given = parsed::<soak::Soak>(&["--seed", "7", "--seconds", "3"]);
         assert_eq!(given.seed, 7);
         assert_eq!(given.duration, std::time::Duration::from_secs(3));
         // Drawn from the clock: any value will do, but the settings around
         // it keep their defaults.
-        let drawn = parsed::<Soak>(&[]);
+        let drawn = parsed::<soak::Soak>(&[]);
         assert_eq!(drawn.concurrency, soak::SoakConfig::default().concurrency);
+    }
+
+    #[test]
+    fn every_scenario_is_listed_once_by_its_name() {
+        for scenario in &ALL {
+            assert_eq!(find(scenario.name).map(|s| s.name), Some(scenario.name));
+            assert!(!scenario.about.is_empty(), "{}", scenario.name);
+        }
+        let mut names: Vec<&str> = ALL.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        assert!(find("race").is_some_and(|race| !race.command));
+    }
+
+    #[test]
+    fn the_scorecard_runs_what_each_scenario_declares() {
+        let scoring = Scoring {
+            setup: Setup::default(),
+            race_runs: 3,
+            race_timing: Some(RaceTiming {
+                delay_ms: 400,
+                offset_ms: 20,
+            }),
+            hostile_lines: 7,
+            soak: std::time::Duration::ZERO,
+            recovery_timeout: std::time::Duration::from_secs(4),
+        };
+        let races = race::Race::scored(&scoring);
+        assert_eq!(races.len(), 3);
+        assert!(races.iter().all(|r| r.second_drop
+            && (r.delay_ms, r.offset_ms) == (400, 20)
+            && r.recovery_timeout == scoring.recovery_timeout));
+        assert_eq!(hostile::Hostile::scored(&scoring)[0].lines, 7);
+        assert!(soak::Soak::scored(&scoring).is_empty(), "no soak at zero");
+        assert!(smoke::Smoke::scored(&scoring).is_empty());
+        let soak = soak::Soak::scored(&Scoring {
+            soak: std::time::Duration::from_secs(3),
+            ..scoring
+        });
+        assert_eq!(soak[0].duration, std::time::Duration::from_secs(3));
     }
 }

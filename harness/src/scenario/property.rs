@@ -23,6 +23,16 @@ pub enum Kind {
     Policy,
 }
 
+impl Kind {
+    /// How the kind reads in tables and pages: `contract` or `policy`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Contract => "contract",
+            Kind::Policy => "policy",
+        }
+    }
+}
+
 /// A property a scenario checks. [`Prop::ALL`] lists them in the
 /// scorecard's order, contract first; [`Prop::title`] names each in a few
 /// words, for tables, and [`Prop::kind`] says whether it is contract or

@@ -31,6 +31,7 @@ use devkit::tempdir::short_tempdir;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::declaration::{Scenario, Scoring};
 use super::live::{LiveSession, PROBE_TOOL, WrapperOutput, problems_text};
 use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
@@ -70,6 +71,32 @@ pub struct SmokeConfig {
 impl Default for SmokeConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The smoke run any build must pass.
+#[derive(Debug, Clone, Copy)]
+pub struct Smoke;
+
+impl Scenario for Smoke {
+    const NAME: &'static str = "smoke";
+    const ABOUT: &'static str = "The smoke run any build must pass, on any machine or emulator: --version, the handshake, tools/list (15 tools), a tool call, a DROP and the next call on one connection, exit on stdin EOF. Put an emulator first in --wrapper-cmd to run a cross-built binary";
+    type Config = SmokeConfig;
+    type Args = SmokeConfig;
+    type Report = SmokeReport;
+
+    fn setup(cfg: &mut SmokeConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &SmokeConfig) -> Result<SmokeReport, HarnessError> {
+        run_smoke(cmd, cfg)
+    }
+
+    /// Not scored: it checks a build, not a wrapper's behaviour under
+    /// faults.
+    fn scored(_: &Scoring) -> Vec<SmokeConfig> {
+        Vec::new()
     }
 }
 
@@ -213,6 +240,20 @@ pub struct InstallRun {
 impl Judged for SmokeReport {
     fn checks(&self) -> Vec<Check> {
         let mut checks = Checks::default();
+        self.serving_checks(&mut checks);
+        if let Some(wrong) = &self.wrong_token {
+            wrong.checks(&mut checks);
+        }
+        self.install.checks(&mut checks);
+        checks.stdout_clean(&self.output.defects);
+        checks.into_vec()
+    }
+}
+
+impl SmokeReport {
+    /// The wrapper serving: `--version`, `tools/list`, a call before and
+    /// after the drop, one connection, the exit on stdin's end.
+    fn serving_checks(&self, checks: &mut Checks) {
         checks.expect(
             Prop::AnsweredOnce,
             self.version.is_ok(),
@@ -258,71 +299,80 @@ impl Judged for SmokeReport {
                 EofExit::StillRunning => "still running after stdin closed".to_owned(),
             },
         );
-        if let Some(wrong) = &self.wrong_token {
-            checks.expect(
-                Prop::ConnectWait,
-                wrong.call.is_daemon_unreachable(),
-                Cause::of_call(&wrong.call, false),
-                format!("a wrong token: {}", wrong.call),
-            );
-            checks.expect(
-                Prop::NamedSocket,
-                wrong.names_the_file(),
-                Cause::Other,
-                format!("the wrong token's failure names {}", wrong.token_file),
-            );
-            checks.expect(
-                Prop::StaysUp,
-                wrong.answered_after,
-                Cause::Died,
-                format!(
-                    "tools/list answered after the wrong token's failure: {}",
-                    wrong.answered_after
-                ),
-            );
-            checks.expect(
-                Prop::ExitsOnEof,
-                matches!(wrong.eof_exit, EofExit::Exited(_)),
-                Cause::Other,
-                format!("the wrong-token wrapper on stdin EOF: {}", wrong.eof_exit),
-            );
-        }
-        let install = &self.install;
+    }
+}
+
+impl WrongToken {
+    /// Refused for want of the daemon, naming the file, still up after it,
+    /// gone on stdin's end.
+    fn checks(&self, checks: &mut Checks) {
+        checks.expect(
+            Prop::ConnectWait,
+            self.call.is_daemon_unreachable(),
+            Cause::of_call(&self.call, false),
+            format!("a wrong token: {}", self.call),
+        );
+        checks.expect(
+            Prop::NamedSocket,
+            self.names_the_file(),
+            Cause::Other,
+            format!("the wrong token's failure names {}", self.token_file),
+        );
+        checks.expect(
+            Prop::StaysUp,
+            self.answered_after,
+            Cause::Died,
+            format!(
+                "tools/list answered after the wrong token's failure: {}",
+                self.answered_after
+            ),
+        );
+        checks.expect(
+            Prop::ExitsOnEof,
+            matches!(self.eof_exit, EofExit::Exited(_)),
+            Cause::Other,
+            format!("the wrong-token wrapper on stdin EOF: {}", self.eof_exit),
+        );
+    }
+}
+
+impl InstallRun {
+    /// `install` named the profile's file and switched every entry, and
+    /// `status` agreed.
+    fn checks(&self, checks: &mut Checks) {
         checks.expect(
             Prop::AnsweredOnce,
-            install.install.is_ok() && install.named,
+            self.install.is_ok() && self.named,
             Cause::Other,
-            match &install.install {
-                Ok(_) if install.named => {
+            match &self.install {
+                Ok(_) if self.named => {
                     format!(
                         "install in a {:?} profile named {}",
-                        install.layout, install.shown
+                        self.layout, self.shown
                     )
                 }
-                Ok(_) => format!("install's output does not name {}", install.shown),
+                Ok(_) => format!("install's output does not name {}", self.shown),
                 Err(why) => format!("install failed: {why}"),
             },
         );
         checks.expect(
             Prop::AnsweredOnce,
-            install.files > 0 && install.switched == install.files,
+            self.files > 0 && self.switched == self.files,
             Cause::Other,
             format!(
                 "{} of {} host entries start iai-mcp-wrapper after install",
-                install.switched, install.files
+                self.switched, self.files
             ),
         );
         checks.expect(
             Prop::AnsweredOnce,
-            install.status.is_ok(),
+            self.status.is_ok(),
             Cause::Other,
-            match &install.status {
+            match &self.status {
                 Ok(_) => "status: every entry starts this binary".to_owned(),
                 Err(why) => format!("status failed: {why}"),
             },
         );
-        checks.stdout_clean(&self.output.defects);
-        checks.into_vec()
     }
 }
 
@@ -707,6 +757,80 @@ mod tests {
             |r| r.install.status = Err("exit status: 1".into()),
         ];
         assert_each_breaks_once(clean_report, breakages);
+    }
+
+    /// Every check of `report`, one line each: property, failure, figure.
+    fn check_lines(report: &SmokeReport) -> String {
+        let lines = report
+            .checks()
+            .into_iter()
+            .map(|c| format!("{:?} {:?} {}", c.prop, c.failure, c.figure));
+        lines.collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn checks_read_the_same_whatever_held() {
+        assert_eq!(
+            check_lines(&clean_report()),
+            r#"AnsweredOnce None --version: iai-mcp-wrapper 1.0.0
+AnsweredOnce None tools/list named 15 tools (expected 15)
+AnsweredOnce None a tool call: ok
+ReconnectCall None the call after DROP: ok
+OneConnection None 1 daemon connection(s) after the drop
+ExitsOnEof None exited on stdin EOF (exit status: 0)
+ConnectWait None a wrong token: tool_error (error: daemon_unreachable: no connection (last error: token refused, /tmp/w/wrong.token) (code -32002))
+NamedSocket None the wrong token's failure names /tmp/w/wrong.token
+StaysUp None tools/list answered after the wrong token's failure: true
+ExitsOnEof None the wrong-token wrapper on stdin EOF: exited (exit status: 0)
+AnsweredOnce None install in a Windows profile named ~\AppData\Roaming\Claude\claude_desktop_config.json
+AnsweredOnce None 2 of 2 host entries start iai-mcp-wrapper after install
+AnsweredOnce None status: every entry starts this binary
+StdoutJson None no stdout defects"#
+        );
+        let mut broken = clean_report();
+        broken.version = Err("exit status: 1".to_owned());
+        broken.tools_listed = None;
+        broken.call = CallOutcome::NoResponse;
+        broken.eof_exit = EofExit::StillRunning;
+        if let Some(w) = broken.wrong_token.as_mut() {
+            w.answered_after = false;
+            w.eof_exit = EofExit::StillRunning;
+        }
+        broken.install.install = Err("exit status: 2".to_owned());
+        broken.install.status = Err("exit status: 1".to_owned());
+        assert_eq!(
+            check_lines(&broken),
+            r#"AnsweredOnce Some(Other) --version failed: exit status: 1
+AnsweredOnce Some(Other) tools/list got no valid answer
+AnsweredOnce Some(NoAnswer) a tool call: no_response
+ReconnectCall None the call after DROP: ok
+OneConnection None 1 daemon connection(s) after the drop
+ExitsOnEof Some(Other) still running after stdin closed
+ConnectWait None a wrong token: tool_error (error: daemon_unreachable: no connection (last error: token refused, /tmp/w/wrong.token) (code -32002))
+NamedSocket None the wrong token's failure names /tmp/w/wrong.token
+StaysUp Some(Died) tools/list answered after the wrong token's failure: false
+ExitsOnEof Some(Other) the wrong-token wrapper on stdin EOF: still running
+AnsweredOnce Some(Other) install failed: exit status: 2
+AnsweredOnce None 2 of 2 host entries start iai-mcp-wrapper after install
+AnsweredOnce Some(Other) status failed: exit status: 1
+StdoutJson None no stdout defects"#
+        );
+        broken.install.install = Ok(String::new());
+        broken.install.named = false;
+        broken.wrong_token = None;
+        assert_eq!(
+            check_lines(&broken),
+            r#"AnsweredOnce Some(Other) --version failed: exit status: 1
+AnsweredOnce Some(Other) tools/list got no valid answer
+AnsweredOnce Some(NoAnswer) a tool call: no_response
+ReconnectCall None the call after DROP: ok
+OneConnection None 1 daemon connection(s) after the drop
+ExitsOnEof Some(Other) still running after stdin closed
+AnsweredOnce Some(Other) install's output does not name ~\AppData\Roaming\Claude\claude_desktop_config.json
+AnsweredOnce None 2 of 2 host entries start iai-mcp-wrapper after install
+AnsweredOnce Some(Other) status failed: exit status: 1
+StdoutJson None no stdout defects"#
+        );
     }
 
     #[test]

@@ -38,10 +38,12 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use devkit::bins::Profile;
 use devkit::format::{format_growth, format_kib, format_ms, serialize_ms};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::declaration::{Scenario, Scoring};
 use super::herd::{HerdConfig, HerdReport, herd_on};
 use super::live::{
     LiveSession, MAX_SAMPLES, Pipeline, Sent, TaggedRead, ToolCall, WrapperOutput,
@@ -51,7 +53,7 @@ use super::outcome::CallOutcome;
 use super::property::{Cause, Check, Checks, Judged, Prop};
 use super::settings;
 use super::setup::Setup;
-use crate::daemon::RequestLog;
+use crate::daemon::{RequestLog, Transport};
 use crate::error::HarnessError;
 use crate::footprint::{Footprint, growth};
 use crate::random::Rng;
@@ -208,6 +210,68 @@ pub struct SoakConfig {
 impl Default for SoakConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The soak.
+#[derive(Debug, Clone, Copy)]
+pub struct Soak;
+
+impl Scenario for Soak {
+    const NAME: &'static str = "soak";
+    const ABOUT: &'static str = "Soak: calls keep flowing while the daemon drops, hangs, delays, garbles, slices, cuts, goes down and up, strays and duplicates on a seeded schedule";
+    type Config = SoakConfig;
+    type Args = SoakArgs;
+    type Report = SoakReport;
+
+    fn setup(cfg: &mut SoakConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, HarnessError> {
+        run_soak(cmd, cfg)
+    }
+
+    /// A soak as long as the scorecard says (none when zero), after a
+    /// warm-up of one second.
+    fn scored(scoring: &Scoring) -> Vec<SoakConfig> {
+        if scoring.soak.is_zero() {
+            return Vec::new();
+        }
+        vec![SoakConfig {
+            duration: scoring.soak,
+            warmup: Duration::from_secs(1),
+            ..SoakConfig::default()
+        }]
+    }
+
+    /// What it is about to run: its length, the wrapper, the transport and
+    /// the seed.
+    fn announce(cmd: &WrapperCommand, cfg: &SoakConfig) -> Option<String> {
+        Some(format!(
+            "soak: {} s against {} over {}, seed {}",
+            cfg.duration.as_secs(),
+            cmd.display(),
+            cfg.setup.transport,
+            cfg.seed
+        ))
+    }
+
+    /// The command that repeats it: its length, its seed, its transport and
+    /// this build's profile.
+    fn replay(cfg: &SoakConfig) -> Option<String> {
+        let mut replay = format!(
+            "cargo xtask soak --seconds {} --seed {}",
+            cfg.duration.as_secs(),
+            cfg.seed
+        );
+        if cfg.setup.transport == Transport::Tcp {
+            replay.push_str(" --transport tcp");
+        }
+        if Profile::of_current_exe() == Profile::Release {
+            replay.push_str(" --release");
+        }
+        Some(replay)
     }
 }
 
@@ -520,14 +584,14 @@ fn received_counts(log: &RequestLog, calls: usize) -> Vec<u32> {
     received
 }
 
-/// The running soak.
-struct Soak<'a> {
+/// A soak under way.
+struct Running<'a> {
     pipe: Pipeline<'a>,
     calls_rng: Rng,
     write_every: u32,
 }
 
-impl Soak<'_> {
+impl Running<'_> {
     fn send_next(&mut self) -> bool {
         let n = self.pipe.calls.len();
         let call = call_for(&mut self.calls_rng, n, self.write_every);
@@ -658,7 +722,7 @@ pub fn run_soak(cmd: &WrapperCommand, cfg: &SoakConfig) -> Result<SoakReport, Ha
     let env = wrapper_env(cfg);
     let mut session = LiveSession::start(cmd, &cfg.setup, &env)?;
     session.daemon.delay(cfg.daemon_delay_ms)?;
-    let mut soak = Soak {
+    let mut soak = Running {
         pipe: Pipeline::new(&mut session, |o| Class::of(o) == Class::Other),
         calls_rng: Rng::new(cfg.seed ^ 0x5041_4b5f_4341_4c4c),
         write_every: cfg.write_every,
@@ -878,6 +942,7 @@ mod tests {
         let logged = |params: Value| LoggedRequest {
             method: "m".to_owned(),
             params,
+            id: None,
         };
         let mut rng = Rng::new(3);
         let mut writes = 0;

@@ -18,6 +18,7 @@ use devkit::format::{format_ms, serialize_ms};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::declaration::{Scenario, Scoring};
 use super::live::{
     LiveSession, Pipeline, READ_TOOLS, Sent, ToolCall, WrapperOutput, collect_unsolicited,
     problems_text, tag_numbers,
@@ -71,6 +72,30 @@ pub struct StormConfig {
 impl Default for StormConfig {
     fn default() -> Self {
         settings::defaults()
+    }
+}
+
+/// The drop storm.
+#[derive(Debug, Clone, Copy)]
+pub struct Storm;
+
+impl Scenario for Storm {
+    const NAME: &'static str = "storm";
+    const ABOUT: &'static str = "Drop storm: the daemon drops the connection again and again while calls (reads and writes) are kept in flight";
+    type Config = StormConfig;
+    type Args = StormConfig;
+    type Report = StormReport;
+
+    fn setup(cfg: &mut StormConfig) -> &mut Setup {
+        &mut cfg.setup
+    }
+
+    fn run(cmd: &WrapperCommand, cfg: &StormConfig) -> Result<StormReport, HarnessError> {
+        run_storm(cmd, cfg)
+    }
+
+    fn scored(_: &Scoring) -> Vec<StormConfig> {
+        vec![StormConfig::default()]
     }
 }
 

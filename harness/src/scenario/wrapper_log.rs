@@ -17,6 +17,17 @@ use serde_json::Value;
 /// events (other wrappers ignore it).
 pub const JSON_EVENTS: (&str, &str) = ("IAI_MCP_LOG_FORMAT", "json");
 
+/// The setting that makes this workspace's wrapper also log each look its
+/// endpoint watch takes ([`ENDPOINT_LOOKED`], at debug level), beside its
+/// other events (other wrappers ignore it).
+pub const LOOKS_LOGGED: (&str, &str) =
+    ("IAI_MCP_LOG", "info,iai_mcp_wrapper::logging::bridge=debug");
+
+/// The event a wrapper logs each time its endpoint watch looks at the
+/// endpoint while the daemon is away (after a change in a watched
+/// directory, or at the floor): a wake-up of its own.
+pub const ENDPOINT_LOOKED: &str = "endpoint_looked";
+
 /// The event a wrapper logs as each connect attempt begins.
 pub const CONNECT_ATTEMPT: &str = "connect_attempt";
 

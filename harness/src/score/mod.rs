@@ -1,8 +1,11 @@
 //! The scorecard: every scenario against each wrapper, gathered into one
 //! table of properties by wrapper (shown by [`crate::report::score`]).
 //!
-//! Each scenario's report judges itself ([`Judged`]); the scorecard only
-//! gathers the checks of every run by property and subject. A property
+//! It runs what each scenario declares it runs in a scorecard
+//! ([`crate::scenario::Scenario::scored`]), every scenario of
+//! [`crate::scenario::ALL`] in turn; each report judges itself, and the
+//! scorecard only gathers the checks of every run by property and subject.
+//! A property
 //! fails for a subject when any of its checks failed, with the first
 //! failure's cause and figure; contract properties come first, this
 //! workspace's policies after.
@@ -12,12 +15,9 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use crate::error::HarnessError;
-use crate::scenario::property::{Cause, Check, Judged, Kind, Prop};
-use crate::scenario::race::RaceConfig;
-use crate::scenario::settings;
-use crate::scenario::{DownUp, Hang, Herd, Hostile, Race, Scenario, Setup, Soak, Storm};
-use crate::wrapper::{Subject, WrapperCommand};
+use crate::scenario::property::{Cause, Check, Kind, Prop};
+use crate::scenario::{self, RaceTiming, Scoring, Setup, settings};
+use crate::wrapper::Subject;
 
 /// The contract properties this workspace's wrapper fails in its pre-fix
 /// mode, which reproduces the original wrapper: calls made while it
@@ -29,7 +29,8 @@ pub const PREFIX_CONTRACT_FAILURES: [Prop; 3] =
 
 /// What to score, and how hard: the `score` command's settings, the
 /// subjects it names, and the fixed amounts; `Default` is every value
-/// declared here, with no subject.
+/// declared here, with no subject. Each scenario says what it makes of
+/// them ([`scenario::Scenario::scored`]).
 #[derive(Debug, Clone, Args)]
 pub struct ScoreConfig {
     /// The wrappers, one column each.
@@ -39,9 +40,12 @@ pub struct ScoreConfig {
     #[arg(long = "runs", default_value_t = 3, value_name = "RUNS",
           value_parser = clap::value_parser!(u32).range(1..))]
     pub race_runs: u32,
-    /// The race's timing and the fake daemon (its mode is the subject's).
-    #[arg(skip = RaceConfig { second_drop: true, ..RaceConfig::default() })]
-    pub race: RaceConfig,
+    /// The fake daemon (the bridge mode is each subject's).
+    #[arg(skip)]
+    pub setup: Setup,
+    /// The race's timing, when not its defaults (`race --all`).
+    #[arg(skip)]
+    pub race_timing: Option<RaceTiming>,
     /// Lines the hostile client sends.
     #[arg(skip = 2_000_usize)]
     pub hostile_lines: usize,
@@ -144,85 +148,51 @@ pub fn run_score(cfg: &ScoreConfig, progress: impl Fn(&str) + Sync) -> Scorecard
     Scorecard::from_runs(cfg.subjects.iter().map(|s| s.label.clone()).collect(), runs)
 }
 
+/// Every scenario the scorecard runs, against `subject`, one after the
+/// other.
 fn score_subject(
     cfg: &ScoreConfig,
     subject: &Subject,
     progress: &(impl Fn(&str) + Sync),
 ) -> Vec<ScenarioRun> {
-    let cmd = &subject.cmd;
-    let setup = Setup {
-        mode: subject.mode,
-        ..cfg.race.setup.clone()
-    };
+    let scoring = cfg.scoring(subject);
     let mut runs = Vec::new();
-    let mut run = |scenario: &str, checks: &dyn Fn() -> Result<Vec<Check>, HarnessError>| {
-        progress(&format!("{scenario} against {}", subject.label));
+    for scenario in &scenario::ALL {
         let started = Instant::now();
-        let (checks, error) = match checks() {
+        let starting = || progress(&format!("{} against {}", scenario.name, subject.label));
+        let Some(result) = scenario.score(&subject.cmd, &scoring, &starting) else {
+            continue;
+        };
+        let (checks, error) = match result {
             Ok(checks) => (checks, None),
             Err(e) => (Vec::new(), Some(devkit::bins::error_chain(&e))),
         };
         runs.push(ScenarioRun {
-            scenario: scenario.to_owned(),
+            scenario: scenario.name.to_owned(),
             subject: subject.label.clone(),
             checks,
             error,
             seconds: started.elapsed().as_secs_f64(),
         });
-    };
-    run(Race::NAME, &|| {
-        let race = |c: &mut RaceConfig| {
-            *c = RaceConfig {
-                setup: c.setup.clone(),
-                recovery_timeout: cfg.recovery_timeout,
-                ..cfg.race.clone()
-            };
-        };
-        let runs = (0..cfg.race_runs).map(|_| judged::<Race>(cmd, &setup, race));
-        Ok(runs.collect::<Result<Vec<_>, _>>()?.concat())
-    });
-    run(Storm::NAME, &|| judged::<Storm>(cmd, &setup, |_| {}));
-    run(DownUp::NAME, &|| {
-        judged::<DownUp>(cmd, &setup, |c| c.recovery_timeout = cfg.recovery_timeout)
-    });
-    run(Hang::NAME, &|| judged::<Hang>(cmd, &setup, |_| {}));
-    run(Herd::NAME, &|| {
-        judged::<Herd>(cmd, &setup, |c| c.recovery_timeout = cfg.recovery_timeout)
-    });
-    run(Hostile::NAME, &|| {
-        judged::<Hostile>(cmd, &setup, |c| c.lines = cfg.hostile_lines)
-    });
-    if !cfg.soak.is_zero() {
-        run(Soak::NAME, &|| {
-            judged::<Soak>(cmd, &setup, |c| {
-                c.duration = cfg.soak;
-                c.warmup = Duration::from_secs(1);
-            })
-        });
     }
     runs
 }
 
-/// The checks of one run of `S` ([`run_scenario`]).
-fn judged<S: Scenario>(
-    cmd: &WrapperCommand,
-    setup: &Setup,
-    tweak: impl FnOnce(&mut S::Config),
-) -> Result<Vec<Check>, HarnessError> {
-    Ok(run_scenario::<S>(cmd, setup, tweak)?.checks())
-}
-
-/// Runs `S` once against `cmd` with its defaults, `setup`, and `tweak`: the
-/// scorecard's runs and the command line's.
-pub fn run_scenario<S: Scenario>(
-    cmd: &WrapperCommand,
-    setup: &Setup,
-    tweak: impl FnOnce(&mut S::Config),
-) -> Result<S::Report, HarnessError> {
-    let mut cfg = S::Config::default();
-    *S::setup(&mut cfg) = setup.clone();
-    tweak(&mut cfg);
-    S::run(cmd, &cfg)
+impl ScoreConfig {
+    /// What every scenario is handed for `subject`.
+    fn scoring(&self, subject: &Subject) -> Scoring {
+        Scoring {
+            setup: Setup {
+                mode: subject.mode,
+                ..self.setup.clone()
+            },
+            race_runs: self.race_runs,
+            race_timing: self.race_timing,
+            hostile_lines: self.hostile_lines,
+            soak: self.soak,
+            recovery_timeout: self.recovery_timeout,
+        }
+    }
 }
 
 impl Scorecard {

@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 
 use devkit::tempdir::{short_tempdir, socket_path_in};
+use harness::daemon::{Command, StartupOrder};
 use harness::{FakeDaemon, HarnessError};
 use nix::errno::Errno;
 use nix::sys::signal::kill;
@@ -104,10 +105,19 @@ fn unknown_commands_are_reported_not_fatal() {
         daemon.command("FROBNICATE").unwrap(),
         "ERR unknown command: FROBNICATE"
     );
+    // An order of TCP only, on a Unix socket: refused, and the handle says
+    // so rather than taking the refusal for the acknowledgement.
+    let tcp_only = Command::Up {
+        order: Some(StartupOrder::TokenThenPort {
+            pause: std::time::Duration::ZERO,
+        }),
+    };
+    daemon.down().unwrap();
     assert!(matches!(
-        daemon.expect_ack("FROBNICATE", "OK"),
+        daemon.carry_out(tcp_only),
         Err(HarnessError::UnexpectedAck { .. })
     ));
+    daemon.up().unwrap();
     assert!(matches!(
         daemon.command("TWO\nLINES"),
         Err(HarnessError::InvalidCommand(_))
@@ -125,7 +135,7 @@ fn quit_exits_cleanly_and_removes_the_socket() {
     assert!(status.success(), "{status}");
     assert!(!socket.exists());
     assert!(matches!(
-        daemon.command("STATS"),
+        daemon.send(Command::Stats),
         Err(HarnessError::DaemonExited { .. })
     ));
 }

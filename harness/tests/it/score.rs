@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use harness::scenario::race::RaceConfig;
+use harness::scenario::RaceTiming;
 use harness::score::{PREFIX_CONTRACT_FAILURES, ScoreConfig, run_score};
 use harness::wrapper::Subject;
 use harness::{BridgeMode, Cause, Prop, WrapperCommand};
@@ -16,11 +16,11 @@ fn the_scorecard_tells_the_fixed_wrapper_from_the_pre_fix_one() {
     let cfg = ScoreConfig {
         subjects: Subject::modes(&cmd, &[BridgeMode::Prefix, BridgeMode::Fixed]),
         race_runs: 1,
-        race: RaceConfig {
+        setup: Default::default(),
+        race_timing: Some(RaceTiming {
             delay_ms: 400,
-            second_drop: true,
-            ..RaceConfig::default()
-        },
+            offset_ms: 50,
+        }),
         hostile_lines: 500,
         soak: Duration::from_secs(2),
         // The pre-fix mode never recovers; the fixed one does in

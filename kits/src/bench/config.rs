@@ -22,8 +22,13 @@ pub const DEFAULT_OUTAGES: usize = 5;
 /// Default length of the outage phase's away window: long enough for a
 /// per-minute figure, short enough for a quick bench.
 pub const DEFAULT_AWAY: Duration = Duration::from_secs(10);
-/// Default herd sizes.
-pub const DEFAULT_HERDS: [usize; 2] = [20, 50];
+/// Default herd sizes: the herd the targets apply to.
+pub const DEFAULT_HERDS: [usize; 1] = [50];
+/// Default restarts of a herd's daemon in each start-up order.
+pub const DEFAULT_HERD_ROUNDS: usize = 3;
+/// Default away window of each herd restart, in which the wrappers' own
+/// wake-ups are counted (after a two-second settling pause).
+pub const DEFAULT_HERD_AWAY: Duration = Duration::from_secs(3);
 
 /// The name of the floor subject in reports.
 pub const FLOOR_NAME: &str = "floor";
@@ -80,6 +85,8 @@ impl BenchConfig {
                 outages: DEFAULT_OUTAGES,
                 away_ms: u64::try_from(DEFAULT_AWAY.as_millis()).unwrap_or(u64::MAX),
                 herds: DEFAULT_HERDS.to_vec(),
+                herd_rounds: DEFAULT_HERD_ROUNDS,
+                herd_away_ms: u64::try_from(DEFAULT_HERD_AWAY.as_millis()).unwrap_or(u64::MAX),
             },
             response_timeout: Duration::from_secs(30),
             progress: false,
@@ -133,6 +140,12 @@ impl BenchConfig {
         }
         if self.amounts.herds.contains(&0) {
             return invalid("every herd must have at least 1 wrapper".to_owned());
+        }
+        if !self.amounts.herds.is_empty() && self.amounts.herd_rounds == 0 {
+            return invalid("a herd needs at least one restart in each order".to_owned());
+        }
+        if !self.amounts.herds.is_empty() && self.amounts.herd_away_ms == 0 {
+            return invalid("a herd's away window must not be empty".to_owned());
         }
         if self.response_timeout.is_zero() {
             return invalid("response_timeout must not be zero".to_owned());
@@ -191,9 +204,11 @@ mod tests {
     fn validates_settings() {
         let base = BenchConfig::new(WrapperCommand::new("w"), "d");
         assert!(base.validate().is_ok());
-        let breakages: [fn(&mut BenchConfig); 6] = [
+        let breakages: [fn(&mut BenchConfig); 8] = [
             |c| c.amounts.away_ms = 0,
             |c| c.amounts.herds = vec![20, 0],
+            |c| c.amounts.herd_rounds = 0,
+            |c| c.amounts.herd_away_ms = 0,
             |c| c.amounts.depths = vec![1, 0],
             |c| c.amounts.calls = 0,
             |c| c.compare = vec![compared("wrapper")],

@@ -15,9 +15,13 @@
 //!   daemon to the first successful call, with no reconnect delay);
 //! - **each wrapper through outages** (the `outage` module), started anew:
 //!   its dials, wake-ups and CPU while the daemon is away, a call sent
-//!   100 ms after the daemon's rebind against a normal call, a call that
-//!   waits through the outage timed from the rebind, and herds of waiting
-//!   wrappers (the herd scenario) timed until all are answered.
+//!   100 ms after the daemon's rebind against a normal call, and a call
+//!   that waits through the outage timed from the rebind;
+//! - **herds of each wrapper** (the `herd` module): many on one daemon,
+//!   restarted in the usual start-up order and in one that binds before
+//!   it listens, every wrapper's call waiting: the time from the listen to
+//!   the last answer, failures, the daemon's accepts per wrapper, and the
+//!   wrappers' own wake-ups while it is away.
 //!
 //! Latency and throughput are measured in interleaved rounds (see
 //! [`BenchConfig::rounds`]), so a ratio compares figures taken under the
@@ -27,10 +31,12 @@
 //! failure of the bench.
 
 mod config;
+mod herd;
 mod outage;
 pub(crate) mod results;
 mod runner;
 mod scenarios;
+pub mod session_start;
 mod stats;
 mod subject;
 mod transport;
@@ -41,15 +47,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use harness::error::HarnessError;
 
 pub use config::{
-    BenchConfig, Compared, DEFAULT_AWAY, DEFAULT_CALLS, DEFAULT_COLD_STARTS, DEFAULT_HERDS,
-    DEFAULT_OUTAGES, DEFAULT_RECOVERIES, FLOOR_NAME, TOOL, WRAPPER_NAME,
+    BenchConfig, Compared, DEFAULT_AWAY, DEFAULT_CALLS, DEFAULT_COLD_STARTS, DEFAULT_HERD_AWAY,
+    DEFAULT_HERD_ROUNDS, DEFAULT_HERDS, DEFAULT_OUTAGES, DEFAULT_RECOVERIES, FLOOR_NAME, TOOL,
+    WRAPPER_NAME,
 };
 pub use harness::footprint::CpuShare;
 pub use outage::AFTER_REBIND as OUTAGE_AFTER_REBIND;
 pub use results::{
     Amounts, AwayStats, BenchReport, ColdStartStats, HerdStats, HostInfo, OutageStats,
-    RecoveryStats, SequentialStats, Settings, SubjectKind, SubjectReport, Target, TargetRow,
-    ThroughputStats, Verdict,
+    RecoveryStats, RestartStats, SequentialStats, Settings, SubjectKind, SubjectReport, Target,
+    TargetRow, ThroughputStats, Verdict,
 };
 pub use stats::Summary;
 
@@ -62,8 +69,9 @@ pub use stats::Summary;
 pub fn run(config: &BenchConfig) -> Result<BenchReport, HarnessError> {
     config.validate()?;
     let mut subjects = runner::run_all(config)?;
-    // The outages last: each starts its subjects afresh.
+    // The outages and the herds last: each starts its subjects afresh.
     outage::measure(config, &mut subjects);
+    herd::measure(config, &mut subjects);
     let finished = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

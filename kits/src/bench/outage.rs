@@ -18,10 +18,7 @@
 //!    outage and not the idle machine waking up); one during which a call
 //!    is sent and waits, timed from the rebind to its answer.
 //!
-//! Then, for each herd size, the herd scenario with its down-up fault
-//! alone: that many wrappers on one daemon, each with a call waiting
-//! through a one-second outage, timed until the last is answered, with the
-//! connect attempts refused after the rebind.
+//! The herds come after, in the `herd` module.
 //!
 //! The rebind is when the daemon's socket file appeared after `UP`
 //! ([`FakeDaemon::up_timed`](harness::daemon::FakeDaemon::up_timed)): the
@@ -34,16 +31,13 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use devkit::bins::error_chain;
-use harness::daemon::Transport;
 use harness::error::HarnessError;
 use harness::footprint::Counters;
-use harness::scenario::herd::{HerdConfig, HerdFault, HerdReport, run_herd};
-use harness::scenario::setup::Setup;
 use harness::scenario::wrapper_log::{CONNECT_ATTEMPT, JSON_EVENTS, event_times, logs_events};
 use harness::wrapper::WrapperCommand;
 
 use super::config::BenchConfig;
-use super::results::{AwayStats, HerdStats, OutageStats};
+use super::results::{AwayStats, OutageStats};
 use super::results::{SubjectKind, SubjectReport};
 use super::runner::{READY_WITHIN, Subject, progress};
 use super::scenarios::wait_ready;
@@ -74,9 +68,9 @@ const HEARTBEAT_PAST_PHASE_MS: &str = "3600000";
 /// How many failed answers are kept as examples per wrapper.
 const FAILURE_EXAMPLES: usize = 3;
 
-/// Runs the outage phase and the herds for every wrapper of `reports`
-/// (found by name in `config`), filling their `outage` and `herds`.
-/// Failures are recorded in the reports' errors.
+/// Runs the outage phase for every wrapper of `reports` (found by name in
+/// `config`), filling their `outage`. Failures are recorded in the
+/// reports' errors.
 pub(super) fn measure(config: &BenchConfig, reports: &mut [SubjectReport]) {
     let mut wrappers: Vec<(&mut SubjectReport, &WrapperCommand)> = reports
         .iter_mut()
@@ -89,11 +83,6 @@ pub(super) fn measure(config: &BenchConfig, reports: &mut [SubjectReport]) {
         .collect();
     if config.amounts.outages > 0 {
         outages(config, &mut wrappers);
-    }
-    for &size in &config.amounts.herds {
-        for (report, cmd) in &mut wrappers {
-            herd(config, report, cmd, size);
-        }
     }
 }
 
@@ -395,43 +384,6 @@ fn timed_call(
         true => Ok(latency),
         false => Err(io.last_line_excerpt()),
     })
-}
-
-/// A herd of `size` wrappers started by `cmd` through one outage.
-fn herd(config: &BenchConfig, report: &mut SubjectReport, cmd: &WrapperCommand, size: usize) {
-    let name = &report.name;
-    progress(
-        config,
-        &format!("{name}: a herd of {size} waiting through an outage"),
-    );
-    let herd = HerdConfig {
-        wrappers: size,
-        faults: vec![HerdFault::DownUp],
-        setup: Setup {
-            mode: None,
-            fake_daemon_bin: Some(config.fake_daemon_bin.clone()),
-            transport: Transport::Unix,
-        },
-        ..HerdConfig::default()
-    };
-    match run_herd(cmd, &herd) {
-        Ok(herd) => report.herds.push(herd_stats(size, &herd)),
-        Err(e) => report
-            .errors
-            .push(format!("herd of {size}: {}", error_chain(&e))),
-    }
-}
-
-/// The bench's figures of a herd's down-up fault.
-fn herd_stats(size: usize, herd: &HerdReport) -> HerdStats {
-    let fault = herd.faults.iter().find(|f| f.fault == HerdFault::DownUp);
-    HerdStats {
-        wrappers: size,
-        answered: fault.map_or(0, |f| f.recovered),
-        all_answered_ns: fault.and_then(|f| f.all_recovered).map(nanos),
-        failed_calls: fault.map_or(0, |f| f.failed),
-        refused: fault.and_then(|f| f.refused_after),
-    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,41 @@
-//! The `kits` command line: the benchmarks' and the end-to-end kit's
-//! commands ([`tools`]) and the hosts kit's ([`hosts`]), each printing a
-//! report and returning its verdict as the exit code.
+//! The `kits` binary's command line: the benchmarks' and the end-to-end
+//! kit's commands ([`tools`]) and the hosts kit's ([`hosts`]). The binary
+//! runs what it parses; `cargo xtask` passes these tasks on to it
+//! (xtask/src/flags.rs names them and a test holds the names to these).
 
 pub mod hosts;
 pub mod tools;
+
+use clap::{Parser, Subcommand};
+
+/// Runs the wrapper against the real iai-mcp daemon and real MCP hosts, or
+/// measures it, and prints what it found. Exit code: 0 when this
+/// workspace's wrapper passed, 1 when it failed, 2 on a usage error or when
+/// a kit could not run.
+#[derive(Debug, Parser)]
+#[command(name = "kits", version)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub task: Task,
+}
+
+/// What the kits can do.
+#[derive(Debug, Subcommand)]
+pub enum Task {
+    /// Latency, throughput, cold start, memory and recovery of the wrapper
+    /// next to the floor of talking to the fake daemon directly; writes
+    /// target/bench/. Figures, not a verdict.
+    Bench(tools::BenchArgs),
+    /// The wrapper against the real iai-mcp daemon, 3.3.0 or --iai-pme
+    /// VERSION (needs Python 3.11+, Node.js and the package registry); exit
+    /// 0 only if no check fails.
+    E2e(tools::E2eArgs),
+    /// Claude Code, Codex CLI and opencode from the npm registry, driven
+    /// offline against a stand-in model, start the wrapper on the real
+    /// iai-mcp daemon: tools offered, capture and search, a daemon restart
+    /// inside one session, every tool, an error, start-up time (needs
+    /// Python 3.11+, Node.js and the registries); exit 0 only if no check
+    /// of this wrapper fails.
+    Hosts(hosts::HostsArgs),
+}

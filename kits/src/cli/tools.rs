@@ -1,16 +1,11 @@
-//! The maintainers' tools beside the scenarios: the benchmarks and the
-//! end-to-end kit against the real iai-mcp daemon.
+//! The benchmarks' and the end-to-end kit's commands.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
-use anyhow::{Context, Result};
 use clap::Args;
-use devkit::bins::{self, Profile};
-use devkit::rows::verdict_code;
-use harness::WrapperCommand;
-use kits::bench::{self, BenchConfig};
-use kits::e2e::{E2eConfig, Release, run_e2e};
+
+use crate::bench;
+use crate::e2e::Release;
 
 /// Measure the wrapper against the floor of talking to the fake daemon
 /// directly.
@@ -18,65 +13,57 @@ use kits::e2e::{E2eConfig, Release, run_e2e};
 pub struct BenchArgs {
     /// Sequential calls measured per subject.
     #[arg(long, default_value_t = bench::DEFAULT_CALLS)]
-    calls: usize,
+    pub calls: usize,
     /// Cold starts per wrapper.
     #[arg(long, default_value_t = bench::DEFAULT_COLD_STARTS)]
-    cold_starts: usize,
+    pub cold_starts: usize,
     /// Recovery measurements per wrapper.
     #[arg(long, default_value_t = bench::DEFAULT_RECOVERIES)]
-    recoveries: usize,
+    pub recoveries: usize,
     /// Outages per wrapper in the outage phase: each round one with a call
     /// sent 100 ms after the rebind, one with a call waiting through it
     /// (0 skips the phase, its away window included).
     #[arg(long, default_value_t = bench::DEFAULT_OUTAGES)]
-    outages: usize,
+    pub outages: usize,
     /// Seconds the daemon stays away in the outage phase's window, where
     /// each wrapper's dials, wake-ups and CPU are counted (per minute).
     #[arg(long, default_value_t = bench::DEFAULT_AWAY.as_secs_f64())]
-    away_secs: f64,
-    /// Herd sizes, comma-separated: that many wrappers of each kind wait
-    /// through one outage on one daemon (`--herds` with no sizes: none).
+    pub away_secs: f64,
+    /// Herd sizes, comma-separated: that many wrappers of each kind on one
+    /// daemon, restarted in the usual start-up order and in one that binds
+    /// 50 ms before it listens, every wrapper's call waiting (`--herds`
+    /// with no sizes: none).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_values_t = bench::DEFAULT_HERDS)]
-    herds: Vec<usize>,
+    pub herds: Vec<usize>,
+    /// Restarts of each herd's daemon in each start-up order.
+    #[arg(long, default_value_t = bench::DEFAULT_HERD_ROUNDS)]
+    pub herd_rounds: usize,
+    /// Seconds of each herd restart in which the wrappers' own wake-ups
+    /// are counted (the daemon away, after a two-second settling pause).
+    #[arg(long, default_value_t = bench::DEFAULT_HERD_AWAY.as_secs_f64())]
+    pub herd_away_secs: f64,
     /// Another wrapper to measure the same way, as NAME=CMD (repeatable),
     /// e.g. --compare "node=node /path/to/mcp-wrapper/dist/index.js".
     #[arg(long, value_name = "NAME=CMD")]
-    compare: Vec<String>,
+    pub compare: Vec<String>,
     /// Exit non-zero when a target is missed (off by default: figures are
     /// data, not pass/fail).
     #[arg(long)]
-    strict: bool,
-}
-
-/// Measures, prints the Markdown table and writes `target/bench/`.
-pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
-    if Profile::of_current_exe() != Profile::Release {
-        eprintln!(
-            "bench: not a release build; run it as `cargo xtask bench` for figures that mean something"
-        );
-    }
-    let mut config = BenchConfig::new(
-        WrapperCommand::try_this_workspace()?,
-        bins::try_fake_daemon_bin()?,
-    );
-    config.amounts.calls = args.calls;
-    config.amounts.cold_starts = args.cold_starts;
-    config.amounts.recoveries = args.recoveries;
-    config.amounts.outages = args.outages;
-    config.amounts.away_ms = (args.away_secs.max(0.0) * 1000.0).round() as u64;
-    config.amounts.herds = args.herds.clone();
-    config.progress = true;
-    for compare in &args.compare {
-        config.compare.push(BenchConfig::parse_compare(compare)?);
-    }
-    let report = bench::run(&config).context("running the benchmarks")?;
-    let out_dir = bins::target_dir().join("bench");
-    report.write_files(&out_dir)?;
-    println!("{}", report.to_markdown());
-    println!("report: {}", out_dir.join("bench.md").display());
-    Ok(verdict_code(
-        !args.strict || report.all_targets_pass(&["wrapper"]),
-    ))
+    pub strict: bool,
+    /// Session starts per wrapper against one run of the real daemon, with
+    /// the release of the end-to-end kit's environment (target/e2e/venv,
+    /// made by `cargo xtask e2e`) beside the wrapper and the release's own
+    /// Node wrapper measured the same way; 0 skips the phase, as does a
+    /// missing environment.
+    #[arg(long, default_value_t = bench::session_start::DEFAULT_SESSION_STARTS)]
+    pub session_starts: usize,
+    /// Only the session-start phase (none of the fake daemon's).
+    #[arg(long)]
+    pub session_starts_only: bool,
+    /// The Node.js binary that runs the release's own wrapper in the
+    /// session-start phase.
+    #[arg(long, default_value = "node")]
+    pub node: PathBuf,
 }
 
 /// Check the wrapper against the real iai-mcp daemon (3.3.0, or the
@@ -84,37 +71,21 @@ pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
 #[derive(Debug, Args)]
 pub struct E2eArgs {
     /// The iai-pme release to run against (its daemon, CLIs and own
-    /// wrapper). Another release than the table's is installed in
-    /// target/e2e/VERSION/venv, and where it differs from the tool table
-    /// the checks say so ("known") instead of failing.
+    /// wrapper). Another release than the pinned one is installed in
+    /// target/e2e/VERSION/venv with its own dependencies.
     #[arg(long, value_name = "VERSION", default_value_t = Release::pinned())]
-    iai_pme: Release,
+    pub iai_pme: Release,
+    /// Install the release alone, in target/e2e/VERSION/on-pinned, on the
+    /// pinned release's dependencies (refused when it declares others):
+    /// megabytes instead of an environment of its own.
+    #[arg(long)]
+    pub on_pinned_deps: bool,
     /// The Python 3.11 or 3.12 interpreter to build the environment with
     /// (default: the first on PATH).
     #[arg(long)]
-    python: Option<PathBuf>,
+    pub python: Option<PathBuf>,
     /// The Node.js binary that runs the release's own wrapper for
     /// comparison.
     #[arg(long, default_value = "node")]
-    node: PathBuf,
-}
-
-/// Runs every check and prints the table; exit 0 only if none failed.
-pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
-    let cfg = E2eConfig {
-        work_dir: bins::target_dir().join("e2e"),
-        release: args.iai_pme.clone(),
-        wrapper: bins::try_wrapper_bin()?,
-        python: args.python.clone(),
-        node: args.node.clone(),
-    };
-    eprintln!(
-        "e2e: {} against iai-mcp {} (environment in {})",
-        cfg.wrapper.display(),
-        cfg.release,
-        cfg.release.e2e_venv(&cfg.work_dir).display()
-    );
-    let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
-    println!("{report}");
-    Ok(verdict_code(report.passed()))
+    pub node: PathBuf,
 }

@@ -2,10 +2,11 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 
 use devkit::bins::error_chain;
+use devkit::command::output_within;
 use devkit::format::last_lines;
 use devkit::rows::Row;
 use harness::error::HarnessError;
@@ -17,7 +18,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::daemon::RealDaemon;
-use super::listing::{self, ListingDiff, PROTOCOL};
+use super::fidelity::{self, Presented};
+use super::listing::{self, PROTOCOL};
 use super::proxy::HoldingProxy;
 use super::pyenv::PyEnv;
 use super::release::Release;
@@ -27,6 +29,11 @@ use super::wait::poll;
 const REPLY: Duration = Duration::from_secs(60);
 
 const SDK_CHECK: &str = include_str!("../../e2e/sdk_check.py");
+/// How long `iai-mcp-wrapper --check` may take.
+const CHECK_LIMIT: Duration = Duration::from_secs(60);
+/// How long one run of `sdk_check.py` may take (21 calls, a CLI fallback
+/// among them, each bounded by the SDK's own wait).
+const SDK_LIMIT: Duration = Duration::from_secs(300);
 
 /// What the restart check measured.
 #[derive(Debug, Clone, Copy)]
@@ -62,10 +69,6 @@ pub struct Kit<'a> {
     pub node: &'a Path,
     /// The iai-pme release under test (its daemon, CLIs and own wrapper).
     pub release: &'a Release,
-    /// How the release's listing differs from the table (empty until the
-    /// listing check has run, and for the pinned release): what a check
-    /// may put down to the release rather than to the wrapper.
-    pub known: ListingDiff,
 }
 
 /// One `sdk_check.py` line: a call, or the summary that ends the run.
@@ -103,10 +106,35 @@ impl Kit<'_> {
         Ok(w)
     }
 
-    /// The release's own Node wrapper in the daemon's environment, initialized.
-    /// Its degraded mode uses the real `iai`; `iai-mcp` is kept off its
-    /// `PATH` so that its own auto-heal never restarts the kit's daemon.
+    /// This workspace's wrapper in the daemon's environment, not yet
+    /// initialized.
+    fn ours_uninitialized(&self, real: &RealDaemon) -> Result<WrapperProcess, HarnessError> {
+        let opts = real.wrapper_options(None, self.py);
+        WrapperProcess::spawn(&WrapperCommand::new(self.wrapper), &opts)
+    }
+
+    /// The release's own Node wrapper in the daemon's environment,
+    /// initialized (as [`theirs_spawned`](Self::theirs_spawned) starts it).
     fn theirs(
+        &self,
+        real: &RealDaemon,
+        endpoint: Option<PathBuf>,
+    ) -> Result<WrapperProcess, HarnessError> {
+        let mut w = self.theirs_spawned(real, endpoint)?;
+        w.initialize(PROTOCOL)?;
+        Ok(w)
+    }
+
+    /// The release's own wrapper in the daemon's environment, not yet
+    /// initialized.
+    fn theirs_uninitialized(&self, real: &RealDaemon) -> Result<WrapperProcess, HarnessError> {
+        self.theirs_spawned(real, None)
+    }
+
+    /// The release's own wrapper started: its degraded mode uses the real
+    /// `iai`; `iai-mcp` is kept off its `PATH` so that its own auto-heal
+    /// never restarts the kit's daemon.
+    fn theirs_spawned(
         &self,
         real: &RealDaemon,
         endpoint: Option<PathBuf>,
@@ -119,88 +147,68 @@ impl Kit<'_> {
             args: vec![index.into()],
             ..WrapperCommand::new(self.node)
         };
-        let mut w = WrapperProcess::spawn(&cmd, &opts)?;
-        w.initialize(PROTOCOL)?;
-        Ok(w)
+        WrapperProcess::spawn(&cmd, &opts)
     }
 
-    /// The tool listing, property by property, against the release's own,
-    /// and the differences found. For the pinned release any difference
-    /// fails; for another, the differences are what that release does
-    /// differently: the row is [`Verdict::Known`](super::Verdict::Known)
-    /// and the later checks are judged against them.
-    pub fn listing(&self, real: &RealDaemon) -> (Row, ListingDiff) {
+    /// What the model reads, field by field against the release's own
+    /// wrapper: `initialize`'s server name, version and instructions, and
+    /// `tools/list` (see [`fidelity`] for the two things that may differ).
+    pub fn listing(&self, real: &RealDaemon) -> Row {
         let release = self.release.as_str();
-        let check = format!("tools/list matches {release}'s own wrapper");
-        let tools = |w: Result<WrapperProcess, HarnessError>| -> Result<Vec<Value>, HarnessError> {
-            listing::listed_tools(&mut w?, REPLY)
+        let check = format!("initialize and tools/list exactly {release}'s own");
+        let presented = |w: Result<WrapperProcess, HarnessError>| {
+            let mut w = w?;
+            let initialize = w.initialize(PROTOCOL)?;
+            let tools = listing::listed_tools(&mut w, REPLY)?;
+            Ok::<_, HarnessError>(Presented::from_replies(&initialize, tools))
         };
-        let listings = tools(self.ours(real, None, |o| o))
-            .and_then(|ours| Ok((ours, tools(self.theirs(real, None))?)));
-        let (ours, theirs) = match listings {
-            Ok(listings) => listings,
-            Err(e) => {
-                let none = ListingDiff {
-                    release: release.to_owned(),
-                    differences: Vec::new(),
-                };
-                return (Row::judged(check, false, error_chain(&e)), none);
-            }
+        let both = presented(self.ours_uninitialized(real))
+            .and_then(|ours| Ok((ours, presented(self.theirs_uninitialized(real))?)));
+        let (ours, theirs) = match both {
+            Ok(both) => both,
+            Err(e) => return Row::judged(check, false, error_chain(&e)),
         };
-        let diff = listing::compare(&ours, &theirs, release);
-        let row = if diff.is_empty() {
+        let mismatches = fidelity::compare(&ours, &theirs, release);
+        if mismatches.is_empty() && !theirs.tools.is_empty() {
             let detail = format!(
-                "{} tools, same order; every parameter's type, default, enum, format and items, required lists and annotations equal",
-                ours.len()
+                "{} tools in the same order, every member equal; instructions equal ({} characters); serverInfo {} {}; output schemas the release's plus the contract's extensions only",
+                theirs.tools.len(),
+                theirs
+                    .instructions
+                    .as_str()
+                    .map_or(0, |i| i.chars().count()),
+                ours.server_name,
+                ours.server_version,
             );
-            Row::judged(check, !ours.is_empty(), detail)
-        } else if self.release.is_pinned() {
-            Row::judged(check, false, diff.lines().join("\n"))
-        } else {
-            let n = diff.differences.len();
-            let detail = format!(
-                "{n} known difference{} ({} tools listed by {release}, {} by the wrapper):\n{}",
-                if n == 1 { "" } else { "s" },
-                theirs.len(),
-                ours.len(),
-                diff.lines().join("\n")
-            );
-            Row::known(check, detail)
-        };
-        (row, diff)
-    }
-
-    /// Why a failed call of `tool` is down to the release under test, if
-    /// it is: the release lacks the tool, or parameters of it.
-    fn known_reason(&self, tool: &str) -> Option<String> {
-        let release = self.release.as_str();
-        if self.known.lacks_tool(tool) {
-            return Some(format!("{release} lacks tool {tool}"));
+            return Row::judged(check, true, detail);
         }
-        let params = self.known.lacked_params(tool);
-        (!params.is_empty())
-            .then(|| format!("{release} lacks {tool} parameters {}", params.join(", ")))
+        let mut lines: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
+        if theirs.tools.is_empty() {
+            lines.push("the release's own wrapper listed no tools".to_owned());
+        }
+        Row::judged(check, false, lines.join("\n"))
     }
 
     /// `--check` against the live daemon.
     pub fn check_flag(&self, real: &RealDaemon) -> Row {
-        let output = Command::new(self.wrapper)
-            .arg("--check")
-            .envs(real.wrapper_env(self.py))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| HarnessError::io("running --check", e));
-        // The daemon's release beside the table's: the same for the
-        // pinned release, a warning for any other.
-        let release = if self.release.is_pinned() {
-            format!("[ok] daemon release {} ", self.release)
-        } else {
-            format!("[warn] daemon release {} ", self.release)
-        };
+        let mut check = Command::new(self.wrapper);
+        check.arg("--check").envs(real.wrapper_env(self.py));
+        let output = output_within(&mut check, "`iai-mcp-wrapper --check`", CHECK_LIMIT)
+            .map_err(HarnessError::from);
+        // The release installed beside the wrapper is the one served and
+        // the one whose daemon runs: both named, neither a warning.
+        let release = format!("[ok] daemon release {} ", self.release);
+        let served = format!(
+            "[ok] tools and instructions served: iai-mcp {}'s own, read from {}",
+            self.release,
+            self.py.root.display()
+        );
         Row::outcome("--check against the live daemon", output, |out| {
-            let text = String::from_utf8_lossy(&out.stdout);
-            let ok =
-                out.status.success() && text.contains("[ok] daemon at") && text.contains(&release);
+            let text = &out.stdout;
+            let ok = out.status.success()
+                && text.contains("[ok] daemon at")
+                && text.contains(&release)
+                && text.contains(&served);
             let detail = if ok {
                 let line = |start: &str| {
                     text.lines()
@@ -208,7 +216,12 @@ impl Kit<'_> {
                         .unwrap_or("")
                         .to_owned()
                 };
-                format!("{}; {}", line("[ok] daemon at"), line(release.trim_end()))
+                format!(
+                    "{}; {}; {}",
+                    line("[ok] tools and instructions served"),
+                    line("[ok] daemon at"),
+                    line(release.trim_end())
+                )
             } else {
                 format!("{}: {text}", out.status)
             };
@@ -216,8 +229,8 @@ impl Kit<'_> {
         })
     }
 
-    /// The wrapper learns the daemon's release after connecting: quietly
-    /// when it is the table's, with one warning naming both otherwise.
+    /// The wrapper learns the daemon's release after connecting: the
+    /// release whose tools it serves, logged at info with no warning.
     pub fn daemon_release(&self, real: &RealDaemon) -> Row {
         let check = "the daemon's release, learnt after connecting";
         let run = || -> Result<Vec<LogEvent>, HarnessError> {
@@ -235,8 +248,6 @@ impl Kit<'_> {
             poll(REPLY, 20, learnt, why)?;
             Ok(wrapper_log::events_named(&w.stderr_text(), wrapper_log::DAEMON_RELEASE).collect())
         };
-        let pinned = self.release.is_pinned();
-        let expected_level = if pinned { "INFO" } else { "WARN" };
         Row::outcome(check, run(), |events| {
             let warnings = events
                 .iter()
@@ -245,8 +256,8 @@ impl Kit<'_> {
             let learnt = events.iter().find_map(|e| e.daemon.clone());
             let first_level = events.iter().find_map(|e| e.level.clone());
             let ok = learnt.as_deref() == Some(self.release.as_str())
-                && first_level.as_deref() == Some(expected_level)
-                && warnings == usize::from(!pinned);
+                && first_level.as_deref() == Some("INFO")
+                && warnings == 0;
             let detail = format!(
                 "daemon {}, logged at {}; {warnings} warning(s) on stderr",
                 learnt.as_deref().unwrap_or("unknown"),
@@ -274,16 +285,11 @@ impl Kit<'_> {
         let script = real.scratch().join("sdk_check.py");
         std::fs::write(&script, SDK_CHECK)
             .map_err(|e| HarnessError::io("writing sdk_check.py", e))?;
-        let output = Command::new(self.py.program("python"))
-            .arg(&script)
-            .arg(mode)
-            .args(argv)
-            .envs(env)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| HarnessError::io("running sdk_check.py", e))?;
+        let mut sdk = Command::new(self.py.program("python"));
+        sdk.arg(&script).arg(mode).args(argv).envs(env);
+        let output = output_within(&mut sdk, &format!("sdk_check.py {mode}"), SDK_LIMIT)?;
         let mut calls = Vec::new();
-        for line in String::from_utf8_lossy(&output.stdout).lines() {
+        for line in output.stdout.lines() {
             match serde_json::from_str(line) {
                 Ok(SdkLine::Summary { tools }) => return Ok((calls, tools)),
                 Ok(SdkLine::Call(call)) => calls.push(call),
@@ -303,7 +309,7 @@ impl Kit<'_> {
         Err(HarnessError::Scenario(format!(
             "the SDK run did not finish ({}): {}",
             output.status,
-            last_lines(&String::from_utf8_lossy(&output.stderr), 8, " / ")
+            last_lines(&output.stderr, 8, " / ")
         )))
     }
 
@@ -322,14 +328,7 @@ impl Kit<'_> {
                 c.error.as_deref().unwrap_or("")
             )
         };
-        let mut failed = Vec::new();
-        let mut known = Vec::new();
-        for call in calls.iter().filter(|c| !c.ok) {
-            match self.known_reason(&call.tool) {
-                Some(reason) => known.push(format!("{reason}: {}", failure(call))),
-                None => failed.push(failure(call)),
-            }
-        }
+        let mut failed: Vec<String> = calls.iter().filter(|c| !c.ok).map(failure).collect();
         let uncalled: Vec<&String> = listed
             .iter()
             .filter(|t| !calls.iter().any(|c| &c.tool == *t))
@@ -338,28 +337,15 @@ impl Kit<'_> {
             failed.push(format!("never called: {uncalled:?}"));
         }
         if !failed.is_empty() || calls.is_empty() {
-            failed.extend(known.iter().map(|k| format!("(known) {k}")));
             return Row::judged(check, false, failed.join("\n"));
         }
         let sdk = super::pyenv::MCP_SDK.trim_start_matches("mcp==");
-        if known.is_empty() {
-            let detail = format!(
-                "mcp {sdk}: listed {} tools; {} calls, every structuredContent valid (SDK and jsonschema)",
-                listed.len(),
-                calls.len()
-            );
-            return Row::judged(check, true, detail);
-        }
         let detail = format!(
-            "mcp {sdk}: listed {} tools; {} of {} calls valid, {} failed where {} is known to differ:\n{}",
+            "mcp {sdk}: listed {} tools; {} calls, every structuredContent valid (SDK and jsonschema)",
             listed.len(),
-            calls.len() - known.len(),
-            calls.len(),
-            known.len(),
-            self.release,
-            known.join("\n")
+            calls.len()
         );
-        Row::known(check, detail)
+        Row::judged(check, true, detail)
     }
 
     /// A call made while the daemon is stopped, which waits through its
@@ -670,8 +656,12 @@ impl Kit<'_> {
                 })
                 .count();
             if warnings != 1 {
+                let doctor: Vec<&str> = stderr
+                    .lines()
+                    .filter(|line| line.contains(wrapper_log::DOCTOR_RUN))
+                    .collect();
                 return Err(HarnessError::Scenario(format!(
-                    "{warnings} doctor warnings on stderr (expected 1)"
+                    "{warnings} doctor warnings on stderr (expected 1); the doctor's events: {doctor:?}"
                 )));
             }
             Ok(format!(

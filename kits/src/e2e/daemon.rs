@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use devkit::command::run_within;
 use devkit::format::last_lines;
 use devkit::process::ChildGuard;
-use devkit::pyenv::run;
 use devkit::tempdir::short_tempdir;
 use harness::daemon::DaemonEndpoint;
 use harness::error::HarnessError;
@@ -36,6 +36,10 @@ const EMBED_DIM: u32 = 384;
 const EMBED_MODEL: &str = "e2e-hash-384";
 /// How long a starting daemon may take to answer.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long one of the release's own commands (`iai-mcp crypto init`,
+/// `iai-mcp capture-hooks install`) may take.
+pub const CLI_LIMIT: Duration = Duration::from_secs(120);
 
 /// How often [`RealDaemon::wait_accepting`] tries the socket: the
 /// precision of the restart check's figure.
@@ -130,7 +134,7 @@ impl RealDaemon {
         let mut init = Command::new(py.program("iai-mcp"));
         init.args(["crypto", "init"])
             .envs(daemon.env.iter().cloned());
-        run(&mut init, "iai-mcp crypto init")?;
+        run_within(&mut init, "iai-mcp crypto init", CLI_LIMIT)?;
         daemon.start_daemon()?;
         Ok(daemon)
     }

@@ -8,13 +8,13 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use devkit::pyenv::run;
+use devkit::command::run_within;
 use devkit::rows::Row;
 use harness::error::HarnessError;
 use serde_json::Value;
 
 use super::checks::Kit;
-use super::daemon::RealDaemon;
+use super::daemon::{CLI_LIMIT, RealDaemon};
 
 /// The files 3.3.0's installer writes a memory-server entry into, given
 /// their hosts' directories.
@@ -45,7 +45,7 @@ impl Kit<'_> {
             let mut command = Command::new(program);
             command.args(args).env_remove("XDG_CONFIG_HOME");
             let what = format!("`{} {}`", program.display(), args.join(" "));
-            run(command.envs(env.iter().cloned()), &what)
+            run_within(command.envs(env.iter().cloned()), &what, CLI_LIMIT)
         };
         let iai_mcp = self.py.program("iai-mcp");
         host_run(&iai_mcp, &["capture-hooks", "install", "--target", "all"])?;

@@ -1,4 +1,7 @@
-//! Comparing the wrapper's tool listing with an iai-mcp release's own.
+//! Comparing the built-in tool table with an iai-mcp release's listing, by
+//! interface: what `cargo xtask surface` reports when the built-in table
+//! (served when no release can be read) is brought up to a release.
+//! The end-to-end kit compares what is served exactly ([`super::fidelity`]).
 //!
 //! What must match is the interface a client or model relies on: the names
 //! in order, and for each tool its annotations, its `required` list, and
@@ -7,10 +10,9 @@
 //! Output schemas may differ, as long as every result field the release
 //! lists is listed too.
 //!
-//! [`compare`] gives each difference as a [`Difference`] value, so that
-//! the end-to-end kit can judge a check against what a release is known to
-//! lack, and [`ListingDiff::lines`] says them in words naming the release
-//! (`cargo xtask surface` prints them; the kit's listing row shows them).
+//! [`compare`] gives each difference as a [`Difference`] value, and
+//! [`ListingDiff::lines`] says them in words naming the release (`cargo
+//! xtask surface` prints them).
 //! [`release_listing`] asks a release's own wrapper for its listing.
 
 use std::fmt;
@@ -151,24 +153,6 @@ impl ListingDiff {
     /// Whether the listings match.
     pub fn is_empty(&self) -> bool {
         self.differences.is_empty()
-    }
-
-    /// Whether the release lacks `tool`, which the table has.
-    pub fn lacks_tool(&self, tool: &str) -> bool {
-        self.differences
-            .iter()
-            .any(|d| matches!(d, Difference::ToolLacked { tool: t } if t == tool))
-    }
-
-    /// The parameters of `tool` the table has and the release lacks.
-    pub fn lacked_params(&self, tool: &str) -> Vec<&str> {
-        self.differences
-            .iter()
-            .filter_map(|d| match d {
-                Difference::ParamLacked { tool: t, param, .. } if t == tool => Some(param.as_str()),
-                _ => None,
-            })
-            .collect()
     }
 
     /// Every difference in words, one line each.
@@ -572,9 +556,6 @@ mod tests {
             assert!(text.contains(expected), "{expected} missing from:\n{text}");
         }
         assert!(!text.contains("3.3.0"), "{text}");
-        assert!(diff.lacks_tool("lacked") && !diff.lacks_tool("t"));
-        assert_eq!(diff.lacked_params("t"), ["gone"]);
-        assert!(diff.lacked_params("u").is_empty());
     }
 
     #[test]

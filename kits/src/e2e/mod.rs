@@ -1,22 +1,22 @@
 //! The end-to-end kit: the wrapper against the real iai-mcp daemon, 3.3.0
-//! (the release its tool table is) unless another [`Release`] is asked for.
+//! (the pinned release) unless another [`Release`] is asked for.
 //!
 //! [`run_e2e`] prepares a virtual environment with the release and the
 //! official MCP Python SDK ([`pyenv`]), starts the daemon offline
 //! ([`daemon`]), and runs the [`checks`] through the real wrapper binary:
-//! the tool listing against the release's own ([`listing`]), `--check`, every
+//! what the model reads against the release's own wrapper ([`fidelity`]), `--check`, every
 //! tool through the SDK with its results validated, text outside ASCII
 //! read back as characters, daemon restarts and the V3-05 race, a capture
 //! whose reply is lost ([`proxy`]), the degraded answers, the auto-heal,
 //! and `install`/`uninstall` over what the release's own installer wrote
 //! ([`hosts`]). Each check is a [`Row`] of the [`E2eReport`] table.
 //!
-//! Against another release, the listing row comes first and says how the
-//! release's surface differs from the table; a check that fails only
-//! because of such a difference (a tool or parameter the release lacks) is
-//! [`Verdict::Known`], not a failure, and the report names those checks.
-//! `cargo xtask surface` (xtask's code generation) is the same comparison
-//! on its own, and rewrites the table.
+//! The wrapper serves the surface of the release installed beside it, so
+//! against any release the first row requires exactly that release's own
+//! wrapper's `initialize` and `tools/list` ([`fidelity`]), and every later
+//! check is judged the same way. Another release runs in an environment
+//! of its own, or cheaply on the pinned release's dependencies
+//! ([`Deps::Pinned`]).
 //!
 //! The binary under test is [`E2eConfig::wrapper`], unless [`WHEEL_ENV`]
 //! names a wheel: then the kit installs that wheel into its environment,
@@ -26,11 +26,13 @@
 
 pub mod checks;
 pub mod daemon;
+pub mod fidelity;
 pub mod hosts;
 pub mod listing;
 pub mod proxy;
 pub mod pyenv;
 pub mod release;
+pub mod upgrade;
 mod wait;
 
 use std::fmt;
@@ -38,7 +40,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use devkit::bins::WHEEL_ENV;
-use devkit::pyenv::{install_wheel, run};
+use devkit::command::run_within;
+use devkit::pyenv::install_wheel;
 use devkit::rows::{Row, Verdict, write_rows};
 
 use pyenv::Contents;
@@ -63,6 +66,59 @@ pub struct E2eConfig {
     pub python: Option<PathBuf>,
     /// The Node.js binary that runs the release's own wrapper.
     pub node: PathBuf,
+    /// Where the release's dependencies come from.
+    pub deps: Deps,
+}
+
+/// Where a release's dependencies come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Deps {
+    /// Its own environment, with everything it declares installed
+    /// afresh (about 660 MB for a 3.x release).
+    #[default]
+    Own,
+    /// The pinned release's environment: the release alone is installed
+    /// in a small environment that imports the rest from the pinned one
+    /// ([`pyenv::ensure_on_pinned`]); only for a release that declares
+    /// the same dependencies, the cheap way CI covers other releases.
+    Pinned,
+}
+
+impl E2eConfig {
+    /// The environment the checks run in, made ready.
+    fn environment(&self) -> Result<pyenv::PyEnv, HarnessError> {
+        let python = self.python.as_deref();
+        match self.deps {
+            Deps::Own => pyenv::ensure(
+                &self.release.e2e_venv(&self.work_dir),
+                python,
+                &self.release,
+                Contents::Kit,
+            ),
+            Deps::Pinned => {
+                let pinned = Release::pinned();
+                let base = pyenv::ensure(
+                    &pinned.e2e_venv(&self.work_dir),
+                    python,
+                    &pinned,
+                    Contents::Kit,
+                )?;
+                pyenv::ensure_on_pinned(
+                    &self.release.on_pinned_venv(&self.work_dir),
+                    &base,
+                    &self.release,
+                )
+            }
+        }
+    }
+
+    /// Where [`environment`](Self::environment) keeps the environment.
+    pub fn venv(&self) -> PathBuf {
+        match self.deps {
+            Deps::Own => self.release.e2e_venv(&self.work_dir),
+            Deps::Pinned => self.release.on_pinned_venv(&self.work_dir),
+        }
+    }
 }
 
 /// What the kit found.
@@ -94,31 +150,11 @@ impl fmt::Display for E2eReport {
         writeln!(f, "{}", self.setup)?;
         let count = |v: Verdict| self.rows.iter().filter(|r| r.verdict == v).count();
         let failed = count(Verdict::Fail);
-        if !self.release.is_pinned() {
-            let known: Vec<&str> = self
-                .rows
-                .iter()
-                .filter(|r| r.verdict == Verdict::Known)
-                .map(|r| r.check.as_str())
-                .collect();
-            writeln!(
-                f,
-                "release: iai-pme {} (the tool table is {}'s); judged against its known differences: {}",
-                self.release,
-                release::PINNED,
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join("; ")
-                }
-            )?;
-        }
         write!(
             f,
-            "verdict: {} ({} checks, {failed} failed, {} known, {:.0} s)",
+            "verdict: {} ({} checks, {failed} failed, {:.0} s)",
             if failed == 0 { "PASS" } else { "FAIL" },
             self.rows.len(),
-            count(Verdict::Known),
             self.elapsed.as_secs_f64()
         )
     }
@@ -128,29 +164,34 @@ impl fmt::Display for E2eReport {
 /// Python, no registry, a daemon that never starts).
 pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     let started = Instant::now();
-    let root = cfg.release.e2e_venv(&cfg.work_dir);
-    let py = pyenv::ensure(&root, cfg.python.as_deref(), &cfg.release, Contents::Kit)?;
+    let py = cfg.environment()?;
     let setup = format!(
         "environment: {} ({}; {:.0} MiB on disk)",
         py.root.display(),
-        py.installed(Contents::Kit),
+        match cfg.deps {
+            Deps::Own => py.installed(Contents::Kit),
+            Deps::Pinned => format!(
+                "{} alone {}; its dependencies and the SDK from {}'s environment",
+                py.release.requirement(),
+                py.installed_in.map_or("reused".to_owned(), |d| format!(
+                    "installed in {:.0} s",
+                    d.as_secs_f64()
+                )),
+                release::PINNED
+            ),
+        },
         py.size as f64 / (1024.0 * 1024.0)
     );
     let tested = tested(cfg, &py)?;
     let mut real = daemon::RealDaemon::start(&py)?;
-    let mut kit = checks::Kit {
+    let kit = checks::Kit {
         py: &py,
         wrapper: &tested.binary,
         node: &cfg.node,
         release: &cfg.release,
-        known: listing::ListingDiff::default(),
     };
-    // First: how the release's surface differs from the table, which the
-    // later checks are judged against.
-    let (listing_row, known) = kit.listing(&real);
-    kit.known = known;
     let mut rows = vec![
-        listing_row,
+        kit.listing(&real),
         kit.check_flag(&real),
         kit.daemon_release(&real),
         kit.sdk_live(&real),
@@ -166,6 +207,13 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     rows.extend(kit.degraded(&mut real));
     real.ensure_running()?;
     rows.push(kit.heal(&mut real));
+    drop(real);
+    // An upgrade from an older release to the pinned one, in a scratch
+    // environment on the pinned release's dependencies: once, with the
+    // pinned release's run.
+    if cfg.release.is_pinned() && cfg.deps == Deps::Own {
+        rows.push(upgrade::check(cfg, &py));
+    }
     Ok(E2eReport {
         release: cfg.release.clone(),
         rows,
@@ -185,6 +233,9 @@ pub struct Tested {
     pub line: String,
 }
 
+/// How long the wrapper's `--version` may take.
+const VERSION_LIMIT: Duration = Duration::from_secs(30);
+
 /// The wheel [`WHEEL_ENV`] names, installed into the environment, or else
 /// the configured binary. The hosts kit tests the same binary.
 pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
@@ -198,9 +249,10 @@ pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError
         ),
         None => (cfg.wrapper.clone(), "not from a wheel".to_owned()),
     };
-    let version = run(
+    let version = run_within(
         std::process::Command::new(&binary).arg("--version"),
         &format!("`{} --version`", binary.display()),
+        VERSION_LIMIT,
     )?;
     let line = format!(
         "wrapper: {} ({}), {origin}",
@@ -225,42 +277,25 @@ mod tests {
     }
 
     #[test]
-    fn known_differences_pass_and_are_named() {
-        let r = report(
-            "3.0.0",
-            vec![
-                Row::known(
-                    "tools/list matches 3.0.0's own wrapper",
-                    "3.0.0 lacks tool t",
-                ),
-                Row::judged("restart", true, "ok"),
-                Row::info("reference", "figures"),
-            ],
-        );
-        assert!(r.passed());
-        let text = r.to_string();
-        assert!(text.contains("| known  |"), "{text}");
+    fn a_run_passes_when_no_check_failed_and_says_so() {
+        let rows = vec![
+            Row::judged("restart", true, "ok"),
+            Row::info("reference", "figures"),
+        ];
+        let text = report("3.0.0", rows.clone()).to_string();
+        assert!(report("3.0.0", rows.clone()).passed());
         assert!(
-            text.contains(
-                "judged against its known differences: tools/list matches 3.0.0's own wrapper\n"
-            ),
+            text.ends_with("verdict: PASS (2 checks, 0 failed, 3 s)"),
             "{text}"
         );
+        let mut failing = rows;
+        failing.push(Row::judged("listing", false, "instructions differ"));
+        let failed = report("3.0.0", failing);
+        assert!(!failed.passed());
         assert!(
-            text.ends_with("verdict: PASS (3 checks, 0 failed, 1 known, 3 s)"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn a_failure_still_fails_and_the_pinned_release_has_no_release_line() {
-        let r = report("3.3.0", vec![Row::judged("listing", false, "differs")]);
-        assert!(!r.passed());
-        let text = r.to_string();
-        assert!(!text.contains("known differences"), "{text}");
-        assert!(
-            text.contains("verdict: FAIL (1 checks, 1 failed, 0 known"),
-            "{text}"
+            failed
+                .to_string()
+                .ends_with("verdict: FAIL (3 checks, 1 failed, 3 s)")
         );
     }
 }

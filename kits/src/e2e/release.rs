@@ -9,6 +9,14 @@ use std::str::FromStr;
 /// `wrapper/src/tools/mod.rs`), and the one the kit checks by default.
 pub const PINNED: &str = "3.3.0";
 
+/// The releases whose environments are pinned whole: each has a pip
+/// constraints file, `kits/pins/iai-pme-VERSION.constraints.txt`, fixing
+/// the version of every package its environment holds (its dependencies
+/// and the MCP SDK's). Adding a release: a line here, then `cargo xtask
+/// hosts --refresh-pins` writes its file. A release not listed is
+/// installed with its dependencies resolved afresh, and the report says so.
+pub const CONSTRAINED: [&str; 1] = [PINNED];
+
 /// An iai-pme release as pip names it (`3.3.0`, `3.4.0rc1`): digits first,
 /// then only ASCII letters, digits and dots, so that it is safe as a
 /// requirement and as a directory name.
@@ -71,6 +79,17 @@ impl Release {
         format!("iai-pme=={}", self.0)
     }
 
+    /// Whether this release's environment is pinned whole ([`CONSTRAINED`]).
+    pub fn is_constrained(&self) -> bool {
+        CONSTRAINED.contains(&self.0.as_str())
+    }
+
+    /// This release's constraints file in the repository (present for a
+    /// [`CONSTRAINED`] release).
+    pub fn constraints_file(&self) -> PathBuf {
+        pins_dir().join(format!("iai-pme-{}.constraints.txt", self.0))
+    }
+
     /// Where the end-to-end kit keeps this release's environment under
     /// `work_dir`: `venv` for the pinned release (the path the docs and
     /// the scorecard name), `<VERSION>/venv` for any other.
@@ -81,6 +100,19 @@ impl Release {
             work_dir.join(&self.0).join("venv")
         }
     }
+}
+
+impl Release {
+    /// Where the end-to-end kit keeps this release installed on the pinned
+    /// release's dependencies (`--on-pinned-deps`): `<VERSION>/on-pinned`.
+    pub fn on_pinned_venv(&self, work_dir: &Path) -> PathBuf {
+        work_dir.join(&self.0).join("on-pinned")
+    }
+}
+
+/// Where the repository keeps the kits' pins: `kits/pins/`.
+pub fn pins_dir() -> PathBuf {
+    devkit::bins::workspace_root().join("kits/pins")
 }
 
 #[cfg(test)]
@@ -107,6 +139,24 @@ mod tests {
         assert_eq!(other.e2e_venv(work), work.join("3.2.3/venv"));
         assert_eq!(other.requirement(), "iai-pme==3.2.3");
         assert!(!other.is_pinned() && Release::pinned().is_pinned());
+    }
+
+    #[test]
+    fn every_constrained_release_has_its_constraints_file() {
+        for version in CONSTRAINED {
+            let release: Release = version.parse().expect("a release");
+            let file = release.constraints_file();
+            let text = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+                panic!("{}: {e} (cargo xtask hosts --refresh-pins)", file.display())
+            });
+            let line = format!("iai-pme=={version}");
+            assert!(
+                text.lines().any(|l| l.trim() == line),
+                "{} does not pin {line}",
+                file.display()
+            );
+        }
+        assert!(Release::pinned().is_constrained());
     }
 
     #[test]

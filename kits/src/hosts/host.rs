@@ -32,8 +32,8 @@ impl Host {
     /// checked by hand and by the kit. Move a host by changing its line.
     pub fn pinned(self) -> &'static str {
         match self {
-            Host::ClaudeCode => "2.1.328",
-            Host::Codex => "0.169.0",
+            Host::ClaudeCode => "2.1.332",
+            Host::Codex => "0.171.0",
             Host::Opencode => "1.18.33",
         }
     }

@@ -9,19 +9,19 @@
 //! what the host offered and the tool results it sent are handed to the
 //! kit's thread, which answers with a [`Reply`] (a tool call or a final
 //! text). Any other request (a title for the session, a quota probe) gets
-//! a short text at once. Plain HTTP/1.1, one thread per connection, one
-//! response per connection: the hosts need nothing more, and a crate for
-//! it would not be shorter than this.
+//! a short text at once. The HTTP is `tiny_http`'s (request lines,
+//! headers, chunked and sized bodies, keep-alive); each request is
+//! answered on a thread of its own, so that a turn waiting for the kit
+//! holds up no other request.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use tiny_http::{Header, Method, Request, Response, Server};
 
 use harness::error::HarnessError;
 
@@ -105,11 +105,11 @@ pub enum Reply {
 /// offer at least one of the server's tools.
 pub type IsServerTool = fn(&ModelTool) -> bool;
 
-/// The running stand-in; it stops accepting when dropped.
-#[derive(Debug)]
+/// The running stand-in; it stops serving when dropped.
 pub struct StandIn {
+    server: Arc<Server>,
     port: u16,
-    stop: Arc<AtomicBool>,
+    serving: Option<thread::JoinHandle<()>>,
 }
 
 impl StandIn {
@@ -118,27 +118,30 @@ impl StandIn {
         turns: mpsc::Sender<Turn>,
         is_server_tool: IsServerTool,
     ) -> Result<Self, HarnessError> {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| HarnessError::io("binding the stand-in model API on loopback", e))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| HarnessError::io("reading the stand-in's port", e))?
-            .port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = Arc::clone(&stop);
-        thread::spawn(move || {
-            for stream in listener.incoming() {
-                if stopping.load(Ordering::SeqCst) {
-                    break;
+        let server = Server::http("127.0.0.1:0").map_err(|e| {
+            HarnessError::Scenario(format!("binding the stand-in model API on loopback: {e}"))
+        })?;
+        let port = server
+            .server_addr()
+            .to_ip()
+            .map(|address| address.port())
+            .ok_or_else(|| HarnessError::Scenario("the stand-in has no TCP port".into()))?;
+        let server = Arc::new(server);
+        let serving = Arc::clone(&server);
+        let serving = thread::Builder::new()
+            .name("stand-in".into())
+            .spawn(move || {
+                for request in serving.incoming_requests() {
+                    let turns = turns.clone();
+                    thread::spawn(move || serve(request, &turns, is_server_tool));
                 }
-                let Ok(stream) = stream else { continue };
-                let turns = turns.clone();
-                thread::spawn(move || {
-                    let _ = serve(stream, &turns, is_server_tool);
-                });
-            }
-        });
-        Ok(StandIn { port, stop })
+            })
+            .map_err(|e| HarnessError::io("starting the stand-in's thread", e))?;
+        Ok(StandIn {
+            server,
+            port,
+            serving: Some(serving),
+        })
     }
 
     /// The base URL, `http://127.0.0.1:PORT`.
@@ -147,67 +150,74 @@ impl StandIn {
     }
 }
 
-impl Drop for StandIn {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accepting thread so that it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+impl std::fmt::Debug for StandIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StandIn").field("port", &self.port).finish()
     }
 }
 
-/// One HTTP request as read.
-#[derive(Debug)]
-struct Request {
-    method: String,
-    path: String,
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(serving) = self.serving.take() {
+            let _ = serving.join();
+        }
+    }
+}
+
+/// A response: status, content type, body.
+struct Answer {
+    status: u16,
+    kind: &'static str,
     body: Vec<u8>,
 }
 
-/// Answers one request on `stream`, then closes it.
-fn serve(
-    stream: TcpStream,
+impl Answer {
+    /// A plain-text answer.
+    fn text(status: u16, text: &str) -> Self {
+        Answer {
+            status,
+            kind: "text/plain",
+            body: text.as_bytes().to_vec(),
+        }
+    }
+}
+
+/// Answers one request.
+fn serve(mut request: Request, turns: &mpsc::Sender<Turn>, is_server_tool: IsServerTool) {
+    let answer = answer(&mut request, turns, is_server_tool);
+    let content_type =
+        Header::from_bytes(&b"Content-Type"[..], answer.kind.as_bytes()).expect("a valid header");
+    let no_cache =
+        Header::from_bytes(&b"Cache-Control"[..], &b"no-cache"[..]).expect("a valid header");
+    let response = Response::from_data(answer.body)
+        .with_status_code(answer.status)
+        .with_header(content_type)
+        .with_header(no_cache);
+    let _ = request.respond(response);
+}
+
+/// What to answer `request`: a turn's reply from the kit, a short text,
+/// or why the request cannot be served.
+fn answer(
+    request: &mut Request,
     turns: &mpsc::Sender<Turn>,
     is_server_tool: IsServerTool,
-) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let mut writer = stream.try_clone()?;
-    let request = match read_request(&mut BufReader::new(stream)) {
-        Ok(request) => request,
-        Err(why) => return respond(&mut writer, 400, "text/plain", why.as_bytes()),
-    };
-    let api = if request
-        .path
-        .split('?')
-        .next()
-        .unwrap_or("")
-        .ends_with("/messages")
-    {
+) -> Answer {
+    let path = request.url().split('?').next().unwrap_or("").to_owned();
+    let api = if path.ends_with("/messages") {
         Api::Messages
-    } else if request
-        .path
-        .split('?')
-        .next()
-        .unwrap_or("")
-        .ends_with("/responses")
-    {
+    } else if path.ends_with("/responses") {
         Api::Responses
     } else {
-        return respond(
-            &mut writer,
-            404,
-            "text/plain",
-            b"not served by the stand-in",
-        );
+        return Answer::text(404, "not served by the stand-in");
     };
-    if request.method != "POST" {
-        return respond(&mut writer, 405, "text/plain", b"POST only");
+    if *request.method() != Method::Post {
+        return Answer::text(405, "POST only");
     }
-    let body: Value = match serde_json::from_slice(&request.body) {
+    let body = match read_body(request) {
         Ok(body) => body,
-        Err(e) => {
-            let why = format!("the body is not JSON: {e}");
-            return respond(&mut writer, 400, "text/plain", why.as_bytes());
-        }
+        Err(answer) => return answer,
     };
     let offered = offered_tools(api, &body);
     let reply = if offered.iter().any(is_server_tool) {
@@ -219,135 +229,67 @@ fn serve(
             reply: tx,
         };
         if turns.send(turn).is_err() {
-            return respond(&mut writer, 503, "text/plain", b"the kit has stopped");
+            return Answer::text(503, "the kit has stopped");
         }
         match rx.recv_timeout(REPLY_TIMEOUT) {
             Ok(reply) => reply,
-            Err(_) => return respond(&mut writer, 500, "text/plain", b"the kit never replied"),
+            Err(_) => return Answer::text(500, "the kit never replied"),
         }
     } else {
         Reply::Text("stand-in".to_owned())
     };
-    let model = body["model"].as_str().unwrap_or("stand-in").to_owned();
+    encode(api, &body, &reply)
+}
+
+/// The request's body as JSON, or the answer refusing it: compressed,
+/// larger than [`MAX_BODY`], unreadable or not JSON.
+fn read_body(request: &mut Request) -> Result<Value, Answer> {
+    let encoding = request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Content-Encoding"))
+        .map(|h| h.value.as_str().to_owned());
+    if let Some(encoding) = encoding.filter(|e| !e.eq_ignore_ascii_case("identity")) {
+        let why = format!("compressed request bodies ({encoding}) are not read");
+        return Err(Answer::text(415, &why));
+    }
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(MAX_BODY).unwrap_or(u64::MAX);
+    let read = request.as_reader().take(limit + 1).read_to_end(&mut bytes);
+    if let Err(e) = read {
+        return Err(Answer::text(
+            400,
+            &format!("the body could not be read: {e}"),
+        ));
+    }
+    if bytes.len() > MAX_BODY {
+        return Err(Answer::text(413, "the body is too large"));
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Answer::text(400, &format!("the body is not JSON: {e}")))
+}
+
+/// `reply` in the wire format of `api`, streamed if the request asked.
+fn encode(api: Api, body: &Value, reply: &Reply) -> Answer {
+    let model = body["model"].as_str().unwrap_or("stand-in");
     let stream = body["stream"].as_bool().unwrap_or(false);
-    match (api, stream) {
-        (Api::Messages, true) => respond(
-            &mut writer,
-            200,
-            "text/event-stream",
-            messages_events(&model, &reply).as_bytes(),
+    let (kind, text) = match (api, stream) {
+        (Api::Messages, true) => ("text/event-stream", messages_events(model, reply)),
+        (Api::Messages, false) => (
+            "application/json",
+            messages_message(model, reply).to_string(),
         ),
-        (Api::Messages, false) => {
-            let message = messages_message(&model, &reply).to_string();
-            respond(&mut writer, 200, "application/json", message.as_bytes())
-        }
-        (Api::Responses, true) => respond(
-            &mut writer,
-            200,
-            "text/event-stream",
-            responses_events(&model, &reply).as_bytes(),
+        (Api::Responses, true) => ("text/event-stream", responses_events(model, reply)),
+        (Api::Responses, false) => (
+            "application/json",
+            responses_response(model, reply).to_string(),
         ),
-        (Api::Responses, false) => {
-            let response = responses_response(&model, &reply).to_string();
-            respond(&mut writer, 200, "application/json", response.as_bytes())
-        }
-    }
-}
-
-/// Reads the request line, the headers and the body (by `Content-Length`
-/// or chunked); `Err` says what was wrong with it.
-fn read_request(reader: &mut impl BufRead) -> Result<Request, String> {
-    let mut line = String::new();
-    reader.read_line(&mut line).map_err(|e| e.to_string())?;
-    let mut words = line.split_whitespace();
-    let (Some(method), Some(path)) = (words.next(), words.next()) else {
-        return Err(format!("bad request line {line:?}"));
     };
-    let (method, path) = (method.to_owned(), path.to_owned());
-    let mut length = 0usize;
-    let mut chunked = false;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).map_err(|e| e.to_string())? == 0 {
-            return Err("the connection closed inside the headers".into());
-        }
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let Some((name, value)) = header.split_once(':') else {
-            return Err(format!("bad header {header:?}"));
-        };
-        let (name, value) = (name.trim().to_ascii_lowercase(), value.trim());
-        match name.as_str() {
-            "content-length" => {
-                length = value
-                    .parse()
-                    .map_err(|_| format!("bad Content-Length {value:?}"))?
-            }
-            "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
-            "content-encoding" if !value.eq_ignore_ascii_case("identity") => {
-                return Err(format!("compressed request bodies ({value}) are not read"));
-            }
-            _ => {}
-        }
+    Answer {
+        status: 200,
+        kind,
+        body: text.into_bytes(),
     }
-    let body = if chunked {
-        read_chunked(reader)?
-    } else {
-        read_exact(reader, length)?
-    };
-    Ok(Request { method, path, body })
-}
-
-/// `length` bytes of body.
-fn read_exact(reader: &mut impl BufRead, length: usize) -> Result<Vec<u8>, String> {
-    if length > MAX_BODY {
-        return Err(format!("a body of {length} bytes is too large"));
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).map_err(|e| e.to_string())?;
-    Ok(body)
-}
-
-/// A chunked body.
-fn read_chunked(reader: &mut impl BufRead) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        reader.read_line(&mut size).map_err(|e| e.to_string())?;
-        let size = size.trim().split(';').next().unwrap_or("");
-        let size =
-            usize::from_str_radix(size, 16).map_err(|_| format!("bad chunk size {size:?}"))?;
-        if body.len() + size > MAX_BODY {
-            return Err("a chunked body is too large".into());
-        }
-        let mut chunk = vec![0; size + 2];
-        reader.read_exact(&mut chunk).map_err(|e| e.to_string())?;
-        if size == 0 {
-            return Ok(body);
-        }
-        body.extend_from_slice(&chunk[..size]);
-    }
-}
-
-/// Writes a complete response and closes the connection.
-fn respond(writer: &mut TcpStream, status: u16, kind: &str, body: &[u8]) -> std::io::Result<()> {
-    let reason = match status {
-        200 => "OK",
-        400 => "Bad Request",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        503 => "Service Unavailable",
-        _ => "Internal Server Error",
-    };
-    let head = format!(
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\ncache-control: no-cache\r\nconnection: close\r\n\r\n",
-        body.len()
-    );
-    writer.write_all(head.as_bytes())?;
-    writer.write_all(body)?;
-    writer.flush()
 }
 
 /// The tools a request offers, namespaces opened.
@@ -588,18 +530,5 @@ mod tests {
         let results = tool_results(Api::Messages, &body);
         assert!(results[0].is_error);
         assert_eq!(results[0].text, "boom");
-    }
-
-    #[test]
-    fn a_chunked_body_is_read_whole() {
-        let raw = b"POST /v1/messages HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{\"a\r\n4\r\n\":1}\r\n0\r\n\r\n";
-        let request = read_request(&mut &raw[..]).expect("parsed");
-        assert_eq!(request.body, b"{\"a\":1}");
-        let compressed = b"POST /v1/responses HTTP/1.1\r\nContent-Encoding: zstd\r\n\r\n";
-        assert!(
-            read_request(&mut &compressed[..])
-                .unwrap_err()
-                .contains("zstd")
-        );
     }
 }

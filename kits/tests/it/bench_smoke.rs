@@ -21,6 +21,8 @@ fn a_tiny_bench_fills_every_figure() {
     config.amounts.outages = 1;
     config.amounts.away_ms = 300;
     config.amounts.herds = vec![3];
+    config.amounts.herd_rounds = 1;
+    config.amounts.herd_away_ms = 300;
     // A compared subject that cannot start: recorded, not fatal.
     config.compare = vec![Compared {
         name: "missing".to_owned(),
@@ -74,10 +76,29 @@ fn a_tiny_bench_fills_every_figure() {
     assert!(away.window_ms >= 300, "{away:?}");
     assert!(away.dials_per_min.is_some(), "this wrapper logs its dials");
     assert!(cfg!(not(target_os = "linux")) || away.wakeups_per_min.is_some());
+    // The herd: a restart in each start-up order, every call answered,
+    // every figure there, and not one dial while the daemon was away.
     let herd = &wrapper.herds[..];
     assert_eq!(herd.len(), 1);
-    assert_eq!((herd[0].wrappers, herd[0].answered), (3, 3));
-    assert!(herd[0].all_answered_ns.is_some() && herd[0].refused.is_some());
+    assert_eq!(herd[0].wrappers, 3);
+    let orders: Vec<&str> = herd[0].restarts.iter().map(|r| r.order.as_str()).collect();
+    assert_eq!(orders, ["at-once", "listen-after=50"]);
+    for restarts in &herd[0].restarts {
+        assert_eq!(
+            (restarts.restarts, restarts.failed_calls),
+            (1, 0),
+            "{restarts:?}"
+        );
+        assert_eq!(
+            restarts.all_answered.map(|a| a.count),
+            Some(1),
+            "{restarts:?}"
+        );
+        assert!(restarts.accepts_per_wrapper.is_some() && restarts.failed_dials.is_some());
+    }
+    assert!(herd[0].away_ms >= 300, "{herd:?}");
+    assert_eq!(herd[0].dials_per_min, Some(0.0), "{herd:?}");
+    assert!(herd[0].wakeups_per_min.is_some(), "{herd:?}");
 
     let missing = &report.subjects[2];
     assert!(missing.sequential.is_none());

@@ -8,7 +8,7 @@ use std::ffi::OsStr;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory};
 
-use super::Args;
+use super::args::Args;
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

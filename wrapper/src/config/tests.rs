@@ -3,6 +3,8 @@
 #[cfg(unix)]
 use std::ffi::OsString;
 
+use clap::Parser;
+
 use super::daemon::check_socket_path;
 use super::*;
 use crate::bridge::{BridgeMode, PolicyError, Timings};

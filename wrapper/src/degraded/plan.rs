@@ -9,7 +9,7 @@ use std::ffi::OsString;
 
 use serde_json::{Map, Value};
 
-use super::DegradedConfig;
+use super::config::DegradedConfig;
 use crate::process::CliCommand;
 
 /// The tools degraded mode answers.

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use nix::errno::Errno;
 use nix::sys::event::{EvFlags, EventFilter, FilterFlag, KEvent, Kqueue};
 
-use super::{DirEvent, Report, WatchError};
+use super::event::{DirEvent, Report, WatchError};
 
 /// The ident of the user event that ends the waiting thread.
 const STOP: usize = 0;

@@ -14,47 +14,19 @@
 //! Events arrive on a thread of the backend's; the owner gives a callback
 //! that must not block (it typically forwards to a channel).
 
+mod event;
 #[cfg(target_os = "macos")]
 mod kqueue;
 #[cfg(not(target_os = "macos"))]
 mod notify_backend;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+pub use self::event::{DirEvent, WatchError};
 #[cfg(target_os = "macos")]
 use self::kqueue::Backend;
 #[cfg(not(target_os = "macos"))]
 use self::notify_backend::Backend;
-
-/// What a watch reports.
-#[derive(Debug)]
-pub enum DirEvent {
-    /// Something changed in a watched directory, or to one (or events were
-    /// lost): look now.
-    Changed,
-    /// The watch failed: nothing more will be reported.
-    Failed(WatchError),
-}
-
-/// Why a directory cannot be watched, or a watch stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum WatchError {
-    /// The platform's notifications could not be started.
-    #[error("file-system notifications are unavailable: {0}")]
-    Start(String),
-    /// A directory could not be watched (a watch limit reached, a file
-    /// system without notifications, no permission).
-    #[error("cannot watch {}: {reason}", dir.display())]
-    Arm {
-        /// The directory.
-        dir: PathBuf,
-        /// The platform's error.
-        reason: String,
-    },
-    /// The notifications reported an error.
-    #[error("the file-system watch failed: {0}")]
-    Backend(String),
-}
 
 /// A set of watched directories; dropping it ends the watch and its
 /// thread.
@@ -87,9 +59,6 @@ impl DirWatch {
         self.backend.unwatch(dir);
     }
 }
-
-/// The callback a backend reports to.
-type Report = Box<dyn FnMut(DirEvent) + Send>;
 
 #[cfg(test)]
 mod tests {

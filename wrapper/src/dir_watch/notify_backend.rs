@@ -7,7 +7,7 @@ use std::path::Path;
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::{DirEvent, Report, WatchError};
+use super::event::{DirEvent, Report, WatchError};
 
 /// A `notify` watcher reporting "look now".
 pub(super) struct Backend {

@@ -53,8 +53,26 @@ pub fn report(endpoint: &Endpoint, report: &Report<'_>) {
     }
 }
 
-/// One event of the bridge's core.
+/// One event of the bridge's core: about the connection, or about a
+/// call or a line.
 fn core_event(endpoint: &Endpoint, what: &Event) {
+    match what {
+        Event::Appeared { .. }
+        | Event::Awaiting { .. }
+        | Event::Connected { .. }
+        | Event::ConnectionLost { .. }
+        | Event::ConnectFailed { .. } => link_event(endpoint, what),
+        Event::CallReplayed { .. }
+        | Event::ParseStreak { .. }
+        | Event::Hurried { .. }
+        | Event::Silent { .. }
+        | Event::Unmatched { .. } => call_event(endpoint, what),
+    }
+}
+
+/// One event of the bridge's core about the connection: the endpoint
+/// appeared or is awaited, a connection made, lost, or failed.
+fn link_event(endpoint: &Endpoint, what: &Event) {
     match what {
         Event::Appeared { dial_in } => tracing::info!(
             event = event::ENDPOINT_APPEARED,
@@ -103,6 +121,16 @@ fn core_event(endpoint: &Endpoint, what: &Event) {
             retry_in_ms = retry_in.map(millis),
             "daemon connect failed"
         ),
+        // The others are written by `call_event`.
+        _ => {}
+    }
+}
+
+/// One event of the bridge's core about a call or a line: a read sent
+/// again, the parse-error streak, a call hurrying the next attempt, a
+/// silent connection, a line answering no call.
+fn call_event(endpoint: &Endpoint, what: &Event) {
+    match what {
         Event::CallReplayed {
             call,
             method,
@@ -136,5 +164,7 @@ fn core_event(endpoint: &Endpoint, what: &Event) {
             id = id.as_ref().map(|id| id.to_string()),
             "ignored a daemon line with no pending request"
         ),
+        // The others are written by `link_event`.
+        _ => {}
     }
 }

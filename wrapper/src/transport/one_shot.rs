@@ -15,7 +15,8 @@ use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::FramedRead;
 
-use super::{ConnectError, DaemonStream, Endpoint};
+use super::endpoint::{ConnectError, Endpoint};
+use super::stream::DaemonStream;
 use crate::codec::{Frame, LineCodec};
 
 /// Why a one-shot exchange got no answer.

@@ -8,15 +8,23 @@
 //! and the wrapper reconnects when the real daemon returns, the dial
 //! brought by its appearance.
 //!
+//! The daemon's own start-up orders, through the fake daemon's: a daemon
+//! that binds, then listens a while later (a dial in between is refused:
+//! tried again within milliseconds, never counted as a failure, until it
+//! connects); and on TCP, 3.3.0's order (token file emptied, token
+//! written, listen, port file emptied, port written), where only the port
+//! file's new port dials, once.
+//!
 //! Counted, never timed: the wrapper logs every dial (`connect_attempt`),
 //! every look the watch takes (`endpoint_looked`, at debug level), when it
 //! stops dialling (`endpoint_awaited`) and the appearance that brings a
 //! dial (`endpoint_appeared`).
 
 use devkit::tempdir::short_tempdir;
+#[cfg(unix)]
+use harness::daemon::StartupOrder;
 use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
 use std::path::{Path, PathBuf};
-
 use std::time::Duration;
 
 use crate::common;
@@ -24,7 +32,7 @@ use crate::common::{
     JSON_LOG, REPLY, events, events_named, eventually, ok_method, send_call, topology,
 };
 #[cfg(unix)]
-use iai_mcp_wrapper::bridge::core::REFUSED_RETRIES;
+use iai_mcp_wrapper::bridge::core::{REFUSED_PAUSE, REFUSED_RETRIES};
 use iai_mcp_wrapper::bridge::{
     self, Access, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Request, Timings,
     WatchSettings, report,
@@ -36,6 +44,16 @@ use serde_json::{Value, json};
 /// that the watch's looks are seen) connected to it, with `env` set.
 fn connected_with(socket: &Path, env: &[(&str, &str)]) -> (FakeDaemon, WrapperProcess) {
     let daemon = FakeDaemon::spawn(socket).expect("fake daemon");
+    let wrapper = wrapper_for(&daemon, socket, env);
+    (daemon, wrapper)
+}
+
+/// A wrapper dialling `daemon` at `socket` (with `env` set, for TCP the
+/// base of its port and token files), its JSON log at debug level,
+/// initialized and proven connected by one call, its warm-up done: the
+/// warm-up's `session_start_payload` has reached the daemon, so that no
+/// call of the wrapper's own waits through an outage a test makes.
+fn wrapper_for(daemon: &FakeDaemon, socket: &Path, env: &[(&str, &str)]) -> WrapperProcess {
     let opts = env.iter().fold(
         WrapperOptions::new(socket)
             .env(JSON_LOG.0, JSON_LOG.1)
@@ -45,7 +63,13 @@ fn connected_with(socket: &Path, env: &[(&str, &str)]) -> (FakeDaemon, WrapperPr
     let mut wrapper = WrapperProcess::spawn(&common::wrapper_cmd(), &opts).expect("spawn wrapper");
     wrapper.initialize("2025-06-18").expect("initialize");
     assert_eq!(ok_method(&topology(&mut wrapper)), "topology");
-    (daemon, wrapper)
+    eventually("the warm-up's call reached the daemon", || {
+        let seen = daemon.seen().expect("SEEN");
+        seen.iter()
+            .any(|m| m == "session_start_payload")
+            .then_some(())
+    });
+    wrapper
 }
 
 fn connected(socket: &Path) -> (FakeDaemon, WrapperProcess) {
@@ -155,6 +179,151 @@ fn a_call_waiting_through_an_outage_is_answered_when_the_socket_appears() {
         1,
         "one dial after the appearance"
     );
+    finish(w);
+}
+
+/// Between the fake daemon's bind and its listen in `listen-after`:
+/// longer than the dial an appearance brings takes to come (a few
+/// milliseconds), shorter than the quick retries of a refusal after an
+/// appearance last (126 ms: 2 ms doubled six times).
+#[cfg(unix)]
+const LISTEN_GAP: Duration = Duration::from_millis(100);
+
+// A dial between bind and listen is refused at once on Unix; Windows
+// retries a refused TCP connect for about two seconds before failing it.
+#[cfg(unix)]
+#[test]
+fn a_call_waiting_through_an_outage_is_answered_when_the_daemon_binds_then_listens() {
+    let dir = short_tempdir().expect("tempdir");
+    let (daemon, mut w) = connected(&dir.path().join("d.sock"));
+    daemon.down().expect("down");
+    nth_event(&w, "endpoint_watched", 1);
+    send_call(&mut w, "waits", "topology", json!({}));
+    nth_event(&w, "connection_lost", 1);
+    eventually("the call's own dial failed", || {
+        (events_named(&w, "connect_failed").len() >= 2).then_some(())
+    });
+    let before_up = events(&w).len();
+    // The socket appears at the bind; a dial before the listen is refused.
+    daemon
+        .up_in(StartupOrder::ListenAfter { gap: LISTEN_GAP })
+        .expect("up: bound, then listening");
+    let r = w.wait_response(&json!("waits"), REPLY).expect("answered");
+    assert_eq!(ok_method(&r), "topology");
+
+    let appeared = next_event(&w, "endpoint_appeared", before_up, |_| true);
+    let reconnected = next_event(&w, "connected", appeared, |e| e["reconnect"] == true);
+    let log = events(&w);
+    let span = &log[appeared..reconnected];
+    // The dials the appearance brought, and how each ended.
+    let dials: Vec<&Value> = span
+        .iter()
+        .filter(|e| e["event"] == "connect_attempt")
+        .collect();
+    let failed_dial = |dial: &Value| {
+        span.iter()
+            .find(|e| e["event"] == "connect_failed" && e["conn"] == dial["conn"])
+    };
+    let (last, refused) = dials.split_last().expect("the appearance brought a dial");
+    assert_eq!(
+        log[reconnected]["conn"], last["conn"],
+        "the last dial connected"
+    );
+    assert!(
+        !refused.is_empty(),
+        "the first dial came after the listen: the bind-then-listen gap was not exercised ({} ms)",
+        LISTEN_GAP.as_millis()
+    );
+    let failures = failed_dial(refused[0]).expect("refused")["failures"].clone();
+    for (n, dial) in refused.iter().enumerate() {
+        let failed = failed_dial(dial).expect("each dial before the last failed");
+        let pause = REFUSED_PAUSE * 2u32.pow(n as u32);
+        assert_eq!(
+            (&failed["failures"], &failed["retry_in_ms"]),
+            (&failures, &json!(pause.as_millis() as u64)),
+            "refused after the appearance: tried again {} ms later, not counted as a failure: {failed}",
+            pause.as_millis()
+        );
+    }
+    assert!(
+        refused.len() <= REFUSED_RETRIES as usize,
+        "at most {REFUSED_RETRIES} quick retries: {refused:?}"
+    );
+    finish(w);
+}
+
+/// Between the steps of 3.3.0's start-up order on TCP: long enough for
+/// the watch to look at each step (it looks within milliseconds of a
+/// write).
+#[cfg(unix)]
+const TOKEN_THEN_PORT_PAUSE: Duration = Duration::from_millis(200);
+
+// Holds the stale port with a socket bound through nix, and relies on a
+// refused dial failing at once (Windows retries it for about two seconds).
+#[cfg(unix)]
+#[test]
+fn on_tcp_in_the_daemons_own_order_only_the_new_port_dials_and_once() {
+    use nix::sys::socket::{
+        AddressFamily, SockFlag, SockType, SockaddrIn, bind, getsockname, socket,
+    };
+    let dir = short_tempdir().expect("tempdir");
+    let base = dir.path().join("d.sock");
+    let daemon = FakeDaemon::spawn_on(&devkit::bins::fake_daemon_bin(), &base, Transport::Tcp)
+        .expect("fake daemon on TCP");
+    // The port from the port file beside the socket path, as on Windows.
+    let mut w = wrapper_for(&daemon, &base, &[("IAI_DAEMON_TRANSPORT", "tcp")]);
+    daemon.down().expect("down");
+    let quiet = nth_event(&w, "endpoint_awaited", 1);
+
+    // The previous run's port file, left behind as 3.3.0 leaves it,
+    // naming a port bound where nothing listens: a dial there is refused.
+    let stale = socket(
+        AddressFamily::Inet,
+        SockType::Stream,
+        SockFlag::empty(),
+        None,
+    )
+    .expect("socket");
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stale);
+    bind(fd, &SockaddrIn::new(127, 0, 0, 1, 0)).expect("bind");
+    let stale_port = getsockname::<SockaddrIn>(fd).expect("address").port();
+    let written = events(&w).len();
+    std::fs::write(with_suffix(&base, ".port"), format!("{stale_port}\n"))
+        .expect("the stale port file");
+    let seen_stale = next_event(&w, "endpoint_looked", written, |e| e["ready"] == false);
+
+    daemon
+        .up_in(StartupOrder::TokenThenPort {
+            pause: TOKEN_THEN_PORT_PAUSE,
+        })
+        .expect("up in 3.3.0's order");
+    let appeared = next_event(&w, "endpoint_appeared", seen_stale, |_| true);
+    assert!(
+        events(&w)[seen_stale..appeared]
+            .iter()
+            .any(|e| e["event"] == "endpoint_looked" && e["ready"] == true && e["news"] == false),
+        "the token written beside the stale port was looked at, and was no news"
+    );
+    let reconnected = next_event(&w, "connected", appeared, |e| e["reconnect"] == true);
+    let log = events(&w);
+    assert_eq!(
+        dials_between(&w, quiet, appeared),
+        0,
+        "no dial before the new port was written"
+    );
+    assert_eq!(
+        dials_between(&w, appeared, reconnected),
+        1,
+        "one dial, when the new port was written"
+    );
+    assert!(
+        log[quiet..reconnected]
+            .iter()
+            .all(|e| e["event"] != "connect_failed"),
+        "no dial failed: the stale port was never dialled"
+    );
+    assert_eq!(ok_method(&topology(&mut w)), "topology");
+    drop(stale);
     finish(w);
 }
 

@@ -2,7 +2,6 @@
 //! the harness are linked once: a module per area, each driving the real
 //! binaries through the harness. The bridge model checker keeps its own
 //! binary (`tests/interleavings/`): it runs without the libtest harness.
-
 //!
 //! The fake daemon listens as the real one does on the system the tests run
 //! on (`harness::Transport::native`): a Unix socket, or TCP with its port

@@ -14,7 +14,7 @@ mod surface;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Args;
 use devkit::bins::{self, error_chain};
 use kits::e2e::Release;
 
@@ -23,8 +23,7 @@ use surface::{SurfaceConfig, run_surface};
 /// Show how an iai-pme release's tool surface differs from the wrapper's
 /// table (wrapper/src/tools/surface.json), as that release's own Node
 /// wrapper lists it; --write makes the table that release's.
-#[derive(Debug, Parser)]
-#[command(name = "cargo xtask surface", bin_name = "cargo xtask surface")]
+#[derive(Debug, Args)]
 pub struct SurfaceArgs {
     /// The iai-pme release to compare with (installed alone, without its
     /// dependencies, in target/surface/VERSION/venv).

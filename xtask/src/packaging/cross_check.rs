@@ -294,6 +294,7 @@ fn wrapper_tests(wrapper: &Path) -> Result<Row, DistError> {
     let mut command = Command::new(cargo);
     command
         .arg("test")
+        .arg("--locked")
         .arg("--manifest-path")
         .arg(bins::workspace_root().join("Cargo.toml"))
         .args(["-p", "iai-mcp-wrapper", "--tests", "--no-fail-fast"])

@@ -5,7 +5,6 @@ use std::fmt::Write;
 
 use devkit::format::escape_markup as escape;
 
-use super::kind_label;
 use crate::score::{Cell, Scorecard};
 
 /// The page.
@@ -31,7 +30,7 @@ pub fn page(card: &Scorecard) -> String {
             out,
             "<tr><td>{}</td><td class=\"kind\">{}</td>",
             escape(row.title),
-            kind_label(row.kind)
+            row.kind.label()
         );
         for cell in &row.cells {
             out.push_str(&cell_html(cell));

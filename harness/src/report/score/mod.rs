@@ -80,14 +80,6 @@ impl Scorecard {
     }
 }
 
-/// How a property's kind reads in the table and the page.
-fn kind_label(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Contract => "contract",
-        Kind::Policy => "policy",
-    }
-}
-
 impl fmt::Display for Scorecard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut header = vec!["property".to_owned(), "kind".to_owned()];
@@ -96,7 +88,7 @@ impl fmt::Display for Scorecard {
             .rows
             .iter()
             .map(|row| {
-                let mut cells = vec![row.title.to_owned(), kind_label(row.kind).to_owned()];
+                let mut cells = vec![row.title.to_owned(), row.kind.label().to_owned()];
                 cells.extend(row.cells.iter().map(Cell::verdict));
                 cells
             })

@@ -13,9 +13,8 @@ use devkit::bins::error_chain;
 use devkit::tempdir::{short_tempdir, socket_path_in};
 use serde_json::{Value, json};
 
-use super::{
-    PROTOCOL_VERSION, RaceConfig, RaceOutcome, RaceReport, SchemaCheck, SecondDrop, TOOL, classify,
-};
+use super::config::{EOF_EXIT_BOUND, PROTOCOL_VERSION, RaceConfig, TOOL};
+use super::report::{RaceOutcome, RaceReport, SchemaCheck, SecondDrop, classify};
 use crate::client::{ClientError, DEFAULT_TIMEOUT, initialize_params};
 use crate::daemon::FakeDaemon;
 use crate::error::HarnessError;
@@ -174,54 +173,18 @@ fn race(
         next_id: 0,
         stop,
     };
-
-    let timeout = cfg.call_timeout;
-    requests.step("initialize", |r| r.initialize(DEFAULT_TIMEOUT))?;
-    let list = |r: &mut Requests<'_>| r.request("tools/list", json!({}), timeout);
-    let listed = requests.step("tools/list", list)?;
-    let schema = OutputSchema::of_tool(&listed, TOOL)
-        .map_err(|e| precondition(requests.wrapper, "compiling the listed outputSchema", &e))?;
-    let baseline = requests.step("the baseline tools/call", |r| r.call_tool(timeout))?;
-    if classify(&baseline) != RaceOutcome::Ok {
-        let what = format!("it did not succeed: {baseline}");
-        return Err(precondition(requests.wrapper, "the baseline tools/call", &what).into());
-    }
-
+    let (schema, baseline) = prepare(&mut requests, cfg.call_timeout)?;
     let first = round(&mut requests, &daemon, cfg)?;
     let second_drop = match (&first.recovery, cfg.second_drop) {
-        (Some(_), true) => {
-            let second = round(&mut requests, &daemon, cfg)?;
-            Some(SecondDrop {
-                outcome: second.outcome,
-                racing_response: second.racing_response,
-                served_after: second.recovery.is_some(),
-                conns_after: second.conns_after,
-            })
-        }
+        (Some(_), true) => Some(round(&mut requests, &daemon, cfg)?.into_second_drop()),
         _ => None,
     };
-
     let output_schema = schema.map(|schema| {
         let results = [Some(&baseline), first.racing_response.as_ref()];
-        let ok = results
-            .into_iter()
-            .flatten()
-            .filter(|r| classify(r) == RaceOutcome::Ok);
-        let checked: Vec<Result<(), String>> = ok.map(|result| schema.check(result)).collect();
-        SchemaCheck {
-            validated: checked.len() as u32,
-            mismatch: checked.into_iter().find_map(Result::err),
-        }
+        schema_check(&schema, results.into_iter().flatten())
     });
     let defects = wrapper.defects();
-    // The end of the session, as a client ends it: stdin closes, and the
-    // wrapper must exit by itself (the guards kill it if it does not).
-    wrapper.close_stdin();
-    let closed_at = Instant::now();
-    let exit_after_eof = wrapper
-        .wait_exit(EOF_EXIT_BOUND)
-        .ok()
-        .map(|_| closed_at.elapsed());
+    let exit_after_eof = exit_after_eof(&mut wrapper);
     let failed = first.outcome != RaceOutcome::Ok
         || first.recovery.is_none()
         || second_drop
@@ -247,9 +210,50 @@ fn race(
     })
 }
 
-/// How long a wrapper may take to exit once its stdin closed before the
-/// run records that it did not.
-pub const EOF_EXIT_BOUND: Duration = Duration::from_secs(3);
+/// What comes before the race: `initialize`, `tools/list` (the tool's
+/// `outputSchema`, if it has one) and a baseline call, which must
+/// succeed, else nothing is measured.
+fn prepare(
+    requests: &mut Requests<'_>,
+    timeout: Duration,
+) -> Result<(Option<OutputSchema>, Value), Interrupted> {
+    requests.step("initialize", |r| r.initialize(DEFAULT_TIMEOUT))?;
+    let list = |r: &mut Requests<'_>| r.request("tools/list", json!({}), timeout);
+    let listed = requests.step("tools/list", list)?;
+    let schema = OutputSchema::of_tool(&listed, TOOL)
+        .map_err(|e| precondition(requests.wrapper, "compiling the listed outputSchema", &e))?;
+    let baseline = requests.step("the baseline tools/call", |r| r.call_tool(timeout))?;
+    if classify(&baseline) != RaceOutcome::Ok {
+        let what = format!("it did not succeed: {baseline}");
+        return Err(precondition(requests.wrapper, "the baseline tools/call", &what).into());
+    }
+    Ok((schema, baseline))
+}
+
+/// The successful ones of `results` checked against `schema`.
+fn schema_check<'a>(
+    schema: &OutputSchema,
+    results: impl Iterator<Item = &'a Value>,
+) -> SchemaCheck {
+    let ok = results.filter(|r| classify(r) == RaceOutcome::Ok);
+    let checked: Vec<Result<(), String>> = ok.map(|result| schema.check(result)).collect();
+    SchemaCheck {
+        validated: checked.len() as u32,
+        mismatch: checked.into_iter().find_map(Result::err),
+    }
+}
+
+/// The end of the session, as a client ends it: stdin closes, and the
+/// wrapper must exit by itself within [`EOF_EXIT_BOUND`] (the guards kill
+/// it if it does not); how long it took.
+fn exit_after_eof(wrapper: &mut WrapperProcess) -> Option<Duration> {
+    wrapper.close_stdin();
+    let closed_at = Instant::now();
+    wrapper
+        .wait_exit(EOF_EXIT_BOUND)
+        .ok()
+        .map(|_| closed_at.elapsed())
+}
 
 /// One drop and what followed it.
 struct Round {
@@ -258,6 +262,18 @@ struct Round {
     racing_response: Option<Value>,
     recovery: Option<Recovery>,
     conns_after: Option<u32>,
+}
+
+impl Round {
+    /// This round, as the second drop of a run.
+    fn into_second_drop(self) -> SecondDrop {
+        SecondDrop {
+            outcome: self.outcome,
+            racing_response: self.racing_response,
+            served_after: self.recovery.is_some(),
+            conns_after: self.conns_after,
+        }
+    }
 }
 
 /// How the wrapper recovered after a drop.

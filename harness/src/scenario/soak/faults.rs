@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::daemon::FakeDaemon;
+use crate::daemon::{Command, FakeDaemon};
 use crate::error::HarnessError;
 use crate::random::Rng;
 use crate::scenario::live::write_serde_name;
@@ -108,7 +108,7 @@ pub(crate) struct Schedule {
     /// Faults injected, by kind (lasting episodes and instant faults, nested
     /// ones included).
     pub(crate) counts: BTreeMap<FaultKind, u64>,
-    /// The most recent commands, as `<seconds since start> <command>`.
+    /// The most recent commands, as `<seconds since start> s <command>`.
     recent: Vec<String>,
 }
 
@@ -199,17 +199,23 @@ impl Schedule {
     fn begin(&mut self, daemon: &FakeDaemon, kind: FaultKind) -> Result<(), HarnessError> {
         *self.counts.entry(kind).or_default() += 1;
         let command = match kind {
-            FaultKind::Delay => {
-                let ms = self.rng.between(self.bounds.base_delay_ms + 10, 400);
-                format!("DELAY {ms}")
-            }
-            FaultKind::Garbage => format!("GARBAGE {}", self.rng.between(1, 8)),
-            FaultKind::Slice => format!("SLICE {}", self.rng.between(1, 256)),
-            FaultKind::DownUp => "DOWN".to_owned(),
-            // DROP, HANG, CUT, STRAY, DUPLICATE: the kind's name.
-            _ => kind.to_string().to_uppercase(),
+            FaultKind::Drop => Command::Drop,
+            FaultKind::Delay => Command::Delay {
+                ms: self.rng.between(self.bounds.base_delay_ms + 10, 400),
+            },
+            FaultKind::Hang => Command::Hang,
+            FaultKind::Garbage => Command::Garbage {
+                lines: self.rng.between(1, 8) as u32,
+            },
+            FaultKind::Slice => Command::Slice {
+                bytes: self.rng.between(1, 256) as usize,
+            },
+            FaultKind::Cut => Command::Cut,
+            FaultKind::DownUp => Command::Down,
+            FaultKind::Stray => Command::Stray,
+            FaultKind::Duplicate => Command::Duplicate,
         };
-        self.send(daemon, &command)
+        self.send(daemon, command)
     }
 
     /// Undoes the lasting fault in force now, if any, and holds the next
@@ -229,18 +235,20 @@ impl Schedule {
 
     fn undo(&mut self, daemon: &FakeDaemon, kind: FaultKind) -> Result<(), HarnessError> {
         let command = match kind {
-            FaultKind::Delay => format!("DELAY {}", self.bounds.base_delay_ms),
-            FaultKind::Hang => "RESUME".to_owned(),
-            FaultKind::Slice => "SLICE 0".to_owned(),
-            FaultKind::DownUp => "UP".to_owned(),
+            FaultKind::Delay => Command::Delay {
+                ms: self.bounds.base_delay_ms,
+            },
+            FaultKind::Hang => Command::Resume,
+            FaultKind::Slice => Command::Slice { bytes: 0 },
+            FaultKind::DownUp => Command::Up { order: None },
             _ => return Ok(()),
         };
-        self.send(daemon, &command)
+        self.send(daemon, command)
     }
 
-    /// Sends `command` and expects its acknowledgement (`DROPPED` for
-    /// `DROP`, else `OK <command>`), remembering it among the recent ones.
-    fn send(&mut self, daemon: &FakeDaemon, command: &str) -> Result<(), HarnessError> {
+    /// Sends `command` and expects it carried out, remembering it among the
+    /// recent ones.
+    fn send(&mut self, daemon: &FakeDaemon, command: Command) -> Result<(), HarnessError> {
         if self.recent.len() == RECENT_COMMANDS {
             self.recent.remove(0);
         }
@@ -248,10 +256,6 @@ impl Schedule {
             "{:.3} s {command}",
             self.started.elapsed().as_secs_f64()
         ));
-        let ack = match command {
-            "DROP" => "DROPPED".to_owned(),
-            _ => format!("OK {command}"),
-        };
-        daemon.expect_ack(command, &ack)
+        daemon.carry_out(command)
     }
 }

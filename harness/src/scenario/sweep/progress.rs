@@ -7,7 +7,9 @@ use std::time::Duration;
 use devkit::format::format_ms;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{RunEvent, SweepReport, Tally};
+use super::results::SweepReport;
+use super::runs::RunEvent;
+use crate::scenario::race::Tally;
 
 /// Receives the events of a sweep, on the thread that called
 /// [`run_sweep`](super::run_sweep). Every method does nothing by default.

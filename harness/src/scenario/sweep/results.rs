@@ -16,8 +16,10 @@ use std::time::Duration;
 use devkit::format::{serialize_ms, serialize_opt_ms};
 use serde::Serialize;
 
-use super::{Grid, Point, RunResult, Subject, SweepConfig};
+use super::config::{Point, SweepConfig};
+use super::runs::{Grid, RunResult};
 use crate::scenario::race::{RaceConfig, RaceOutcome, RaceSummary};
+use crate::wrapper::Subject;
 
 /// The `format` field of the JSON report.
 const REPORT_FORMAT: &str = "iai-mcp-race-sweep";

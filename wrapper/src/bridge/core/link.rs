@@ -2,7 +2,7 @@
 //! transitions between them that need nothing but the state itself.
 //!
 //! A transition consumes one state and builds the next; the bridge
-//! ([`super::Bridge`]) takes its state out, matches on it by value and puts
+//! ([`Bridge`](crate::bridge::Bridge)) takes its state out, matches on it by value and puts
 //! back whatever the match builds, so no state is ever asserted after the
 //! fact. Transitions that need the bridge (a fresh connection id, the
 //! backoff's jitter, the calls waiting) are the bridge's own methods.

@@ -24,6 +24,8 @@
 //!   transitions that need the bridge (a fresh connection id, the
 //!   backoff's jitter, the calls waiting). Each takes the state out,
 //!   matches on it by value and puts back the state it builds;
+//! - `state`: what the bridge holds, how one is made, and the one place a
+//!   call is answered;
 //! - `routing`: where a call goes when it arrives, and which call a line
 //!   from the daemon answers;
 //! - `calls`: the table of calls not yet answered, and how each waits.
@@ -42,49 +44,28 @@
 mod calls;
 mod link;
 mod routing;
+mod state;
 #[cfg(test)]
 mod tests;
 mod types;
 
-use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use self::calls::{Call, Calls, Phase, Wait};
+use self::calls::{Call, Phase, Wait};
 use self::link::{
     Appearance, Attempt, Awaiting, Connected, Connecting, Link, Outage, Pause, Proof, Retrying,
     Stop,
 };
 use self::routing::Route;
+pub use self::state::Bridge;
 use super::error::BridgeError;
-use super::policy::Policy;
-use super::wire::{self, DaemonResult};
+use super::wire;
 
 pub use self::types::{
     APPEARED_SPREAD, Access, Action, CallId, ConnId, ConnectFailure, Event, Failure, LinkStatus,
     PARSE_STREAK_LIMIT, PROVEN_AFTER, REFUSED_PAUSE, REFUSED_RETRIES, Request,
     WAITING_BACKOFF_STEPS, WATCHED_RETRIES, Watch,
 };
-
-/// The sans-IO bridge state machine. See the module documentation.
-#[derive(Debug, Clone)]
-pub struct Bridge {
-    policy: Policy,
-    endpoint: String,
-    link: Link,
-    next_conn: u64,
-    /// Connections established so far.
-    connects: u64,
-    /// Connect attempts that failed so far.
-    failed_attempts: u64,
-    /// Reconnects scheduled after lost connections (the pre-fix policy
-    /// allows one).
-    reconnects: u32,
-    calls: Calls,
-    rng: fastrand::Rng,
-    /// Whether the endpoint is watched.
-    watch: Watch,
-    actions: VecDeque<Action>,
-}
 
 /// How many calls a lost connection's loss settled, each way.
 struct Settled {
@@ -113,25 +94,6 @@ enum Lost {
 }
 
 impl Bridge {
-    /// A bridge following `policy`, dialling the daemon at `endpoint` (a
-    /// socket path or TCP address, used in error messages). `seed` drives
-    /// the backoff jitter, so a test can replay a run exactly.
-    pub fn new(policy: Policy, endpoint: impl Into<String>, seed: u64) -> Self {
-        Bridge {
-            policy,
-            endpoint: endpoint.into(),
-            link: Link::Idle,
-            next_conn: 0,
-            connects: 0,
-            failed_attempts: 0,
-            reconnects: 0,
-            calls: Calls::default(),
-            rng: fastrand::Rng::with_seed(seed),
-            watch: Watch::Unavailable,
-            actions: VecDeque::new(),
-        }
-    }
-
     /// Begin the first connect attempt (the boot probe).
     pub fn start(&mut self) {
         if matches!(self.link, Link::Idle) {
@@ -244,16 +206,11 @@ impl Bridge {
             }
         };
         self.failed_attempts += 1;
-        let Connecting {
-            attempt,
-            outage,
-            appeared,
-        } = connecting;
         let error = failure.message().to_owned();
         // Refused just after the endpoint appeared: a daemon between its
         // bind and its listen. Made again in a few milliseconds, and not
         // counted as a failure, a few times.
-        let refused_again = match (&failure, attempt.answers) {
+        let refused_again = match (&failure, connecting.attempt.answers) {
             (ConnectFailure::Refused(_), Some(appearance))
                 if appearance.refusals < REFUSED_RETRIES =>
             {
@@ -261,25 +218,57 @@ impl Bridge {
             }
             _ => None,
         };
-        if let Some(appearance) = refused_again {
-            let pause = REFUSED_PAUSE * 2u32.pow(appearance.refusals);
-            self.actions.push_back(Action::Report(Event::ConnectFailed {
-                conn,
-                failures: outage.failures,
-                error,
-                retry_in: Some(pause),
-            }));
-            self.link = Link::Retrying(Retrying {
-                at: now + pause,
-                pause: Pause::Appeared {
-                    appearance: Appearance {
-                        refusals: appearance.refusals + 1,
-                    },
-                },
-                outage,
-            });
-            return;
+        match refused_again {
+            Some(appearance) => self.retry_refusal(connecting.outage, appearance, conn, error, now),
+            None => self.after_connect_failure(connecting, conn, error, now),
         }
+    }
+
+    /// An attempt answering `appearance` was refused: made again after
+    /// [`REFUSED_PAUSE`], doubled at each refusal, without counting as a
+    /// failure of `outage`.
+    fn retry_refusal(
+        &mut self,
+        outage: Outage,
+        appearance: Appearance,
+        conn: ConnId,
+        error: String,
+        now: Instant,
+    ) {
+        let pause = REFUSED_PAUSE * 2u32.pow(appearance.refusals);
+        self.actions.push_back(Action::Report(Event::ConnectFailed {
+            conn,
+            failures: outage.failures,
+            error,
+            retry_in: Some(pause),
+        }));
+        self.link = Link::Retrying(Retrying {
+            at: now + pause,
+            pause: Pause::Appeared {
+                appearance: Appearance {
+                    refusals: appearance.refusals + 1,
+                },
+            },
+            outage,
+        });
+    }
+
+    /// An attempt failed and counts as a failure: the pre-fix bridge gives
+    /// up; an attempt that may have raced the daemon's bind is made again
+    /// within the spread; any other waits its backoff or the endpoint.
+    /// Calls that waited only for this attempt are answered another way.
+    fn after_connect_failure(
+        &mut self,
+        connecting: Connecting,
+        conn: ConnId,
+        error: String,
+        now: Instant,
+    ) {
+        let Connecting {
+            attempt,
+            outage,
+            appeared,
+        } = connecting;
         let outage = outage.after_failed_attempt(error.clone());
         let failures = outage.failures;
         // The pre-fix bridge made one reconnect attempt and gave up.
@@ -315,12 +304,17 @@ impl Bridge {
             Link::Awaiting(awaiting) => self.await_endpoint(awaiting),
             next => self.link = next,
         }
-        // Calls that only waited for this attempt are answered another way.
+        self.fail_calls_waiting_for_attempt(&error, now);
+    }
+
+    /// Calls that only waited for the attempt that just failed with
+    /// `error` are answered another way.
+    fn fail_calls_waiting_for_attempt(&mut self, error: &str, now: Instant) {
         for (id, since) in self.calls.waiting_for_next_attempt() {
             let error = BridgeError::ConnectWait {
                 endpoint: self.endpoint.clone(),
                 waited: now.saturating_duration_since(since),
-                last_error: Some(error.clone()),
+                last_error: Some(error.to_owned()),
             };
             self.finish(id, Err(error));
         }
@@ -823,33 +817,6 @@ impl Bridge {
         for id in self.calls.waiting() {
             self.finish(id, Err(error.clone()));
         }
-    }
-
-    /// Answer call `id` (if still pending) with `outcome`, stating on a
-    /// failure whether it was ever sent and whether the caller may answer
-    /// it another way. This is the one place that decides the write rule:
-    /// a write that reached a daemon connection is never handed on.
-    fn finish(&mut self, id: CallId, outcome: Result<DaemonResult, BridgeError>) {
-        let Some(call) = self.calls.remove(id) else {
-            return;
-        };
-        let outcome = outcome.map_err(|error| {
-            let sent = call.sends > 0;
-            let unreachable = match error {
-                BridgeError::Shutdown => false,
-                BridgeError::Timeout(_) => call.request.access == Access::Read,
-                ref e => e.is_unreachable(),
-            };
-            let fallback = call.request.fallback
-                && unreachable
-                && (call.request.access == Access::Read || !sent);
-            Failure {
-                error,
-                sent,
-                fallback,
-            }
-        });
-        self.actions.push_back(Action::Reply(id, outcome));
     }
 
     /// The earliest instant a call could bring the next attempt forward

@@ -5,8 +5,8 @@
 use serde_json::Value;
 use std::time::Instant;
 
-use super::Bridge;
 use super::link::{Link, Proof, StatusQuestion};
+use super::state::Bridge;
 use super::types::{Action, CallId, ConnId, Event, PARSE_STREAK_LIMIT};
 use crate::bridge::error::BridgeError;
 use crate::bridge::wire::{self, Reply};

@@ -1,7 +1,9 @@
 //! The bridge core's unit tests: every rule, one ordering of events at a time.
 
 use super::*;
+use crate::bridge::policy::Policy;
 use crate::bridge::policy::{Backoff, BridgeMode, Timings};
+use crate::bridge::wire::DaemonResult;
 use serde_json::{Value, json};
 
 const DELAY: Duration = Duration::from_millis(1000);

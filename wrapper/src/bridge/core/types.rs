@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-#[cfg(doc)]
-use super::Bridge;
 use crate::bridge::error::BridgeError;
 use crate::bridge::wire::DaemonResult;
 
@@ -83,7 +81,7 @@ impl ConnectFailure {
 /// Whether the driver watches the daemon's endpoint for its appearance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Watch {
-    /// A watch is armed: [`Bridge::endpoint_appeared`] will be reported, so
+    /// A watch is armed: [`Bridge::endpoint_appeared`](crate::bridge::Bridge::endpoint_appeared) will be reported, so
     /// an idle bridge need not dial on a timer.
     Armed,
     /// No watch could be set (or it was lost): dial on the backoff.
@@ -152,12 +150,12 @@ impl std::fmt::Display for Failure {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     /// Start a connect attempt (logged as `connect_attempt`); its end comes
-    /// back as [`Bridge::connected`] or [`Bridge::connect_failed`] with this
+    /// back as [`Bridge::connected`](crate::bridge::Bridge::connected) or [`Bridge::connect_failed`](crate::bridge::Bridge::connect_failed) with this
     /// id.
     Connect(ConnId),
     /// Write this line (newline included) on that connection. The driver
     /// queues it and writes everything queued in one turn together; a
-    /// write that fails comes back as [`Bridge::closed`].
+    /// write that fails comes back as [`Bridge::closed`](crate::bridge::Bridge::closed).
     Send(ConnId, Vec<u8>),
     /// Close that connection, or abandon that connect attempt (whose end
     /// is then never reported).
