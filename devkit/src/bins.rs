@@ -198,7 +198,7 @@ fn locate_uncached(bin: &WorkspaceBin) -> Result<PathBuf, DevkitError> {
         };
     }
     if let Some(path) = target_dir_of_current_exe()
-        .map(|dir| dir.join(bin.bin))
+        .map(|dir| dir.join(format!("{}{}", bin.bin, env::consts::EXE_SUFFIX)))
         .filter(|p| p.is_file())
     {
         return Ok(path);

@@ -49,6 +49,7 @@ pub enum DevkitError {
         detail: String,
     },
     /// Sending a signal failed.
+    #[cfg(unix)]
     #[error("cannot send {signal} to pid {pid}")]
     Signal {
         /// The target process.

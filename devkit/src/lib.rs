@@ -30,6 +30,8 @@ pub mod error;
 pub mod format;
 pub mod process;
 pub mod pyenv;
+// A child subreaper: prctl, waitpid and /proc, Unix only.
+#[cfg(unix)]
 pub mod reap;
 pub mod rows;
 pub mod shell;

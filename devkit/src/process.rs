@@ -10,19 +10,24 @@
 //! logs a lot never stalls on a full stderr pipe.
 
 use std::io::{self, Read, Write};
+#[cfg(unix)]
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+#[cfg(unix)]
 use nix::sys::signal::{kill, killpg};
+#[cfg(unix)]
 use nix::unistd::Pid;
 
 use crate::error::DevkitError;
 use crate::sync::lock;
 
-/// Unix signals, re-exported so callers need not depend on `nix`.
+/// Unix signals, re-exported so callers need not depend on `nix`. Windows
+/// has no signals to send: there a child is only killed.
+#[cfg(unix)]
 pub use nix::sys::signal::Signal;
 
 /// Upper bound of the back-off between two polls in [`ChildGuard::wait_timeout`].
@@ -95,10 +100,11 @@ impl ChildGuard {
         })
     }
 
-    /// Sends `signal` to the child.
+    /// Sends `signal` to the child (Unix only: Windows has no signals).
     ///
     /// Fails with [`DevkitError::AlreadyExited`] when the child has already
     /// exited: its pid is then free for reuse and must not be signalled.
+    #[cfg(unix)]
     pub fn signal(&mut self, signal: Signal) -> Result<(), DevkitError> {
         let pid = self.pid();
         if let Some(status) = self.try_wait()? {
@@ -144,8 +150,10 @@ pub struct GroupGuard {
 }
 
 impl GroupGuard {
-    /// Starts `command` as the leader of a new process group.
+    /// Starts `command` as the leader of a new process group (on Windows,
+    /// which has none of this kind, as a plain child).
     pub fn spawn(command: &mut Command) -> Result<Self, DevkitError> {
+        #[cfg(unix)]
         command.process_group(0);
         Ok(GroupGuard {
             child: ChildGuard::spawn(command)?,
@@ -171,11 +179,16 @@ impl GroupGuard {
     /// SIGKILL to the group. While any process is in the group its id
     /// is not given to another process, so this reaches only what the
     /// leader started, even once the leader itself has been reaped.
+    #[cfg(unix)]
     fn kill_group(&mut self) {
         if let Ok(pgid) = i32::try_from(self.child.pid()) {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
         }
     }
+
+    /// Windows: no group to kill; the leader is killed by [`ChildGuard`].
+    #[cfg(not(unix))]
+    fn kill_group(&mut self) {}
 }
 
 impl Drop for GroupGuard {

@@ -18,6 +18,25 @@ use crate::cleanenv::{CleanEnv, Client};
 use crate::command::run_within;
 use crate::error::DevkitError;
 
+/// The directory of a virtual environment's programs: `bin/`, or
+/// `Scripts\` on Windows, where `venv` and pip put them.
+pub fn venv_bin(root: &Path) -> PathBuf {
+    root.join(if cfg!(windows) { "Scripts" } else { "bin" })
+}
+
+/// A program of a virtual environment's (`python`, `pip`, a script pip
+/// installed), with the platform's executable suffix (`python.exe` on
+/// Windows).
+pub fn venv_program(root: &Path, name: &str) -> PathBuf {
+    venv_bin(root).join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// A virtual environment's interpreter: `bin/python`, or
+/// `Scripts\python.exe` on Windows.
+pub fn venv_python(root: &Path) -> PathBuf {
+    venv_program(root, "python")
+}
+
 /// How long [`run`] lets a command take.
 pub const DEFAULT_LIMIT: Duration = Duration::from_secs(600);
 /// How long creating a virtual environment may take.
@@ -156,7 +175,7 @@ pub fn installed(root: &Path) -> Result<Vec<(String, String)>, DevkitError> {
 /// `python -m pip` of the environment `root`, with the install
 /// environment: a scratch home beside `root`.
 pub fn pip(root: &Path) -> Command {
-    let mut pip = Command::new(root.join("bin/python"));
+    let mut pip = Command::new(venv_python(root));
     pip.args(["-m", "pip", "--disable-pip-version-check"]);
     install_env(root).apply(&mut pip);
     pip
@@ -228,7 +247,7 @@ pub const WHEEL_EXECUTABLE: &str = "iai-mcp-wrapper";
 
 /// Installs `wheel` (alone, from the file) into the environment `venv`,
 /// replacing any copy of the same version, and returns the wrapper
-/// executable it put in the environment's `bin/`.
+/// executable it put in the environment's `bin/` (`Scripts\` on Windows).
 pub fn install_wheel(venv: &Path, wheel: &Path) -> Result<PathBuf, DevkitError> {
     let mut pip = pip(venv);
     pip.args(["install", "--quiet"])
@@ -239,14 +258,14 @@ pub fn install_wheel(venv: &Path, wheel: &Path) -> Result<PathBuf, DevkitError> 
         &format!("installing {} into {}", wheel.display(), venv.display()),
         LOCAL_PIP_LIMIT,
     )?;
-    let binary = venv.join("bin").join(WHEEL_EXECUTABLE);
+    let binary = venv_program(venv, WHEEL_EXECUTABLE);
     if binary.is_file() {
         Ok(binary)
     } else {
         Err(DevkitError::Precondition(format!(
             "installing {} put no {WHEEL_EXECUTABLE} in {}",
             wheel.display(),
-            venv.join("bin").display()
+            venv_bin(venv).display()
         )))
     }
 }
@@ -254,6 +273,25 @@ pub fn install_wheel(venv: &Path, wheel: &Path) -> Result<PathBuf, DevkitError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn programs_are_where_venv_puts_them_on_this_platform() {
+        let root = Path::new("env");
+        let python = venv_python(root);
+        if cfg!(windows) {
+            assert_eq!(python, root.join("Scripts").join("python.exe"));
+            assert_eq!(
+                venv_program(root, WHEEL_EXECUTABLE),
+                root.join("Scripts").join("iai-mcp-wrapper.exe")
+            );
+        } else {
+            assert_eq!(python, root.join("bin").join("python"));
+            assert_eq!(
+                venv_program(root, WHEEL_EXECUTABLE),
+                root.join("bin").join("iai-mcp-wrapper")
+            );
+        }
+    }
 
     #[test]
     fn exact_pins_are_read_as_pip_names_them() {

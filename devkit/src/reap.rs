@@ -13,6 +13,9 @@
 //! the command started can outlive it: whatever leaves the tree comes back
 //! to it as an orphan.
 //!
+//! Linux only at run time (`prctl`); it compiles on every Unix, and the
+//! subreaper says why it cannot start elsewhere. Not built on Windows.
+//!
 //! [`Reaped`] is the owner's side: the subreaper started with a control
 //! pipe, in a process group of its own (killed too, should the subreaper
 //! not finish in time), and [`run_within`], a command run to completion
@@ -78,7 +81,7 @@ pub fn serve(args: &[OsString]) -> ExitCode {
         eprintln!("devkit-subreaper: usage: devkit-subreaper PROGRAM [ARG]...");
         return ExitCode::from(125);
     };
-    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+    if let Err(e) = become_subreaper() {
         eprintln!("devkit-subreaper: cannot become a child subreaper: {e}");
         return ExitCode::from(125);
     }
@@ -123,6 +126,19 @@ fn wait_for(command: Pid) -> u8 {
             Ok(_) | Err(_) => {}
         }
     }
+}
+
+/// Marks this process a child subreaper (`prctl(PR_SET_CHILD_SUBREAPER)`).
+#[cfg(target_os = "linux")]
+fn become_subreaper() -> Result<(), String> {
+    nix::sys::prctl::set_child_subreaper(true).map_err(|e| e.to_string())
+}
+
+/// Other systems have no child subreaper of this kind (the hosts kit that
+/// needs one runs on Linux).
+#[cfg(not(target_os = "linux"))]
+fn become_subreaper() -> Result<(), String> {
+    Err("child subreapers are Linux's (prctl PR_SET_CHILD_SUBREAPER)".to_owned())
 }
 
 /// Kills every process below this one and reaps them all: each killed

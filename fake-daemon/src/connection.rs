@@ -25,7 +25,9 @@ use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::TcpStream;
+#[cfg(unix)]
+use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -143,6 +145,7 @@ pub(crate) trait Socket: Send + 'static {
     fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
 }
 
+#[cfg(unix)]
 impl Socket for UnixStream {
     type Read<'a> = tokio::net::unix::ReadHalf<'a>;
     type Write<'a> = tokio::net::unix::WriteHalf<'a>;

@@ -92,9 +92,14 @@ impl Endpoint {
             return Ok(());
         }
         match (self.tcp, order) {
+            #[cfg(unix)]
             (false, StartupOrder::AtOnce) => self.unix_at_once(shared),
+            #[cfg(unix)]
             (false, StartupOrder::ListenAfter { gap }) => self.unix_listen_after(gap, shared).await,
+            #[cfg(unix)]
             (false, order @ StartupOrder::TokenThenPort { .. }) => Err(BindError::TcpOnly(order)),
+            #[cfg(not(unix))]
+            (false, _) => Err(BindError::NoUnixSockets(self.path.clone())),
             (true, StartupOrder::AtOnce) => self.tcp_at_once(shared),
             (true, StartupOrder::ListenAfter { gap }) => self.tcp_listen_after(gap, shared).await,
             (true, StartupOrder::TokenThenPort { pause }) => {
@@ -132,6 +137,7 @@ impl Endpoint {
     }
 
     /// `at-once` on a Unix socket: bind and listen in one step.
+    #[cfg(unix)]
     fn unix_at_once(&mut self, shared: &Arc<Shared>) -> Result<(), BindError> {
         let (listener, socket) = listener::bind(&self.path)?;
         self.state = State::Bound(Bound::Unix(socket));
@@ -140,6 +146,7 @@ impl Endpoint {
     }
 
     /// `listen-after` on a Unix socket: bind, wait `gap`, listen.
+    #[cfg(unix)]
     async fn unix_listen_after(
         &mut self,
         gap: Duration,
@@ -265,6 +272,7 @@ fn adopt<S: Socket>(shared: &Arc<Shared>, stream: S) {
 async fn accept_loop(listener: Listener, shared: Arc<Shared>) {
     loop {
         match listener.accept().await {
+            #[cfg(unix)]
             Ok(Accepted::Unix(stream)) => adopt(&shared, stream),
             Ok(Accepted::Tcp(stream)) => {
                 let task = tokio::spawn(authenticate(stream, Arc::clone(&shared)));

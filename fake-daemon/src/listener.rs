@@ -9,17 +9,24 @@
 //!   (mode 0600) at every bind, both removed on the way out. Every TCP
 //!   connection must send the token as its first line.
 //!
+//! Windows has no Unix sockets in tokio: there only TCP binds (`--tcp`), as
+//! iai-mcp's daemon does there, and asking for a Unix socket fails with
+//! [`BindError::NoUnixSockets`].
+//!
 //! Binding and listening are separate steps here, so that a start-up order
 //! can pause between them ([`crate::endpoint`]).
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use fake_daemon_control::StartupOrder;
 use thiserror::Error;
-use tokio::net::{TcpListener, TcpSocket, TcpStream, UnixListener, UnixSocket, UnixStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+#[cfg(unix)]
+use tokio::net::{UnixListener, UnixSocket, UnixStream};
 
 /// How many connections may wait to be accepted when the daemon listens
 /// after a pause (a herd of wrappers dials at once); the system caps it at
@@ -97,6 +104,12 @@ pub enum BindError {
         /// The cause.
         source: io::Error,
     },
+    /// A Unix socket was asked for where there are none (Windows).
+    #[error(
+        "cannot bind {}: no Unix sockets on this system; listen on TCP (--tcp) as iai-mcp does here",
+        .0.display()
+    )]
+    NoUnixSockets(PathBuf),
     /// The socket's mode could not be set to 0600.
     #[error("cannot set mode 0600 on {}: {source}", path.display())]
     Chmod {
@@ -126,12 +139,14 @@ pub fn check_socket_path(path: &Path) -> Result<(), SocketPathError> {
 /// The socket file this process bound, identified by device and inode so
 /// that [`BoundSocket::unlink`] never removes a socket somebody else bound at
 /// the same path later.
+#[cfg(unix)]
 #[derive(Debug)]
 pub(crate) struct BoundSocket {
     path: PathBuf,
     identity: Option<(u64, u64)>,
 }
 
+#[cfg(unix)]
 impl BoundSocket {
     /// Removes the socket file if it is still the one bound here.
     pub(crate) fn unlink(&self) {
@@ -149,6 +164,7 @@ impl BoundSocket {
 /// Binds `path` and listens: removes a stale socket there, binds and
 /// listens in one step, and sets mode 0600 like the real daemon. Must run
 /// inside a Tokio runtime.
+#[cfg(unix)]
 pub(crate) fn bind(path: &Path) -> Result<(UnixListener, BoundSocket), BindError> {
     clear_the_way(path)?;
     let listener = UnixListener::bind(path).map_err(|source| BindError::Bind {
@@ -160,6 +176,7 @@ pub(crate) fn bind(path: &Path) -> Result<(UnixListener, BoundSocket), BindError
 
 /// Binds `path` without listening (a dial now is refused), like [`bind`]
 /// otherwise; [`listen_unix`] listens. Must run inside a Tokio runtime.
+#[cfg(unix)]
 pub(crate) fn bind_unlistened(path: &Path) -> Result<(UnixSocket, BoundSocket), BindError> {
     clear_the_way(path)?;
     let bind_err = |source| BindError::Bind {
@@ -172,6 +189,7 @@ pub(crate) fn bind_unlistened(path: &Path) -> Result<(UnixSocket, BoundSocket), 
 }
 
 /// Listens on a socket [`bind_unlistened`] bound at `path`.
+#[cfg(unix)]
 pub(crate) fn listen_unix(socket: UnixSocket, path: &Path) -> Result<UnixListener, BindError> {
     socket.listen(BACKLOG).map_err(|source| BindError::Listen {
         path: path.to_owned(),
@@ -181,6 +199,7 @@ pub(crate) fn listen_unix(socket: UnixSocket, path: &Path) -> Result<UnixListene
 
 /// Checks `path` and removes a stale socket there; anything else in the
 /// way is refused.
+#[cfg(unix)]
 fn clear_the_way(path: &Path) -> Result<(), BindError> {
     check_socket_path(path)?;
     match std::fs::symlink_metadata(path) {
@@ -197,6 +216,7 @@ fn clear_the_way(path: &Path) -> Result<(), BindError> {
 
 /// Takes the socket file just bound at `path` as this process's, and sets
 /// its mode to 0600.
+#[cfg(unix)]
 fn claim(path: &Path) -> Result<BoundSocket, BindError> {
     let identity = std::fs::symlink_metadata(path)
         .ok()
@@ -219,6 +239,7 @@ fn claim(path: &Path) -> Result<BoundSocket, BindError> {
 #[derive(Debug)]
 pub(crate) enum Listener {
     /// A Unix socket.
+    #[cfg(unix)]
     Unix(UnixListener),
     /// Loopback TCP.
     Tcp(TcpListener),
@@ -228,6 +249,7 @@ pub(crate) enum Listener {
 #[derive(Debug)]
 pub(crate) enum Accepted {
     /// On the Unix socket.
+    #[cfg(unix)]
     Unix(UnixStream),
     /// On TCP, token not yet checked.
     Tcp(TcpStream),
@@ -237,6 +259,7 @@ impl Listener {
     /// The next connection.
     pub(crate) async fn accept(&self) -> io::Result<Accepted> {
         match self {
+            #[cfg(unix)]
             Listener::Unix(l) => l.accept().await.map(|(s, _)| Accepted::Unix(s)),
             Listener::Tcp(l) => l.accept().await.map(|(s, _)| {
                 let _ = s.set_nodelay(true);
@@ -295,6 +318,7 @@ impl TcpFiles {
 #[derive(Debug)]
 pub(crate) enum Bound {
     /// The Unix socket file.
+    #[cfg(unix)]
     Unix(BoundSocket),
     /// The TCP port and token files.
     Tcp(TcpFiles),
@@ -304,6 +328,7 @@ impl Bound {
     /// Removes what the bind created.
     pub(crate) fn unlink(&self) {
         match self {
+            #[cfg(unix)]
             Bound::Unix(socket) => socket.unlink(),
             Bound::Tcp(files) => files.unlink(),
         }
@@ -391,13 +416,13 @@ fn write_in_place(path: &Path, text: &str) -> Result<(), BindError> {
 }
 
 /// Opens `path` for writing (created with mode 0600, or emptied) and writes
-/// `text`.
+/// `text`. Windows has no mode bits: there the directory's access decides.
 fn write_private(path: &Path, text: &str) -> io::Result<()> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    options
         .open(path)
         .and_then(|mut file| file.write_all(text.as_bytes()))
 }

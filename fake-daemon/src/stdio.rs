@@ -1,16 +1,17 @@
 //! The binary's behaviour around a [`FakeDaemon`]: `BOUND` and the command
-//! acknowledgements on stdout, commands from stdin, and SIGTERM/SIGINT.
+//! acknowledgements on stdout, commands from stdin, and SIGTERM/SIGINT
+//! (Ctrl-C and Ctrl-Break on Windows).
 //!
 //! Stdin is read by a plain thread, because a blocking read cannot be
 //! cancelled and the daemon must be able to exit while one is in progress.
 //! End of stdin stops command reading only; the daemon serves on until
 //! `QUIT` or a signal.
 
+use std::future::Future;
 use std::io::{BufRead, Write};
 
 use fake_daemon_control::{Ack, BOUND, Command};
 use thiserror::Error;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::listener::BindError;
@@ -39,14 +40,7 @@ pub enum RunError {
 /// signal during the start-up stops it there, as cleanly).
 pub async fn run(config: Config) -> Result<(), RunError> {
     // Handlers first, so a signal sent as soon as BOUND appears is handled.
-    let mut terminate = install(SignalKind::terminate(), "SIGTERM")?;
-    let mut interrupt = install(SignalKind::interrupt(), "SIGINT")?;
-    let stop = async move {
-        tokio::select! {
-            _ = terminate.recv() => {}
-            _ = interrupt.recv() => {}
-        }
-    };
+    let stop = stop_signals()?;
     tokio::pin!(stop);
 
     let mut daemon = tokio::select! {
@@ -81,10 +75,44 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     Ok(())
 }
 
-fn install(kind: SignalKind, name: &'static str) -> Result<tokio::signal::unix::Signal, RunError> {
-    signal(kind).map_err(|source| RunError::Signal {
-        signal: name,
+/// Installs the handlers now; the future completes at SIGTERM or SIGINT.
+#[cfg(unix)]
+fn stop_signals() -> Result<impl Future<Output = ()>, RunError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let install = |kind: SignalKind, name: &'static str| {
+        signal(kind).map_err(|source| RunError::Signal {
+            signal: name,
+            source,
+        })
+    };
+    let mut terminate = install(SignalKind::terminate(), "SIGTERM")?;
+    let mut interrupt = install(SignalKind::interrupt(), "SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = terminate.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    })
+}
+
+/// Installs the handlers now; the future completes at Ctrl-C or
+/// Ctrl-Break, Windows' console signals (it has no SIGTERM to catch).
+#[cfg(windows)]
+fn stop_signals() -> Result<impl Future<Output = ()>, RunError> {
+    use tokio::signal::windows::{ctrl_break, ctrl_c};
+    let mut interrupt = ctrl_c().map_err(|source| RunError::Signal {
+        signal: "Ctrl-C",
         source,
+    })?;
+    let mut brk = ctrl_break().map_err(|source| RunError::Signal {
+        signal: "Ctrl-Break",
+        source,
+    })?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = brk.recv() => {}
+        }
     })
 }
 

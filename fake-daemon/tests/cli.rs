@@ -5,6 +5,11 @@
 //! line, a reply, end of file, or a report (`SEEN`, `STATS`) polled until it
 //! shows the expected state. Read timeouts are only a safety net so that a
 //! broken daemon fails a test instead of hanging it.
+//!
+//! Unix only: the daemon's Unix socket is what most of them talk to (the
+//! TCP listener, Windows' only one, is driven there by the wrapper's `tcp`
+//! tests through the harness).
+#![cfg(unix)]
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::unix::fs::PermissionsExt;

@@ -16,7 +16,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use devkit::bins;
-use devkit::process::{CapturedOutput, ChildGuard, Signal};
+#[cfg(unix)]
+use devkit::process::Signal;
+use devkit::process::{CapturedOutput, ChildGuard};
 use devkit::sync::lock;
 use fake_daemon_control::reports::{AcceptTimes, SeenReport};
 pub use fake_daemon_control::reports::{LoggedRequest, RequestLog};
@@ -33,17 +35,35 @@ pub const BIND_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for the acknowledgement of a command.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How the fake daemon listens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+/// How the fake daemon listens. The default is [`Transport::native`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Transport {
     /// A Unix socket (the daemon's own choice where there are Unix
     /// sockets).
-    #[default]
     Unix,
     /// Loopback TCP with a token (the daemon's choice elsewhere), with its
     /// port and token files beside the socket path.
     Tcp,
+}
+
+impl Transport {
+    /// How iai-mcp's daemon listens on this system: a Unix socket, or TCP
+    /// with its port and token files on Windows, which has no Unix sockets
+    /// (the wrapper's own default there too).
+    pub const fn native() -> Self {
+        if cfg!(windows) {
+            Transport::Tcp
+        } else {
+            Transport::Unix
+        }
+    }
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Self::native()
+    }
 }
 
 impl std::fmt::Display for Transport {
@@ -158,9 +178,14 @@ pub struct FakeDaemon {
 
 impl FakeDaemon {
     /// Starts the fake daemon (found by [`bins::try_fake_daemon_bin`]) on
-    /// `socket_path` and waits until it prints `BOUND`.
+    /// `socket_path` the way the real daemon listens on this system
+    /// ([`Transport::native`]) and waits until it prints `BOUND`.
     pub fn spawn(socket_path: &Path) -> Result<Self, HarnessError> {
-        Self::spawn_on(&bins::try_fake_daemon_bin()?, socket_path, Transport::Unix)
+        Self::spawn_on(
+            &bins::try_fake_daemon_bin()?,
+            socket_path,
+            Transport::native(),
+        )
     }
 
     /// Starts the fake daemon binary `program` listening on `transport`
@@ -507,7 +532,8 @@ impl FakeDaemon {
     }
 
     /// Sends `signal` to the daemon (SIGTERM and SIGINT make it remove its
-    /// socket file and exit).
+    /// socket file and exit). Unix only: Windows has no signals to send.
+    #[cfg(unix)]
     pub fn signal(&self, signal: Signal) -> Result<(), HarnessError> {
         Ok(lock(&self.child).signal(signal)?)
     }

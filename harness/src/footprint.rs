@@ -7,7 +7,6 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-use nix::unistd::{SysconfVar, sysconf};
 use serde::Serialize;
 
 /// Resident memory and open file descriptors of a process, read from
@@ -39,14 +38,48 @@ pub(crate) fn growth(start: Option<u64>, end: Option<u64>) -> Option<i64> {
 }
 
 /// Whether process `pid` has ended: gone, or a zombie waiting for its
-/// parent to reap it.
+/// parent to reap it. Read from `/proc` on Linux; elsewhere from what the
+/// system's process lister says (`ps`, or `tasklist` on Windows), since
+/// there is no `/proc` to read.
 pub fn has_ended(pid: u32) -> bool {
-    match fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    if cfg!(target_os = "linux") {
+        match fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    } else {
+        listed_as_ended(pid)
+    }
+}
+
+/// [`has_ended`] without `/proc`: `ps -o stat= -p PID` prints nothing for
+/// a process that is gone and a state starting with `Z` for a zombie;
+/// Windows' `tasklist` lists a live process's pid in quotes. A lister that
+/// cannot be run says nothing, so the process is taken to be alive.
+fn listed_as_ended(pid: u32) -> bool {
+    use std::process::{Command, Stdio};
+    let mut command = if cfg!(windows) {
+        let mut c = Command::new("tasklist");
+        c.args(["/FO", "CSV", "/NH", "/FI"])
+            .arg(format!("PID eq {pid}"));
+        c
+    } else {
+        let mut c = Command::new("ps");
+        c.args(["-o", "stat=", "-p"]).arg(pid.to_string());
+        c
+    };
+    let Ok(output) = command.stdin(Stdio::null()).stderr(Stdio::null()).output() else {
+        return false;
+    };
+    let listed = String::from_utf8_lossy(&output.stdout);
+    if cfg!(windows) {
+        !listed.contains(&format!("\"{pid}\""))
+    } else {
+        let state = listed.trim();
+        state.is_empty() || state.starts_with('Z')
     }
 }
 
@@ -224,11 +257,19 @@ fn parse_stat_ticks(stat: &str) -> Option<(u64, u64)> {
     Some((utime, stime))
 }
 
+#[cfg(unix)]
 fn ticks_per_second() -> Option<f64> {
+    use nix::unistd::{SysconfVar, sysconf};
     match sysconf(SysconfVar::CLK_TCK) {
         Ok(Some(ticks)) if ticks > 0 => Some(ticks as f64),
         _ => None,
     }
+}
+
+/// No clock ticks to convert where there is no `/proc` to read them from.
+#[cfg(not(unix))]
+fn ticks_per_second() -> Option<f64> {
+    None
 }
 
 /// How busy each process was during a phase, in percent of one core
@@ -380,6 +421,21 @@ mod tests {
     fn growth_is_signed() {
         assert_eq!(growth(Some(10), Some(4)), Some(-6));
         assert_eq!(growth(None, Some(4)), None);
+    }
+
+    #[test]
+    fn a_live_process_has_not_ended_and_a_reaped_one_has() {
+        assert!(!has_ended(std::process::id()));
+        assert!(!listed_as_ended(std::process::id()));
+        let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .arg("--list")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("the test binary starts");
+        let pid = child.id();
+        child.wait().expect("reaped");
+        assert!(has_ended(pid));
+        assert!(listed_as_ended(pid));
     }
 
     #[cfg(target_os = "linux")]

@@ -39,6 +39,7 @@ pub mod wrapper;
 
 pub use client::{ClientError, McpClient};
 pub use daemon::{DaemonEndpoint, FakeDaemon, StatsSnapshot, Transport};
+#[cfg(unix)]
 pub use devkit::process::Signal;
 pub use error::HarnessError;
 pub use scenario::down_up::{DownUpConfig, DownUpReport, run_down_up};

@@ -16,7 +16,9 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use devkit::bins;
-use devkit::process::{CapturedOutput, ChildGuard, Signal};
+#[cfg(unix)]
+use devkit::process::Signal;
+use devkit::process::{CapturedOutput, ChildGuard};
 use devkit::shell::{env_assignment, split_words};
 use devkit::tempdir::short_tempdir;
 use serde::Serialize;
@@ -366,6 +368,8 @@ impl WrapperProcess {
     }
 
     /// Sends `signal` to the wrapper (refused once it has been reaped).
+    /// Unix only: Windows has no signals to send.
+    #[cfg(unix)]
     pub fn signal(&mut self, signal: Signal) -> Result<(), HarnessError> {
         Ok(self.guard.signal(signal)?)
     }

@@ -129,7 +129,8 @@ pub fn try_lock_exclusive(path: &Path) -> std::io::Result<Option<LockedFile>> {
     }
 }
 
-#[cfg(test)]
+// Modes and file replacement as Unix has them.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

@@ -239,6 +239,9 @@ async fn read_tail(pipe: Option<impl AsyncRead + Unpin>, tail: &mut Vec<u8>) {
 mod tests {
     use super::*;
 
+    // The runs below are sh scripts (a FIFO, `sleep`, a descendant killed
+    // with kill(2)): Unix only.
+    #[cfg(unix)]
     fn sh(script: &str, limit: Duration) -> CliCommand {
         CliCommand {
             program: "/bin/sh".into(),
@@ -248,6 +251,7 @@ mod tests {
         }
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn captures_stdout_and_the_end_of_stderr() {
         let out = run(&sh(
@@ -277,6 +281,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn a_run_past_its_limit_is_killed() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -303,6 +308,7 @@ mod tests {
             .expect("reader");
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn a_descendant_holding_the_pipes_does_not_hold_up_the_answer() {
         // The descendant outlives any limit: only the program's own exit

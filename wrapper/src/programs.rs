@@ -93,8 +93,11 @@ mod tests {
         let first = tempfile::tempdir().expect("tempdir");
         let second = tempfile::tempdir().expect("tempdir");
         std::fs::write(second.path().join("iai"), "").expect("write");
-        let installation =
-            Installation::new([first.path().to_path_buf(), second.path().to_path_buf()]);
+        // Programs named as on Unix (no `.exe`), whatever runs the test.
+        let installation = Installation::for_platform(
+            Platform::Linux,
+            [first.path().to_path_buf(), second.path().to_path_buf()],
+        );
         assert_eq!(
             installation.locate(OsStr::new("iai")),
             Some(second.path().join("iai"))

@@ -1,19 +1,18 @@
 //! `cargo xtask`'s command line, declared once: xtask's own tasks, a
-//! variant each with its options, and every task of the harness and the
-//! kits passed through to their binary with its arguments as given, so
-//! that each option is declared by the binary that reads it (`cargo xtask
-//! TASK --help` prints the binary's help). `cargo xtask --help` lists
-//! every task once: xtask's own from this enum, the others from the
-//! harness's and the kits' own declarations ([`harness::cli::Cli`],
-//! [`kits::cli::Cli`]).
+//! variant each with its options, and every other task passed on to the
+//! binary that runs it with its arguments as given, so that each option is
+//! declared by the binary that reads it (`cargo xtask TASK --help` prints
+//! the binary's help). xtask knows of the others only which binary runs
+//! them ([`Runner`]); their lists are the binaries' own (`cargo xtask
+//! help` prints the harness's).
 
 use std::ffi::OsString;
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use devkit::bins::{self, WorkspaceBin};
 
+#[cfg(unix)]
 use crate::codegen::SurfaceArgs;
 use crate::fuzz::FuzzArgs;
 
@@ -41,13 +40,15 @@ pub enum Task {
     /// Run a cross-built wheel's binary here: arm64 Linux under qemu-user,
     /// Windows under Wine
     CrossCheck(CrossCheckArgs),
-    /// Clippy on the wrapper as compiled for --target TRIPLE (Debian's
-    /// clippy for the cross compiler)
+    /// Clippy on every target of the workspace as compiled for --target
+    /// TRIPLE (Debian's clippy for the cross compiler)
     CrossClippy(CrossClippyArgs),
     /// Run the libFuzzer targets in fuzz/ (nightly toolchain and cargo-fuzz)
     Fuzz(FuzzArgs),
     /// How release --iai-pme VERSION's tool surface differs from the
-    /// wrapper's table; --write rewrites the table
+    /// wrapper's table; --write rewrites the table (Unix only, as the
+    /// end-to-end kit it installs the release with is)
+    #[cfg(unix)]
     Surface(SurfaceArgs),
     /// A task of the harness or the kits, and its arguments as given.
     #[command(external_subcommand)]
@@ -75,7 +76,8 @@ pub struct WheelArgs {
 
 /// Run a cross-built wheel's binary on this machine: arm64 Linux under
 /// qemu-user (the smoke scenario, then the wrapper's tests), Windows under
-/// Wine (a std-only probe, then the smoke scenario over TCP).
+/// Wine (a std-only probe, the smoke scenario over TCP, then the wrapper's
+/// unit tests built for Windows).
 #[derive(Debug, Args)]
 pub struct CrossCheckArgs {
     /// aarch64-unknown-linux-gnu or x86_64-pc-windows-gnu (repeatable), or
@@ -86,7 +88,8 @@ pub struct CrossCheckArgs {
     /// linker, Wine and the test-only DLL), not the wrapper.
     #[arg(long)]
     pub probe_only: bool,
-    /// arm64 Linux: the smoke run only, not the wrapper's tests.
+    /// The smoke run only, not the wrapper's tests (arm64 Linux) or unit
+    /// tests (Windows).
     #[arg(long)]
     pub no_tests: bool,
     /// The Python interpreter for the build tools (default: python3).
@@ -94,9 +97,10 @@ pub struct CrossCheckArgs {
     pub python: Option<PathBuf>,
 }
 
-/// Run clippy, every warning an error, on the wrapper's library and binary
-/// as compiled for another target (its `cfg` lines for that platform
-/// included), with the cross compiler and Debian's clippy for it.
+/// Run clippy, every warning an error, on every target of the workspace
+/// (libraries, binaries, tests) as compiled for another target (its `cfg`
+/// lines for that platform included), with the cross compiler and
+/// Debian's clippy for it.
 #[derive(Debug, Args)]
 pub struct CrossClippyArgs {
     /// Any target `wheel` builds but this machine's (repeatable), or all.
@@ -107,68 +111,50 @@ pub struct CrossClippyArgs {
     pub python: Option<PathBuf>,
 }
 
-/// A binary that runs tasks of its own: its commands, and what each is for.
-#[derive(Debug)]
+/// The binary that runs a task xtask passes on: the kits binary for the
+/// real-daemon and host kits and the bench, the harness binary for every
+/// other task (the race, the scorecard, the sweep, one per scenario).
+///
+/// Each binary declares its own tasks; xtask names only the kits' few, so
+/// that a new scenario is the harness's alone. `kits_runs_exactly_the_kits_tasks`
+/// (xtask/tests/tasks.rs) holds [`KITS_TASKS`] to the kits binary's own list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Runner {
     /// The binary.
     pub bin: WorkspaceBin,
-    /// Its command line, as declared in its library.
-    command: clap::Command,
 }
+
+/// The tasks the kits binary runs.
+pub const KITS_TASKS: [&str; 3] = ["bench", "e2e", "hosts"];
 
 impl Runner {
-    /// The harness and the kits, in the order `--help` lists them.
-    pub fn all() -> [Runner; 2] {
-        [
-            Runner {
-                bin: bins::HARNESS,
-                command: harness::cli::Cli::command(),
-            },
-            Runner {
-                bin: bins::KITS,
-                command: kits::cli::Cli::command(),
-            },
-        ]
-    }
-
-    /// The runner whose task `name` is.
-    pub fn of(name: &str) -> Option<Runner> {
-        Self::all().into_iter().find(|runner| runner.runs(name))
-    }
-
-    /// Whether `name` is one of its tasks.
-    fn runs(&self, name: &str) -> bool {
-        self.tasks().any(|(task, _)| task == name)
-    }
-
-    /// Its tasks and what each is for.
-    fn tasks(&self) -> impl Iterator<Item = (&str, String)> {
-        self.command
-            .get_subcommands()
-            .filter(|task| task.get_name() != "help")
-            .map(|task| {
-                let about = task.get_about().map(ToString::to_string);
-                (task.get_name(), about.unwrap_or_default())
-            })
+    /// The runner of the task `name`.
+    pub fn of(name: &str) -> Runner {
+        let bin = if KITS_TASKS.contains(&name) {
+            bins::KITS
+        } else {
+            bins::HARNESS
+        };
+        Runner { bin }
     }
 }
 
-/// xtask's command line, with the tasks of the harness and the kits listed
-/// in its help.
+/// What `cargo xtask --help` says of the tasks it passes on.
+const PASSED_ON: &str = "\
+Every other task is run by a binary of the workspace with its arguments as
+given (cargo xtask TASK --help prints its options):
+  bench, e2e, hosts    the kits binary: the benchmarks, the real iai-mcp
+                       daemon, the real MCP hosts
+  any other            the harness binary: race, score, sweep and a task
+                       per scenario; cargo xtask help lists them";
+
+/// xtask's command line: its own tasks, and a word on the others.
+/// `help` is not clap's here: it goes to the harness binary, whose help
+/// lists its tasks.
 pub fn command() -> clap::Command {
-    let mut after = String::new();
-    for runner in Runner::all() {
-        let _ = writeln!(
-            after,
-            "Tasks of the {} binary (cargo xtask TASK --help for their options):",
-            runner.bin.bin
-        );
-        for (name, about) in runner.tasks() {
-            let _ = writeln!(after, "  {name:<12} {about}");
-        }
-        after.push('\n');
-    }
-    Xtask::command().after_help(after.trim_end().to_owned())
+    Xtask::command()
+        .disable_help_subcommand(true)
+        .after_help(PASSED_ON)
 }
 
 #[cfg(test)]
@@ -196,34 +182,71 @@ mod tests {
         }
     }
 
+    /// The commands a binary's `--help` lists, `help` left out.
+    #[cfg(unix)]
+    fn commands_of(bin: &WorkspaceBin) -> Vec<String> {
+        let path = bins::locate(bin).expect("the binary is built");
+        let output = std::process::Command::new(&path)
+            .arg("--help")
+            .output()
+            .expect("run --help");
+        assert!(output.status.success(), "{}: {output:?}", path.display());
+        let help = String::from_utf8(output.stdout).expect("UTF-8 help");
+        help.lines()
+            .skip_while(|line| *line != "Commands:")
+            .skip(1)
+            .take_while(|line| line.starts_with("  "))
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|name| *name != "help")
+            .map(str::to_owned)
+            .collect()
+    }
+
+    // The kits binary is Unix only, as the kits are (kits/src/lib.rs).
+    #[cfg(unix)]
     #[test]
-    fn every_task_is_listed_once() {
-        let help = command().render_help().to_string();
+    fn each_task_goes_to_the_binary_that_declares_it() {
+        let kits = commands_of(&bins::KITS);
+        let mut expected = KITS_TASKS.map(str::to_owned).to_vec();
+        expected.sort();
+        let mut listed = kits.clone();
+        listed.sort();
+        assert_eq!(listed, expected, "the kits binary's own tasks");
+        let harness = commands_of(&bins::HARNESS);
+        for task in ["race", "score", "sweep", "soak", "smoke"] {
+            assert!(
+                harness.iter().any(|name| name == task),
+                "{task}: {harness:?}"
+            );
+        }
         let own = Xtask::command();
-        let own = own.get_subcommands().map(|task| task.get_name().to_owned());
-        let elsewhere = Runner::all().into_iter().flat_map(|runner| {
-            runner
-                .tasks()
-                .map(|(name, _)| name.to_owned())
-                .collect::<Vec<_>>()
-        });
-        let mut names: Vec<String> = own.chain(elsewhere).collect();
-        for name in &names {
-            let listed = help
-                .lines()
-                .filter(|line| line.split_whitespace().next() == Some(name.as_str()))
-                .count();
-            assert_eq!(listed, 1, "{name} in\n{help}");
+        let own: Vec<&str> = own.get_subcommands().map(|task| task.get_name()).collect();
+        for task in harness.iter().chain(&kits) {
+            assert!(!own.contains(&task.as_str()), "{task} is xtask's own too");
+            assert_eq!(
+                Runner::of(task).bin,
+                if kits.contains(task) {
+                    bins::KITS
+                } else {
+                    bins::HARNESS
+                },
+                "{task}"
+            );
         }
-        let count = names.len();
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), count, "a task of two binaries");
-        for task in [
-            "race", "score", "sweep", "soak", "smoke", "bench", "e2e", "hosts",
-        ] {
-            assert!(names.iter().any(|name| name == task), "{task}");
+    }
+
+    #[test]
+    fn help_lists_the_own_tasks_and_says_where_the_others_go() {
+        let help = command().render_help().to_string();
+        for task in ["wheel", "cross-check", "cross-clippy", "fuzz"] {
+            assert!(
+                help.lines()
+                    .any(|line| line.split_whitespace().next() == Some(task)),
+                "{task} in\n{help}"
+            );
         }
+        assert!(help.contains("cargo xtask help lists them"), "{help}");
+        assert!(matches!(parse(&["help"]), Task::Elsewhere(words) if words == ["help"]));
     }
 
     #[test]
@@ -254,8 +277,8 @@ mod tests {
         );
         assert_eq!(passed(&["e2e"]), ["e2e"]);
         assert_eq!(passed(&["hosts", "--help"]), ["hosts", "--help"]);
-        assert_eq!(Runner::of("bench").map(|r| r.bin.bin), Some("kits"));
-        assert_eq!(Runner::of("smoke").map(|r| r.bin.bin), Some("harness"));
-        assert!(Runner::of("frobnicate").is_none());
+        assert_eq!(Runner::of("bench").bin, bins::KITS);
+        assert_eq!(Runner::of("smoke").bin, bins::HARNESS);
+        assert_eq!(Runner::of("frobnicate").bin, bins::HARNESS);
     }
 }

@@ -1,9 +1,8 @@
 //! `cargo xtask`: builds the workspace's binaries, then runs the `harness`
 //! binary with the task's arguments (the `kits` binary for its tasks), so
 //! every option is declared once, by the binary that runs it (`cargo xtask
-//! race --help` prints its help). Every task is declared once, in
-//! [`flags`]: xtask's own, and those of the harness and the kits, read
-//! from their own declarations.
+//! race --help` prints its help). xtask's own tasks are declared in
+//! [`flags`], with which binary runs the others.
 //!
 //! `--release` (any task of the harness or the kits) builds and runs the
 //! release binaries; `bench` always does. Some tasks are xtask's own:
@@ -15,6 +14,7 @@
 //! the wheel installs.
 
 use std::ffi::OsString;
+#[cfg(unix)]
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -22,6 +22,9 @@ use std::process::{Command, ExitCode};
 use clap::FromArgMatches;
 use devkit::bins::{self, Profile, WHEEL_ENV, error_chain};
 
+// The code generation installs a release with the end-to-end kit's code,
+// which is Unix only (see the kits crate).
+#[cfg(unix)]
 mod codegen;
 mod flags;
 mod fuzz;
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
         Task::CrossCheck(args) => cross_check_task(args),
         Task::CrossClippy(args) => cross_clippy_task(args),
         Task::Fuzz(args) => fuzz_task(args),
+        #[cfg(unix)]
         Task::Surface(args) => codegen::surface_task(args),
         Task::Elsewhere(args) => run_elsewhere(args),
     }
@@ -56,10 +60,7 @@ fn run_elsewhere(mut args: Vec<OsString>) -> ExitCode {
         .first()
         .map(|task| task.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let Some(runner) = Runner::of(&task) else {
-        eprintln!("cargo xtask: no task {task:?}; cargo xtask --help lists them");
-        return ExitCode::from(2);
-    };
+    let runner = Runner::of(&task);
     let release = task == "bench" || args.iter().any(|a| a == "--release");
     args.retain(|a| a != "--release");
     let profile = if release {
@@ -96,9 +97,32 @@ fn run_elsewhere(mut args: Vec<OsString>) -> ExitCode {
             }
         }
     }
-    let error = command.exec();
+    hand_over(command, program)
+}
+
+/// Becomes `runner` (`exec`), so that signals and the exit status are its
+/// own; returns only when it could not be started.
+#[cfg(unix)]
+fn hand_over(mut runner: Command, program: &std::path::Path) -> ExitCode {
+    let error = runner.exec();
     eprintln!("cargo xtask: cannot run {}: {error}", program.display());
     ExitCode::FAILURE
+}
+
+/// Where there is no `exec` (Windows): runs `runner` to its end and exits
+/// with its exit code.
+#[cfg(not(unix))]
+fn hand_over(mut runner: Command, program: &std::path::Path) -> ExitCode {
+    match runner.status() {
+        Ok(status) => status
+            .code()
+            .and_then(|code| u8::try_from(code).ok())
+            .map_or(ExitCode::FAILURE, ExitCode::from),
+        Err(error) => {
+            eprintln!("cargo xtask: cannot run {}: {error}", program.display());
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// `cargo xtask wheel`: builds and checks each wheel, prints the reports;

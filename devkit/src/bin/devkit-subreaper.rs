@@ -5,7 +5,16 @@
 
 use std::process::ExitCode;
 
+#[cfg(unix)]
 fn main() -> ExitCode {
     let args: Vec<_> = std::env::args_os().skip(1).collect();
     devkit::reap::serve(&args)
+}
+
+/// Windows has no child subreaper: says so, as for a command that could
+/// not start.
+#[cfg(not(unix))]
+fn main() -> ExitCode {
+    eprintln!("devkit-subreaper: child subreapers are Linux's; not on this system");
+    ExitCode::from(125)
 }

@@ -1,8 +1,8 @@
-//! The `harness` binary's command line, declared in the library so that
-//! `cargo xtask --help` lists its commands from the same declaration: the
-//! race's commands ([`race`]), the scorecard's ([`score`]), and one per
-//! scenario ([`scenario`], made from each scenario's declaration). The
-//! binary runs what it parses.
+//! The `harness` binary's command line: the race's commands ([`race`]),
+//! the scorecard's ([`score`]), and one per scenario ([`scenario`], made
+//! from each scenario's declaration). The binary runs what it parses;
+//! `cargo xtask` passes every task that is not its own or the kits' on to
+//! it (`cargo xtask help` prints this list).
 
 pub mod race;
 pub mod scenario;

@@ -512,14 +512,17 @@ fn wrong_token(
     mode: Option<BridgeMode>,
     bound: Duration,
 ) -> Result<WrongToken, HarnessError> {
-    use std::os::unix::fs::PermissionsExt;
     let dir = short_tempdir()?;
     let token_file = dir.path().join("wrong.token");
-    std::fs::write(&token_file, "0123456789abcdef0123456789abcdef\n")
-        .and_then(|()| {
-            std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
-        })
-        .map_err(|e| HarnessError::io(format!("writing {}", token_file.display()), e))?;
+    let written = std::fs::write(&token_file, "0123456789abcdef0123456789abcdef\n");
+    // Mode bits are Unix's; on Windows the file is private by its
+    // directory, the user's own.
+    #[cfg(unix)]
+    let written = written.and_then(|()| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600))
+    });
+    written.map_err(|e| HarnessError::io(format!("writing {}", token_file.display()), e))?;
     let opts = options_for(daemon, mode)
         .env("IAI_DAEMON_TOKEN_PATH", &token_file)
         .env(

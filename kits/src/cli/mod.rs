@@ -1,7 +1,7 @@
-//! The `kits` binary's command line, declared in the library so that
-//! `cargo xtask --help` lists its commands from the same declaration: the
-//! benchmarks' and the end-to-end kit's commands ([`tools`]) and the hosts
-//! kit's ([`hosts`]). The binary runs what it parses.
+//! The `kits` binary's command line: the benchmarks' and the end-to-end
+//! kit's commands ([`tools`]) and the hosts kit's ([`hosts`]). The binary
+//! runs what it parses; `cargo xtask` passes these tasks on to it
+//! (xtask/src/flags.rs names them and a test holds the names to these).
 
 pub mod hosts;
 pub mod tools;

@@ -361,15 +361,46 @@ impl RealDaemon {
 /// Whether `pid` is a live iai-mcp daemon (checked by its command line, so
 /// a reused pid is never signalled).
 fn is_daemon(pid: Pid) -> bool {
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+    let Some(cmdline) = command_line(pid) else {
         return false;
     };
     let live = u32::try_from(pid.as_raw()).is_ok_and(|pid| !has_ended(pid));
-    live && String::from_utf8_lossy(&cmdline).contains("iai_mcp.daemon")
+    live && cmdline.contains("iai_mcp.daemon")
+}
+
+/// The command line of `pid`: from `/proc` on Linux, from `ps` on macOS,
+/// which has no `/proc`.
+fn command_line(pid: Pid) -> Option<String> {
+    if cfg!(target_os = "linux") {
+        let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        return Some(String::from_utf8_lossy(&bytes).into_owned());
+    }
+    let output = std::process::Command::new("ps")
+        .args(["-o", "command=", "-p"])
+        .arg(pid.to_string())
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    (output.status.success() && !text.is_empty()).then_some(text)
 }
 
 impl Drop for RealDaemon {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_process_has_a_command_line_and_is_no_daemon() {
+        let me = Pid::this();
+        let line = command_line(me).expect("this process's command line");
+        assert!(!line.is_empty());
+        assert!(!is_daemon(me), "{line}");
     }
 }

@@ -51,14 +51,15 @@ pub struct PyEnv {
 }
 
 impl PyEnv {
-    /// The environment's `bin` directory.
+    /// The environment's `bin` directory (`Scripts` on Windows).
     pub fn bin(&self) -> PathBuf {
-        self.root.join("bin")
+        devkit::pyenv::venv_bin(&self.root)
     }
 
-    /// A program of the environment (`python`, `iai`, `iai-mcp`).
+    /// A program of the environment (`python`, `iai`, `iai-mcp`), with
+    /// the platform's executable suffix.
     pub fn program(&self, name: &str) -> PathBuf {
-        self.bin().join(name)
+        devkit::pyenv::venv_program(&self.root, name)
     }
 
     /// The Node wrapper bundled with the installed iai-mcp

@@ -1,5 +1,6 @@
 //! Settings resolved from flags and environment.
 
+#[cfg(unix)]
 use std::ffi::OsString;
 
 use clap::Parser;
@@ -14,6 +15,7 @@ use crate::logging::LogFormat;
 use crate::mcp::server::DEFAULT_SHUTDOWN_GRACE;
 use crate::platform::Platform;
 use crate::transport::Endpoint;
+#[cfg(unix)]
 use crate::transport::EndpointError;
 use crate::transport::Port;
 use std::path::PathBuf;
@@ -33,6 +35,8 @@ fn parse(args: &[&str]) -> Args {
         .expect("valid arguments")
 }
 
+// Unix's defaults: HOME, paths joined with '/'.
+#[cfg(unix)]
 #[test]
 fn defaults_hang_off_home() {
     let c = parse(&[]).resolve(&home("/home/u")).expect("valid");
@@ -55,6 +59,8 @@ fn defaults_hang_off_home() {
     assert_eq!(c.bridge.policy.mode(), BridgeMode::Fixed);
 }
 
+// Unix's defaults: HOME, paths joined with '/'.
+#[cfg(unix)]
 #[test]
 fn no_home_needs_explicit_paths() {
     assert!(matches!(
@@ -117,6 +123,8 @@ fn windows_defaults_to_tcp_with_the_profiles_port_and_token_files() {
     );
 }
 
+// Unix socket paths' limit (sun_path).
+#[cfg(unix)]
 #[test]
 fn long_socket_paths_are_refused() {
     let long = format!("/tmp/{}", "x".repeat(200));
@@ -189,6 +197,8 @@ fn empty_values_mean_the_default() {
     assert!(c.cli.degraded.enabled && c.cli.doctor.enabled && c.cli.degraded.bank_fallback);
 }
 
+// Unix's defaults: HOME, paths joined with '/'.
+#[cfg(unix)]
 #[test]
 fn tcp_and_cli_settings_reach_the_config() {
     let c = parse(&[

@@ -179,7 +179,6 @@ fn read_regular(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     fn tcp(dir: &Path) -> Endpoint {
         Endpoint::Tcp {
@@ -241,7 +240,7 @@ mod tests {
     #[test]
     fn on_a_socket_a_new_socket_is_news_and_its_loss_or_a_file_is_not() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path: PathBuf = dir.path().join("d.sock");
+        let path = dir.path().join("d.sock");
         let endpoint = Endpoint::Unix(path.clone());
         let absent = Sighting::of(&endpoint);
         assert!(!absent.is_ready());

@@ -164,6 +164,7 @@ pub fn log(outcome: &Result<String, QueryError>, served: &str, warned: &mut Warn
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     #[test]
@@ -245,6 +246,8 @@ mod tests {
         );
     }
 
+    // A daemon of one answer, on a Unix socket.
+    #[cfg(unix)]
     async fn serve_once(answer: Vec<u8>) -> (Endpoint, tempfile::TempDir) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("d.sock");
@@ -263,6 +266,7 @@ mod tests {
         (Endpoint::Unix(path), dir)
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn a_status_answer_gives_the_release() {
         let (endpoint, _dir) =
@@ -271,6 +275,7 @@ mod tests {
         assert_eq!(release.ok().as_deref(), Some("3.2.3"));
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn an_answer_that_never_ends_is_cut_at_the_limit() {
         let (endpoint, _dir) = serve_once(vec![b'x'; MAX_STATUS_LINE + 10]).await;

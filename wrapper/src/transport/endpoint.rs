@@ -548,20 +548,30 @@ mod tests {
             "{text}"
         );
         let write_token = |text: &str, mode: u32| {
-            use std::os::unix::fs::PermissionsExt;
             std::fs::write(&token_file, text).expect("token");
-            std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(mode))
-                .expect("chmod");
+            // Mode bits are Unix's; Windows has none to set.
+            #[cfg(unix)]
+            std::fs::set_permissions(
+                &token_file,
+                std::os::unix::fs::PermissionsExt::from_mode(mode),
+            )
+            .expect("chmod");
+            #[cfg(not(unix))]
+            let _ = mode;
         };
         write_token("", 0o600);
         let empty = endpoint.connect(Duration::from_secs(5)).await.unwrap_err();
         assert!(empty.to_string().contains("empty"), "{empty}");
-        write_token("secret\n", 0o644);
-        let open = endpoint.connect(Duration::from_secs(5)).await.unwrap_err();
-        assert!(
-            open.to_string().contains("open to other users (mode 0644)"),
-            "{open}"
-        );
+        // A token file open to other users is refused where modes exist.
+        #[cfg(unix)]
+        {
+            write_token("secret\n", 0o644);
+            let open = endpoint.connect(Duration::from_secs(5)).await.unwrap_err();
+            assert!(
+                open.to_string().contains("open to other users (mode 0644)"),
+                "{open}"
+            );
+        }
 
         for token in ["first-token", "second-token"] {
             write_token(&format!("{token}\n"), 0o600);

@@ -21,16 +21,17 @@
 //! dial (`endpoint_appeared`).
 
 use devkit::tempdir::short_tempdir;
+#[cfg(unix)]
 use harness::daemon::StartupOrder;
 use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
 use std::path::{Path, PathBuf};
-
 use std::time::Duration;
 
 use crate::common;
 use crate::common::{
     JSON_LOG, REPLY, events, events_named, eventually, ok_method, send_call, topology,
 };
+#[cfg(unix)]
 use iai_mcp_wrapper::bridge::core::{REFUSED_PAUSE, REFUSED_RETRIES};
 use iai_mcp_wrapper::bridge::{
     self, Access, Backoff, Bridge, BridgeMode, DriverConfig, Policy, Request, Timings,
@@ -185,8 +186,12 @@ fn a_call_waiting_through_an_outage_is_answered_when_the_socket_appears() {
 /// longer than the dial an appearance brings takes to come (a few
 /// milliseconds), shorter than the quick retries of a refusal after an
 /// appearance last (126 ms: 2 ms doubled six times).
+#[cfg(unix)]
 const LISTEN_GAP: Duration = Duration::from_millis(100);
 
+// A dial between bind and listen is refused at once on Unix; Windows
+// retries a refused TCP connect for about two seconds before failing it.
+#[cfg(unix)]
 #[test]
 fn a_call_waiting_through_an_outage_is_answered_when_the_daemon_binds_then_listens() {
     let dir = short_tempdir().expect("tempdir");
@@ -250,8 +255,12 @@ fn a_call_waiting_through_an_outage_is_answered_when_the_daemon_binds_then_liste
 /// Between the steps of 3.3.0's start-up order on TCP: long enough for
 /// the watch to look at each step (it looks within milliseconds of a
 /// write).
+#[cfg(unix)]
 const TOKEN_THEN_PORT_PAUSE: Duration = Duration::from_millis(200);
 
+// Holds the stale port with a socket bound through nix, and relies on a
+// refused dial failing at once (Windows retries it for about two seconds).
+#[cfg(unix)]
 #[test]
 fn on_tcp_in_the_daemons_own_order_only_the_new_port_dials_and_once() {
     use nix::sys::socket::{
@@ -349,6 +358,8 @@ fn a_regular_file_at_the_socket_path_dials_nothing() {
     finish(w);
 }
 
+// Binds a Unix datagram socket at the path.
+#[cfg(unix)]
 #[test]
 fn a_socket_of_the_wrong_kind_costs_one_attempt() {
     let dir = short_tempdir().expect("tempdir");
@@ -368,6 +379,8 @@ fn a_socket_of_the_wrong_kind_costs_one_attempt() {
     finish(w);
 }
 
+// Binds a Unix stream socket that never listens.
+#[cfg(unix)]
 #[test]
 fn a_socket_bound_that_never_listens_costs_one_attempt_and_its_quick_retries() {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, bind, socket};

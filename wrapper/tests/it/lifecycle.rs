@@ -2,11 +2,26 @@
 //! binaries with HOME and the state directory in a temporary folder:
 //! heartbeat, wake signal, warm-up and graceful exit.
 
-use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 
 use crate::common::{REPLY, eventually, heartbeats, lonely, modern_meta, pair, read_json};
-use harness::{Signal, WrapperProcess};
+#[cfg(unix)]
+use harness::Signal;
+use harness::WrapperProcess;
 use serde_json::{Value, json};
+
+/// On Unix, `path` is readable by its owner only (mode 0600); Windows has
+/// no mode bits to look at.
+fn assert_private(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", path.display());
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+}
 
 fn is_iso_utc(v: &Value) -> bool {
     v.as_str()
@@ -36,8 +51,7 @@ fn heartbeat_has_the_contract_fields_is_private_and_is_refreshed() {
     let uuid = first["uuid"].as_str().expect("uuid");
     let name = path.file_name().and_then(|n| n.to_str()).expect("name");
     assert_eq!(name, format!("heartbeat-{pid}-{uuid}.json"));
-    let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
-    assert_eq!(mode & 0o777, 0o600);
+    assert_private(&path);
     let refreshed = eventually("heartbeat refreshed", || {
         let body = read_json(&path)?;
         (body["last_refresh"] != first["last_refresh"]).then_some(body)
@@ -64,11 +78,15 @@ fn heartbeat_removed_on(stop: impl FnOnce(&mut WrapperProcess)) {
     assert!(p.daemon.stats().is_ok(), "daemon still serving");
 }
 
+// Signals are Unix's.
+#[cfg(unix)]
 #[test]
 fn sigterm_removes_the_heartbeat_and_exits_zero() {
     heartbeat_removed_on(|w| w.signal(Signal::SIGTERM).expect("signal"));
 }
 
+// Signals are Unix's.
+#[cfg(unix)]
 #[test]
 fn sigint_removes_the_heartbeat_and_exits_zero() {
     heartbeat_removed_on(|w| w.signal(Signal::SIGINT).expect("signal"));
@@ -88,8 +106,7 @@ fn wake_signal_is_written_when_no_daemon_listens() {
     assert!(is_iso_utc(&body["requested_at"]), "{body}");
     let (_, heartbeat) = the_heartbeat(&l.wrapper);
     assert_eq!(body["wrapper_uuid"], heartbeat["uuid"]);
-    let mode = std::fs::metadata(&wake).expect("meta").permissions().mode();
-    assert_eq!(mode & 0o777, 0o600);
+    assert_private(&wake);
 }
 
 #[test]

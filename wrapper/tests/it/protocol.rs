@@ -1,7 +1,6 @@
 //! The MCP surface of the real wrapper binary: handshake, discovery, the
 //! tool list without a daemon, every protocol error, and stdout purity.
 
-use crate::common;
 use crate::common::{REPLY, lonely, modern_meta, pair, raw_roundtrip};
 use serde_json::{Value, json};
 
@@ -255,13 +254,15 @@ fn eof_on_stdin_exits_zero() {
 
 /// A client that floods requests and never reads stdout can neither keep
 /// the wrapper alive after SIGTERM nor make it buffer without bound.
+// Reads the wrapper's input and memory from /proc, then sends SIGTERM.
+#[cfg(target_os = "linux")]
 #[test]
 fn a_client_that_stops_reading_cannot_hold_the_wrapper() {
     use std::io::Write;
     use std::process::Stdio;
 
     let dir = devkit::tempdir::short_tempdir().expect("tempdir");
-    let mut child = common::wrapper_process()
+    let mut child = crate::common::wrapper_process()
         .env("HOME", dir.path())
         .env("IAI_DAEMON_SOCKET_PATH", dir.path().join("absent.sock"))
         .stdin(Stdio::piped())
@@ -282,7 +283,7 @@ fn a_client_that_stops_reading_cannot_hold_the_wrapper() {
         }
     });
     // Once the wrapper has read some input, its output backs up.
-    common::eventually("the wrapper read some requests", || {
+    crate::common::eventually("the wrapper read some requests", || {
         let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
         let rchar: u64 = io
             .lines()

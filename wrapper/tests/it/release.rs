@@ -56,7 +56,7 @@ fn finish(w: &mut WrapperProcess) {
 fn another_release_is_warned_about_once_per_release_across_daemon_restarts() {
     let dir = short_tempdir().expect("tempdir");
     let socket: PathBuf = dir.path().join("d.sock");
-    let first = daemon(&socket, Transport::Unix, &["--release", "3.2.3"]);
+    let first = daemon(&socket, Transport::native(), &["--release", "3.2.3"]);
     let mut w = wrapper(WrapperOptions::new(&socket), &[JSON_LOG]);
 
     let found = release_events(&w, 1);
@@ -71,7 +71,7 @@ fn another_release_is_warned_about_once_per_release_across_daemon_restarts() {
     // The daemon restarts as the same release: asked again, not warned
     // about again.
     drop(first);
-    let second = daemon(&socket, Transport::Unix, &["--release", "3.2.3"]);
+    let second = daemon(&socket, Transport::native(), &["--release", "3.2.3"]);
     let found = release_events(&w, 2);
     assert_eq!(found[1]["level"], "INFO", "{}", found[1]);
     assert_eq!(found[1]["daemon"], "3.2.3", "{}", found[1]);
@@ -79,7 +79,7 @@ fn another_release_is_warned_about_once_per_release_across_daemon_restarts() {
     // It restarts as yet another release (another self-update): that one
     // is warned about too.
     drop(second);
-    let _third = daemon(&socket, Transport::Unix, &["--release", "3.4.0"]);
+    let _third = daemon(&socket, Transport::native(), &["--release", "3.4.0"]);
     let found = release_events(&w, 3);
     assert_eq!(found[2]["level"], "WARN", "{}", found[2]);
     assert_eq!(found[2]["daemon"], "3.4.0", "{}", found[2]);
@@ -101,7 +101,7 @@ fn another_release_is_warned_about_once_per_release_across_daemon_restarts() {
 fn the_text_log_warns_once_in_words_naming_both_releases() {
     let dir = short_tempdir().expect("tempdir");
     let socket = dir.path().join("d.sock");
-    let daemon = daemon(&socket, Transport::Unix, &["--release", "3.2.3"]);
+    let daemon = daemon(&socket, Transport::native(), &["--release", "3.2.3"]);
     let mut w = wrapper(WrapperOptions::new(&socket), &[("IAI_MCP_LOG", "info")]);
     let warning = warning_for("3.2.3");
     eventually("the warning in the log", || {
@@ -140,7 +140,7 @@ fn the_text_log_warns_once_in_words_naming_both_releases() {
 fn the_served_release_is_logged_as_info_and_never_warned_about() {
     let dir = short_tempdir().expect("tempdir");
     let socket = dir.path().join("d.sock");
-    let daemon = daemon(&socket, Transport::Unix, &[]);
+    let daemon = daemon(&socket, Transport::native(), &[]);
     let mut w = wrapper(WrapperOptions::new(&socket), &[JSON_LOG]);
     let found = release_events(&w, 1);
     assert_eq!(found[0]["level"], "INFO", "{}", found[0]);
@@ -162,7 +162,7 @@ fn the_served_release_is_logged_as_info_and_never_warned_about() {
 fn a_daemon_that_names_no_release_is_a_debug_event_and_no_warning() {
     let dir = short_tempdir().expect("tempdir");
     let socket = dir.path().join("d.sock");
-    let _daemon = daemon(&socket, Transport::Unix, &["--no-release"]);
+    let _daemon = daemon(&socket, Transport::native(), &["--no-release"]);
     let mut w = wrapper(
         WrapperOptions::new(&socket),
         &[JSON_LOG, ("IAI_MCP_LOG", "debug")],
@@ -184,7 +184,7 @@ fn a_daemon_that_names_no_release_is_a_debug_event_and_no_warning() {
 fn a_daemon_too_busy_to_answer_at_first_answers_on_the_same_connection_later() {
     let dir = short_tempdir().expect("tempdir");
     let socket: PathBuf = dir.path().join("d.sock");
-    let d = daemon(&socket, Transport::Unix, &["--release", "3.2.3"]);
+    let d = daemon(&socket, Transport::native(), &["--release", "3.2.3"]);
     // Nothing is answered: the status question waits on the connection.
     assert_eq!(d.command("HANG").expect("hang").trim(), "OK HANG");
     let mut w = wrapper(WrapperOptions::new(&socket), &[JSON_LOG]);
@@ -247,8 +247,8 @@ fn check_and_status_show_the_daemon_release_beside_the_served_one() {
     let dir = short_tempdir().expect("tempdir");
     let same = dir.path().join("same.sock");
     let other = dir.path().join("other.sock");
-    let _same = daemon(&same, Transport::Unix, &[]);
-    let _other = daemon(&other, Transport::Unix, &["--release", "3.2.3"]);
+    let _same = daemon(&same, Transport::native(), &[]);
+    let _other = daemon(&other, Transport::native(), &["--release", "3.2.3"]);
 
     command(dir.path(), &same)
         .arg("--check")

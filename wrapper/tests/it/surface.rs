@@ -213,8 +213,13 @@ fn check_names_the_release_served_and_its_file_and_builtin_can_be_chosen() {
 /// A fake daemon at `socket` that says it is release `release`.
 fn daemon_of(socket: &Path, release: &str) -> FakeDaemon {
     let program = devkit::bins::try_fake_daemon_bin().expect("fake-daemon binary");
-    FakeDaemon::spawn_with(&program, socket, Transport::Unix, &["--release", release])
-        .expect("spawn fake daemon")
+    FakeDaemon::spawn_with(
+        &program,
+        socket,
+        Transport::native(),
+        &["--release", release],
+    )
+    .expect("spawn fake daemon")
 }
 
 /// Upgrades the release in `env` to `version` as an installer does: a

@@ -10,7 +10,7 @@ use harness::{
     StormConfig, Transport, WrapperOptions, WrapperProcess, run_down_up, run_race, run_storm,
 };
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::common;
@@ -144,8 +144,7 @@ fn a_wrong_token_fails_the_call_at_its_connect_wait_naming_the_file_and_the_righ
     };
     let wrong = dir.path().join("wrong.token");
     std::fs::write(&wrong, "not-the-token\n").expect("write");
-    std::fs::set_permissions(&wrong, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-        .expect("chmod");
+    make_private(&wrong);
     let opts = WrapperOptions::at(DaemonEndpoint::Tcp {
         port,
         token_path: wrong.clone(),
@@ -299,11 +298,7 @@ fn bad_port_and_token_files_beside_the_socket_path_are_named_and_the_wrapper_kee
     assert_eq!(daemon.stats().expect("stats").accepted, 0);
 
     std::fs::copy(&token_path, &token_file).expect("copy the token");
-    std::fs::set_permissions(
-        &token_file,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )
-    .expect("chmod");
+    make_private(&token_file);
     assert_eq!(ok_method(&topology(&mut w)), "topology");
     let stats = daemon.stats().expect("stats");
     assert!(stats.accepted >= 1, "{stats:?}");
@@ -328,4 +323,14 @@ fn the_daemons_own_files_beside_the_socket_path_reach_it_across_a_drop() {
         "the token beside the path was sent: {stats:?}"
     );
     assert!(stats.requests >= 2, "both calls reached it: {stats:?}");
+}
+
+/// Gives `path` mode 0600, as the wrapper requires of a token file on Unix;
+/// Windows has no mode bits (the file is private by its directory).
+fn make_private(path: &Path) {
+    #[cfg(unix)]
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod");
+    #[cfg(not(unix))]
+    let _ = path;
 }

@@ -9,7 +9,6 @@
 //! without an SDK; MinGW-w64's gcc links Windows.
 
 use std::fmt;
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -52,7 +51,9 @@ impl CrossTools {
     /// The environment a cross cargo runs in: the unpacked compiler as
     /// `RUSTC` with its libraries (and nightly's, for `rust-objcopy`),
     /// nightly's cargo first on `PATH` after `first`, nightly features
-    /// allowed, `target/cross` as the target directory.
+    /// allowed, `target/cross` as the target directory, and no incremental
+    /// caches (a cross build is a check, not an edit loop, and those
+    /// caches take gigabytes per target).
     pub fn apply(&self, command: &mut Command, first: &[&Path], target_dir: &Path) {
         let mut path: Vec<&Path> = first.to_vec();
         path.push(&self.nightly.bin);
@@ -65,6 +66,7 @@ impl CrossTools {
                 prepend_paths(&[&lib_dir, &self.nightly.lib], "LD_LIBRARY_PATH"),
             )
             .env("RUSTC_BOOTSTRAP", "1")
+            .env("CARGO_INCREMENTAL", "0")
             .env("CARGO_TARGET_DIR", cross_target_dir(target_dir))
             .env(
                 "CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER",
@@ -113,8 +115,8 @@ impl fmt::Display for BuiltWheel {
 pub fn build(platform: Platform, tools: &Tools) -> Result<BuiltWheel, DistError> {
     let out = tools.target_dir.join("wheels").join(platform.triple());
     remove_wheels(&out)?;
-    let venv_bin = tools.venv.join("bin");
-    let mut maturin = Command::new(venv_bin.join("maturin"));
+    let venv_bin = devkit::pyenv::venv_bin(&tools.venv);
+    let mut maturin = Command::new(devkit::pyenv::venv_program(&tools.venv, "maturin"));
     maturin
         .current_dir(workspace_root())
         .args(["build", "--release", "--locked", "--target"])
@@ -280,9 +282,23 @@ fn remove_wheels(dir: &Path) -> Result<(), DistError> {
 
 /// This process's standard error, for a child's standard output: progress
 /// stays off the standard output, which carries the report.
+#[cfg(unix)]
 pub fn stderr_stdio() -> Result<Stdio, DistError> {
+    use std::os::fd::AsFd;
     std::io::stderr()
         .as_fd()
+        .try_clone_to_owned()
+        .map(Stdio::from)
+        .map_err(|e| DistError::io("duplicating standard error", e))
+}
+
+/// This process's standard error, for a child's standard output: progress
+/// stays off the standard output, which carries the report.
+#[cfg(windows)]
+pub fn stderr_stdio() -> Result<Stdio, DistError> {
+    use std::os::windows::io::AsHandle;
+    std::io::stderr()
+        .as_handle()
         .try_clone_to_owned()
         .map(Stdio::from)
         .map_err(|e| DistError::io("duplicating standard error", e))

@@ -264,7 +264,7 @@ fn version_row(venv: &Path, binary: &Path) -> Result<Row, DistError> {
     let inherited = std::env::var_os("PATH").unwrap_or_default();
     let (kept, dropped): (Vec<PathBuf>, Vec<PathBuf>) =
         std::env::split_paths(&inherited).partition(|dir| !holds_rust(dir));
-    let path = std::env::join_paths(std::iter::once(venv.join("bin")).chain(kept))
+    let path = std::env::join_paths(std::iter::once(devkit::pyenv::venv_bin(venv)).chain(kept))
         .map_err(|e| DistError::Unexpected(format!("building PATH: {e}")))?;
     let mut command = Command::new(binary);
     command.arg("--version").env_clear().env("PATH", &path);

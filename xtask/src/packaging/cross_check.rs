@@ -10,7 +10,10 @@
 //! real-process tests then run with that binary too (`IAI_WRAPPER_BIN`
 //! and `IAI_WRAPPER_RUNNER`), all of them: the tests that look at the
 //! binary's own path compare against `IAI_WRAPPER_BIN`, which qemu-user
-//! reports as the running program.
+//! reports as the running program. Under Wine the wrapper's unit tests run
+//! too, built for Windows: they need no process of the workspace, while
+//! its integration tests drive native helpers (the fake daemon, the
+//! harness) that are not built for Windows here.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -66,7 +69,7 @@ pub struct CrossCheckConfig {
     /// Only the std-only probe (the toolchain, linker and runner), not the
     /// wrapper: for Windows until the wrapper builds there.
     pub probe_only: bool,
-    /// Skip the wrapper's test suite under the emulator (smoke only).
+    /// Skip the wrapper's tests under the emulator (smoke only).
     pub no_tests: bool,
     /// The Python interpreter for the build tools.
     pub python: PathBuf,
@@ -116,6 +119,9 @@ pub fn cross_check(cfg: &CrossCheckConfig, host: Platform) -> Result<Vec<Row>, D
                 let row = smoke(&words, "tcp", "under Wine", Some(&layout));
                 profile.remove()?;
                 rows.push(row?);
+                if !cfg.no_tests {
+                    rows.push(windows_unit_tests(cfg, cross, &dll, &scratch)?);
+                }
             }
         }
         Platform::LinuxAarch64 => {
@@ -151,7 +157,7 @@ fn wrapper_from_wheel(
 ) -> Result<PathBuf, DistError> {
     let built = build::build_one(cfg.platform, host, tools)?;
     let binary = scratch.join(cfg.platform.executable());
-    let python = tools.venv.join("bin").join("python");
+    let python = devkit::pyenv::venv_python(&tools.venv);
     let contents = read_wheel(&python, &built.path, cfg.platform, &binary)?;
     let binary = contents.binary.ok_or_else(|| {
         DistError::Unexpected(format!("{} holds no executable", built.path.display()))
@@ -160,11 +166,19 @@ fn wrapper_from_wheel(
     Ok(binary)
 }
 
-/// Sets the executable bits zip extraction leaves off.
+/// Sets the executable bits zip extraction leaves off (Unix's mode bits:
+/// this runs on the Linux machine that cross-checks).
+#[cfg(unix)]
 fn make_executable(path: &Path) -> Result<(), DistError> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| DistError::io(format!("making {} executable", path.display()), e))
+}
+
+/// No executable bits to set where there are no mode bits.
+#[cfg(not(unix))]
+fn make_executable(_path: &Path) -> Result<(), DistError> {
+    Ok(())
 }
 
 /// A command line for the harness's `--wrapper-cmd`: each word in single
@@ -300,6 +314,128 @@ fn wrapper_tests(wrapper: &Path) -> Result<Row, DistError> {
     ))
 }
 
+/// The wrapper's unit tests built for Windows with the cross tools, then
+/// run under Wine beside the test-only DLL, every one of them (those gated
+/// off Windows with `cfg` are not compiled for it); the row gives libtest's
+/// count.
+fn windows_unit_tests(
+    cfg: &CrossCheckConfig,
+    cross: &CrossTools,
+    dll: &Path,
+    scratch: &Path,
+) -> Result<Row, DistError> {
+    const CHECK: &str = "the wrapper's unit tests under Wine";
+    let exe = step("the wrapper's unit tests built for Windows", || {
+        build_unit_tests(cfg.platform, cross, &cfg.target_dir)
+    })?;
+    let staged = winprng::stage(&exe, dll, &scratch.join("unit-tests"))?;
+    let mut command = winprng::command(&winprng::prefix(&cfg.target_dir), &staged);
+    let output = step(CHECK, || {
+        command
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| DistError::io(format!("starting {}", winprng::WINE64), e))
+    })?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let failures: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.starts_with("test ") && line.ends_with(" FAILED"))
+        .collect();
+    let summary = stdout
+        .lines()
+        .rev()
+        .find_map(|line| line.strip_prefix("test result: "))
+        .map(str::to_owned);
+    let Some(summary) = summary else {
+        return Ok(Row::judged(
+            CHECK,
+            false,
+            format!(
+                "{}: {} with no libtest summary; stdout ends {:?}",
+                staged.display(),
+                output.status,
+                devkit::format::last_lines(&stdout, 10, "\n")
+            ),
+        ));
+    };
+    let mut detail = vec![format!(
+        "{summary} (cargo test -p iai-mcp-wrapper --lib, built for {}; none skipped under Wine)",
+        cfg.platform
+    )];
+    detail.extend(failures.iter().map(|line| (*line).to_owned()));
+    Ok(Row::judged(
+        CHECK,
+        output.status.success() && failures.is_empty(),
+        detail.join("\n"),
+    ))
+}
+
+/// Profile settings for the unit tests' build for another target: no
+/// optimisation and no debug information anywhere (the workspace's dev
+/// profile optimises its dependencies and the harness, which pays off for
+/// tests run often here, not for one run under an emulator), so that the
+/// build costs minutes less.
+const UNIT_TEST_PROFILE: [&str; 5] = [
+    "profile.dev.debug=false",
+    "profile.dev.package.\"*\".opt-level=0",
+    "profile.dev.package.iai-mcp-wrapper.opt-level=0",
+    "profile.dev.package.harness.opt-level=0",
+    "profile.dev.package.kits.opt-level=0",
+];
+
+/// Builds the wrapper's unit tests for `platform` with the cross tools
+/// (cargo's messages read for the test executable) and returns it.
+fn build_unit_tests(
+    platform: Platform,
+    cross: &CrossTools,
+    target_dir: &Path,
+) -> Result<PathBuf, DistError> {
+    let mut cargo = Command::new(cross.nightly.bin.join("cargo"));
+    cargo
+        .arg("test")
+        .arg("--manifest-path")
+        .arg(bins::workspace_root().join("Cargo.toml"))
+        .args(["-p", "iai-mcp-wrapper", "--lib", "--no-run", "--locked"])
+        .args(["--target", platform.triple()])
+        .args(BUILD_STD)
+        .args(["--message-format", "json-render-diagnostics"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    for setting in UNIT_TEST_PROFILE {
+        cargo.args(["--config", setting]);
+    }
+    cross.apply(&mut cargo, &[], target_dir);
+    let output = cargo
+        .output()
+        .map_err(|e| DistError::io("starting cargo for the unit tests", e))?;
+    if !output.status.success() {
+        return Err(DistError::tool(
+            format!("building the wrapper's unit tests for {platform}"),
+            format!("{} (cargo's output is above)", output.status),
+        ));
+    }
+    test_executable(&String::from_utf8_lossy(&output.stdout)).ok_or_else(|| {
+        DistError::Unexpected(format!(
+            "cargo named no unit-test executable of iai-mcp-wrapper for {platform}"
+        ))
+    })
+}
+
+/// The executable of the library's unit tests among cargo's JSON messages.
+fn test_executable(messages: &str) -> Option<PathBuf> {
+    messages
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == true)
+        .filter(|m| {
+            m["target"]["kind"]
+                .as_array()
+                .is_some_and(|kinds| kinds.iter().any(|k| k == "lib"))
+        })
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+}
+
 /// Builds the std-only probe for Windows with the cross tools, reads its
 /// imports, and runs it under Wine beside the DLL.
 fn windows_probe(
@@ -417,6 +553,22 @@ mod tests {
     use devkit::shell::{env_assignment, split_words};
 
     use super::*;
+
+    #[test]
+    fn the_unit_test_executable_is_the_librarys_test_artifact() {
+        let messages = [
+            r#"{"reason":"compiler-artifact","target":{"name":"iai_mcp_wrapper","kind":["lib"]},"profile":{"test":false},"executable":null}"#,
+            r#"{"reason":"compiler-artifact","target":{"name":"iai-mcp-wrapper","kind":["bin"]},"profile":{"test":true},"executable":"/t/deps/bin.exe"}"#,
+            r#"{"reason":"compiler-artifact","target":{"name":"iai_mcp_wrapper","kind":["lib"]},"profile":{"test":true},"executable":"/t/deps/iai_mcp_wrapper-1.exe"}"#,
+            r#"{"reason":"build-finished","success":true}"#,
+        ]
+        .join("\n");
+        assert_eq!(
+            test_executable(&messages),
+            Some(PathBuf::from("/t/deps/iai_mcp_wrapper-1.exe"))
+        );
+        assert_eq!(test_executable("not json\n"), None);
+    }
 
     #[test]
     fn settings_stay_bare_and_paths_are_quoted() {

@@ -1,10 +1,9 @@
-//! Clippy for another target: the wrapper's library and binary linted as
-//! they are compiled for it (for Windows, every `cfg(windows)` line that
-//! a Linux clippy never sees), with Debian's clippy for the cross compiler
+//! Clippy for another target: the whole workspace, every target of every
+//! crate (libraries, binaries, unit and integration tests), linted as it
+//! is compiled for that target (for Windows, every `cfg(windows)` line a
+//! Linux clippy never sees, and every `cfg(unix)` gate that keeps a Unix
+//! test off it), with Debian's clippy for the cross compiler
 //! ([`toolchain::cross_clippy`]) and `-Z build-std`.
-//!
-//! The wrapper's tests are not linted for another target: they drive the
-//! binary through the harness, which is Unix-only.
 
 use std::process::{Command, Stdio};
 
@@ -14,15 +13,14 @@ use super::platform::Platform;
 use super::progress::step;
 use super::toolchain;
 
-/// The cargo arguments after `clippy`: the wrapper's library and binary
-/// for `platform`, every warning an error.
+/// The cargo arguments after `clippy`: every target of the workspace for
+/// `platform`, every warning an error.
 pub fn clippy_args(platform: Platform) -> Vec<&'static str> {
     let mut args = vec![
+        "--workspace",
+        "--all-targets",
         "--locked",
-        "-p",
-        "iai-mcp-wrapper",
-        "--lib",
-        "--bins",
+        "--keep-going",
         "--target",
         platform.triple(),
     ];
@@ -31,8 +29,8 @@ pub fn clippy_args(platform: Platform) -> Vec<&'static str> {
     args
 }
 
-/// Runs clippy on the wrapper for `platform` with `cross`; cargo's output
-/// goes to standard error. Fails when clippy finds anything.
+/// Runs clippy on the workspace for `platform` with `cross`; cargo's
+/// output goes to standard error. Fails when clippy finds anything.
 pub fn clippy(
     platform: Platform,
     cross: &CrossTools,
@@ -69,11 +67,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_wrapper_is_linted_for_the_target_with_warnings_denied() {
+    fn every_target_of_the_workspace_is_linted_with_warnings_denied() {
         let args = clippy_args(Platform::WindowsX86_64);
         assert_eq!(
             args.join(" "),
-            "--locked -p iai-mcp-wrapper --lib --bins --target x86_64-pc-windows-gnu -Z build-std=std,panic_abort -- -D warnings"
+            "--workspace --all-targets --locked --keep-going --target x86_64-pc-windows-gnu -Z build-std=std,panic_abort -- -D warnings"
         );
     }
 }
