@@ -23,9 +23,8 @@
 //! twice) and the watch break (once) anywhere among the other events; its
 //! daemon never answers the status question (the answer only proves a
 //! connection, which the first search covers), to stay within its depth.
-//! There, also: an appearance while the endpoint is awaited brings an
-//! attempt within the spread (or, right after an attempt, within two
-//! initial backoffs); an appearance never delays anything; without a watch
+//! There, also: an appearance while backing off or awaiting the endpoint
+//! brings an attempt within the spread, however recent the last one; an appearance never delays anything; without a watch
 //! a bridge waiting to dial always has a timer.
 //!
 //! The fixed policy must pass everywhere; the pre-fix policy must break the

@@ -459,18 +459,16 @@ impl World {
                 self.appearances += 1;
                 self.uncounted = 0;
                 self.appeared_since_connect = true;
-                let awaiting = self.bridge.status().awaiting_endpoint;
+                let heeded = self.bridge.heeds_appearance();
                 let due_before = self.bridge.poll_timeout();
                 self.bridge.endpoint_appeared(now);
                 self.absorb(false)?;
                 let due = self.bridge.poll_timeout();
-                // Within the spread, or, right after an attempt, no later
-                // than a call could bring the next one (two initial
-                // backoffs of the model's policy).
-                let bound = now + APPEARED_SPREAD + Duration::from_millis(100);
-                if awaiting && due.is_none_or(|at| at >= bound) {
+                // Within the spread, however recent the last attempt.
+                let bound = now + APPEARED_SPREAD;
+                if heeded && due.is_none_or(|at| at >= bound) {
                     return Err(self.violation(
-                        "an appearance while the endpoint is awaited brings an attempt soon",
+                        "an appearance while backing off or awaiting brings an attempt within the spread",
                         format!("next deadline {due:?} after the appearance at {now:?}"),
                     ));
                 }

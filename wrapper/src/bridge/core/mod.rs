@@ -155,9 +155,8 @@ impl Bridge {
 
     /// The daemon's endpoint appeared or changed (its socket was created,
     /// its port file written). While backing off or awaiting it, the next
-    /// attempt is made within [`APPEARED_SPREAD`] (but not sooner than a
-    /// call could bring it after the last attempt); during an attempt, its
-    /// failure is followed as soon by another. The failure count goes on,
+    /// attempt is made within [`APPEARED_SPREAD`], however recent the last
+    /// one; during an attempt, its failure is followed as soon by another. The failure count goes on,
     /// so an endpoint that appears but refuses is awaited again at once.
     /// Connected, stopped or in a reconnect delay, nothing changes.
     pub fn endpoint_appeared(&mut self, now: Instant) {
@@ -166,14 +165,12 @@ impl Bridge {
                 appeared: true,
                 ..connecting
             }),
-            Link::Awaiting(Awaiting { last, outage }) => {
-                self.retry_on_appearance(now, None, last, outage)
-            }
+            Link::Awaiting(Awaiting { outage, .. }) => self.retry_on_appearance(now, None, outage),
             Link::Retrying(Retrying {
                 at,
-                pause: Pause::Backoff { last },
+                pause: Pause::Backoff { .. },
                 outage,
-            }) => self.retry_on_appearance(now, Some(at), last, outage),
+            }) => self.retry_on_appearance(now, Some(at), outage),
             other => other,
         };
     }
@@ -277,8 +274,9 @@ impl Bridge {
             Link::Stopped(Stop::GaveUp)
         } else if appeared {
             // The attempt may have raced the daemon's bind: the appearance
-            // is news the failure predates.
-            let at = (now + self.appeared_delay()).max(attempt.spaced_from(now));
+            // is news the failure predates, and brings the next attempt
+            // within the spread as it does between attempts.
+            let at = now + self.appeared_delay();
             Link::Retrying(Retrying {
                 at,
                 pause: Pause::Appeared {
@@ -497,6 +495,22 @@ impl Bridge {
         matches!(self.link, Link::Retrying(_) | Link::Awaiting(_))
     }
 
+    /// Whether an appearance of the endpoint would bring the next attempt
+    /// within the spread ([`Bridge::endpoint_appeared`]): backing off after
+    /// failed attempts, or awaiting the endpoint; not in the reconnect
+    /// delay, nor in the few milliseconds before an attempt that already
+    /// answers an appearance.
+    pub fn heeds_appearance(&self) -> bool {
+        matches!(
+            self.link,
+            Link::Awaiting(_)
+                | Link::Retrying(Retrying {
+                    pause: Pause::Backoff { .. },
+                    ..
+                })
+        )
+    }
+
     /// Number of calls not yet answered.
     pub fn pending(&self) -> usize {
         self.calls.len()
@@ -677,18 +691,18 @@ impl Bridge {
     }
 
     /// The endpoint appeared while backing off (the pause's timer `timer`)
-    /// or awaiting it: the next attempt within the spread, but never sooner
-    /// than a call could bring it (one to two initial backoffs after the
-    /// last attempt began), so an endpoint that keeps appearing is not
-    /// spun on. A timer due sooner stands.
+    /// or awaiting it: the next attempt within the spread, however recent
+    /// the last one. The spacing that holds back an attempt a call brings
+    /// does not apply: an appearance is news of the daemon (a new socket,
+    /// a new port), told once per change, so it cannot make the dial rate
+    /// run away as a stream of calls could. A timer due sooner stands.
     fn retry_on_appearance(
         &mut self,
         now: Instant,
         timer: Option<Instant>,
-        last: Attempt,
         outage: Outage,
     ) -> Link {
-        let brought = (now + self.appeared_delay()).max(last.spaced_from(now));
+        let brought = now + self.appeared_delay();
         let due = timer.map_or(brought, |at| at.min(brought));
         self.actions.push_back(Action::Report(Event::Appeared {
             dial_in: due.saturating_duration_since(now),
