@@ -5,7 +5,7 @@
 //! completion go through [`output_within`] and [`run_within`] (those the
 //! hosts kit runs under a subreaper, through [`crate::reap::run_within`]).
 
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use crate::error::DevkitError;
@@ -51,6 +51,49 @@ impl Finished {
     }
 }
 
+/// A running command's standard output and error, each read to its end
+/// by a thread of its own, so the command never blocks on a full pipe.
+#[derive(Debug)]
+pub(crate) struct Outputs {
+    stdout: CapturedOutput,
+    stderr: CapturedOutput,
+}
+
+impl Outputs {
+    /// Takes `child`'s piped standard output and error (`label` names the
+    /// reading threads).
+    pub(crate) fn take(child: &mut Child, label: &str) -> Outputs {
+        let stdout = child.stdout.take().expect("stdout piped");
+        let stderr = child.stderr.take().expect("stderr piped");
+        Outputs {
+            stdout: CapturedOutput::spawn(stdout, &format!("{label}-stdout")),
+            stderr: CapturedOutput::spawn(stderr, &format!("{label}-stderr")),
+        }
+    }
+
+    /// The error for a command (`what` it does) still running at `limit`,
+    /// with the end of its standard error.
+    pub(crate) fn timed_out(&self, what: &str, limit: Duration) -> DevkitError {
+        DevkitError::TimedOut {
+            what: what.to_owned(),
+            limit,
+            tail: last_lines(&self.stderr.text(), TAIL_LINES, "\n"),
+        }
+    }
+
+    /// The command ended with `status`: its output, read to the end or for
+    /// [`OUTPUT_GRACE`] more.
+    pub(crate) fn finished(self, status: ExitStatus) -> Finished {
+        self.stdout.wait_eof(OUTPUT_GRACE);
+        self.stderr.wait_eof(OUTPUT_GRACE);
+        Finished {
+            status,
+            stdout: self.stdout.text(),
+            stderr: self.stderr.text(),
+        }
+    }
+}
+
 /// Runs `command` (`what` it does, for errors) within `limit`, with no
 /// standard input, and returns how it ended whatever its exit status. One
 /// still running at `limit` is killed with its process group and is a
@@ -65,24 +108,12 @@ pub fn output_within(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut group = GroupGuard::spawn(command)?;
-    let leader = group.leader().child_mut();
-    let stdout = CapturedOutput::spawn(leader.stdout.take().expect("piped"), "command-stdout");
-    let stderr = CapturedOutput::spawn(leader.stderr.take().expect("piped"), "command-stderr");
+    let outputs = Outputs::take(group.leader().child_mut(), "command");
     let Some(status) = group.leader().wait_timeout(limit)? else {
         let _ = group.kill();
-        return Err(DevkitError::TimedOut {
-            what: what.to_owned(),
-            limit,
-            tail: last_lines(&stderr.text(), TAIL_LINES, "\n"),
-        });
+        return Err(outputs.timed_out(what, limit));
     };
-    stdout.wait_eof(OUTPUT_GRACE);
-    stderr.wait_eof(OUTPUT_GRACE);
-    Ok(Finished {
-        status,
-        stdout: stdout.text(),
-        stderr: stderr.text(),
-    })
+    Ok(outputs.finished(status))
 }
 
 /// Runs `command` (`what` it does) to completion within `limit`; its

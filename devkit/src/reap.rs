@@ -34,10 +34,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use crate::command::{Finished, OUTPUT_GRACE};
+use crate::command::{Finished, Outputs};
 use crate::error::DevkitError;
-use crate::format::last_lines;
-use crate::process::{CapturedOutput, GroupGuard};
+use crate::process::GroupGuard;
 
 /// How long the subreaper may take to kill and reap everything once asked.
 pub const STOP_LIMIT: Duration = Duration::from_secs(10);
@@ -254,24 +253,12 @@ pub fn output_within(
 ) -> Result<Finished, DevkitError> {
     command.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut reaped = Reaped::spawn(command)?;
-    let child = reaped.child_mut();
-    let stdout = CapturedOutput::spawn(child.stdout.take().expect("piped"), "reaped-stdout");
-    let stderr = CapturedOutput::spawn(child.stderr.take().expect("piped"), "reaped-stderr");
+    let outputs = Outputs::take(reaped.child_mut(), "reaped");
     let Some(status) = reaped.wait_timeout(limit)? else {
         reaped.stop();
-        return Err(DevkitError::TimedOut {
-            what: what.to_owned(),
-            limit,
-            tail: last_lines(&stderr.text(), 10, "\n"),
-        });
+        return Err(outputs.timed_out(what, limit));
     };
-    stdout.wait_eof(OUTPUT_GRACE);
-    stderr.wait_eof(OUTPUT_GRACE);
-    Ok(Finished {
-        status,
-        stdout: stdout.text(),
-        stderr: stderr.text(),
-    })
+    Ok(outputs.finished(status))
 }
 
 /// [`output_within`], its standard output when it succeeded; a

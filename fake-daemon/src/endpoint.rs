@@ -166,14 +166,25 @@ impl Endpoint {
     /// the port file, each whole.
     fn tcp_at_once(&mut self, shared: &Arc<Shared>) -> Result<(), BindError> {
         let listener = listener::listen_tcp(&self.path, self.port)?;
-        self.port = listener::port_of(listener.local_addr(), &self.path)?;
+        self.publish_tcp(listener.local_addr(), shared)?;
+        self.accept(Listener::Tcp(listener), shared);
+        Ok(())
+    }
+
+    /// Takes the port bound at `address` as this endpoint's, and writes a
+    /// fresh token file and the port file beside the path, each whole
+    /// (removed on the way down even if writing fails).
+    fn publish_tcp(
+        &mut self,
+        address: std::io::Result<std::net::SocketAddr>,
+        shared: &Shared,
+    ) -> Result<(), BindError> {
+        self.port = listener::port_of(address, &self.path)?;
         let files = TcpFiles::beside(&self.path);
         let token = renew_token(shared);
         let published = files.publish(&token, self.port);
         self.state = State::Bound(Bound::Tcp(files));
-        published?;
-        self.accept(Listener::Tcp(listener), shared);
-        Ok(())
+        published
     }
 
     /// `listen-after` on TCP: bind, write the token file and the port file
@@ -184,12 +195,7 @@ impl Endpoint {
         shared: &Arc<Shared>,
     ) -> Result<(), BindError> {
         let socket = listener::bind_tcp_unlistened(&self.path, self.port)?;
-        self.port = listener::port_of(socket.local_addr(), &self.path)?;
-        let files = TcpFiles::beside(&self.path);
-        let token = renew_token(shared);
-        let published = files.publish(&token, self.port);
-        self.state = State::Bound(Bound::Tcp(files));
-        published?;
+        self.publish_tcp(socket.local_addr(), shared)?;
         report(StartupStep::Bound);
         tokio::time::sleep(gap).await;
         let listener = listener::listen_tcp_socket(socket, &self.path)?;

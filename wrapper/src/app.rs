@@ -39,12 +39,7 @@ pub async fn run(config: Config) -> std::io::Result<StopReason> {
     // Signal handlers first: nothing below may be left behind by a signal.
     let stop = termination()?;
 
-    let finder = Finder::new(
-        config.cli.surface.clone(),
-        &config.cli.installation,
-        &config.cli.doctor.admin_cli,
-        &config.daemon.state_dir,
-    );
+    let finder = config.surface_finder();
     let served = finder.load();
     surface::log(&served);
     let (surface_tx, surface_rx) = watch::channel(Arc::new(served));

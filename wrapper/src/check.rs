@@ -12,7 +12,7 @@ use crate::install;
 use crate::lifecycle::{doctor, heartbeat::Heartbeat, release, wake};
 use crate::mcp::protocol;
 use crate::platform::Platform;
-use crate::surface::{Finder, Surface};
+use crate::surface::Surface;
 use crate::transport::{OneShot, OneShotError};
 
 /// What the daemon probe found.
@@ -62,13 +62,7 @@ pub async fn report(
     out: &mut impl Write,
 ) -> std::io::Result<bool> {
     writeln!(out, "{}", protocol::description())?;
-    let surface = Finder::new(
-        config.cli.surface.clone(),
-        &config.cli.installation,
-        &config.cli.doctor.admin_cli,
-        &config.daemon.state_dir,
-    )
-    .load();
+    let surface = config.surface_finder().load();
     let mark = if surface.is_builtin() { "warn" } else { "ok" };
     writeln!(
         out,

@@ -9,7 +9,6 @@ use crate::config::{Args, Command, Config, Environment, Setting, settings_in_eff
 use crate::install::{self, Action, Request, hosts::Places};
 use crate::lifecycle::release;
 use crate::platform::Platform;
-use crate::surface::Finder;
 use crate::transport::Endpoint;
 use crate::{app, check, logging, real_path};
 use clap::{CommandFactory, FromArgMatches};
@@ -153,13 +152,7 @@ struct Served {
 impl Served {
     /// As the serving wrapper would find them with `config`.
     fn of(config: &Config) -> Served {
-        let surface = Finder::new(
-            config.cli.surface.clone(),
-            &config.cli.installation,
-            &config.cli.doctor.admin_cli,
-            &config.daemon.state_dir,
-        )
-        .load();
+        let surface = config.surface_finder().load();
         Served {
             endpoint: config.daemon.endpoint.clone(),
             version: surface.version().to_owned(),

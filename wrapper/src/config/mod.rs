@@ -39,6 +39,8 @@ pub use self::log::{LogArgs, LogSettings};
 pub use self::session::{SessionArgs, SessionSettings};
 pub use self::values::{EmptyIsDefault, Millis, Switch, TcpPort, TransportSetting};
 
+use crate::surface::Finder;
+
 /// Validated settings, ready to build the wrapper from: one part per group
 /// of settings, each built by its group from its flags alone.
 #[derive(Debug, Clone)]
@@ -80,6 +82,21 @@ impl Args {
             cli,
             check: self.check,
         })
+    }
+}
+
+impl Config {
+    /// The finder of the release whose tools and instructions are served:
+    /// the surface setting, looked for around the installation and the
+    /// admin CLI, cached in the wrapper's state directory. The serving
+    /// wrapper, `--check` and `status` all find it this way.
+    pub fn surface_finder(&self) -> Finder {
+        Finder::new(
+            self.cli.surface.clone(),
+            &self.cli.installation,
+            &self.cli.doctor.admin_cli,
+            &self.daemon.state_dir,
+        )
     }
 }
 
