@@ -116,8 +116,9 @@ pub struct CrossClippyArgs {
 /// other task (the race, the scorecard, the sweep, one per scenario).
 ///
 /// Each binary declares its own tasks; xtask names only the kits' few, so
-/// that a new scenario is the harness's alone. `kits_runs_exactly_the_kits_tasks`
-/// (xtask/tests/tasks.rs) holds [`KITS_TASKS`] to the kits binary's own list.
+/// that a new scenario is the harness's alone. The test
+/// `each_task_goes_to_the_binary_that_declares_it` (below) holds
+/// [`KITS_TASKS`] to the kits binary's own list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Runner {
     /// The binary.

@@ -56,11 +56,32 @@ fn main() -> ExitCode {
 /// and `hosts` first build this machine's wheel and name it in
 /// [`WHEEL_ENV`].
 fn run_elsewhere(mut args: Vec<OsString>) -> ExitCode {
-    let task = args
-        .first()
-        .map(|task| task.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let runner = Runner::of(&task);
+    let words: Vec<String> = args
+        .iter()
+        .take(2)
+        .map(|word| word.to_string_lossy().into_owned())
+        .collect();
+    let task = words.first().cloned().unwrap_or_default();
+    // `help TASK`: xtask's own task's help here, any other's from the
+    // binary that runs it.
+    let about = match words.as_slice() {
+        [help, named] if help == "help" => Some(named.as_str()),
+        _ => None,
+    };
+    if let Some(own) = about.and_then(|named| {
+        let mut command = flags::command();
+        command.build();
+        command
+            .find_subcommand_mut(named)
+            .map(|own| own.print_help())
+    }) {
+        return if own.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
+    let runner = Runner::of(about.unwrap_or(&task));
     let release = task == "bench" || args.iter().any(|a| a == "--release");
     args.retain(|a| a != "--release");
     let profile = if release {

@@ -55,6 +55,8 @@ fn lifecycle_files_are_private_and_their_directory_too() {
     assert_eq!(dir_mode & 0o077, 0, "wrappers/ is private");
 }
 
+// Counts the wrapper's children through /proc: Linux only.
+#[cfg(target_os = "linux")]
 #[test]
 fn with_the_daemon_up_and_the_doctor_off_no_process_is_started_and_the_socket_is_untouched() {
     let mut p = pair(&[("IAI_MCP_DOCTOR", "off")]);

@@ -197,14 +197,17 @@ impl Drop for Titled {
     }
 }
 
-/// Whether `pid` still runs (a zombie does not).
+/// Whether `pid` still runs (a zombie does not), as `/bin/ps` tells on
+/// Linux and macOS alike: no line for a process that is gone, a state
+/// beginning with `Z` for a zombie.
 fn running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| rest.starts_with('Z')),
-        Err(_) => false,
-    }
+    let out = Command::new("/bin/ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .expect("ps");
+    let state = String::from_utf8_lossy(&out.stdout);
+    let state = state.trim();
+    !state.is_empty() && !state.starts_with('Z')
 }
 
 async fn serial() -> tokio::sync::MutexGuard<'static, ()> {

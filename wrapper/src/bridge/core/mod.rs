@@ -787,7 +787,10 @@ impl Bridge {
     /// The delay before an attempt the endpoint's appearance brings on:
     /// drawn from `[0, APPEARED_SPREAD)`.
     fn appeared_delay(&mut self) -> Duration {
-        APPEARED_SPREAD.mul_f64(self.rng.f64())
+        // Whole nanoseconds below the spread: a fraction of it, rounded,
+        // could come to the spread itself.
+        let spread = u64::try_from(APPEARED_SPREAD.as_nanos()).unwrap_or(u64::MAX);
+        Duration::from_nanos(self.rng.u64(..spread))
     }
 
     /// The pause before the next connect attempt after `failures` failed
