@@ -125,7 +125,7 @@ pub fn build(platform: Platform, tools: &Tools) -> Result<BuiltWheel, DistError>
         .arg(&out)
         .args(maturin_flags(platform))
         .stdin(Stdio::null())
-        .stdout(stderr_stdio()?)
+        .stdout(stderr_stdio())
         .stderr(Stdio::inherit());
     match &tools.cross {
         Some(cross) => {
@@ -282,26 +282,8 @@ fn remove_wheels(dir: &Path) -> Result<(), DistError> {
 
 /// This process's standard error, for a child's standard output: progress
 /// stays off the standard output, which carries the report.
-#[cfg(unix)]
-pub fn stderr_stdio() -> Result<Stdio, DistError> {
-    use std::os::fd::AsFd;
-    std::io::stderr()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(Stdio::from)
-        .map_err(|e| DistError::io("duplicating standard error", e))
-}
-
-/// This process's standard error, for a child's standard output: progress
-/// stays off the standard output, which carries the report.
-#[cfg(windows)]
-pub fn stderr_stdio() -> Result<Stdio, DistError> {
-    use std::os::windows::io::AsHandle;
-    std::io::stderr()
-        .as_handle()
-        .try_clone_to_owned()
-        .map(Stdio::from)
-        .map_err(|e| DistError::io("duplicating standard error", e))
+pub fn stderr_stdio() -> Stdio {
+    Stdio::from(std::io::stderr())
 }
 
 #[cfg(test)]

@@ -301,7 +301,7 @@ fn wrapper_tests(wrapper: &Path) -> Result<Row, DistError> {
         .env(bins::WRAPPER.env_override, wrapper)
         .env(bins::WRAPPER_RUNNER_ENV, QEMU_RUNNER)
         .stdin(Stdio::null())
-        .stdout(build::stderr_stdio()?);
+        .stdout(build::stderr_stdio());
     let status = step("the wrapper's tests under qemu-user", || {
         command
             .status()
@@ -516,7 +516,7 @@ fn build_probe(
         .args(["--release", "--target", platform.triple()])
         .args(BUILD_STD)
         .stdin(Stdio::null())
-        .stdout(build::stderr_stdio()?);
+        .stdout(build::stderr_stdio());
     cross.apply(&mut cargo, &[], target_dir);
     let status = cargo
         .status()
