@@ -8,6 +8,8 @@
 //!   reports ([`reports`]);
 //! - [`StartupOrder`]: how the daemon binds, listens and publishes its
 //!   endpoint, at start and at each `UP`, and the [`StartupStep`]s it logs;
+//! - [`TcpEndpointFiles`]: where a daemon on TCP publishes its port and
+//!   token, beside the path it is given;
 //! - [`spec::COMMANDS`]: every command described for people, from which
 //!   `fake-daemon --help` and the table of `docs/fake-daemon.md` are made.
 //!
@@ -17,6 +19,7 @@
 
 mod ack;
 mod command;
+mod endpoint_files;
 pub mod reports;
 pub mod spec;
 mod start_up;
@@ -24,5 +27,6 @@ mod stats;
 
 pub use ack::{Ack, AckError, BOUND};
 pub use command::{Command, CommandError, MAX_BYTES_ARGUMENT, MAX_DELAY_MS, MAX_GARBAGE_LINES};
+pub use endpoint_files::{TcpEndpointFiles, with_suffix};
 pub use start_up::{MAX_PAUSE_MS, START_UP_OPTION, StartupOrder, StartupOrderError, StartupStep};
 pub use stats::{STATS_FORM, StatsError, StatsSnapshot};

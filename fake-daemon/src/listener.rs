@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use fake_daemon_control::StartupOrder;
+use fake_daemon_control::{StartupOrder, TcpEndpointFiles, with_suffix};
 use thiserror::Error;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 #[cfg(unix)]
@@ -269,44 +269,43 @@ impl Listener {
     }
 }
 
-/// The files a TCP listener publishes: its port and its token.
+/// The files a TCP listener publishes: its port and its token, where
+/// iai-mcp's daemon puts them ([`TcpEndpointFiles`]).
 #[derive(Debug, Clone)]
 pub(crate) struct TcpFiles {
-    port_file: PathBuf,
-    token_file: PathBuf,
+    files: TcpEndpointFiles,
 }
 
 impl TcpFiles {
     /// The files beside `base`: `<base>.port` and `<base>.token`.
     pub(crate) fn beside(base: &Path) -> Self {
         TcpFiles {
-            port_file: with_suffix(base, ".port"),
-            token_file: with_suffix(base, ".token"),
+            files: TcpEndpointFiles::beside(base),
         }
     }
 
     /// Writes the token, then the port, each whole (a temporary file
     /// renamed over it), so a reader never sees half of either.
     pub(crate) fn publish(&self, token: &str, port: u16) -> Result<(), BindError> {
-        write_whole(&self.token_file, token)?;
-        write_whole(&self.port_file, &port.to_string())
+        write_whole(&self.files.token, token)?;
+        write_whole(&self.files.port, &port.to_string())
     }
 
     /// Writes `text` into the token file itself (created, or emptied
     /// first), as iai-mcp 3.3.0 writes it.
     pub(crate) fn write_token_in_place(&self, text: &str) -> Result<(), BindError> {
-        write_in_place(&self.token_file, text)
+        write_in_place(&self.files.token, text)
     }
 
     /// Writes `text` into the port file itself (created, or emptied first),
     /// as iai-mcp 3.3.0 writes it.
     pub(crate) fn write_port_in_place(&self, text: &str) -> Result<(), BindError> {
-        write_in_place(&self.port_file, text)
+        write_in_place(&self.files.port, text)
     }
 
     /// Removes the port and token files.
     pub(crate) fn unlink(&self) {
-        for path in [&self.port_file, &self.token_file] {
+        for path in [&self.files.port, &self.files.token] {
             if let Err(err) = std::fs::remove_file(path).or_else(ignore_not_found) {
                 eprintln!("fake-daemon: cannot remove {}: {err}", path.display());
             }
@@ -333,13 +332,6 @@ impl Bound {
             Bound::Tcp(files) => files.unlink(),
         }
     }
-}
-
-/// `path` with `suffix` appended (`d.sock` + `.port`).
-pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
 }
 
 /// A fresh token: 32 random bytes in hex.

@@ -22,7 +22,7 @@ use devkit::process::{CapturedOutput, ChildGuard};
 use devkit::sync::lock;
 use fake_daemon_control::reports::{AcceptTimes, SeenReport};
 pub use fake_daemon_control::reports::{LoggedRequest, RequestLog};
-pub use fake_daemon_control::{Ack, BOUND, Command, StartupOrder, StatsSnapshot};
+pub use fake_daemon_control::{Ack, BOUND, Command, StartupOrder, StatsSnapshot, TcpEndpointFiles};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -255,8 +255,9 @@ impl FakeDaemon {
             });
         }
         if transport == Transport::Tcp {
-            let port_file = with_suffix(socket_path, ".port");
-            let text = std::fs::read_to_string(&port_file)
+            let files = TcpEndpointFiles::beside(socket_path);
+            let port_file = &files.port;
+            let text = std::fs::read_to_string(port_file)
                 .map_err(|e| HarnessError::io(format!("reading {}", port_file.display()), e))?;
             let port = text
                 .trim()
@@ -267,7 +268,7 @@ impl FakeDaemon {
                 })?;
             daemon.endpoint = DaemonEndpoint::Tcp {
                 port,
-                token_path: with_suffix(socket_path, ".token"),
+                token_path: files.token,
             };
         }
         Ok(daemon)
@@ -586,13 +587,6 @@ impl FakeDaemon {
             }
         }
     }
-}
-
-/// `path` with `suffix` appended to its file name.
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
 }
 
 /// The daemon answered `command` with `ack`, which is not how it answers it.

@@ -23,8 +23,9 @@
 use devkit::tempdir::short_tempdir;
 #[cfg(unix)]
 use harness::daemon::StartupOrder;
+use harness::daemon::TcpEndpointFiles;
 use harness::{FakeDaemon, Transport, WrapperOptions, WrapperProcess};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use crate::common;
@@ -288,8 +289,11 @@ fn on_tcp_in_the_daemons_own_order_only_the_new_port_dials_and_once() {
     bind(fd, &SockaddrIn::new(127, 0, 0, 1, 0)).expect("bind");
     let stale_port = getsockname::<SockaddrIn>(fd).expect("address").port();
     let written = events(&w).len();
-    std::fs::write(with_suffix(&base, ".port"), format!("{stale_port}\n"))
-        .expect("the stale port file");
+    std::fs::write(
+        TcpEndpointFiles::beside(&base).port,
+        format!("{stale_port}\n"),
+    )
+    .expect("the stale port file");
     let seen_stale = next_event(&w, "endpoint_looked", written, |e| e["ready"] == false);
 
     daemon
@@ -503,11 +507,12 @@ fn a_port_file_rewritten_with_garbage_dials_nothing_and_the_daemon_is_found_agai
     let base = dir.path().join("d.sock");
     let daemon = FakeDaemon::spawn_on(&devkit::bins::fake_daemon_bin(), &base, Transport::Tcp)
         .expect("fake daemon on TCP");
-    let port_file = with_suffix(&base, ".port");
+    let files = TcpEndpointFiles::beside(&base);
+    let port_file = files.port.clone();
     let endpoint = Endpoint::Tcp {
         host: "127.0.0.1".into(),
         port: Port::File(port_file.clone()),
-        token: with_suffix(&base, ".token"),
+        token: files.token,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -581,10 +586,4 @@ fn a_port_file_rewritten_with_garbage_dials_nothing_and_the_daemon_is_found_agai
 /// What a bounded wait gave, or a failure naming `what` never happened.
 fn within<T>(what: &str, outcome: Result<T, tokio::time::error::Elapsed>) -> T {
     outcome.unwrap_or_else(|_| panic!("never happened: {what}"))
-}
-
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
 }
