@@ -14,7 +14,7 @@
 //! [`BindError::NoUnixSockets`].
 //!
 //! Binding and listening are separate steps here, so that a start-up order
-//! can pause between them ([`crate::endpoint`]).
+//! can pause between them (the `endpoint` module).
 
 use std::io::{self, Write};
 use std::net::SocketAddr;

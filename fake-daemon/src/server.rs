@@ -1,7 +1,7 @@
 //! The fake daemon itself: its endpoint, the table of live connections, and
 //! the execution of stdin commands against them.
 //!
-//! The accept loop ([`crate::endpoint`]) and every connection run as Tokio
+//! The accept loop (the `endpoint` module) and every connection run as Tokio
 //! tasks; the state they
 //! share (`Shared`) is counters, fault settings, the journal and the
 //! connection table. Commands that act on connections wait until the effect

@@ -1,7 +1,7 @@
 //! Running a cross-built wrapper on this machine, where an emulator can:
 //! arm64 Linux under qemu-user (`qemu-aarch64-static -L
 //! /usr/aarch64-linux-gnu`), Windows under Wine (with the test-only DLL
-//! of [`winprng`](super::winprng)). macOS binaries cannot run here; the
+//! of [`super::winprng`]). macOS binaries cannot run here; the
 //! wheel check reads them instead.
 //!
 //! The binary is the one in the wheel `cargo xtask wheel` builds, run

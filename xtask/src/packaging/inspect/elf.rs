@@ -56,7 +56,7 @@ impl fmt::Display for GlibcVersion {
     }
 }
 
-/// What [`needed_glibc`] found in a file.
+/// What [`needed_glibc_in`] found in a binary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GlibcNeeds {
     /// Not an ELF file (a Mach-O binary for macOS, say): glibc plays no part.
@@ -111,7 +111,7 @@ pub fn rows(platform: Platform, data: &[u8]) -> Vec<Row> {
     vec![arch_row, glibc_row]
 }
 
-/// [`needed_glibc`] of a binary's bytes; an error says what is malformed.
+/// The glibc symbol versions a binary (its bytes) needs; an error says what is malformed.
 pub fn needed_glibc_in(data: &[u8]) -> Result<GlibcNeeds, String> {
     if !data.starts_with(b"\x7fELF") {
         return Ok(GlibcNeeds::NotElf);
