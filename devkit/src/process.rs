@@ -142,8 +142,8 @@ impl Drop for ChildGuard {
 }
 
 /// A child started as the leader of a process group of its own: the whole
-/// group is killed (SIGKILL) when the guard drops, panics included, then
-/// the leader is reaped.
+/// group is killed (SIGKILL; on Windows the leader's process tree) when
+/// the guard drops, panics included, then the leader is reaped.
 #[derive(Debug)]
 pub struct GroupGuard {
     child: ChildGuard,
@@ -151,7 +151,8 @@ pub struct GroupGuard {
 
 impl GroupGuard {
     /// Starts `command` as the leader of a new process group (on Windows,
-    /// which has none of this kind, as a plain child).
+    /// which has none of this kind, as a plain child whose process tree
+    /// stands for the group).
     pub fn spawn(command: &mut Command) -> Result<Self, DevkitError> {
         #[cfg(unix)]
         command.process_group(0);
@@ -176,19 +177,47 @@ impl GroupGuard {
         self.child.kill()
     }
 
-    /// SIGKILL to the group. While any process is in the group its id
-    /// is not given to another process, so this reaches only what the
-    /// leader started, even once the leader itself has been reaped.
+    /// Sends `signal` to every process of the group, without waiting.
+    /// While any process is in the group its id is not given to another
+    /// process, so this reaches only what the leader started, even once
+    /// the leader itself has been reaped.
     #[cfg(unix)]
-    fn kill_group(&mut self) {
+    pub fn signal_group(&mut self, signal: Signal) {
         if let Ok(pgid) = i32::try_from(self.child.pid()) {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            let _ = killpg(Pid::from_raw(pgid), signal);
         }
     }
 
-    /// Windows: no group to kill; the leader is killed by [`ChildGuard`].
+    /// Kills every process of the group (SIGKILL) without reaping the
+    /// leader.
+    #[cfg(unix)]
+    pub fn kill_group(&mut self) {
+        self.signal_group(Signal::SIGKILL);
+    }
+
+    /// Kills the leader's process tree, the nearest Windows has to a
+    /// group ([`kill_tree`]), without reaping the leader. Once the leader
+    /// has been reaped its pid may be another process's: then only the
+    /// leader's own kill is left to [`ChildGuard`].
     #[cfg(not(unix))]
-    fn kill_group(&mut self) {}
+    pub fn kill_group(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            kill_tree(self.child.pid());
+        }
+    }
+}
+
+/// Ends process `pid` and every process it started, with Windows' own
+/// `taskkill /F /T`, without waiting.
+#[cfg(windows)]
+pub fn kill_tree(pid: u32) {
+    let _ = Command::new("taskkill")
+        .args(["/F", "/T", "/PID"])
+        .arg(pid.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
 }
 
 impl Drop for GroupGuard {

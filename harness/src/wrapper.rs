@@ -439,7 +439,8 @@ impl DerefMut for WrapperProcess {
 
 /// Creates `home`, `state_dir` and `store_dir`, and returns a command
 /// starting `cmd` (its program and arguments; not its `env`) with piped
-/// stdio, dialling `endpoint`, with its state, `HOME` and store in those
+/// stdio, dialling `endpoint`, with its state, home (`HOME`, and
+/// `USERPROFILE` on Windows) and store in those
 /// directories, `python3` as its Python, its iai CLIs naming a program that
 /// does not exist (so that nothing of the developer's installation runs),
 /// and no other inherited `IAI_*` variable.
@@ -471,6 +472,11 @@ pub fn isolated_command(
         .env("IAI_MCP_PYTHON", "python3")
         .env("IAI_MCP_CLI", home.join("no-iai-cli"))
         .env("IAI_MCP_ADMIN_CLI", home.join("no-iai-cli"));
+    if cfg!(windows) {
+        // Where Windows programs (the wrapper, Python, Node) find the home
+        // directory.
+        command.env("USERPROFILE", home);
+    }
     match endpoint {
         DaemonEndpoint::Unix(socket) => {
             command.env("IAI_DAEMON_SOCKET_PATH", socket);

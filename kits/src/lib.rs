@@ -16,16 +16,21 @@
 //! [`HarnessError`]; what they share with xtask is the dev kit's. `cargo
 //! xtask e2e`, `hosts` and `bench` run the `kits` binary.
 //!
-//! Unix only: the real daemon is reached on its Unix socket and stopped
-//! with signals, hosts are reaped through process groups and `/proc`, the
-//! benchmarks' floor talks to a Unix socket. On Windows the crate is empty
-//! and the binary says so.
-#![cfg(unix)]
+//! The end-to-end kit runs on every system iai-mcp ships for: it reaches
+//! the real daemon where the daemon listens there (a Unix socket, or
+//! loopback TCP with a token on Windows) and stops it as the release's own
+//! CLI does ([`e2e::address`], [`e2e::stop`]). The hosts kit and the
+//! benchmarks are Unix only: hosts are reaped through process groups and
+//! `/proc` under the subreaper, and the benchmarks' floor talks to a Unix
+//! socket and reads `/proc`.
 
+#[cfg(unix)]
 pub mod bench;
 pub mod cli;
 pub mod e2e;
+#[cfg(unix)]
 pub mod hosts;
+#[cfg(unix)]
 pub mod report;
 
 pub use harness::error::HarnessError;

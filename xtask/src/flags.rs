@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use devkit::bins::{self, WorkspaceBin};
 
-#[cfg(unix)]
 use crate::codegen::SurfaceArgs;
 use crate::fuzz::FuzzArgs;
 
@@ -46,9 +45,7 @@ pub enum Task {
     /// Run the libFuzzer targets in fuzz/ (nightly toolchain and cargo-fuzz)
     Fuzz(FuzzArgs),
     /// How release --iai-pme VERSION's tool surface differs from the
-    /// wrapper's table; --write rewrites the table (Unix only, as the
-    /// end-to-end kit it installs the release with is)
-    #[cfg(unix)]
+    /// wrapper's table; --write rewrites the table
     Surface(SurfaceArgs),
     /// A task of the harness or the kits, and its arguments as given.
     #[command(external_subcommand)]
@@ -203,7 +200,8 @@ mod tests {
             .collect()
     }
 
-    // The kits binary is Unix only, as the kits are (kits/src/lib.rs).
+    // The kits binary declares the benchmarks and the hosts kit on Unix
+    // only, as the kits are (kits/src/lib.rs).
     #[cfg(unix)]
     #[test]
     fn each_task_goes_to_the_binary_that_declares_it() {

@@ -5,7 +5,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use devkit::error::DevkitError;
-use devkit::process::{ChildGuard, Signal};
+use devkit::process::{ChildGuard, GroupGuard, Signal};
 use nix::errno::Errno;
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
@@ -69,4 +69,41 @@ fn wait_timeout_reports_a_running_child() {
     assert_eq!(guard.try_wait().unwrap(), None);
     let status = guard.kill().unwrap();
     assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));
+}
+
+#[test]
+fn a_signal_to_the_group_reaches_what_the_leader_started() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+
+    // The shell and the `sleep` it starts share the shell's stdout, so the
+    // pipe ends only when both have exited; "up" says the sleep runs.
+    let mut group = GroupGuard::spawn(
+        Command::new("sh")
+            .args(["-c", "sleep 600 & echo up; wait"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .expect("sh starts");
+    let stdout = group.leader().child_mut().stdout.take().expect("piped");
+    let mut reader = BufReader::new(stdout);
+    let mut line = String::new();
+    reader.read_line(&mut line).expect("the shell's first line");
+    assert_eq!(line.trim(), "up");
+
+    group.signal_group(Signal::SIGTERM);
+
+    let status = group.leader().wait_exit(Duration::from_secs(10)).unwrap();
+    assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        let _ = tx.send(reader.read_to_end(&mut rest).map(|_| rest));
+    });
+    let end = rx.recv_timeout(Duration::from_secs(10));
+    assert!(
+        matches!(end, Ok(Ok(ref rest)) if rest.is_empty()),
+        "the sleep the shell started still holds the pipe: {end:?}"
+    );
 }

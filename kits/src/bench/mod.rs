@@ -24,7 +24,7 @@
 //!   wrappers' own wake-ups while it is away.
 //!
 //! Latency and throughput are measured in interleaved rounds (see
-//! [`BenchConfig::rounds`]), so a ratio compares figures taken under the
+//! [`Amounts::rounds`]), so a ratio compares figures taken under the
 //! same machine conditions. The [`BenchReport`] is written as `bench.json`
 //! and `bench.md` by [`crate::report::bench`]. Targets are
 //! reported as pass/miss, never asserted: a miss is a finding, not a
@@ -54,9 +54,9 @@ pub use config::{
 pub use harness::footprint::CpuShare;
 pub use outage::AFTER_REBIND as OUTAGE_AFTER_REBIND;
 pub use results::{
-    Amounts, AwayStats, BenchReport, ColdStartStats, HerdStats, HostInfo, OutageStats,
-    RecoveryStats, RestartStats, SequentialStats, Settings, SubjectKind, SubjectReport, Target,
-    TargetRow, ThroughputStats, Verdict,
+    Amounts, AwayStats, BenchReport, ColdStartStats, HERD_LISTEN_GAP, HerdStats, HostInfo,
+    OutageStats, RecoveryStats, RestartStats, SequentialStats, Settings, SubjectKind,
+    SubjectReport, TARGET_HERD, Target, TargetRow, ThroughputStats, Verdict,
 };
 pub use stats::Summary;
 

@@ -13,16 +13,17 @@ use harness::error::HarnessError;
 use harness::scenario::race::{RaceOutcome, classify};
 use harness::scenario::wrapper_log::{self, LogEvent};
 use harness::wrapper::{BridgeMode, WrapperCommand, WrapperOptions, WrapperProcess};
-use nix::sys::signal::Signal;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::address::DaemonAddress;
 use super::daemon::RealDaemon;
 use super::fidelity::{self, Presented};
 use super::listing::{self, PROTOCOL};
 use super::proxy::HoldingProxy;
 use super::pyenv::PyEnv;
 use super::release::Release;
+use super::stop::Stop;
 use super::wait::poll;
 
 /// Bound on any single reply (a safety net, not a measurement).
@@ -94,7 +95,7 @@ pub(super) struct SdkCall {
 impl Kit<'_> {
     /// This workspace's wrapper in the daemon's environment, with options
     /// `tune` changes, initialized.
-    fn ours(
+    pub(super) fn ours(
         &self,
         real: &RealDaemon,
         endpoint: Option<PathBuf>,
@@ -497,7 +498,7 @@ impl Kit<'_> {
                 .env(wrapper_log::JSON_EVENTS.0, wrapper_log::JSON_EVENTS.1)
         })?;
         ok_result(&w.call_tool("topology", json!({}), REPLY)?)?;
-        real.signal(Signal::SIGTERM);
+        real.begin_stop(Stop::Graceful);
         // The drop is when the wrapper sees its connection close.
         let closed = || {
             Ok(
@@ -549,7 +550,8 @@ impl Kit<'_> {
         let proxy_path = real
             .scratch()
             .join(if ours { "p1.sock" } else { "p2.sock" });
-        let proxy = HoldingProxy::start(&proxy_path, real.socket())?;
+        let proxy_address = DaemonAddress::new(&proxy_path, real.address().transport());
+        let proxy = HoldingProxy::start(&proxy_address, real.address())?;
         let mut w = if ours {
             self.ours(real, Some(proxy_path.clone()), |o| o)?
         } else {
@@ -674,7 +676,7 @@ impl Kit<'_> {
 }
 
 /// The `structuredContent` of a successful `tools/call` response.
-fn ok_result(reply: &Value) -> Result<Value, HarnessError> {
+pub(super) fn ok_result(reply: &Value) -> Result<Value, HarnessError> {
     let result = &reply["result"];
     if result.is_object() && result.get("isError") != Some(&Value::Bool(true)) {
         Ok(result["structuredContent"].clone())

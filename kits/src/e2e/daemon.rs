@@ -2,32 +2,32 @@
 //! short temporary directory, its encryption key created with the
 //! package's own CLI, and a deterministic embedding server on loopback.
 //!
+//! The daemon is reached where it listens on this system
+//! ([`DaemonAddress`]: its Unix socket, or loopback TCP with its port and
+//! token files on Windows) and stopped as this system stops it ([`stop`]).
 //! Every process started here is stopped when the handle drops, including
 //! a daemon that `iai-mcp doctor --auto` respawned on its own (found
 //! through the pid the daemon records in its store).
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use devkit::command::run_within;
 use devkit::format::last_lines;
-use devkit::process::ChildGuard;
+use devkit::process::{ChildGuard, GroupGuard};
 use devkit::tempdir::short_tempdir;
 use harness::daemon::DaemonEndpoint;
 use harness::error::HarnessError;
-use harness::footprint::has_ended;
 use harness::wrapper::WrapperOptions;
-use nix::sys::signal::{Signal, kill, killpg};
-use nix::unistd::Pid;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
+use super::address::DaemonAddress;
 use super::pyenv::PyEnv;
+use super::stop::{self, Stop, is_daemon};
 use super::wait::poll;
 
 /// Dimension of the stub's vectors (the native model's).
@@ -41,7 +41,7 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// `iai-mcp capture-hooks install`) may take.
 pub const CLI_LIMIT: Duration = Duration::from_secs(120);
 
-/// How often [`RealDaemon::wait_accepting`] tries the socket: the
+/// How often [`RealDaemon::wait_accepting`] tries the endpoint: the
 /// precision of the restart check's figure.
 pub const ACCEPT_POLL: Duration = Duration::from_micros(250);
 /// How long a stopping daemon may take before it is killed.
@@ -55,10 +55,10 @@ pub struct RealDaemon {
     env: Vec<(OsString, OsString)>,
     python: PathBuf,
     home: PathBuf,
-    socket: PathBuf,
+    address: DaemonAddress,
     store: PathBuf,
     log: PathBuf,
-    daemon: Option<ChildGuard>,
+    daemon: Option<GroupGuard>,
     _stub: ChildGuard,
     dir: TempDir,
 }
@@ -100,16 +100,18 @@ impl RealDaemon {
             .strip_prefix("PORT ")
             .and_then(|p| p.parse::<u16>().ok())
             .ok_or_else(|| HarnessError::Scenario(format!("embedding stub said {first:?}")))?;
-        let socket = store.join(".daemon.sock");
+        let address = DaemonAddress::native(store.join(".daemon.sock"));
         let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut search = OsString::from(py.bin());
-        search.push(":");
-        search.push(path);
+        let search =
+            std::env::join_paths(std::iter::once(py.bin()).chain(std::env::split_paths(&path)))
+                .map_err(|e| {
+                    HarnessError::Scenario(format!("PATH with {}: {e}", py.bin().display()))
+                })?;
         let url = format!("http://127.0.0.1:{port}/embed");
-        let env: Vec<(OsString, OsString)> = [
+        let mut env: Vec<(OsString, OsString)> = [
             ("HOME", home.clone().into_os_string()),
             ("IAI_MCP_STORE", store.clone().into_os_string()),
-            ("IAI_DAEMON_SOCKET_PATH", socket.clone().into_os_string()),
+            ("IAI_DAEMON_SOCKET_PATH", address.path().into()),
             ("IAI_MCP_EMBED_PROVIDER", "http".into()),
             ("IAI_MCP_EMBED_URL", url.into()),
             ("IAI_MCP_EMBED_DIM", EMBED_DIM.to_string().into()),
@@ -120,12 +122,16 @@ impl RealDaemon {
         .into_iter()
         .map(|(k, v)| (OsString::from(k), v))
         .collect();
+        if cfg!(windows) {
+            // Python finds the home directory there, not in HOME.
+            env.push(("USERPROFILE".into(), home.clone().into_os_string()));
+        }
         let mut daemon = Self {
             env,
             python,
             log: dir.path().join("daemon.log"),
             home,
-            socket,
+            address,
             store,
             daemon: None,
             _stub: stub,
@@ -144,14 +150,29 @@ impl RealDaemon {
         &self.env
     }
 
-    /// The daemon's socket.
-    pub fn socket(&self) -> &Path {
-        &self.socket
+    /// Where the daemon listens.
+    pub fn address(&self) -> &DaemonAddress {
+        &self.address
     }
 
     /// A directory for the run's own files.
     pub fn scratch(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The daemon's log (its standard output and error).
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// The daemon's command line: the environment's Python running the
+    /// daemon's module, as iai-mcp's service definitions start it.
+    pub fn daemon_command(&self) -> [OsString; 3] {
+        [
+            self.python.clone().into_os_string(),
+            "-m".into(),
+            "iai_mcp.daemon".into(),
+        ]
     }
 
     /// The end of the daemon's log.
@@ -176,10 +197,13 @@ impl RealDaemon {
     }
 
     /// Options for a wrapper in [`wrapper_env`](Self::wrapper_env), dialling
-    /// `endpoint` (the daemon's socket unless given).
-    pub fn wrapper_options(&self, endpoint: Option<PathBuf>, py: &PyEnv) -> WrapperOptions {
-        let endpoint = endpoint.unwrap_or_else(|| self.socket.clone());
-        let mut opts = WrapperOptions::at(DaemonEndpoint::Unix(endpoint));
+    /// the endpoint at `path` (the daemon's unless given): the wrapper is
+    /// given the path as `IAI_DAEMON_SOCKET_PATH`, as the daemon is, and
+    /// finds the port and token files beside it where the daemon listens
+    /// on TCP.
+    pub fn wrapper_options(&self, path: Option<PathBuf>, py: &PyEnv) -> WrapperOptions {
+        let path = path.unwrap_or_else(|| self.address.path().to_path_buf());
+        let mut opts = WrapperOptions::at(DaemonEndpoint::Unix(path));
         opts.home = Some(self.home.clone());
         opts.state_dir = Some(self.store.clone());
         opts.store_dir = Some(self.store.clone());
@@ -200,8 +224,8 @@ impl RealDaemon {
 
     /// Starts the daemon without waiting for it.
     pub fn spawn_daemon(&mut self) -> Result<(), HarnessError> {
-        if let Some(child) = &mut self.daemon
-            && matches!(child.try_wait(), Ok(None))
+        if let Some(group) = &mut self.daemon
+            && matches!(group.leader().try_wait(), Ok(None))
         {
             return Ok(());
         }
@@ -213,21 +237,21 @@ impl RealDaemon {
         let err = log
             .try_clone()
             .map_err(|e| HarnessError::io("opening the daemon log", e))?;
-        let mut command = Command::new(&self.python);
+        let [program, args @ ..] = self.daemon_command();
+        let mut command = Command::new(program);
         command
-            .args(["-m", "iai_mcp.daemon"])
+            .args(args)
             .envs(self.env.iter().cloned())
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(err)
-            .process_group(0);
-        self.daemon = Some(ChildGuard::spawn(&mut command)?);
+            .stderr(err);
+        self.daemon = Some(GroupGuard::spawn(&mut command)?);
         Ok(())
     }
 
     /// Waits until the daemon answers a `topology` call.
     pub fn wait_ready(&self, timeout: Duration) -> Result<(), HarnessError> {
-        // Nothing to wait on but the socket itself.
+        // Nothing to wait on but the endpoint itself.
         let why = || {
             let log = self.log_tail();
             format!("the daemon did not answer within {timeout:?}; its log ends:\n{log}")
@@ -235,7 +259,7 @@ impl RealDaemon {
         poll(timeout, 50, || Ok(self.answers()), why)
     }
 
-    /// Waits until the daemon's socket accepts a connection, trying every
+    /// Waits until the daemon's endpoint accepts a connection, trying every
     /// [`ACCEPT_POLL`], and returns the instant it first did: the daemon's
     /// rebind as a client sees it. Unlike [`wait_ready`](Self::wait_ready)
     /// nothing is sent, so the daemon's own start-up work is not waited
@@ -243,13 +267,13 @@ impl RealDaemon {
     pub fn wait_accepting(&self, timeout: Duration) -> Result<Instant, HarnessError> {
         let give_up = Instant::now() + timeout;
         loop {
-            if UnixStream::connect(&self.socket).is_ok() {
+            if self.address.dial().is_ok() {
                 return Ok(Instant::now());
             }
             if Instant::now() >= give_up {
                 let log = self.log_tail();
                 return Err(HarnessError::Scenario(format!(
-                    "the daemon's socket accepted nothing within {timeout:?}; its log ends:\n{log}"
+                    "the daemon's endpoint accepted nothing within {timeout:?}; its log ends:\n{log}"
                 )));
             }
             // The pace of the watch, not a synchronisation.
@@ -257,7 +281,7 @@ impl RealDaemon {
         }
     }
 
-    /// Whether something answers on the socket now.
+    /// Whether the daemon answers now.
     pub fn answers(&self) -> bool {
         self.rpc("topology", json!({})).is_ok()
     }
@@ -266,7 +290,7 @@ impl RealDaemon {
     /// error object as an `Err`.
     pub fn rpc(&self, method: &str, params: Value) -> Result<Value, String> {
         let call = || -> std::io::Result<Value> {
-            let mut stream = UnixStream::connect(&self.socket)?;
+            let mut stream = self.address.connect()?;
             stream.set_read_timeout(Some(Duration::from_secs(30)))?;
             let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
             writeln!(stream, "{request}")?;
@@ -281,16 +305,16 @@ impl RealDaemon {
         }
     }
 
-    /// Stops the daemon with SIGTERM, as a service manager would, and
-    /// waits for it (and any daemon `doctor --auto` started) to exit.
+    /// Stops the daemon as a service manager would ([`Stop::Graceful`]),
+    /// and waits for it (and any daemon `doctor --auto` started) to exit.
     pub fn stop(&mut self) {
-        self.signal(Signal::SIGTERM);
+        self.begin_stop(Stop::Graceful);
         self.wait_stopped();
     }
 
-    /// Kills the daemon with SIGKILL (a crash), and reaps it.
+    /// Kills the daemon ([`Stop::Crash`]), and reaps it.
     pub fn kill(&mut self) {
-        self.signal(Signal::SIGKILL);
+        self.begin_stop(Stop::Crash);
         self.wait_stopped();
     }
 
@@ -310,45 +334,43 @@ impl RealDaemon {
         self.start_daemon()
     }
 
-    /// Sends `signal` to the daemon (and any daemon `doctor --auto`
-    /// started) without waiting.
-    pub fn signal(&self, signal: Signal) {
-        if let Some(child) = &self.daemon {
-            let _ = killpg(Pid::from_raw(child.pid() as i32), signal);
+    /// Stops the daemon (and any daemon `doctor --auto` started) without
+    /// waiting.
+    pub fn begin_stop(&mut self, how: Stop) {
+        if let Some(group) = &mut self.daemon {
+            stop::stop_group(group, how);
         }
         for pid in self.adopted_daemons() {
-            let _ = kill(pid, signal);
+            stop::stop_process(pid, how);
         }
     }
 
     /// Waits until every daemon of the store has exited, killing any that
-    /// takes longer than [`STOP_TIMEOUT`].
+    /// takes longer than 20 s (`STOP_TIMEOUT`).
     pub fn wait_stopped(&mut self) {
-        if let Some(mut child) = self.daemon.take()
-            && !matches!(child.wait_timeout(STOP_TIMEOUT), Ok(Some(_)))
+        if let Some(mut group) = self.daemon.take()
+            && !matches!(group.leader().wait_timeout(STOP_TIMEOUT), Ok(Some(_)))
         {
-            let _ = killpg(Pid::from_raw(child.pid() as i32), Signal::SIGKILL);
-            let _ = child.kill();
+            let _ = group.kill();
         }
         for pid in self.adopted_daemons() {
             if poll(STOP_TIMEOUT, 20, || Ok(!is_daemon(pid)), String::new).is_err() {
-                let _ = kill(pid, Signal::SIGKILL);
+                stop::stop_process(pid, Stop::Crash);
             }
         }
     }
 
     /// Daemons of this store that are not our child (respawned by
     /// `doctor --auto`), from the pids the daemon records.
-    fn adopted_daemons(&self) -> Vec<Pid> {
-        let own = self.daemon.as_ref().map(|c| Pid::from_raw(c.pid() as i32));
+    fn adopted_daemons(&self) -> Vec<u32> {
+        let own = self.daemon.as_ref().map(GroupGuard::pid);
         let mut pids = Vec::new();
         for (file, key) in [(".daemon-state.json", "daemon_pid"), (".locked", "pid")] {
             let pid = std::fs::read_to_string(self.store.join(file))
                 .ok()
                 .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-                .and_then(|v| v[key].as_i64())
-                .and_then(|p| i32::try_from(p).ok())
-                .map(Pid::from_raw);
+                .and_then(|v| v[key].as_u64())
+                .and_then(|p| u32::try_from(p).ok());
             if let Some(pid) = pid.filter(|p| is_daemon(*p) && !pids.contains(p) && Some(*p) != own)
             {
                 pids.push(pid);
@@ -358,49 +380,8 @@ impl RealDaemon {
     }
 }
 
-/// Whether `pid` is a live iai-mcp daemon (checked by its command line, so
-/// a reused pid is never signalled).
-fn is_daemon(pid: Pid) -> bool {
-    let Some(cmdline) = command_line(pid) else {
-        return false;
-    };
-    let live = u32::try_from(pid.as_raw()).is_ok_and(|pid| !has_ended(pid));
-    live && cmdline.contains("iai_mcp.daemon")
-}
-
-/// The command line of `pid`: from `/proc` on Linux, from `ps` on macOS,
-/// which has no `/proc`.
-fn command_line(pid: Pid) -> Option<String> {
-    if cfg!(target_os = "linux") {
-        let bytes = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-        return Some(String::from_utf8_lossy(&bytes).into_owned());
-    }
-    let output = std::process::Command::new("ps")
-        .args(["-o", "command=", "-p"])
-        .arg(pid.to_string())
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    (output.status.success() && !text.is_empty()).then_some(text)
-}
-
 impl Drop for RealDaemon {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_live_process_has_a_command_line_and_is_no_daemon() {
-        let me = Pid::this();
-        let line = command_line(me).expect("this process's command line");
-        assert!(!line.is_empty());
-        assert!(!is_daemon(me), "{line}");
     }
 }

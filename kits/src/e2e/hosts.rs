@@ -16,13 +16,30 @@ use serde_json::Value;
 use super::checks::Kit;
 use super::daemon::{CLI_LIMIT, RealDaemon};
 
+/// Claude Desktop's directory under the home, where 3.3.0's installer
+/// looks for it on this system (on Windows `%APPDATA%\Claude`, with
+/// `APPDATA` set to the home's `AppData/Roaming` by [`Kit::host_env`]).
+const CLAUDE_DESKTOP_DIR: &str = if cfg!(target_os = "macos") {
+    "Library/Application Support/Claude"
+} else if cfg!(windows) {
+    "AppData/Roaming/Claude"
+} else {
+    ".config/Claude"
+};
+
+/// The directories of the hosts the installer writes to, created in the
+/// scratch home so that it finds them.
+const HOST_DIRS: [&str; 3] = [CLAUDE_DESKTOP_DIR, ".openclaw", ".codex"];
+
 /// The files 3.3.0's installer writes a memory-server entry into, given
-/// their hosts' directories.
-const HOST_FILES: [&str; 3] = [
-    ".claude.json",
-    ".config/Claude/claude_desktop_config.json",
-    ".openclaw/openclaw.json",
-];
+/// their hosts' directories, relative to the home.
+fn host_files() -> [PathBuf; 3] {
+    [
+        PathBuf::from(".claude.json"),
+        Path::new(CLAUDE_DESKTOP_DIR).join("claude_desktop_config.json"),
+        Path::new(".openclaw").join("openclaw.json"),
+    ]
+}
 
 impl Kit<'_> {
     /// The install, status, SDK and uninstall round over the real
@@ -34,7 +51,7 @@ impl Kit<'_> {
 
     fn switch_hosts(&self, real: &RealDaemon) -> Result<String, HarnessError> {
         let home = real.scratch().join("host-home");
-        for dir in [".config/Claude", ".openclaw", ".codex"] {
+        for dir in HOST_DIRS {
             std::fs::create_dir_all(home.join(dir))
                 .map_err(|e| HarnessError::io("creating the hosts' directories", e))?;
         }
@@ -50,11 +67,11 @@ impl Kit<'_> {
         let iai_mcp = self.py.program("iai-mcp");
         host_run(&iai_mcp, &["capture-hooks", "install", "--target", "all"])?;
         let read_all = || -> Result<Vec<String>, HarnessError> {
-            HOST_FILES
+            host_files()
                 .iter()
                 .map(|f| {
                     std::fs::read_to_string(home.join(f))
-                        .map_err(|e| HarnessError::io(format!("reading ~/{f}"), e))
+                        .map_err(|e| HarnessError::io(format!("reading ~/{}", f.display()), e))
                 })
                 .collect()
         };
@@ -78,19 +95,17 @@ impl Kit<'_> {
         let (_, listed) = self.sdk_with(real, "list", &argv, sdk_env)?;
         host_run(self.wrapper, &["uninstall"])?;
         let restored = read_all()?;
-        let changed: Vec<&str> = HOST_FILES
+        let files = host_files();
+        let changed: Vec<String> = files
             .iter()
             .zip(restored.iter().zip(&installed_by_iai_mcp))
             .filter(|(_, (now, then))| now != then)
-            .map(|(f, _)| *f)
+            .map(|(f, _)| f.display().to_string())
             .collect();
         // `install` names the binary by the path it was run as: a wheel's
         // binary in the environment's bin/, beside `iai` and `iai-mcp`.
         let names_this_binary = argv.first().map(PathBuf::from).as_deref() == Some(self.wrapper);
-        if switched != HOST_FILES.len()
-            || !names_this_binary
-            || listed.is_empty()
-            || !changed.is_empty()
+        if switched != files.len() || !names_this_binary || listed.is_empty() || !changed.is_empty()
         {
             return Err(HarnessError::Scenario(format!(
                 "{switched} entries switched, ~/.claude.json starts {:?} (the binary tested is {:?}), {} tools listed, not restored: {changed:?}; status:\n{status}",
@@ -110,21 +125,28 @@ impl Kit<'_> {
         ))
     }
 
-    /// The daemon's environment with the scratch HOME, and a PATH with the
+    /// The daemon's environment with the scratch home (`HOME`, and on
+    /// Windows `USERPROFILE` and `APPDATA` below it), and a PATH with the
     /// iai-mcp programs and Node (OpenClaw's installer wants `node`).
     fn host_env(&self, real: &RealDaemon, home: &Path) -> Vec<(OsString, OsString)> {
         let mut path = vec![self.py.bin()];
         path.extend(self.node.parent().map(Path::to_owned));
         let inherited = std::env::var_os("PATH").unwrap_or_default();
         path.extend(std::env::split_paths(&inherited));
+        let mut homes: Vec<(OsString, OsString)> = vec![("HOME".into(), home.into())];
+        if cfg!(windows) {
+            homes.push(("USERPROFILE".into(), home.into()));
+            homes.push(("APPDATA".into(), home.join("AppData/Roaming").into()));
+        }
         let mut env: Vec<(OsString, OsString)> = real
             .env()
             .iter()
-            .filter(|(k, _)| k != "HOME" && k != "PATH")
+            .filter(|(k, _)| k != "PATH" && homes.iter().all(|(h, _)| h != k))
             .cloned()
             .collect();
         let path = std::env::join_paths(path).unwrap_or_default();
-        env.extend([("HOME".into(), home.into()), ("PATH".into(), path)]);
+        env.extend(homes);
+        env.push(("PATH".into(), path));
         env
     }
 }

@@ -8,8 +8,11 @@
 //! tool through the SDK with its results validated, text outside ASCII
 //! read back as characters, daemon restarts and the V3-05 race, a capture
 //! whose reply is lost ([`proxy`]), the degraded answers, the auto-heal,
-//! and `install`/`uninstall` over what the release's own installer wrote
-//! ([`hosts`]). Each check is a [`Row`] of the [`E2eReport`] table.
+//! `install`/`uninstall` over what the release's own installer wrote
+//! ([`hosts`]), and on macOS the wake-up through the real launchd
+//! (`launchd`). Each check is a [`Row`] of the [`E2eReport`] table. The
+//! daemon is reached and stopped as on the system the kit runs on
+//! ([`address`], [`stop`]).
 //!
 //! The wrapper serves the surface of the release installed beside it, so
 //! against any release the first row requires exactly that release's own
@@ -18,108 +21,40 @@
 //! of its own, or cheaply on the pinned release's dependencies
 //! ([`Deps::Pinned`]).
 //!
-//! The binary under test is [`E2eConfig::wrapper`], unless [`WHEEL_ENV`]
+//! The binary under test is [`E2eConfig::wrapper`], unless [`WHEEL_ENV`](devkit::bins::WHEEL_ENV)
 //! names a wheel: then the kit installs that wheel into its environment,
 //! beside iai-mcp's own programs, and tests the binary it put in the
 //! environment's `bin/`, the path a user gets. `cargo xtask e2e` builds
 //! the wheel (xtask's `packaging` module) and names it there.
 
+pub mod address;
 pub mod checks;
+mod config;
 pub mod daemon;
 pub mod fidelity;
 pub mod hosts;
+#[cfg(target_os = "macos")]
+pub mod launchd;
 pub mod listing;
 pub mod proxy;
 pub mod pyenv;
 pub mod release;
+pub mod stop;
+mod subject;
 pub mod upgrade;
 mod wait;
 
 use std::fmt;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use devkit::bins::WHEEL_ENV;
-use devkit::command::run_within;
-use devkit::pyenv::install_wheel;
 use devkit::rows::{Row, Verdict, write_rows};
 
+pub use config::{Deps, E2eConfig};
 use pyenv::Contents;
 pub use release::Release;
+pub use subject::{Tested, tested};
 
 use harness::error::HarnessError;
-
-/// How to run the kit.
-#[derive(Debug, Clone)]
-pub struct E2eConfig {
-    /// Where the virtual environments live (kept between runs): the pinned
-    /// release's in `venv`, another's in `<VERSION>/venv`
-    /// ([`Release::e2e_venv`]).
-    pub work_dir: PathBuf,
-    /// The iai-pme release whose daemon, CLIs and own wrapper are used.
-    pub release: Release,
-    /// The wrapper binary under test, unless [`WHEEL_ENV`]
-    /// names a wheel to install and test instead.
-    pub wrapper: PathBuf,
-    /// The Python interpreter to build the environment with (default: the
-    /// first supported one on `PATH`).
-    pub python: Option<PathBuf>,
-    /// The Node.js binary that runs the release's own wrapper.
-    pub node: PathBuf,
-    /// Where the release's dependencies come from.
-    pub deps: Deps,
-}
-
-/// Where a release's dependencies come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Deps {
-    /// Its own environment, with everything it declares installed
-    /// afresh (about 660 MB for a 3.x release).
-    #[default]
-    Own,
-    /// The pinned release's environment: the release alone is installed
-    /// in a small environment that imports the rest from the pinned one
-    /// ([`pyenv::ensure_on_pinned`]); only for a release that declares
-    /// the same dependencies, the cheap way CI covers other releases.
-    Pinned,
-}
-
-impl E2eConfig {
-    /// The environment the checks run in, made ready.
-    fn environment(&self) -> Result<pyenv::PyEnv, HarnessError> {
-        let python = self.python.as_deref();
-        match self.deps {
-            Deps::Own => pyenv::ensure(
-                &self.release.e2e_venv(&self.work_dir),
-                python,
-                &self.release,
-                Contents::Kit,
-            ),
-            Deps::Pinned => {
-                let pinned = Release::pinned();
-                let base = pyenv::ensure(
-                    &pinned.e2e_venv(&self.work_dir),
-                    python,
-                    &pinned,
-                    Contents::Kit,
-                )?;
-                pyenv::ensure_on_pinned(
-                    &self.release.on_pinned_venv(&self.work_dir),
-                    &base,
-                    &self.release,
-                )
-            }
-        }
-    }
-
-    /// Where [`environment`](Self::environment) keeps the environment.
-    pub fn venv(&self) -> PathBuf {
-        match self.deps {
-            Deps::Own => self.release.e2e_venv(&self.work_dir),
-            Deps::Pinned => self.release.on_pinned_venv(&self.work_dir),
-        }
-    }
-}
 
 /// What the kit found.
 #[derive(Debug, Clone)]
@@ -206,6 +141,11 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
     real.ensure_running()?;
     rows.extend(kit.degraded(&mut real));
     real.ensure_running()?;
+    #[cfg(target_os = "macos")]
+    {
+        rows.push(kit.launchd_wake(&mut real));
+        real.ensure_running()?;
+    }
     rows.push(kit.heal(&mut real));
     drop(real);
     // An upgrade from an older release to the pinned one, in a scratch
@@ -221,45 +161,6 @@ pub fn run_e2e(cfg: &E2eConfig) -> Result<E2eReport, HarnessError> {
         setup,
         elapsed: started.elapsed(),
     })
-}
-
-/// The binary the checks run, and the report's line about it.
-#[derive(Debug, Clone)]
-pub struct Tested {
-    /// The binary.
-    pub binary: PathBuf,
-    /// `wrapper: PATH (VERSION), installed from WHEEL`, or `..., not from
-    /// a wheel`.
-    pub line: String,
-}
-
-/// How long the wrapper's `--version` may take.
-const VERSION_LIMIT: Duration = Duration::from_secs(30);
-
-/// The wheel [`WHEEL_ENV`] names, installed into the environment, or else
-/// the configured binary. The hosts kit tests the same binary.
-pub fn tested(cfg: &E2eConfig, py: &pyenv::PyEnv) -> Result<Tested, HarnessError> {
-    let wheel = std::env::var_os(WHEEL_ENV)
-        .filter(|w| !w.is_empty())
-        .map(PathBuf::from);
-    let (binary, origin) = match wheel {
-        Some(wheel) => (
-            install_wheel(&py.root, &wheel)?,
-            format!("installed from {}", wheel.display()),
-        ),
-        None => (cfg.wrapper.clone(), "not from a wheel".to_owned()),
-    };
-    let version = run_within(
-        std::process::Command::new(&binary).arg("--version"),
-        &format!("`{} --version`", binary.display()),
-        VERSION_LIMIT,
-    )?;
-    let line = format!(
-        "wrapper: {} ({}), {origin}",
-        binary.display(),
-        version.trim()
-    );
-    Ok(Tested { binary, line })
 }
 
 #[cfg(test)]

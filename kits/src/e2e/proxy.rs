@@ -1,5 +1,8 @@
-//! A Unix-socket proxy between a wrapper and the real daemon that can hold
-//! back the daemon's replies.
+//! A proxy between a wrapper and the real daemon that can hold back the
+//! daemon's replies, listening as the daemon does ([`DaemonAddress`]): on
+//! a Unix socket, or on loopback TCP with port and token files of its own
+//! (the token is the daemon's, copied: the wrapper's first line is passed
+//! on to the daemon like every other byte).
 //!
 //! It makes one race deterministic: a write the daemon has already carried
 //! out, whose reply the wrapper never gets because the daemon dies first.
@@ -7,10 +10,10 @@
 //! forwarded; the test kills the daemon, then [`HoldingProxy::shutdown`]
 //! closes the wrapper's connection, which then sees only `socket closed`.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::Shutdown;
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{Shutdown, TcpListener};
+#[cfg(unix)]
+use std::os::unix::net::UnixListener;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -19,35 +22,38 @@ use devkit::sync::lock;
 
 use harness::error::HarnessError;
 
+use super::address::{Connection, DaemonAddress, Transport};
+
 #[derive(Debug, Default)]
 struct State {
     hold: AtomicBool,
     held: AtomicUsize,
     stopped: AtomicBool,
-    clients: Mutex<Vec<UnixStream>>,
+    clients: Mutex<Vec<Connection>>,
 }
 
 /// A running proxy; shut down when dropped.
 #[derive(Debug)]
 pub struct HoldingProxy {
-    path: PathBuf,
+    address: DaemonAddress,
     state: Arc<State>,
 }
 
 impl HoldingProxy {
-    /// Listens on `path` and connects every client to `upstream`.
-    pub fn start(path: &Path, upstream: &Path) -> Result<Self, HarnessError> {
-        let listener = UnixListener::bind(path)
-            .map_err(|e| HarnessError::io(format!("binding {}", path.display()), e))?;
+    /// Listens at `address` (over the same transport as `upstream`) and
+    /// connects every client to `upstream`.
+    pub fn start(address: &DaemonAddress, upstream: &DaemonAddress) -> Result<Self, HarnessError> {
+        let listener = Listener::bind(address, upstream)
+            .map_err(|e| HarnessError::io(format!("binding {}", address.path().display()), e))?;
         let state = Arc::new(State::default());
         let accepting = Arc::clone(&state);
-        let upstream = upstream.to_path_buf();
+        let upstream = upstream.clone();
         thread::Builder::new()
             .name("e2e-proxy".into())
             .spawn(move || accept(&listener, &upstream, &accepting))
             .map_err(|e| HarnessError::io("starting the proxy", e))?;
         Ok(Self {
-            path: path.to_path_buf(),
+            address: address.clone(),
             state,
         })
     }
@@ -63,7 +69,8 @@ impl HoldingProxy {
     }
 
     /// Close every client connection without delivering what was held, and
-    /// stop listening (the socket file is removed).
+    /// stop listening (the socket file, or the port and token files, are
+    /// removed).
     pub fn shutdown(&self) {
         if self.state.stopped.swap(true, Ordering::SeqCst) {
             return;
@@ -72,8 +79,11 @@ impl HoldingProxy {
             let _ = client.shutdown(Shutdown::Both);
         }
         // Wake the accept loop so that it sees the stop flag.
-        let _ = UnixStream::connect(&self.path);
-        let _ = std::fs::remove_file(&self.path);
+        let _ = self.address.dial();
+        let files = self.address.tcp_files();
+        for file in [self.address.path(), &files.port, &files.token] {
+            let _ = std::fs::remove_file(file);
+        }
     }
 }
 
@@ -83,13 +93,53 @@ impl Drop for HoldingProxy {
     }
 }
 
-fn accept(listener: &UnixListener, upstream: &Path, state: &Arc<State>) {
-    for client in listener.incoming() {
+/// The proxy's listening end, as the daemon's.
+enum Listener {
+    #[cfg(unix)]
+    Unix(UnixListener),
+    Tcp(TcpListener),
+}
+
+impl Listener {
+    /// Listens at `address`; on TCP on an ephemeral loopback port, with
+    /// the port and `upstream`'s token published beside `address`.
+    fn bind(address: &DaemonAddress, upstream: &DaemonAddress) -> io::Result<Self> {
+        match address.transport() {
+            #[cfg(unix)]
+            Transport::Unix => UnixListener::bind(address.path()).map(Listener::Unix),
+            #[cfg(not(unix))]
+            Transport::Unix => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this system has no Unix sockets",
+            )),
+            Transport::Tcp => {
+                let listener = TcpListener::bind(("127.0.0.1", 0))?;
+                let files = address.tcp_files();
+                std::fs::copy(upstream.tcp_files().token, &files.token)?;
+                std::fs::write(&files.port, listener.local_addr()?.port().to_string())?;
+                Ok(Listener::Tcp(listener))
+            }
+        }
+    }
+
+    /// The next client.
+    fn accept(&self) -> io::Result<Connection> {
+        match self {
+            #[cfg(unix)]
+            Listener::Unix(listener) => listener.accept().map(|(s, _)| Connection::Unix(s)),
+            Listener::Tcp(listener) => listener.accept().map(|(s, _)| Connection::Tcp(s)),
+        }
+    }
+}
+
+fn accept(listener: &Listener, upstream: &DaemonAddress, state: &Arc<State>) {
+    loop {
+        let client = listener.accept();
         if state.stopped.load(Ordering::SeqCst) {
             return;
         }
         let Ok(client) = client else { continue };
-        let Ok(daemon) = UnixStream::connect(upstream) else {
+        let Ok(daemon) = upstream.dial() else {
             continue;
         };
         let (Ok(client_w), Ok(daemon_r), Ok(kept)) =

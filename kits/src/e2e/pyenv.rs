@@ -229,8 +229,12 @@ pub fn refresh_constraints(
 }
 
 impl PyEnv {
-    /// The environment's `site-packages` (`lib/python3.*/site-packages`).
+    /// The environment's `site-packages`: `lib/python3.*/site-packages`,
+    /// or `Lib\site-packages` on Windows.
     pub fn site_packages(&self) -> Result<PathBuf, HarnessError> {
+        if cfg!(windows) {
+            return Ok(self.root.join("Lib").join("site-packages"));
+        }
         let lib = self.root.join("lib");
         let found = std::fs::read_dir(&lib)
             .map_err(|e| HarnessError::io(format!("reading {}", lib.display()), e))?
@@ -296,7 +300,9 @@ const QUERY_LIMIT: Duration = Duration::from_secs(30);
 /// The first interpreter on `PATH` of a version iai-pme supports (the
 /// interpreter it runs, should it be a launcher).
 fn find_python() -> Result<PathBuf, DevkitError> {
-    for name in ["python3.12", "python3.11", "python3"] {
+    // `python` last: on Windows the only name a Python install is sure to
+    // have.
+    for name in ["python3.12", "python3.11", "python3", "python"] {
         let mut ask = Command::new(name);
         ask.args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"]);
         let Ok(version) = run_within(&mut ask, &format!("{name} --version"), QUERY_LIMIT) else {

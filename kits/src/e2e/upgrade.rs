@@ -23,12 +23,13 @@ use harness::scenario::wrapper_log::{self, JSON_EVENTS};
 use harness::wrapper::{WrapperCommand, WrapperProcess};
 use serde_json::json;
 
-use super::E2eConfig;
+use super::config::E2eConfig;
 use super::daemon::RealDaemon;
 use super::fidelity::{self, Presented};
 use super::listing::{PROTOCOL, listed_tools};
 use super::pyenv::{self, PyEnv};
 use super::release::Release;
+use super::subject::tested;
 use super::wait::poll;
 
 /// The release served first: its surface differs from [`TO`]'s (it has
@@ -60,7 +61,7 @@ struct Upgraded {
 
 /// The check, as a row: `base` is the pinned release's environment; the
 /// wrapper under test is installed in the scratch environment as the kit
-/// installs it in any ([`super::tested`]), so that it finds the release
+/// installs it in any ([`tested`]), so that it finds the release
 /// beside it there.
 pub fn check(cfg: &E2eConfig, base: &PyEnv) -> Row {
     let name = format!("upgrade {FROM} to {TO} under a running wrapper");
@@ -94,7 +95,7 @@ fn run(cfg: &E2eConfig, base: &PyEnv) -> Result<Upgraded, HarnessError> {
             .map_err(|e| HarnessError::io(format!("removing {}", root.display()), e))?;
     }
     let mut env = pyenv::ensure_on_pinned(&root, base, &from)?;
-    let wrapper = super::tested(cfg, &env)?.binary;
+    let wrapper = tested(cfg, &env)?.binary;
     let mut real = RealDaemon::start(&env)?;
     let opts = real
         .wrapper_options(None, &env)

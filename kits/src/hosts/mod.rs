@@ -195,7 +195,7 @@ impl Kit {
         let subjects = subjects(cfg, &py, &ours)?;
         let subreaper = locate(&SUBREAPER)?;
         let daemon = RealDaemon::start(&py)?;
-        let tap = Tap::start(&daemon.scratch().join("tap.sock"), daemon.socket())?;
+        let tap = Tap::start(&daemon.scratch().join("tap.sock"), daemon.address().path())?;
         let mut wrapper_env = daemon.wrapper_env(&py);
         wrapper_env.retain(|(k, _)| k != "HOME" && k != "PATH" && k != "IAI_DAEMON_SOCKET_PATH");
         wrapper_env.push(("IAI_DAEMON_SOCKET_PATH".into(), tap.path().into()));

@@ -2,25 +2,21 @@
 //! kit and the benchmarks. `cargo xtask e2e`, `hosts` and `bench` build
 //! the binaries and run this with the task's arguments. The command line
 //! is declared in the library (`kits::cli`); this binary runs what it
-//! parses.
+//! parses. On Windows it runs the end-to-end kit alone (the library's
+//! documentation says why).
 
-// Every item but the fallback `main` is Unix only, as the kits are (the
-// library's documentation says why).
+#[cfg(unix)]
+mod bench;
+mod e2e;
 #[cfg(unix)]
 mod hosts;
-#[cfg(unix)]
-mod tools;
 
 use std::process::ExitCode;
 
-#[cfg(unix)]
 use anyhow::Result;
-#[cfg(unix)]
 use clap::Parser;
-#[cfg(unix)]
 use kits::cli::{Cli, Task};
 
-#[cfg(unix)]
 fn main() -> ExitCode {
     match run(Cli::parse().task) {
         Ok(code) => code,
@@ -31,21 +27,12 @@ fn main() -> ExitCode {
     }
 }
 
-#[cfg(unix)]
 fn run(task: Task) -> Result<ExitCode> {
     match task {
-        Task::Bench(args) => tools::bench(&args),
-        Task::E2e(args) => tools::e2e(&args),
+        #[cfg(unix)]
+        Task::Bench(args) => bench::bench(&args),
+        Task::E2e(args) => e2e::e2e(&args),
+        #[cfg(unix)]
         Task::Hosts(args) => hosts::hosts(&args),
     }
-}
-
-/// Where the kits cannot run: says so and exits 2, as for a kit that
-/// could not run.
-#[cfg(not(unix))]
-fn main() -> ExitCode {
-    eprintln!(
-        "kits: the kits run on Unix only (the real daemon's Unix socket, signals, process groups, /proc)"
-    );
-    ExitCode::from(2)
 }

@@ -1,5 +1,5 @@
-//! The maintainers' tools beside the scenarios: the benchmarks and the
-//! end-to-end kit against the real iai-mcp daemon.
+//! The benchmarks, beside the floor, and the session starts against the
+//! end-to-end kit's release.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,8 +9,8 @@ use devkit::bins::{self, Profile};
 use devkit::rows::verdict_code;
 use harness::WrapperCommand;
 use kits::bench::{self, BenchConfig};
-use kits::cli::tools::{BenchArgs, E2eArgs};
-use kits::e2e::{Deps, E2eConfig, Release, pyenv, run_e2e};
+use kits::cli::bench::BenchArgs;
+use kits::e2e::{Release, pyenv};
 
 /// Measures, prints the Markdown table and writes `target/bench/`.
 pub fn bench(args: &BenchArgs) -> Result<ExitCode> {
@@ -79,29 +79,4 @@ fn session_starts(args: &BenchArgs, wrapper: &WrapperCommand, out_dir: &Path) ->
     std::fs::write(&file, &table).with_context(|| format!("writing {}", file.display()))?;
     println!("report: {}", file.display());
     Ok(())
-}
-
-/// Runs every check and prints the table; exit 0 only if none failed.
-pub fn e2e(args: &E2eArgs) -> Result<ExitCode> {
-    let cfg = E2eConfig {
-        work_dir: bins::target_dir().join("e2e"),
-        release: args.iai_pme.clone(),
-        wrapper: bins::try_wrapper_bin()?,
-        python: args.python.clone(),
-        node: args.node.clone(),
-        deps: if args.on_pinned_deps {
-            Deps::Pinned
-        } else {
-            Deps::Own
-        },
-    };
-    eprintln!(
-        "e2e: {} against iai-mcp {} (environment in {})",
-        cfg.wrapper.display(),
-        cfg.release,
-        cfg.venv().display()
-    );
-    let report = run_e2e(&cfg).context("the end-to-end kit could not run")?;
-    println!("{report}");
-    Ok(verdict_code(report.passed()))
 }
