@@ -197,8 +197,8 @@ impl GroupGuard {
 
     /// Kills the leader's process tree, the nearest Windows has to a
     /// group ([`kill_tree`]), without reaping the leader. Once the leader
-    /// has been reaped its pid may be another process's: then only the
-    /// leader's own kill is left to [`ChildGuard`].
+    /// has exited, `taskkill /T` no longer finds its tree from it (Windows
+    /// keeps no parent to follow), so what it started is left.
     #[cfg(not(unix))]
     pub fn kill_group(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
@@ -207,17 +207,25 @@ impl GroupGuard {
     }
 }
 
+/// How long `taskkill` may take in [`kill_tree`].
+#[cfg(windows)]
+const TASKKILL_LIMIT: Duration = Duration::from_secs(15);
+
 /// Ends process `pid` and every process it started, with Windows' own
-/// `taskkill /F /T`, without waiting.
+/// `taskkill /F /T`: waits for `taskkill` (at most [`TASKKILL_LIMIT`]),
+/// not for the processes to be gone.
 #[cfg(windows)]
 pub fn kill_tree(pid: u32) {
-    let _ = Command::new("taskkill")
+    let mut taskkill = Command::new("taskkill");
+    taskkill
         .args(["/F", "/T", "/PID"])
         .arg(pid.to_string())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
+        .stderr(std::process::Stdio::null());
+    if let Ok(mut guard) = ChildGuard::spawn(&mut taskkill) {
+        let _ = guard.wait_timeout(TASKKILL_LIMIT);
+    }
 }
 
 impl Drop for GroupGuard {

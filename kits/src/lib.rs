@@ -18,8 +18,8 @@
 //!
 //! The end-to-end kit runs on every system iai-mcp ships for: it reaches
 //! the real daemon where the daemon listens there (a Unix socket, or
-//! loopback TCP with a token on Windows) and stops it as the release's own
-//! CLI does ([`e2e::address`], [`e2e::stop`]). The hosts kit and the
+//! loopback TCP with a token on Windows) and stops it as each system does
+//! ([`e2e::address`], [`e2e::stop`]). The hosts kit and the
 //! benchmarks are Unix only: hosts are reaped through process groups and
 //! `/proc` under the subreaper, and the benchmarks' floor talks to a Unix
 //! socket and reads `/proc`.

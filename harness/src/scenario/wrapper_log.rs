@@ -43,6 +43,10 @@ pub const DOCTOR_RUN: &str = "doctor_run";
 /// The event a wrapper logs when it has learnt the daemon's release.
 pub const DAEMON_RELEASE: &str = "daemon_release";
 
+/// The event a wrapper logs when it asked a daemon that is down to start:
+/// `how` (`wake_signal`, `launchctl`) and `outcome`.
+pub const WAKE_REQUESTED: &str = "wake_requested";
+
 /// The members of a log event the harness reads.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct LogEvent {
@@ -58,9 +62,14 @@ pub struct LogEvent {
     /// For a doctor run: `probe` or `heal`.
     #[serde(default)]
     pub mode: Option<String>,
-    /// For a doctor run: how it went (`healthy`, `problem`, ...).
+    /// For a doctor run: how it went (`healthy`, `problem`, ...); for a
+    /// wake-up request: `written`, `sent`, `skipped` or `failed`.
     #[serde(default)]
     pub outcome: Option<String>,
+    /// For a wake-up request: how the daemon was asked (`wake_signal`,
+    /// `launchctl`).
+    #[serde(default)]
+    pub how: Option<String>,
     /// The event's level (`INFO`, `WARN`, ...).
     #[serde(default)]
     pub level: Option<String>,

@@ -10,7 +10,7 @@
 //! fake daemon, which listens either way.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpStream};
 #[cfg(unix)]
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -71,6 +71,14 @@ impl DaemonAddress {
     /// A connection on which nothing has been sent, for a proxy whose
     /// client sends the token itself.
     pub fn dial(&self) -> io::Result<Connection> {
+        self.dial_within(None)
+    }
+
+    /// Like [`dial`](Self::dial), giving up a TCP connect after `limit`
+    /// (a Unix socket connect does not wait). Windows retries a connect
+    /// to a loopback port nobody listens on for about two seconds, so a
+    /// watch for the daemon's return dials with a short limit.
+    pub fn dial_within(&self, limit: Option<Duration>) -> io::Result<Connection> {
         match self.transport {
             #[cfg(unix)]
             Transport::Unix => UnixStream::connect(&self.path).map(Connection::Unix),
@@ -80,17 +88,26 @@ impl DaemonAddress {
                 "this system has no Unix sockets",
             )),
             Transport::Tcp => {
-                let port_file = self.tcp_files().port;
-                let text = std::fs::read_to_string(&port_file)?;
-                let port: u16 = text.trim().parse().map_err(|_| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("{} holds {text:?}, not a port", port_file.display()),
-                    )
-                })?;
-                TcpStream::connect(("127.0.0.1", port)).map(Connection::Tcp)
+                let address = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port()?));
+                match limit {
+                    Some(limit) => TcpStream::connect_timeout(&address, limit),
+                    None => TcpStream::connect(address),
+                }
+                .map(Connection::Tcp)
             }
         }
+    }
+
+    /// The TCP port the daemon published in its port file.
+    pub fn port(&self) -> io::Result<u16> {
+        let port_file = self.tcp_files().port;
+        let text = std::fs::read_to_string(&port_file)?;
+        text.trim().parse().map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} holds {text:?}, not a port", port_file.display()),
+            )
+        })
     }
 }
 

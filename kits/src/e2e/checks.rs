@@ -134,14 +134,17 @@ impl Kit<'_> {
 
     /// The release's own wrapper started: its degraded mode uses the real
     /// `iai`; `iai-mcp` is kept off its `PATH` so that its own auto-heal
-    /// never restarts the kit's daemon.
+    /// never restarts the kit's daemon. On TCP it is given the port and
+    /// token file ([`RealDaemon::node_wrapper_endpoint`]).
     fn theirs_spawned(
         &self,
         real: &RealDaemon,
         endpoint: Option<PathBuf>,
     ) -> Result<WrapperProcess, HarnessError> {
         let index = self.py.bundled_wrapper()?;
+        let node_endpoint = real.node_wrapper_endpoint(endpoint.clone())?;
         let mut opts = real.wrapper_options(endpoint, self.py);
+        opts.endpoint = node_endpoint;
         opts.extra_env
             .retain(|(k, _)| k != "PATH" && k != "IAI_MCP_ADMIN_CLI");
         let cmd = WrapperCommand {

@@ -25,7 +25,7 @@ use harness::wrapper::WrapperOptions;
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-use super::address::DaemonAddress;
+use super::address::{DaemonAddress, Transport};
 use super::pyenv::PyEnv;
 use super::stop::{self, Stop, is_daemon};
 use super::wait::poll;
@@ -44,6 +44,10 @@ pub const CLI_LIMIT: Duration = Duration::from_secs(120);
 /// How often [`RealDaemon::wait_accepting`] tries the endpoint: the
 /// precision of the restart check's figure.
 pub const ACCEPT_POLL: Duration = Duration::from_micros(250);
+/// How long one dial of [`RealDaemon::wait_accepting`] may wait for a TCP
+/// connect (a loopback connect is answered in microseconds; a closed port
+/// on Windows takes seconds to refuse).
+const ACCEPT_DIAL_LIMIT: Duration = Duration::from_millis(100);
 /// How long a stopping daemon may take before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -213,6 +217,30 @@ impl RealDaemon {
         opts
     }
 
+    /// How the release's own Node wrapper is told where the endpoint at
+    /// `path` (the daemon's unless given) is: the path itself, except on
+    /// TCP, where it takes a path for a named pipe and needs the port and
+    /// the token file instead (the port read now: it follows no restart).
+    pub fn node_wrapper_endpoint(
+        &self,
+        path: Option<PathBuf>,
+    ) -> Result<DaemonEndpoint, HarnessError> {
+        let path = path.unwrap_or_else(|| self.address.path().to_path_buf());
+        let address = DaemonAddress::new(&path, self.address.transport());
+        match address.transport() {
+            Transport::Unix => Ok(DaemonEndpoint::Unix(path)),
+            Transport::Tcp => {
+                let port = address.port().map_err(|e| {
+                    HarnessError::io(format!("the port beside {}", path.display()), e)
+                })?;
+                Ok(DaemonEndpoint::Tcp {
+                    port,
+                    token_path: address.tcp_files().token,
+                })
+            }
+        }
+    }
+
     /// Starts the daemon (if not running) and waits until it answers;
     /// returns how long that took.
     pub fn start_daemon(&mut self) -> Result<Duration, HarnessError> {
@@ -267,7 +295,7 @@ impl RealDaemon {
     pub fn wait_accepting(&self, timeout: Duration) -> Result<Instant, HarnessError> {
         let give_up = Instant::now() + timeout;
         loop {
-            if self.address.dial().is_ok() {
+            if self.address.dial_within(Some(ACCEPT_DIAL_LIMIT)).is_ok() {
                 return Ok(Instant::now());
             }
             if Instant::now() >= give_up {

@@ -7,17 +7,24 @@
 //! the kit's daemon command in the kit's environment and never started by
 //! launchd on its own (no `RunAtLoad`, no `KeepAlive`), stops the kit's
 //! daemon, and starts this wrapper with a call waiting: the call is
-//! answered only if the wrapper's kickstart made launchd start the daemon.
-//! The job is booted out on every path. Where the runner has no GUI domain
-//! to load it into, the row says so instead of failing.
+//! answered only if the wrapper's kickstart made launchd start the daemon:
+//! the wrapper logs the kickstart it sent, and launchd names the pid the
+//! job runs as. The job is booted out on every path. Where the runner's
+//! session has no GUI domain, the row says so instead of failing; a
+//! domain that refuses the job fails it.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use devkit::bins::error_chain;
 use devkit::command::run_within;
+use devkit::error::DevkitError;
 use devkit::rows::Row;
 use harness::error::HarnessError;
+use harness::scenario::wrapper_log::{self, WAKE_REQUESTED};
 use serde_json::json;
+use thiserror::Error;
 
 use super::checks::{Kit, ok_result};
 use super::daemon::RealDaemon;
@@ -31,6 +38,39 @@ const LAUNCHCTL_LIMIT: Duration = Duration::from_secs(30);
 /// the kickstart, and the daemon's start.
 const WAKE_REPLY: Duration = Duration::from_secs(120);
 
+/// Why the job was not loaded.
+#[derive(Debug, Error)]
+enum LoadError {
+    /// The session has no GUI domain to load a LaunchAgent into (a runner
+    /// without a logged-in user): the check cannot run here.
+    #[error("this session has no launchd domain {domain}")]
+    NoGuiDomain {
+        /// `gui/<uid>`.
+        domain: String,
+        /// What `launchctl print` said.
+        #[source]
+        source: DevkitError,
+    },
+    /// The job's property list could not be written.
+    #[error("writing {}", path.display())]
+    Write {
+        /// The property list.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The domain is there and refused the job.
+    #[error("launchctl bootstrap {domain} refused the job")]
+    Refused {
+        /// `gui/<uid>`.
+        domain: String,
+        /// What `launchctl bootstrap` said.
+        #[source]
+        source: DevkitError,
+    },
+}
+
 /// A job loaded in the user's GUI domain, booted out when dropped.
 struct LoadedJob {
     domain: String,
@@ -38,18 +78,25 @@ struct LoadedJob {
 
 impl LoadedJob {
     /// Writes the job's property list beside the daemon's files and
-    /// bootstraps it; `Err` says why the runner does not allow it.
-    fn load(real: &RealDaemon) -> Result<Self, String> {
+    /// bootstraps it into the user's GUI domain, if the session has one.
+    fn load(real: &RealDaemon) -> Result<Self, LoadError> {
         let uid = nix::unistd::getuid().as_raw();
         let domain = format!("gui/{uid}");
-        let plist = real.scratch().join("com.iai-mcp.daemon.plist");
-        std::fs::write(&plist, property_list(real))
-            .map_err(|e| format!("writing {}: {e}", plist.display()))?;
+        let mut print = Command::new("/bin/launchctl");
+        print.arg("print").arg(&domain);
+        if let Err(source) = run_within(&mut print, "launchctl print", LAUNCHCTL_LIMIT) {
+            return Err(LoadError::NoGuiDomain { domain, source });
+        }
+        let path = real.scratch().join("com.iai-mcp.daemon.plist");
+        if let Err(source) = std::fs::write(&path, property_list(real)) {
+            return Err(LoadError::Write { path, source });
+        }
         let mut bootstrap = Command::new("/bin/launchctl");
-        bootstrap.arg("bootstrap").arg(&domain).arg(&plist);
-        run_within(&mut bootstrap, "launchctl bootstrap", LAUNCHCTL_LIMIT)
-            .map_err(|e| devkit::bins::error_chain(&e))?;
-        Ok(LoadedJob { domain })
+        bootstrap.arg("bootstrap").arg(&domain).arg(&path);
+        match run_within(&mut bootstrap, "launchctl bootstrap", LAUNCHCTL_LIMIT) {
+            Ok(_) => Ok(LoadedJob { domain }),
+            Err(source) => Err(LoadError::Refused { domain, source }),
+        }
     }
 
     /// `gui/<uid>/com.iai-mcp.daemon`.
@@ -133,12 +180,10 @@ impl Kit<'_> {
         real.stop();
         let job = match LoadedJob::load(real) {
             Ok(job) => job,
-            Err(why) => {
-                return Row::info(
-                    check,
-                    format!("not run: the job could not be loaded: {why}"),
-                );
+            Err(e @ LoadError::NoGuiDomain { .. }) => {
+                return Row::info(check, format!("not run: {}", error_chain(&e)));
             }
+            Err(e) => return Row::judged(check, false, error_chain(&e)),
         };
         let outcome = self.wake_through(real, &job);
         drop(job);
@@ -163,9 +208,18 @@ impl Kit<'_> {
                 "IAI_MCP_CONNECT_WAIT_MS",
                 WAKE_REPLY.as_millis().to_string(),
             )
+            .env(wrapper_log::JSON_EVENTS.0, wrapper_log::JSON_EVENTS.1)
         })?;
         ok_result(&w.call_tool("topology", json!({}), WAKE_REPLY)?)?;
         let answered = started.elapsed();
+        let kickstarted = wrapper_log::events_named(&w.stderr_text(), WAKE_REQUESTED)
+            .any(|e| e.how.as_deref() == Some("launchctl") && e.outcome.as_deref() == Some("sent"));
+        if !kickstarted {
+            return Err(HarnessError::Scenario(
+                "the call was answered, but the wrapper logged no kickstart sent to launchctl"
+                    .to_owned(),
+            ));
+        }
         let pid = job.running_pid().ok_or_else(|| {
             HarnessError::Scenario(format!(
                 "the call was answered, but launchd runs no {LABEL}: something else started the daemon"

@@ -2,13 +2,16 @@
 //! daemon's process from another that reuses its pid.
 //!
 //! On Unix the daemon leads a process group of its own, and a stop is a
-//! signal to that group: SIGTERM as a service manager sends it, or SIGKILL
+//! signal to that group: SIGTERM as a service manager sends it (the
+//! release's own `daemon stop` sends it to the daemon's pid), or SIGKILL
 //! for a crash. Windows has no signal a background Python process can be
 //! sent; iai-mcp's own `daemon stop` ends the daemon's whole tree with
 //! `taskkill /F /T` there, and so does the kit, for either kind of stop.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
 
+use devkit::command::run_within;
 use devkit::process::GroupGuard;
 use harness::footprint::has_ended;
 
@@ -64,6 +67,9 @@ pub fn is_daemon(pid: u32) -> bool {
     command_line(pid).is_some_and(|line| line.contains("iai_mcp.daemon")) && !has_ended(pid)
 }
 
+/// How long asking the system for a command line may take.
+const LISTER_LIMIT: Duration = Duration::from_secs(15);
+
 /// The command line of `pid`: from `/proc` on Linux, from `ps` on other
 /// Unix systems, from the process's CIM record (through PowerShell) on
 /// Windows.
@@ -85,13 +91,9 @@ fn command_line(pid: u32) -> Option<String> {
         command.args(["-o", "command=", "-p"]).arg(pid.to_string());
         command
     };
-    let output = lister
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    (output.status.success() && !text.is_empty()).then_some(text)
+    let text = run_within(&mut lister, "asking for a command line", LISTER_LIMIT).ok()?;
+    let text = text.trim().to_owned();
+    (!text.is_empty()).then_some(text)
 }
 
 #[cfg(test)]
