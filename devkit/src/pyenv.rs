@@ -84,6 +84,29 @@ impl Pins<'_> {
             .chain(self.constraints.into_iter().flat_map(str::lines));
         lines.filter_map(exact_pin).collect()
     }
+
+    /// Whether `installed` (`(name, version)` as [`installed`] lists them)
+    /// holds these pins as pip would have installed them: every exact
+    /// requirement, and every constrained package that is installed at its
+    /// version. A constraint does not ask for a package: one that is not
+    /// installed is one this system does not need (a constraints file made
+    /// on Linux names keyring's Linux backend, which macOS and Windows
+    /// never install).
+    pub fn held_by(&self, installed: &[(String, String)]) -> bool {
+        let required = self.requirements.iter().copied().filter_map(exact_pin);
+        let constrained = self
+            .constraints
+            .into_iter()
+            .flat_map(str::lines)
+            .filter_map(exact_pin);
+        required.into_iter().all(|pin| installed.contains(&pin))
+            && constrained.into_iter().all(|(name, version)| {
+                installed
+                    .iter()
+                    .filter(|(listed, _)| *listed == name)
+                    .all(|(_, listed)| *listed == version)
+            })
+    }
 }
 
 /// `(name, version)` of a `NAME==VERSION` line, the name normalised as pip
@@ -117,7 +140,7 @@ pub fn ensure_venv(
 }
 
 /// The virtual environment `root` holding `pins`: reused when its marker
-/// names the same pins and pip lists every exact pin at its version;
+/// names the same pins and pip lists them ([`Pins::held_by`]);
 /// otherwise made anew with the interpreter `interpreter` gives and
 /// installed from the registry (`what` says what, for errors), the
 /// constraints applied. Returns how long making it took (`None`: reused).
@@ -153,13 +176,10 @@ pub fn ensure_venv_pinned(
     Ok(Some(started.elapsed()))
 }
 
-/// Whether the environment at `root` lists every exact pin of `pins` at
-/// its version (`pip list`).
+/// Whether the environment at `root` holds `pins` ([`Pins::held_by`],
+/// from `pip list`).
 fn holds(root: &Path, pins: &Pins<'_>) -> bool {
-    let Ok(listed) = installed(root) else {
-        return false;
-    };
-    pins.exact().iter().all(|pin| listed.contains(pin))
+    installed(root).is_ok_and(|listed| pins.held_by(&listed))
 }
 
 /// Every distribution installed in the environment `root`, as
@@ -305,6 +325,33 @@ mod tests {
         );
         assert_eq!(exact_pin("--no-deps"), None);
         assert_eq!(exact_pin("mcp>=2"), None);
+    }
+
+    #[test]
+    fn constraints_pin_what_is_installed_and_ask_for_nothing() {
+        let requirements = ["--no-deps", "iai-pme==3.3.0"];
+        let pins = Pins {
+            requirements: &requirements,
+            constraints: Some("numpy==2.1.0\njeepney==0.9.0\n"),
+        };
+        let listed = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        // jeepney is Linux's: its absence elsewhere is what pip does.
+        assert!(pins.held_by(&listed(&[("iai-pme", "3.3.0"), ("numpy", "2.1.0")])));
+        assert!(pins.held_by(&listed(&[
+            ("iai-pme", "3.3.0"),
+            ("numpy", "2.1.0"),
+            ("jeepney", "0.9.0")
+        ])));
+        // A constrained package at another version, or a requirement
+        // missing or at another version, is not the environment asked for.
+        assert!(!pins.held_by(&listed(&[("iai-pme", "3.3.0"), ("numpy", "2.2.0")])));
+        assert!(!pins.held_by(&listed(&[("numpy", "2.1.0")])));
+        assert!(!pins.held_by(&listed(&[("iai-pme", "3.2.3"), ("numpy", "2.1.0")])));
     }
 
     #[test]
